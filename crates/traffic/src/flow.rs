@@ -1,0 +1,88 @@
+//! A flow's specification: what the sender sends, how it is marked, when it stops.
+
+use serde::{Deserialize, Serialize};
+use wire::control::{Meter, Protocol};
+use wire::ds::{ds_byte, Dscp, Ecn};
+use wire::time::Duration;
+
+use crate::units::Rate;
+
+/// When a flow stops: whichever limit comes first. At least one must be set.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StopSpec {
+    /// Stop sending at start + this.
+    #[serde(rename = "duration_ns")]
+    pub duration: Option<Duration>,
+    /// Stop after this many packets.
+    pub count: Option<u64>,
+    /// Stop once this many payload bytes have been sent.
+    #[serde(rename = "bytes_limit")]
+    pub bytes: Option<u64>,
+}
+
+/// How packets of a flow are marked. DSCP and ECN are separate.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MarkingSpec {
+    /// DiffServ codepoint.
+    pub dscp: Option<Dscp>,
+    /// ECN codepoint.
+    pub ecn: Option<Ecn>,
+    /// IPv4 TTL / IPv6 hop limit.
+    pub ttl: Option<u8>,
+    /// IPv6 flow label (20 bits).
+    pub flow_label: Option<u32>,
+}
+
+impl MarkingSpec {
+    /// The DS byte to set, if DSCP or ECN is given (the other part is zero).
+    pub fn tos(&self) -> Option<u8> {
+        if self.dscp.is_none() && self.ecn.is_none() {
+            return None;
+        }
+        Some(ds_byte(
+            self.dscp.unwrap_or_default(),
+            self.ecn.unwrap_or_default(),
+        ))
+    }
+}
+
+/// One flow.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlowSpec {
+    /// Transport.
+    pub protocol: Protocol,
+    /// Meter.
+    pub meter: Meter,
+    /// Send rate.
+    pub rate: Rate,
+    /// Payload bytes per packet.
+    pub size_bytes: u32,
+    /// Stop conditions.
+    pub stop: StopSpec,
+    /// Delay from the run's start to this flow's first packet.
+    #[serde(rename = "start_offset_ns")]
+    pub start_offset: Duration,
+    /// Marking.
+    pub marking: MarkingSpec,
+    /// TCP_NODELAY on TCP flows.
+    pub nodelay: bool,
+    /// A label for output (flow-file line, preset).
+    pub label: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tos_combines_dscp_and_ecn() {
+        let mut m = MarkingSpec::default();
+        assert_eq!(m.tos(), None);
+        m.dscp = Some(Dscp::EF);
+        assert_eq!(m.tos(), Some(0xB8));
+        m.ecn = Some(Ecn::Ect1);
+        assert_eq!(m.tos(), Some(0xB9));
+        m.dscp = None;
+        assert_eq!(m.tos(), Some(0x01));
+    }
+}

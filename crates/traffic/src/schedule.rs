@@ -1,0 +1,252 @@
+//! A send schedule with absolute deadlines.
+//!
+//! Packet `k` is due at `start + k·T` where `T` is the exact inter-departure time as a
+//! fraction of nanoseconds, so rounding never accumulates into drift (the sender sleeps
+//! until a deadline, not for an interval). A sender that wakes late finds several packets
+//! due at once and sends them together: that is how batching arises at high rates, while
+//! each packet keeps its own scheduled time for the schedule-error metric.
+//!
+//! Following quinn's vocabulary: [`Schedule::poll_transmit`] hands out the next due
+//! packet, [`Schedule::poll_timeout`] says when to wake.
+
+use wire::time::{Duration, Instant};
+
+use crate::flow::{FlowSpec, StopSpec};
+
+/// A packet the schedule wants sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Transmit {
+    /// Sequence number, from 0.
+    pub seq: u64,
+    /// When it was due.
+    pub scheduled: Instant,
+    /// Payload bytes.
+    pub size_bytes: u32,
+}
+
+/// Constant-rate schedule of one flow.
+#[derive(Clone, Debug)]
+pub struct Schedule {
+    start: Instant,
+    interval: (u128, u128),
+    size_bytes: u32,
+    stop: StopSpec,
+    next_seq: u64,
+    bytes: u64,
+    stopped: bool,
+}
+
+impl Schedule {
+    /// A schedule for `spec` whose first packet is due at `origin + spec.start_offset`.
+    pub fn new(spec: &FlowSpec, origin: Instant) -> Self {
+        Self {
+            start: origin + spec.start_offset,
+            interval: spec.rate.interval_ns(spec.size_bytes),
+            size_bytes: spec.size_bytes,
+            stop: spec.stop,
+            next_seq: 0,
+            bytes: 0,
+            stopped: false,
+        }
+    }
+
+    /// When packet `seq` is due.
+    pub fn deadline(&self, seq: u64) -> Instant {
+        let (num, den) = self.interval;
+        let offset = u128::from(seq) * num / den;
+        self.start + Duration::from_nanos(u64::try_from(offset).unwrap_or(u64::MAX))
+    }
+
+    /// The next packet if it is due at `now`; `None` if none is due yet or the flow ended.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        if self.is_finished() {
+            return None;
+        }
+        let scheduled = self.deadline(self.next_seq);
+        if scheduled > now {
+            return None;
+        }
+        let tx = Transmit {
+            seq: self.next_seq,
+            scheduled,
+            size_bytes: self.size_bytes,
+        };
+        self.next_seq += 1;
+        self.bytes += u64::from(self.size_bytes);
+        Some(tx)
+    }
+
+    /// When the next packet is due; `None` once the flow has ended. A soft deadline:
+    /// calling [`Self::poll_transmit`] earlier is harmless, later delays packets.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        (!self.is_finished()).then(|| self.deadline(self.next_seq))
+    }
+
+    /// Stop early (interrupted by the user).
+    pub fn handle_stop(&mut self) {
+        self.stopped = true;
+    }
+
+    /// Whether every packet has been handed out.
+    pub fn is_finished(&self) -> bool {
+        if self.stopped {
+            return true;
+        }
+        if self.stop.count.is_some_and(|c| self.next_seq >= c) {
+            return true;
+        }
+        if self.stop.bytes.is_some_and(|b| self.bytes >= b) {
+            return true;
+        }
+        if let Some(d) = self.stop.duration {
+            if self.deadline(self.next_seq) >= self.start + d {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Packets handed out so far.
+    pub fn packets(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// Payload bytes handed out so far.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// When the first packet is due.
+    pub fn start(&self) -> Instant {
+        self.start
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flow::MarkingSpec;
+    use crate::units::Rate;
+    use wire::control::{Meter, Protocol};
+
+    fn spec(rate: Rate, size: u32, stop: StopSpec) -> FlowSpec {
+        FlowSpec {
+            protocol: Protocol::Udp,
+            meter: Meter::Owd,
+            rate,
+            size_bytes: size,
+            stop,
+            start_offset: Duration::from_millis(5),
+            marking: MarkingSpec::default(),
+            nodelay: false,
+            label: String::new(),
+        }
+    }
+
+    #[test]
+    fn thirty_thousand_pps_for_one_second_is_exactly_thirty_thousand_packets() {
+        let s = spec(
+            Rate::MilliPps(30_000_000),
+            64,
+            StopSpec {
+                duration: Some(Duration::from_secs(1)),
+                ..Default::default()
+            },
+        );
+        let mut sched = Schedule::new(&s, Instant::from_nanos(1_000));
+        // A sender that always wakes 100 µs late still gets every packet, at its own deadline.
+        let mut now = Instant::ZERO;
+        let mut sent = Vec::new();
+        while let Some(t) = sched.poll_timeout() {
+            now = t + Duration::from_micros(100);
+            while let Some(tx) = sched.poll_transmit(now) {
+                sent.push(tx);
+            }
+        }
+        assert_eq!(sent.len(), 30_000);
+        assert_eq!(sent[0].scheduled.as_nanos(), 5_001_000);
+        // 1e9/30000 = 33333.33… ns: deadlines do not drift.
+        assert_eq!(sent[3].scheduled.as_nanos(), 5_001_000 + 100_000);
+        assert_eq!(sent[29_999].scheduled.as_nanos(), 5_001_000 + 999_966_666);
+        assert!(sent.windows(2).all(|w| w[1].seq == w[0].seq + 1));
+        assert!(now >= sent[29_999].scheduled);
+        assert_eq!(sched.poll_transmit(now + Duration::from_secs(9)), None);
+    }
+
+    #[test]
+    fn stops_at_count_or_bytes_whichever_first() {
+        let mut by_count = Schedule::new(
+            &spec(
+                Rate::MilliPps(1_000_000),
+                100,
+                StopSpec {
+                    count: Some(3),
+                    bytes: Some(10_000),
+                    ..Default::default()
+                },
+            ),
+            Instant::ZERO,
+        );
+        let far = Instant::from_nanos(u64::MAX / 2);
+        let n = std::iter::from_fn(|| by_count.poll_transmit(far)).count();
+        assert_eq!(n, 3);
+        let mut by_bytes = Schedule::new(
+            &spec(
+                Rate::MilliPps(1_000_000),
+                100,
+                StopSpec {
+                    count: Some(30),
+                    bytes: Some(250),
+                    ..Default::default()
+                },
+            ),
+            Instant::ZERO,
+        );
+        let n = std::iter::from_fn(|| by_bytes.poll_transmit(far)).count();
+        assert_eq!(n, 3);
+        assert_eq!(by_bytes.bytes(), 300);
+        assert_eq!(by_bytes.poll_timeout(), None);
+    }
+
+    #[test]
+    fn bit_rate_sets_the_interval_from_the_size() {
+        // G.711 over RTP: 64 kbit/s of 160-byte payloads = 50 pkt/s, 20 ms apart.
+        let s = spec(
+            Rate::Bps(64_000),
+            160,
+            StopSpec {
+                duration: Some(Duration::from_secs(1)),
+                ..Default::default()
+            },
+        );
+        let mut sched = Schedule::new(&s, Instant::ZERO);
+        let far = Instant::from_nanos(u64::MAX / 2);
+        let all: Vec<_> = std::iter::from_fn(|| sched.poll_transmit(far)).collect();
+        assert_eq!(all.len(), 50);
+        assert_eq!(
+            all[1].scheduled.as_nanos() - all[0].scheduled.as_nanos(),
+            20_000_000
+        );
+    }
+
+    #[test]
+    fn nothing_is_due_before_the_start_offset_and_stop_ends_it() {
+        let s = spec(
+            Rate::MilliPps(1_000_000),
+            64,
+            StopSpec {
+                count: Some(10),
+                ..Default::default()
+            },
+        );
+        let mut sched = Schedule::new(&s, Instant::ZERO);
+        assert_eq!(sched.poll_transmit(Instant::from_nanos(4_999_999)), None);
+        assert_eq!(sched.poll_timeout(), Some(Instant::from_nanos(5_000_000)));
+        assert!(sched
+            .poll_transmit(Instant::from_nanos(5_000_000))
+            .is_some());
+        sched.handle_stop();
+        assert_eq!(sched.poll_timeout(), None);
+        assert_eq!(sched.packets(), 1);
+    }
+}

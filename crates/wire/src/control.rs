@@ -1,0 +1,301 @@
+//! Control-channel messages: JSON bodies in [`crate::frame`] framing on a TCP connection
+//! to the receiver's port.
+//!
+//! A connection's first message says what it is:
+//! - [`Msg::Hello`] opens a control session:
+//!   ```text
+//!   sender                               receiver
+//!   Hello{version}              ──▶
+//!                               ◀──      Challenge{nonce, auth_required}
+//!   Auth{mac}                   ──▶      (mac = HMAC-SHA256(key, CONTEXT ‖ nonce), hex)
+//!                               ◀──      Welcome{} | Error{message}
+//!   Register{flows}             ──▶
+//!                               ◀──      Registered{flows: id + token}
+//!        … data flows run …
+//!   Finish{flows: sent counts}  ──▶
+//!                               ◀──      Results{flows: receiver-side summaries}
+//!   ```
+//! - [`Msg::Attach`] turns the connection into the TCP data stream of a registered flow;
+//!   the token proves it belongs to the session that registered it.
+//!
+//! Every body is at most [`MAX_MSG_LEN`] bytes; [`parse`] never panics.
+
+use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
+use sha2::Sha256;
+
+/// Version of the control protocol.
+pub const PROTOCOL_VERSION: u32 = 1;
+/// Largest control message body accepted.
+pub const MAX_MSG_LEN: usize = 64 * 1024;
+/// Domain-separation prefix of the handshake MAC.
+pub const CONTEXT: &[u8] = b"dualperf control v1";
+
+/// Transport of a flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// UDP datagrams, one probe each.
+    #[default]
+    Udp,
+    /// Framed messages on a TCP connection.
+    Tcp,
+}
+
+/// What the flow measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Meter {
+    /// One-way delay: the receiver timestamps each probe.
+    #[default]
+    Owd,
+    /// Round trip: the receiver echoes each probe back to its sender.
+    Rtt,
+}
+
+/// A flow as the sender announces it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct FlowAnnounce {
+    /// The sender's own index for this flow.
+    pub index: u32,
+    /// Transport.
+    pub protocol: Protocol,
+    /// Meter.
+    pub meter: Meter,
+    /// Payload bytes per packet (UDP payload, or TCP message body).
+    pub size_bytes: u32,
+    /// DS byte the sender sets, also used on echoes.
+    pub tos: Option<u8>,
+    /// TTL / hop limit the sender sets, also used on echoes.
+    pub ttl: Option<u8>,
+    /// IPv6 flow label the sender sets, also used on echoes.
+    pub flow_label: Option<u32>,
+    /// For UDP: the sender's source port, so echoes go to it and nowhere else.
+    pub src_port: Option<u16>,
+    /// Free-form label (preset name, flow file line) for logs.
+    #[serde(default)]
+    pub label: String,
+}
+
+/// The receiver's answer for one announced flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlowGrant {
+    /// The sender's index.
+    pub index: u32,
+    /// The flow id to put in every probe.
+    pub id: u16,
+    /// Token for attaching a TCP data connection.
+    pub token: u64,
+}
+
+/// What the sender sent, reported at the end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlowSent {
+    /// Flow id.
+    pub id: u16,
+    /// Packets handed to the kernel.
+    pub packets: u64,
+    /// Payload bytes handed to the kernel.
+    pub bytes: u64,
+}
+
+/// One flow's receiver-side result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FlowResult {
+    /// Flow id.
+    pub id: u16,
+    /// The receiver's summary (a `meter::FlowSummary` as JSON).
+    pub summary: serde_json::Value,
+    /// Datagrams or messages for this flow that were malformed.
+    #[serde(default)]
+    pub malformed: u64,
+}
+
+/// A control message.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Msg {
+    /// Opens a control session.
+    Hello {
+        /// [`PROTOCOL_VERSION`] of the sender.
+        version: u32,
+    },
+    /// The receiver's challenge.
+    Challenge {
+        /// Random nonce, hex.
+        nonce: String,
+        /// Whether the receiver was started with `--key`.
+        auth_required: bool,
+    },
+    /// The sender's proof of the key (empty without a key).
+    Auth {
+        /// HMAC-SHA256 over [`CONTEXT`] and the nonce, hex.
+        mac: String,
+    },
+    /// The session is open.
+    Welcome {
+        /// The receiver's software version.
+        receiver: String,
+    },
+    /// Flows the sender is about to send.
+    Register {
+        /// The flows.
+        flows: Vec<FlowAnnounce>,
+    },
+    /// Flow ids and tokens, in announcement order.
+    Registered {
+        /// The grants.
+        flows: Vec<FlowGrant>,
+    },
+    /// First message of a TCP data connection.
+    Attach {
+        /// Flow id.
+        flow: u16,
+        /// Token from [`Msg::Registered`].
+        token: u64,
+    },
+    /// The sender is done; counts per flow.
+    Finish {
+        /// What was sent.
+        flows: Vec<FlowSent>,
+    },
+    /// Receiver-side results per flow.
+    Results {
+        /// The results.
+        flows: Vec<FlowResult>,
+    },
+    /// A refusal; the connection closes after it.
+    Error {
+        /// Human-readable reason.
+        message: String,
+    },
+}
+
+/// Why a control message could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    /// The body exceeds [`MAX_MSG_LEN`].
+    #[error("control message of {0} bytes exceeds the {MAX_MSG_LEN}-byte limit")]
+    TooLong(usize),
+    /// The body is not a valid message.
+    #[error("malformed control message: {0}")]
+    Malformed(#[from] serde_json::Error),
+}
+
+/// Parse a control message body.
+pub fn parse(body: &[u8]) -> Result<Msg, ControlError> {
+    if body.len() > MAX_MSG_LEN {
+        return Err(ControlError::TooLong(body.len()));
+    }
+    Ok(serde_json::from_slice(body)?)
+}
+
+/// Encode a message as a framed body, ready to write to the stream.
+pub fn encode(msg: &Msg) -> Vec<u8> {
+    // Serialising these plain structs cannot fail.
+    let body = serde_json::to_vec(msg).unwrap_or_default();
+    crate::frame::encode(&body).unwrap_or_default()
+}
+
+/// The handshake MAC for `nonce` under `key`, hex-encoded.
+pub fn auth_mac(key: &[u8], nonce: &str) -> String {
+    let mut mac = mac_for(key);
+    mac.update(nonce.as_bytes());
+    hex(&mac.finalize().into_bytes())
+}
+
+/// Check a MAC in constant time.
+pub fn verify_mac(key: &[u8], nonce: &str, mac_hex: &str) -> bool {
+    let Some(tag) = unhex(mac_hex) else {
+        return false;
+    };
+    let mut mac = mac_for(key);
+    mac.update(nonce.as_bytes());
+    mac.verify_slice(&tag).is_ok()
+}
+
+fn mac_for(key: &[u8]) -> Hmac<Sha256> {
+    // HMAC accepts keys of any length.
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key length");
+    mac.update(CONTEXT);
+    mac
+}
+
+/// Lower-case hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if s.len() % 2 != 0 || !s.is_ascii() {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frame::FrameDecoder;
+
+    #[test]
+    fn messages_round_trip_through_framing() {
+        let msgs = [
+            Msg::Hello { version: 1 },
+            Msg::Register {
+                flows: vec![FlowAnnounce {
+                    index: 0,
+                    protocol: Protocol::Tcp,
+                    meter: Meter::Rtt,
+                    size_bytes: 64,
+                    tos: Some(0xb8),
+                    ttl: None,
+                    flow_label: Some(0x12345),
+                    src_port: None,
+                    label: "x".into(),
+                }],
+            },
+            Msg::Attach { flow: 3, token: 99 },
+        ];
+        let mut d = FrameDecoder::new(MAX_MSG_LEN);
+        for m in &msgs {
+            d.handle_bytes(&encode(m));
+        }
+        for m in &msgs {
+            let body = d.poll_frame().unwrap().unwrap();
+            assert_eq!(&parse(body).unwrap(), m);
+        }
+    }
+
+    #[test]
+    fn wire_format_is_tagged_json() {
+        let body = &encode(&Msg::Attach { flow: 1, token: 2 })[4..];
+        assert_eq!(body, br#"{"type":"attach","flow":1,"token":2}"#);
+        assert!(parse(br#"{"type":"nope"}"#).is_err());
+        assert!(parse(b"\xff\xfe").is_err());
+        assert!(matches!(
+            parse(&vec![b' '; MAX_MSG_LEN + 1]),
+            Err(ControlError::TooLong(_))
+        ));
+    }
+
+    #[test]
+    fn mac_verifies_only_with_the_right_key() {
+        // RFC 4231 test case 2 checks the primitive: HMAC-SHA256("Jefe", "what do ya want for nothing?").
+        let mut m = <Hmac<Sha256> as Mac>::new_from_slice(b"Jefe").unwrap();
+        m.update(b"what do ya want for nothing?");
+        assert_eq!(
+            hex(&m.finalize().into_bytes()),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+        let mac = auth_mac(b"secret", "00ff");
+        assert!(verify_mac(b"secret", "00ff", &mac));
+        assert!(!verify_mac(b"wrong", "00ff", &mac));
+        assert!(!verify_mac(b"secret", "00fe", &mac));
+        assert!(!verify_mac(b"secret", "00ff", "zz"));
+        assert!(!verify_mac(b"secret", "00ff", "é"));
+    }
+}

@@ -1,0 +1,59 @@
+//! Bytes ⇄ meaning for everything dualperf puts on the wire, plus the time types the
+//! packets carry.
+//!
+//! The layers follow smoltcp's split:
+//! - a `Packet<T: AsRef<[u8]>>` is a zero-copy view over a buffer whose accessors are
+//!   named after the fields. [`probe::Packet::new_checked`] must be used on untrusted
+//!   input; after it returns `Ok`, no accessor panics.
+//! - a `Repr` is the validated meaning of a packet, with `parse` and `emit`.
+//!
+//! Modules:
+//! - [`time`]: monotonic [`time::Instant`] and [`time::Duration`] in nanoseconds; wall
+//!   clock stamps are plain `u64` nanoseconds since the Unix epoch (`*_ns` fields).
+//! - [`ds`]: DSCP and ECN, with the names of RFC 2474/2597/3246/8622.
+//! - [`probe`]: the measurement probe header carried at the start of every payload.
+//! - [`frame`]: length-prefixed framing for message boundaries on TCP.
+//! - [`control`]: the control-channel messages and the HMAC handshake.
+//!
+//! This crate never touches a socket and never reads a clock.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod control;
+pub mod ds;
+pub mod frame;
+pub mod probe;
+pub mod time;
+
+/// Parsing a packet or message failed: it is malformed, truncated or of an unknown version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// The buffer is shorter than the header it must hold.
+    #[error("truncated: need {need} bytes, have {have}")]
+    Truncated {
+        /// Bytes required.
+        need: usize,
+        /// Bytes available.
+        have: usize,
+    },
+    /// The magic number does not match.
+    #[error("wrong magic 0x{0:02x}")]
+    WrongMagic(u8),
+    /// The version is not one this build understands.
+    #[error("unsupported version {0}")]
+    UnsupportedVersion(u8),
+    /// A length field exceeds the allowed maximum.
+    #[error("length {len} exceeds the maximum {max}")]
+    TooLong {
+        /// Announced length.
+        len: usize,
+        /// Maximum allowed.
+        max: usize,
+    },
+    /// A field holds a value that is not allowed.
+    #[error("malformed: {0}")]
+    Malformed(&'static str),
+}
+
+/// Result type of this crate.
+pub type Result<T> = core::result::Result<T, Error>;
