@@ -60,6 +60,12 @@ impl FrameDecoder {
         }
     }
 
+    /// Change the largest body accepted from now on (a connection that starts with a
+    /// small control message and continues as a data stream).
+    pub fn set_max_len(&mut self, max_len: usize) {
+        self.max_len = max_len;
+    }
+
     /// Append bytes read from the stream.
     pub fn handle_bytes(&mut self, data: &[u8]) {
         if self.start > 0 && self.start == self.buf.len() {

@@ -1,0 +1,301 @@
+//! `dualperf compare`: the main job. A standard battery run back to back over IPv4 and
+//! IPv6 on loopback, reported side by side with the relative difference.
+
+use std::io::IsTerminal;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+use traffic::{FlowSpec, MarkingSpec, Rate, StopSpec};
+use wire::control::{Meter, Protocol};
+use wire::time::Duration;
+
+use crate::recv::{Receiver, ReceiverConfig};
+use crate::send::{run_session, FlowOutcome, SendConfig};
+use crate::usage;
+
+/// Compare IPv4 and IPv6 on this host: UDP and TCP at several packet sizes, each run
+/// over 127.0.0.1 and then over ::1 with the round-trip meter, and one table with IPv4,
+/// IPv6 and the relative difference for throughput, RTT, jitter and loss.
+///
+/// Starts its own receiver; nothing else is needed. Throughput is the receiver's payload
+/// bit rate; RTT and jitter come from the sender's echoes (jitter: D-ITG's mean |ΔD|).
+#[derive(Debug, clap::Args)]
+pub(crate) struct CompareArgs {
+    /// A short battery (1 s per test at 5000 pkt/s) that finishes in under 30 s.
+    #[arg(long)]
+    quick: bool,
+    /// Length of each test.
+    #[arg(long, value_parser = crate::send::parse_wire_duration, value_name = "DURATION")]
+    duration: Option<Duration>,
+    /// Send rate of each test.
+    #[arg(long)]
+    rate: Option<Rate>,
+    /// Payload sizes in bytes, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "64,512,1024,1472")]
+    sizes: Vec<u32>,
+    /// Protocols, comma-separated: udp, tcp.
+    #[arg(long, value_delimiter = ',', default_value = "udp,tcp")]
+    protocols: Vec<String>,
+    /// Run through the namespace testbed instead of loopback (arrives with the lab).
+    #[arg(long)]
+    lab: bool,
+    /// Print JSON with every test's full sender- and receiver-side results.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One family's figures for a test.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Side {
+    pub(crate) throughput_bps: Option<f64>,
+    pub(crate) rtt_mean_ns: Option<f64>,
+    pub(crate) jitter_ns: Option<f64>,
+    pub(crate) loss_pct: Option<f64>,
+    pub(crate) sent_packets: u64,
+    pub(crate) received_packets: Option<u64>,
+    pub(crate) flow: FlowOutcome,
+}
+
+/// A test: one protocol and size, both families.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Point {
+    pub(crate) protocol: Protocol,
+    pub(crate) size_bytes: u32,
+    pub(crate) ipv4: Option<Side>,
+    pub(crate) ipv6: Option<Side>,
+    /// (IPv6 − IPv4) / IPv4 × 100 per metric.
+    pub(crate) delta_pct: Delta,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub(crate) struct Delta {
+    throughput: Option<f64>,
+    rtt: Option<f64>,
+    jitter: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+struct CompareReport {
+    format_version: u32,
+    tool: String,
+    target: &'static str,
+    rate: Rate,
+    duration_ns: u64,
+    interrupted: bool,
+    points: Vec<Point>,
+}
+
+pub(crate) fn run(args: CompareArgs) -> Result<()> {
+    if args.lab {
+        usage!("--lab needs the namespace testbed, which is not built yet; run without --lab for loopback");
+    }
+    let duration = args.duration.unwrap_or(if args.quick {
+        Duration::from_secs(1)
+    } else {
+        Duration::from_secs(5)
+    });
+    let rate = args.rate.unwrap_or(if args.quick {
+        Rate::MilliPps(5_000_000)
+    } else {
+        Rate::MilliPps(10_000_000)
+    });
+    let mut protocols = Vec::new();
+    for p in &args.protocols {
+        protocols.push(match p.to_ascii_lowercase().as_str() {
+            "udp" => Protocol::Udp,
+            "tcp" => Protocol::Tcp,
+            other => usage!("unknown protocol '{other}': use udp or tcp"),
+        });
+    }
+    for &s in &args.sizes {
+        if s < wire::probe::HEADER_LEN as u32 || s > 65_507 {
+            usage!("size {s} is outside 16..=65507 bytes");
+        }
+    }
+    let stop = crate::interrupt::flag();
+    let receiver = Receiver::start(
+        ReceiverConfig {
+            bind: SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), 0),
+            key: None,
+            log: None,
+            handshake_timeout: std::time::Duration::from_secs(5),
+        },
+        Arc::new(AtomicBool::new(false)),
+    )
+    .context("starting the local receiver")?;
+    let port = receiver.local_addr().port();
+    let progress = std::io::stderr().is_terminal();
+    let total = protocols.len() * args.sizes.len() * 2;
+    let mut done = 0;
+    let mut points = Vec::new();
+    'outer: for &protocol in &protocols {
+        for &size in &args.sizes {
+            let mut point = Point {
+                protocol,
+                size_bytes: size,
+                ipv4: None,
+                ipv6: None,
+                delta_pct: Delta::default(),
+            };
+            for v6 in [false, true] {
+                if stop.load(Ordering::SeqCst) {
+                    points.push(point);
+                    break 'outer;
+                }
+                done += 1;
+                let ip: IpAddr = if v6 {
+                    Ipv6Addr::LOCALHOST.into()
+                } else {
+                    Ipv4Addr::LOCALHOST.into()
+                };
+                if progress {
+                    eprint!(
+                        "\r[{done}/{total}] {} {:?} {size} B …          ",
+                        if v6 { "IPv6" } else { "IPv4" },
+                        protocol
+                    );
+                }
+                let spec = FlowSpec {
+                    protocol,
+                    meter: Meter::Rtt,
+                    rate,
+                    size_bytes: size,
+                    stop: StopSpec {
+                        duration: Some(duration),
+                        ..Default::default()
+                    },
+                    start_offset: Duration::ZERO,
+                    marking: MarkingSpec::default(),
+                    nodelay: true,
+                    label: format!("{:?} {size} B", protocol).to_lowercase(),
+                };
+                let config = SendConfig {
+                    dest: SocketAddr::new(ip, port),
+                    flows: vec![spec],
+                    key: None,
+                    spin: None,
+                    log: None,
+                    progress: false,
+                };
+                let report = run_session(&config, &stop).with_context(|| {
+                    format!(
+                        "{} {:?} {size} B",
+                        if v6 { "IPv6" } else { "IPv4" },
+                        protocol
+                    )
+                })?;
+                let side = report.flows.into_iter().next().map(side_of);
+                if v6 {
+                    point.ipv6 = side;
+                } else {
+                    point.ipv4 = side;
+                }
+            }
+            point.delta_pct = delta(point.ipv4.as_ref(), point.ipv6.as_ref());
+            points.push(point);
+        }
+    }
+    if progress {
+        eprint!("\r{}\r", " ".repeat(60));
+    }
+    drop(receiver.shutdown());
+    let report = CompareReport {
+        format_version: 1,
+        tool: format!("dualperf {}", env!("CARGO_PKG_VERSION")),
+        target: "loopback",
+        rate,
+        duration_ns: duration.as_nanos(),
+        interrupted: stop.load(Ordering::SeqCst),
+        points,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", render(&report));
+    }
+    Ok(())
+}
+
+fn side_of(flow: FlowOutcome) -> Side {
+    let rtt = flow.rtt.as_ref();
+    Side {
+        throughput_bps: flow.received.as_ref().and_then(|r| r.bitrate_bps),
+        rtt_mean_ns: rtt.and_then(|r| r.delay.as_ref()).map(|d| d.mean_ns),
+        jitter_ns: rtt.and_then(|r| r.jitter.ditg_ns),
+        loss_pct: flow.received.as_ref().and_then(|r| r.loss.loss_pct),
+        sent_packets: flow.sent.packets,
+        received_packets: flow.received.as_ref().map(|r| r.packets),
+        flow,
+    }
+}
+
+fn rel(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) if a != 0.0 => Some((b - a) / a * 100.0),
+        _ => None,
+    }
+}
+
+fn delta(v4: Option<&Side>, v6: Option<&Side>) -> Delta {
+    let get = |s: Option<&Side>, f: fn(&Side) -> Option<f64>| s.and_then(f);
+    Delta {
+        throughput: rel(get(v4, |s| s.throughput_bps), get(v6, |s| s.throughput_bps)),
+        rtt: rel(get(v4, |s| s.rtt_mean_ns), get(v6, |s| s.rtt_mean_ns)),
+        jitter: rel(get(v4, |s| s.jitter_ns), get(v6, |s| s.jitter_ns)),
+    }
+}
+
+fn render(r: &CompareReport) -> String {
+    let mut t = crate::table::Table::new(&[
+        "test",
+        "Mbit/s v4",
+        "v6",
+        "Δ %",
+        "RTT µs v4",
+        "v6",
+        "Δ %",
+        "jitter µs v4",
+        "v6",
+        "Δ %",
+        "loss % v4",
+        "v6",
+    ]);
+    let f = |v: Option<f64>, scale: f64, digits: usize| {
+        v.map_or("-".to_owned(), |x| format!("{:.*}", digits, x / scale))
+    };
+    let d = |v: Option<f64>| v.map_or("-".to_owned(), |x| format!("{x:+.1}"));
+    for p in &r.points {
+        let s4 = p.ipv4.as_ref();
+        let s6 = p.ipv6.as_ref();
+        t.row(vec![
+            format!(
+                "{} {} B",
+                format!("{:?}", p.protocol).to_uppercase(),
+                p.size_bytes
+            ),
+            f(s4.and_then(|s| s.throughput_bps), 1e6, 2),
+            f(s6.and_then(|s| s.throughput_bps), 1e6, 2),
+            d(p.delta_pct.throughput),
+            f(s4.and_then(|s| s.rtt_mean_ns), 1e3, 1),
+            f(s6.and_then(|s| s.rtt_mean_ns), 1e3, 1),
+            d(p.delta_pct.rtt),
+            f(s4.and_then(|s| s.jitter_ns), 1e3, 1),
+            f(s6.and_then(|s| s.jitter_ns), 1e3, 1),
+            d(p.delta_pct.jitter),
+            f(s4.and_then(|s| s.loss_pct), 1.0, 3),
+            f(s6.and_then(|s| s.loss_pct), 1.0, 3),
+        ]);
+    }
+    format!(
+        "dualperf compare: IPv4 (127.0.0.1) vs IPv6 (::1), {} per test, {} B payloads, round-trip meter{}\n{}\
+         Throughput: receiver payload bit rate. RTT: mean of sender-measured round trips. Jitter: mean |ΔRTT| in arrival order (D-ITG).\n\
+         Δ % = (IPv6 − IPv4) / IPv4. Loopback has no wire: differences reflect the stacks, not headers on a link.\n",
+        r.rate,
+        if r.points.is_empty() { "-".into() } else { r.points.iter().map(|p| p.size_bytes.to_string()).collect::<Vec<_>>().join("/") },
+        if r.interrupted { " (interrupted)" } else { "" },
+        t.render()
+    )
+}

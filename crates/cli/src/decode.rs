@@ -1,0 +1,140 @@
+//! `dualperf decode`: per-packet logs → summaries, interval series, every jitter.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use wire::time::Duration;
+
+use crate::usage;
+
+/// Decode a per-packet log written by `dualperf recv --log` or `dualperf send --log`.
+///
+/// The text output has the fields of D-ITG's ITGDec (delay, jitter, bit rate, packet
+/// rate, drops, loss bursts) so results can be compared line by line, followed by the
+/// other jitter definitions (RFC 3550, IPDV, PDV percentiles), duplicates and reordering.
+///
+/// Examples:
+///   dualperf decode recv.dplog
+///   dualperf decode recv.dplog --interval 100ms --csv > series.csv
+#[derive(Debug, clap::Args)]
+pub(crate) struct DecodeArgs {
+    /// The log file.
+    log: PathBuf,
+    /// Print JSON: metadata, per-flow and total summaries, and the interval series if asked.
+    #[arg(long, conflicts_with = "csv")]
+    json: bool,
+    /// Print CSV: the summary table, or the interval series with --interval.
+    #[arg(long)]
+    csv: bool,
+    /// Also compute a time series with windows of this length (100ms, 1s), keyed on
+    /// receive time. Empty windows are reported as missing values, not zeros.
+    #[arg(long, value_parser = crate::send::parse_wire_duration, value_name = "DURATION")]
+    interval: Option<Duration>,
+    /// Only this flow.
+    #[arg(long, value_name = "ID")]
+    flow: Option<u32>,
+}
+
+pub(crate) fn run(args: DecodeArgs) -> Result<()> {
+    let file = std::fs::File::open(&args.log)
+        .with_context(|| format!("cannot open {}", args.log.display()))?;
+    let mut contents = meter::log::read_log(std::io::BufReader::new(file))
+        .with_context(|| format!("cannot decode {}", args.log.display()))?;
+    if contents.truncated_tail_bytes > 0 {
+        eprintln!(
+            "dualperf decode: warning: the log ends in a partial record ({} bytes ignored); everything before it was read",
+            contents.truncated_tail_bytes
+        );
+    }
+    if let Some(id) = args.flow {
+        contents.rx.retain(|r| r.flow == id);
+        contents.tx.retain(|t| t.flow == id);
+        if contents.rx.is_empty() && contents.tx.is_empty() {
+            usage!("flow {id} has no records in {}", args.log.display());
+        }
+    }
+    // Sent counts: from the receiver's flow info, else from the sender's own records.
+    let mut sent: BTreeMap<u32, u64> = BTreeMap::new();
+    for (id, json) in &contents.flows {
+        if let Some(n) = serde_json::from_str::<serde_json::Value>(json)
+            .ok()
+            .and_then(|v| v.get("sent_packets").and_then(serde_json::Value::as_u64))
+        {
+            sent.insert(*id, n);
+        }
+    }
+    for t in &contents.tx {
+        if !contents
+            .flows
+            .get(&t.flow)
+            .is_some_and(|j| j.contains("sent_packets"))
+        {
+            *sent.entry(t.flow).or_default() += 1;
+        }
+    }
+    let summary = meter::summarize_all(&contents.rx, &sent);
+    let intervals = args.interval.map(|w| {
+        let origin = contents.rx.iter().map(|r| r.rx_ns).min().unwrap_or(0);
+        meter::intervals(&contents.rx, w.as_nanos().max(1), origin)
+    });
+    let mut schedule: BTreeMap<u32, meter::ScheduleError> = BTreeMap::new();
+    let mut by_flow: BTreeMap<u32, Vec<meter::TxRecord>> = BTreeMap::new();
+    for t in &contents.tx {
+        by_flow.entry(t.flow).or_default().push(*t);
+    }
+    for (id, tx) in &by_flow {
+        if let Some(e) = meter::schedule_error(tx) {
+            schedule.insert(*id, e);
+        }
+    }
+
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let meta: serde_json::Value =
+            serde_json::from_str(&contents.meta_json).unwrap_or(serde_json::Value::Null);
+        let flows: BTreeMap<u32, serde_json::Value> = contents
+            .flows
+            .iter()
+            .map(|(id, j)| {
+                (
+                    *id,
+                    serde_json::from_str(j).unwrap_or(serde_json::Value::Null),
+                )
+            })
+            .collect();
+        let doc = serde_json::json!({
+            "format_version": 1,
+            "log": args.log,
+            "meta": meta,
+            "flow_info": flows,
+            "summary": summary,
+            "schedule_error": schedule,
+            "intervals": intervals,
+        });
+        serde_json::to_writer_pretty(&mut out, &doc)?;
+        writeln!(out)?;
+    } else if args.csv {
+        match &intervals {
+            Some(iv) => write!(out, "{}", meter::text::csv_intervals(iv))?,
+            None => write!(out, "{}", meter::text::csv_summary(&summary))?,
+        }
+    } else {
+        write!(out, "{}", meter::text::itgdec_text(&summary))?;
+        for (id, e) in &schedule {
+            writeln!(
+                out,
+                "Flow {id} send schedule error: mean {:.3} µs, p99 {:.3} µs, max {:.3} µs",
+                e.mean_ns / 1e3,
+                e.p99_ns as f64 / 1e3,
+                e.max_ns as f64 / 1e3
+            )?;
+        }
+        if let Some(iv) = &intervals {
+            writeln!(out)?;
+            write!(out, "{}", meter::text::csv_intervals(iv))?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,88 @@
+//! `dualperf`: a dual-stack IPv4/IPv6 network performance lab.
+//!
+//! The binary is thin glue in ripgrep's shape: clap parses flags into plain `*Args`,
+//! each command turns them into a validated config before any socket opens, and a
+//! driver binds the sans-IO cores (`traffic`, `meter`, `wire`) to the kernel (`netio`).
+//! `main` maps errors to exit codes: 0 success, 1 runtime failure, 2 usage error.
+
+mod clock;
+mod compare;
+mod decode;
+mod interrupt;
+mod recv;
+mod send;
+mod session;
+mod table;
+
+use clap::{Parser, Subcommand};
+
+/// Measure and compare IPv4 and IPv6: throughput, one-way delay, round-trip time,
+/// jitter and loss, with realistic, marked traffic.
+///
+/// Start a receiver with `dualperf recv`, then send to it with `dualperf send HOST`.
+/// `dualperf compare` runs a standard IPv4-vs-IPv6 battery on loopback by itself.
+#[derive(Debug, Parser)]
+#[command(name = "dualperf", version, about, long_about, max_term_width = 100)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Send(send::SendArgs),
+    Recv(recv::RecvArgs),
+    Decode(decode::DecodeArgs),
+    Compare(compare::CompareArgs),
+    Clock(clock::ClockArgs),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Send(args) => send::run(args),
+        Command::Recv(args) => recv::run(args),
+        Command::Decode(args) => decode::run(args),
+        Command::Compare(args) => compare::run(args),
+        Command::Clock(args) => clock::run(args),
+    };
+    if let Err(err) = result {
+        if is_broken_pipe(&err) {
+            std::process::exit(0);
+        }
+        eprintln!("dualperf: error: {err:#}");
+        let code = if err.downcast_ref::<UsageError>().is_some() {
+            2
+        } else {
+            1
+        };
+        std::process::exit(code);
+    }
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// An error in what the user asked for (exit code 2), as opposed to a runtime failure.
+#[derive(Debug)]
+struct UsageError(String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// Return a usage error.
+macro_rules! usage {
+    ($($t:tt)*) => {
+        return Err(anyhow::Error::new($crate::UsageError(format!($($t)*))))
+    };
+}
+pub(crate) use usage;

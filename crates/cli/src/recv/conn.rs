@@ -1,0 +1,351 @@
+//! TCP connections to the receiver: control sessions and TCP data streams.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use meter::RxRecord;
+use wire::control::{self, FlowResult, Meter, Msg, Protocol, PROTOCOL_VERSION};
+use wire::frame::{self, FrameDecoder};
+use wire::probe::{self, Packet, Repr, SeqUnwrapper};
+
+use super::Shared;
+use crate::recv::udp::is_timeout;
+use crate::session::{canonical, random_bytes, write_msg, MsgReader};
+
+/// Largest TCP data message accepted (length prefix excluded).
+const MAX_DATA_MSG: usize = 4 << 20;
+
+pub(super) fn accept_loop(shared: &std::sync::Arc<Shared>, listener: &TcpListener) {
+    while !shared.stop.load(Ordering::Relaxed) {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                let s = shared.clone();
+                let spawned =
+                    std::thread::Builder::new()
+                        .name("recv-conn".into())
+                        .spawn(move || {
+                            if let Err(e) = handle_connection(&s, stream) {
+                                s.counters.bad_connections.fetch_add(1, Ordering::Relaxed);
+                                if !s.stop.load(Ordering::Relaxed) {
+                                    eprintln!("dualperf recv: connection dropped: {e:#}");
+                                }
+                            }
+                        });
+                if let Err(e) = spawned {
+                    eprintln!("dualperf recv: cannot start a connection thread: {e}");
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => {
+                eprintln!("dualperf recv: accept failed: {e}");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+}
+
+fn handle_connection(shared: &Shared, mut stream: TcpStream) -> Result<()> {
+    stream.set_nonblocking(false)?;
+    stream.set_read_timeout(Some(shared.handshake_timeout))?;
+    let _ = stream.set_nodelay(true);
+    let mut reader = MsgReader::new();
+    let first = match reader.read(&mut stream) {
+        Ok(m) => m,
+        Err(e) => {
+            if e.chain()
+                .any(|c| c.downcast_ref::<std::io::Error>().is_some_and(is_timeout))
+            {
+                shared
+                    .counters
+                    .handshake_timeouts
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+            return Err(e.context("before the first message"));
+        }
+    };
+    match first {
+        Msg::Hello { version } => control_session(shared, stream, reader, version),
+        Msg::Attach { flow, token } => {
+            data_stream(shared, stream, reader.into_decoder(), flow, token)
+        }
+        other => {
+            refuse(&mut stream, "expected hello or attach");
+            bail!("unexpected first message {other:?}")
+        }
+    }
+}
+
+fn refuse(stream: &mut TcpStream, message: &str) {
+    let _ = write_msg(
+        stream,
+        &Msg::Error {
+            message: message.to_owned(),
+        },
+    );
+}
+
+fn control_session(
+    shared: &Shared,
+    mut stream: TcpStream,
+    mut reader: MsgReader,
+    version: u32,
+) -> Result<()> {
+    if version != PROTOCOL_VERSION {
+        refuse(
+            &mut stream,
+            &format!(
+                "protocol version {version} is not supported (receiver speaks {PROTOCOL_VERSION})"
+            ),
+        );
+        bail!("sender speaks protocol version {version}");
+    }
+    let peer_ip = canonical(stream.peer_addr()?.ip());
+    let nonce = control::hex(&random_bytes::<16>());
+    write_msg(
+        &mut stream,
+        &Msg::Challenge {
+            nonce: nonce.clone(),
+            auth_required: shared.key.is_some(),
+        },
+    )?;
+    let Msg::Auth { mac } = reader.read(&mut stream)? else {
+        refuse(&mut stream, "expected auth");
+        bail!("no auth message");
+    };
+    if let Some(key) = &shared.key {
+        if !control::verify_mac(key, &nonce, &mac) {
+            shared
+                .counters
+                .auth_failures
+                .fetch_add(1, Ordering::Relaxed);
+            let why = if mac.is_empty() {
+                "authentication required: this receiver was started with --key; pass the same --key to dualperf send"
+            } else {
+                "authentication failed: wrong key"
+            };
+            refuse(&mut stream, why);
+            bail!("{why} (from {peer_ip})");
+        }
+    }
+    write_msg(
+        &mut stream,
+        &Msg::Welcome {
+            receiver: format!("dualperf {}", env!("CARGO_PKG_VERSION")),
+        },
+    )?;
+    let Msg::Register { flows } = reader.read(&mut stream)? else {
+        refuse(&mut stream, "expected register");
+        bail!("no register message");
+    };
+    let session = shared.next_session.fetch_add(1, Ordering::SeqCst);
+    let grants = shared
+        .table
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .register(session, peer_ip, flows)
+        .ok_or_else(|| anyhow!("flow table full"))?;
+    let ids: Vec<u16> = grants.iter().map(|g| g.id).collect();
+    write_msg(&mut stream, &Msg::Registered { flows: grants })?;
+    // The session now lasts as long as the sender sends; poll so Ctrl-C is noticed.
+    stream.set_read_timeout(Some(Duration::from_millis(200)))?;
+    let sent = loop {
+        match reader.read(&mut stream) {
+            Ok(Msg::Finish { flows }) => break Some(flows),
+            Ok(other) => {
+                refuse(&mut stream, "expected finish");
+                bail!("unexpected message {other:?}");
+            }
+            Err(e)
+                if e.chain()
+                    .any(|c| c.downcast_ref::<std::io::Error>().is_some_and(is_timeout)) =>
+            {
+                if shared.stop.load(Ordering::Relaxed) {
+                    break None;
+                }
+            }
+            Err(e) => {
+                // The sender went away: keep what it sent, with no sent counts.
+                let _ = shared.finish_flows(&ids.iter().map(|id| (*id, None)).collect::<Vec<_>>());
+                shared.sessions_done.fetch_add(1, Ordering::SeqCst);
+                return Err(e.context("sender left without finishing"));
+            }
+        }
+    };
+    let Some(sent) = sent else {
+        let _ = shared.finish_flows(&ids.iter().map(|id| (*id, None)).collect::<Vec<_>>());
+        return Ok(());
+    };
+    let wanted: Vec<(u16, Option<u64>)> = ids
+        .iter()
+        .map(|id| (*id, sent.iter().find(|s| s.id == *id).map(|s| s.packets)))
+        .collect();
+    wait_for_stragglers(shared, &wanted);
+    let reports = shared.finish_flows(&wanted);
+    let results = reports
+        .iter()
+        .map(|r| FlowResult {
+            id: r.id,
+            summary: serde_json::to_value(&r.summary).unwrap_or_default(),
+            malformed: r.malformed,
+        })
+        .collect();
+    stream.set_read_timeout(Some(shared.handshake_timeout))?;
+    write_msg(&mut stream, &Msg::Results { flows: results })?;
+    shared.sessions_done.fetch_add(1, Ordering::SeqCst);
+    Ok(())
+}
+
+/// After `Finish`, give packets still in flight a moment: wait until every flow has as
+/// many records as were sent, or none arrived for 250 ms, at most 3 s.
+fn wait_for_stragglers(shared: &Shared, wanted: &[(u16, Option<u64>)]) {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let now_mono = netio::clock::mono_ns();
+        let done = {
+            let table = shared.table.lock().unwrap_or_else(|e| e.into_inner());
+            wanted
+                .iter()
+                .all(|(id, sent)| match (table.flows.get(id), sent) {
+                    (Some(f), Some(sent)) => {
+                        f.records.len() as u64 >= *sent
+                            || now_mono.saturating_sub(f.last_rx_mono_ns) > 250_000_000
+                    }
+                    _ => true,
+                })
+        };
+        if done || Instant::now() >= deadline || shared.stop.load(Ordering::Relaxed) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn data_stream(
+    shared: &Shared,
+    mut stream: TcpStream,
+    decoder: FrameDecoder,
+    flow_id: u16,
+    token: u64,
+) -> Result<()> {
+    let peer_ip = canonical(stream.peer_addr()?.ip());
+    let (meter, marking) = {
+        let mut table = shared.table.lock().unwrap_or_else(|e| e.into_inner());
+        let flow = table.flows.get_mut(&flow_id);
+        match flow {
+            Some(f)
+                if f.token == token
+                    && f.peer_ip == peer_ip
+                    && f.announce.protocol == Protocol::Tcp
+                    && !f.attached =>
+            {
+                f.attached = true;
+                (f.announce.meter, f.marking())
+            }
+            _ => {
+                refuse(&mut stream, "unknown flow or bad token");
+                bail!("attach to flow {flow_id} refused");
+            }
+        }
+    };
+    if meter == Meter::Rtt {
+        // Linux fixes an accepted TCP socket's flow label at the handshake, so echoes on
+        // TCP carry the DS field and hop limit of the flow but the kernel's flow label
+        // (it reflects the sender's when net.ipv6.flowlabel_reflect has bit 0 set).
+        let echo_marking = netio::Marking {
+            flow_label: None,
+            ..marking
+        };
+        netio::tcp::set_marking(&stream, &echo_marking).context("marking the echo stream")?;
+    }
+    let meta_ok = netio::tcp::enable_recv_meta(&stream).is_ok();
+    stream.set_read_timeout(Some(Duration::from_millis(200)))?;
+    // The same decoder goes on, with the data limit, over bytes already read past the attach.
+    let mut data = decoder;
+    data.set_max_len(MAX_DATA_MSG);
+    let mut unwrapper = SeqUnwrapper::default();
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut echo_out: Vec<u8> = Vec::new();
+    let mut records: Vec<RxRecord> = Vec::new();
+    loop {
+        let rx_ns = netio::clock::wall_ns();
+        let meta = if meta_ok {
+            netio::tcp::last_recv_meta(&stream).ok()
+        } else {
+            None
+        };
+        let mut malformed = 0;
+        loop {
+            match data.poll_frame() {
+                Ok(Some(body)) => match Packet::new_checked(body).and_then(|p| Repr::parse(&p)) {
+                    Ok(repr) if !repr.echo && repr.flow == flow_id => {
+                        records.push(RxRecord {
+                            flow: u32::from(flow_id),
+                            seq: unwrapper.unwrap(repr.seq),
+                            size_bytes: body.len() as u32,
+                            tx_ns: repr.tx_ns,
+                            rx_ns,
+                            tos: meta.and_then(|m| m.tos),
+                            hop_limit: meta.and_then(|m| m.hop_limit),
+                            flow_label: meta.and_then(|m| m.flow_label),
+                            kernel_ts: false,
+                        });
+                        if meter == Meter::Rtt {
+                            let start = echo_out.len();
+                            echo_out.extend_from_slice(&[0; frame::PREFIX_LEN]);
+                            echo_out.extend_from_slice(body);
+                            let _ = frame::emit_prefix(body.len(), &mut echo_out[start..]);
+                            let ext = body.len() >= probe::EXT_HEADER_LEN;
+                            let mut p =
+                                Packet::new_unchecked(&mut echo_out[start + frame::PREFIX_LEN..]);
+                            p.set_header(probe::FLAG_ECHO | if ext { probe::FLAG_EXT } else { 0 });
+                            if ext {
+                                p.set_echo(rx_ns, netio::clock::wall_ns());
+                            }
+                        }
+                    }
+                    _ => malformed += 1,
+                },
+                Ok(None) => break,
+                Err(_) => {
+                    flush_records(shared, flow_id, &mut records, malformed + 1);
+                    bail!("flow {flow_id}: oversized TCP message");
+                }
+            }
+        }
+        if !echo_out.is_empty() {
+            stream.write_all(&echo_out).context("writing echoes")?;
+            echo_out.clear();
+        }
+        flush_records(shared, flow_id, &mut records, malformed);
+        match stream.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => data.handle_bytes(&buf[..n]),
+            Err(e) if is_timeout(&e) => {
+                if shared.stop.load(Ordering::Relaxed) {
+                    return Ok(());
+                }
+            }
+            Err(e) => return Err(e).context("reading the TCP data stream"),
+        }
+    }
+}
+
+fn flush_records(shared: &Shared, flow_id: u16, records: &mut Vec<RxRecord>, malformed: u64) {
+    if records.is_empty() && malformed == 0 {
+        return;
+    }
+    let mut table = shared.table.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(f) = table.flows.get_mut(&flow_id) {
+        f.malformed += malformed;
+        if !records.is_empty() {
+            f.last_rx_mono_ns = netio::clock::mono_ns();
+        }
+        f.records.append(records);
+    }
+    records.clear();
+}

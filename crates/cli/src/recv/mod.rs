@@ -1,0 +1,468 @@
+//! `dualperf recv`: the receiver. One port carries UDP data, TCP data and the TCP control
+//! channel, on IPv4 and IPv6 at once ([::] with V6ONLY off).
+//!
+//! Threads: one reads UDP datagrams in batches (recvmmsg) and echoes round-trip probes;
+//! one accepts TCP connections; each connection gets its own thread, so a stalled or
+//! hostile peer never holds up anyone else. Flow state lives in one table behind a mutex
+//! that the UDP thread takes once per batch, not per packet.
+//!
+//! Garbage is counted and dropped: datagrams that are not probes, probes of unknown
+//! flows or from the wrong source, oversized or malformed control messages, wrong keys,
+//! connections that stall during the handshake.
+
+mod conn;
+mod udp;
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::BufWriter;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use meter::{FlowSummary, RxRecord};
+use serde::Serialize;
+use wire::control::{FlowAnnounce, FlowGrant, Meter, Protocol};
+use wire::probe::SeqUnwrapper;
+
+use crate::session::DEFAULT_PORT;
+
+/// Receive flows from `dualperf send`: dual-stack UDP and TCP data and the control
+/// channel on one port.
+///
+/// Every packet is recorded (flow, sequence, size, send and kernel receive timestamps,
+/// received DSCP/ECN, hop limit and flow label). Round-trip probes are echoed only to
+/// the sender that registered them, with that flow's marking, never larger than received.
+/// Ctrl-C prints what was measured and flushes the log.
+#[derive(Debug, clap::Args)]
+pub(crate) struct RecvArgs {
+    /// Port for UDP and TCP data and the TCP control channel (0 picks a free one; the
+    /// chosen port is printed on stderr).
+    #[arg(short, long, default_value_t = DEFAULT_PORT)]
+    port: u16,
+    /// Address to listen on. The default [::] accepts IPv4 and IPv6.
+    #[arg(long, value_name = "ADDR")]
+    bind: Option<IpAddr>,
+    /// Shared secret. Senders must prove they know it (HMAC-SHA256 over a fresh nonce).
+    #[arg(long, env = "DUALPERF_KEY", hide_env_values = true)]
+    key: Option<String>,
+    /// Write every received packet's record to this binary log; read it with `dualperf decode`.
+    #[arg(long, value_name = "FILE")]
+    log: Option<PathBuf>,
+    /// Print results as JSON lines: one object per finished session and a final one.
+    #[arg(long)]
+    json: bool,
+    /// Exit after this many sender sessions have finished (0: run until Ctrl-C).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    sessions: u64,
+    /// Time a new connection has to say who it is and authenticate.
+    #[arg(long, default_value = "5s", value_parser = crate::send::parse_std_duration, value_name = "DURATION")]
+    handshake_timeout: Duration,
+}
+
+pub(crate) fn run(args: RecvArgs) -> Result<()> {
+    let stop = crate::interrupt::flag();
+    let bind_ip = args.bind.unwrap_or(IpAddr::V6(Ipv6Addr::UNSPECIFIED));
+    let config = ReceiverConfig {
+        bind: SocketAddr::new(bind_ip, args.port),
+        key: args.key.map(String::into_bytes),
+        log: args.log,
+        handshake_timeout: args.handshake_timeout,
+    };
+    let receiver = Receiver::start(config, stop.clone())?;
+    eprintln!(
+        "dualperf recv: listening on {} (UDP and TCP{})",
+        receiver.local_addr(),
+        if receiver.shared.key.is_some() {
+            ", key required"
+        } else {
+            ""
+        }
+    );
+    let json = args.json;
+    let mut printed = 0;
+    while !stop.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(50));
+        printed = receiver.print_new_reports(printed, json);
+        if args.sessions > 0 && receiver.sessions_done() >= args.sessions {
+            break;
+        }
+    }
+    let report = receiver.shutdown()?;
+    let _ = report.print_remaining(printed, json);
+    report.print_counters(json);
+    Ok(())
+}
+
+/// What the receiver needs to start.
+pub(crate) struct ReceiverConfig {
+    pub(crate) bind: SocketAddr,
+    pub(crate) key: Option<Vec<u8>>,
+    pub(crate) log: Option<PathBuf>,
+    pub(crate) handshake_timeout: Duration,
+}
+
+/// Counters of everything refused or dropped.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) datagrams: AtomicU64,
+    pub(crate) malformed_datagrams: AtomicU64,
+    pub(crate) unknown_flow: AtomicU64,
+    pub(crate) wrong_source: AtomicU64,
+    pub(crate) bad_connections: AtomicU64,
+    pub(crate) auth_failures: AtomicU64,
+    pub(crate) handshake_timeouts: AtomicU64,
+}
+
+/// A snapshot of [`Counters`].
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct CounterSnapshot {
+    pub(crate) datagrams: u64,
+    pub(crate) malformed_datagrams: u64,
+    pub(crate) unknown_flow: u64,
+    pub(crate) wrong_source: u64,
+    pub(crate) bad_connections: u64,
+    pub(crate) auth_failures: u64,
+    pub(crate) handshake_timeouts: u64,
+}
+
+impl Counters {
+    fn snapshot(&self) -> CounterSnapshot {
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        CounterSnapshot {
+            datagrams: g(&self.datagrams),
+            malformed_datagrams: g(&self.malformed_datagrams),
+            unknown_flow: g(&self.unknown_flow),
+            wrong_source: g(&self.wrong_source),
+            bad_connections: g(&self.bad_connections),
+            auth_failures: g(&self.auth_failures),
+            handshake_timeouts: g(&self.handshake_timeouts),
+        }
+    }
+}
+
+/// State of one registered flow.
+pub(crate) struct FlowState {
+    pub(crate) announce: FlowAnnounce,
+    pub(crate) token: u64,
+    pub(crate) session: u64,
+    pub(crate) peer_ip: IpAddr,
+    pub(crate) records: Vec<RxRecord>,
+    pub(crate) unwrapper: SeqUnwrapper,
+    pub(crate) malformed: u64,
+    pub(crate) last_rx_mono_ns: u64,
+    pub(crate) attached: bool,
+}
+
+impl FlowState {
+    pub(crate) fn marking(&self) -> netio::Marking {
+        netio::Marking {
+            tos: self.announce.tos,
+            ttl: self.announce.ttl,
+            flow_label: self.announce.flow_label,
+        }
+    }
+}
+
+/// All registered flows, by id.
+#[derive(Default)]
+pub(crate) struct FlowTable {
+    next_id: u16,
+    pub(crate) flows: HashMap<u16, FlowState>,
+}
+
+impl FlowTable {
+    /// Register flows for a session, returning their grants.
+    pub(crate) fn register(
+        &mut self,
+        session: u64,
+        peer_ip: IpAddr,
+        announced: Vec<FlowAnnounce>,
+    ) -> Option<Vec<FlowGrant>> {
+        if self.flows.len() + announced.len() > usize::from(u16::MAX) - 1 {
+            return None;
+        }
+        let mut grants = Vec::with_capacity(announced.len());
+        for announce in announced {
+            let id = loop {
+                self.next_id = self.next_id.wrapping_add(1);
+                if self.next_id != 0 && !self.flows.contains_key(&self.next_id) {
+                    break self.next_id;
+                }
+            };
+            let token = u64::from_ne_bytes(crate::session::random_bytes());
+            grants.push(FlowGrant {
+                index: announce.index,
+                id,
+                token,
+            });
+            self.flows.insert(
+                id,
+                FlowState {
+                    announce,
+                    token,
+                    session,
+                    peer_ip,
+                    records: Vec::new(),
+                    unwrapper: SeqUnwrapper::default(),
+                    malformed: 0,
+                    last_rx_mono_ns: 0,
+                    attached: false,
+                },
+            );
+        }
+        Some(grants)
+    }
+}
+
+/// One finished flow, as reported.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct FlowReport {
+    pub(crate) id: u16,
+    pub(crate) session: u64,
+    pub(crate) peer: IpAddr,
+    pub(crate) protocol: Protocol,
+    pub(crate) meter: Meter,
+    pub(crate) label: String,
+    pub(crate) sent_packets: Option<u64>,
+    pub(crate) malformed: u64,
+    pub(crate) summary: FlowSummary,
+}
+
+pub(crate) struct Shared {
+    pub(crate) key: Option<Vec<u8>>,
+    pub(crate) handshake_timeout: Duration,
+    pub(crate) table: Mutex<FlowTable>,
+    pub(crate) counters: Counters,
+    pub(crate) stop: Arc<AtomicBool>,
+    pub(crate) udp: netio::UdpSocket,
+    pub(crate) next_session: AtomicU64,
+    pub(crate) sessions_done: AtomicU64,
+    pub(crate) log: Option<Mutex<meter::log::LogWriter<BufWriter<File>>>>,
+    pub(crate) reports: Mutex<Vec<FlowReport>>,
+}
+
+impl Shared {
+    /// Remove flows from the table, summarise them, write them to the log.
+    pub(crate) fn finish_flows(&self, ids: &[(u16, Option<u64>)]) -> Vec<FlowReport> {
+        let states: Vec<(FlowState, Option<u64>, u16)> = {
+            let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
+            ids.iter()
+                .filter_map(|(id, sent)| table.flows.remove(id).map(|s| (s, *sent, *id)))
+                .collect()
+        };
+        let mut out = Vec::new();
+        for (state, sent, id) in states {
+            if let Some(log) = &self.log {
+                let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
+                let info = serde_json::json!({
+                    "session": state.session,
+                    "peer": state.peer_ip,
+                    "announce": state.announce,
+                    "sent_packets": sent,
+                });
+                let mut ok = log.write_flow(u32::from(id), &info.to_string()).is_ok();
+                for r in &state.records {
+                    ok &= log.write_rx(r).is_ok();
+                }
+                ok &= log.flush().is_ok();
+                if !ok {
+                    eprintln!("dualperf recv: warning: writing the log failed for flow {id}");
+                }
+            }
+            let report = FlowReport {
+                id,
+                session: state.session,
+                peer: state.peer_ip,
+                protocol: state.announce.protocol,
+                meter: state.announce.meter,
+                label: state.announce.label.clone(),
+                sent_packets: sent,
+                malformed: state.malformed,
+                summary: meter::summarize(&state.records, sent),
+            };
+            out.push(report);
+        }
+        self.reports
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(out.iter().cloned());
+        out
+    }
+}
+
+/// A running receiver.
+pub(crate) struct Receiver {
+    shared: Arc<Shared>,
+    local: SocketAddr,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Receiver {
+    /// Bind the sockets and start the threads.
+    pub(crate) fn start(config: ReceiverConfig, stop: Arc<AtomicBool>) -> Result<Self> {
+        let dual_stack = config.bind.ip() == IpAddr::V6(Ipv6Addr::UNSPECIFIED);
+        let listener = netio::tcp::listen(config.bind, dual_stack)
+            .with_context(|| format!("cannot listen on TCP {}", config.bind))?;
+        let local = listener.local_addr()?;
+        let udp = netio::UdpSocket::bind(local, dual_stack)
+            .with_context(|| format!("cannot bind UDP {local}"))?;
+        udp.enable_recv_meta()
+            .context("cannot enable receive metadata on the UDP socket")?;
+        udp.set_read_timeout(Some(Duration::from_millis(100)))?;
+        let _ = udp.set_buffer_sizes(Some(4 << 20), Some(16 << 20));
+        let log = match &config.log {
+            Some(path) => {
+                let file = File::create(path)
+                    .with_context(|| format!("cannot create log {}", path.display()))?;
+                let meta = serde_json::json!({
+                    "tool": "dualperf recv",
+                    "version": env!("CARGO_PKG_VERSION"),
+                    "listen": local,
+                    "created_unix_ns": netio::clock::wall_ns(),
+                });
+                let writer = meter::log::LogWriter::new(BufWriter::new(file), &meta.to_string())
+                    .with_context(|| format!("cannot write log {}", path.display()))?;
+                Some(Mutex::new(writer))
+            }
+            None => None,
+        };
+        let shared = Arc::new(Shared {
+            key: config.key,
+            handshake_timeout: config.handshake_timeout,
+            table: Mutex::new(FlowTable::default()),
+            counters: Counters::default(),
+            stop,
+            udp,
+            next_session: AtomicU64::new(1),
+            sessions_done: AtomicU64::new(0),
+            log,
+            reports: Mutex::new(Vec::new()),
+        });
+        listener.set_nonblocking(true)?;
+        let s1 = shared.clone();
+        let s2 = shared.clone();
+        let threads = vec![
+            std::thread::Builder::new()
+                .name("recv-udp".into())
+                .spawn(move || udp::run(&s1))?,
+            std::thread::Builder::new()
+                .name("recv-accept".into())
+                .spawn(move || conn::accept_loop(&s2, &listener))?,
+        ];
+        Ok(Self {
+            shared,
+            local,
+            threads,
+        })
+    }
+
+    pub(crate) fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    pub(crate) fn sessions_done(&self) -> u64 {
+        self.shared.sessions_done.load(Ordering::SeqCst)
+    }
+
+    /// Print reports that arrived since `from`; returns the new count.
+    fn print_new_reports(&self, from: usize, json: bool) -> usize {
+        let reports = self
+            .shared
+            .reports
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        for r in &reports[from..] {
+            print_report(r, json);
+        }
+        reports.len()
+    }
+
+    /// Stop the threads, summarise flows still open, and return everything.
+    pub(crate) fn shutdown(mut self) -> Result<ReceiverReport> {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        let open: Vec<(u16, Option<u64>)> = {
+            let table = self.shared.table.lock().unwrap_or_else(|e| e.into_inner());
+            let mut ids: Vec<_> = table.flows.keys().map(|id| (*id, None)).collect();
+            ids.sort_unstable();
+            ids
+        };
+        self.shared.finish_flows(&open);
+        if let Some(log) = &self.shared.log {
+            log.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .flush()
+                .context("flushing the log")?;
+        }
+        let reports = self
+            .shared
+            .reports
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        Ok(ReceiverReport {
+            reports,
+            counters: self.shared.counters.snapshot(),
+        })
+    }
+}
+
+/// Everything a receiver saw.
+pub(crate) struct ReceiverReport {
+    pub(crate) reports: Vec<FlowReport>,
+    pub(crate) counters: CounterSnapshot,
+}
+
+impl ReceiverReport {
+    fn print_remaining(&self, from: usize, json: bool) -> usize {
+        for r in self.reports.iter().skip(from) {
+            print_report(r, json);
+        }
+        self.reports.len()
+    }
+
+    fn print_counters(&self, json: bool) {
+        if json {
+            println!(
+                "{}",
+                serde_json::json!({"type": "counters", "data": self.counters})
+            );
+        } else {
+            let c = &self.counters;
+            println!(
+                "dualperf recv: {} datagrams; dropped: {} malformed, {} unknown flow, {} wrong source; {} bad connections, {} failed authentications, {} handshake timeouts",
+                c.datagrams, c.malformed_datagrams, c.unknown_flow, c.wrong_source, c.bad_connections, c.auth_failures, c.handshake_timeouts
+            );
+        }
+    }
+}
+
+fn print_report(r: &FlowReport, json: bool) {
+    if json {
+        println!("{}", serde_json::json!({"type": "flow", "data": r}));
+        return;
+    }
+    let s = &r.summary;
+    println!(
+        "flow {} from {} ({:?}/{:?}{}): {} packets, {} lost ({} %), {} dup, {} reordered, {} bit/s, delay mean {}",
+        r.id,
+        r.peer,
+        r.protocol,
+        r.meter,
+        if r.label.is_empty() { String::new() } else { format!(", {}", r.label) },
+        s.packets,
+        s.loss.lost,
+        s.loss.loss_pct.map_or("-".into(), |p| format!("{p:.3}")),
+        s.loss.duplicates,
+        s.loss.reordered,
+        s.bitrate_bps.map_or("-".into(), |b| format!("{b:.0}")),
+        s.delay.as_ref().map_or("-".into(), |d| format!("{:.1} µs", d.mean_ns / 1e3)),
+    );
+}

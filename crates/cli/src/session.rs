@@ -1,0 +1,168 @@
+//! Control-channel plumbing shared by `send` and `recv`: framed message I/O on a
+//! `TcpStream`, randomness, and address resolution.
+
+use std::io::{Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
+
+use anyhow::{bail, Context, Result};
+use wire::control::{self, Msg, MAX_MSG_LEN};
+use wire::frame::FrameDecoder;
+
+/// Default port of the receiver (UDP and TCP data, TCP control).
+pub(crate) const DEFAULT_PORT: u16 = 4646;
+
+/// Reads framed control messages from a stream.
+pub(crate) struct MsgReader {
+    decoder: FrameDecoder,
+}
+
+impl MsgReader {
+    pub(crate) fn new() -> Self {
+        Self {
+            decoder: FrameDecoder::new(MAX_MSG_LEN),
+        }
+    }
+
+    /// The next message; an error on EOF, timeout, oversized or malformed input.
+    pub(crate) fn read(&mut self, stream: &mut TcpStream) -> Result<Msg> {
+        let mut buf = [0u8; 4096];
+        loop {
+            if let Some(body) = self.decoder.poll_frame()? {
+                return Ok(control::parse(body)?);
+            }
+            let n = stream
+                .read(&mut buf)
+                .context("reading from the control connection")?;
+            if n == 0 {
+                bail!("the peer closed the control connection");
+            }
+            self.decoder.handle_bytes(&buf[..n]);
+        }
+    }
+
+    /// Bytes already read past the last message (the start of a data stream).
+    pub(crate) fn into_decoder(self) -> FrameDecoder {
+        self.decoder
+    }
+}
+
+/// Write one message.
+pub(crate) fn write_msg(stream: &mut TcpStream, msg: &Msg) -> Result<()> {
+    stream
+        .write_all(&control::encode(msg))
+        .context("writing to the control connection")
+}
+
+/// `n` random bytes from the kernel.
+pub(crate) fn random_bytes<const N: usize>() -> [u8; N] {
+    let mut out = [0u8; N];
+    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
+        if f.read_exact(&mut out).is_ok() {
+            return out;
+        }
+    }
+    // Fall back to the clock and the address of a stack value: only the receiver's
+    // nonces and tokens use this, and only if /dev/urandom is unreadable.
+    let seed = netio::clock::wall_ns() ^ (&out as *const _ as u64);
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = (seed.rotate_left(i as u32 * 7) >> 3) as u8;
+    }
+    out
+}
+
+/// IP family restriction from `-4` / `-6`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Family {
+    Any,
+    V4,
+    V6,
+}
+
+/// Resolve `dest` — an address, a name, `host:port`, `[v6]:port` — to one socket address
+/// of the wanted family. `port` applies when `dest` carries none.
+pub(crate) fn resolve(dest: &str, port: u16, family: Family) -> Result<SocketAddr> {
+    let candidates: Vec<SocketAddr> = if let Ok(sa) = dest.parse::<SocketAddr>() {
+        vec![sa]
+    } else if let Ok(ip) = dest
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<IpAddr>()
+    {
+        vec![SocketAddr::new(ip, port)]
+    } else {
+        let with_port = if dest
+            .rsplit_once(':')
+            .is_some_and(|(h, p)| !h.contains(':') && p.parse::<u16>().is_ok())
+        {
+            dest.to_owned()
+        } else {
+            format!("{dest}:{port}")
+        };
+        with_port
+            .to_socket_addrs()
+            .with_context(|| format!("cannot resolve '{dest}'"))?
+            .collect()
+    };
+    let pick = candidates.into_iter().find(|a| match family {
+        Family::Any => true,
+        Family::V4 => a.is_ipv4(),
+        Family::V6 => a.is_ipv6(),
+    });
+    match pick {
+        Some(a) => Ok(a),
+        None => bail!(
+            "'{dest}' has no {} address",
+            match family {
+                Family::V4 => "IPv4",
+                Family::V6 => "IPv6",
+                Family::Any => "usable",
+            }
+        ),
+    }
+}
+
+/// An IPv4-mapped IPv6 address as plain IPv4, so peers compare equal across families.
+pub(crate) fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolves_literals_with_and_without_ports() {
+        assert_eq!(
+            resolve("127.0.0.1", 9, Family::Any).unwrap(),
+            "127.0.0.1:9".parse().unwrap()
+        );
+        assert_eq!(
+            resolve("[::1]:7", 9, Family::Any).unwrap(),
+            "[::1]:7".parse().unwrap()
+        );
+        assert_eq!(
+            resolve("::1", 9, Family::V6).unwrap(),
+            "[::1]:9".parse().unwrap()
+        );
+        assert_eq!(
+            resolve("[::1]", 9, Family::V6).unwrap(),
+            "[::1]:9".parse().unwrap()
+        );
+        assert!(resolve("::1", 9, Family::V4).is_err());
+        assert_eq!(
+            resolve("localhost:5", 9, Family::V4).unwrap(),
+            "127.0.0.1:5".parse().unwrap()
+        );
+    }
+
+    #[test]
+    fn mapped_addresses_become_v4() {
+        let mapped: IpAddr = "::ffff:127.0.0.1".parse().unwrap();
+        assert_eq!(canonical(mapped), "127.0.0.1".parse::<IpAddr>().unwrap());
+        let v6: IpAddr = "::1".parse().unwrap();
+        assert_eq!(canonical(v6), v6);
+    }
+}

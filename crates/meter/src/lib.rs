@@ -1,0 +1,73 @@
+//! What received packets mean: per-packet records → summaries, interval
+//! series, jitter, loss and ordering metrics, and the binary per-packet log.
+//!
+//! This crate is pure: it never touches a socket, never reads a clock and has
+//! no async runtime. The live receiver, the sender (for round-trip echoes and
+//! its schedule) and the offline decoder all feed it the same records.
+//!
+//! # Layers
+//!
+//! - [`record`]: the inputs, [`RxRecord`] (a packet as received) and
+//!   [`TxRecord`] (a packet as sent). Slices are in arrival (or send) order.
+//! - Metrics, each citing its definition where it is computed:
+//!   [`jitter`] (D-ITG mean |ΔD|, RFC 3550 EWMA, RFC 3393/5481 IPDV by
+//!   sequence number, RFC 5481 PDV percentiles), [`loss`] (loss, RFC 3357 loss
+//!   periods, duplicates, RFC 4737 reordering, and D-ITG's own loss rules for
+//!   comparison), [`marking`] (received DSCP/ECN, hop limit, flow label),
+//!   [`schedule`] (sender schedule error), [`stats`] (mean, standard
+//!   deviation, nearest-rank percentiles, reusable elsewhere).
+//! - Aggregates: [`summary`] ([`summarize`], [`summarize_all`] → per-flow
+//!   [`FlowSummary`] and a D-ITG-style total) and [`interval`] ([`intervals`]:
+//!   per-window series where an empty window is `null`, not 0).
+//! - Formats: [`log`] (versioned binary per-packet log, safe on untrusted
+//!   input) and [`text`] (ITGDec-compatible report, CSV).
+//!
+//! # Example
+//!
+//! ```
+//! use std::collections::BTreeMap;
+//! use meter::{summarize_all, text, RxRecord};
+//!
+//! let records: Vec<RxRecord> = (0..4u64)
+//!     .filter(|&seq| seq != 2) // seq 2 was lost
+//!     .map(|seq| RxRecord {
+//!         flow: 1,
+//!         seq,
+//!         size_bytes: 100,
+//!         tx_ns: seq * 1_000_000,
+//!         rx_ns: seq * 1_000_000 + 50_000,
+//!         ..RxRecord::default()
+//!     })
+//!     .collect();
+//! let summary = summarize_all(&records, &BTreeMap::from([(1, 4)]));
+//! let flow = summary.flow(1).unwrap();
+//! assert_eq!(flow.loss.lost, 1);
+//! assert_eq!(flow.delay.unwrap().mean_ns, 50_000.0);
+//! assert_eq!(flow.jitter.ditg_ns, Some(0.0));
+//! assert!(text::itgdec_text(&summary).contains("Packets dropped          =             1 (25.00 %)"));
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod interval;
+pub mod jitter;
+pub mod log;
+pub mod loss;
+pub mod marking;
+pub mod record;
+pub mod schedule;
+pub mod stats;
+pub mod summary;
+pub mod text;
+
+pub use interval::{intervals, try_intervals, Interval, IntervalError, MAX_WINDOWS};
+pub use jitter::{IpdvStats, Jitter, Rfc3550Jitter};
+pub use log::{Entry, LogError, LogReader, LogWriter};
+pub use loss::{DitgLoss, Loss};
+pub use marking::Marking;
+pub use record::{RxRecord, TxRecord};
+pub use schedule::{schedule_error, schedule_error_with, sent_by_flow, ScheduleError};
+pub use stats::{percentile_nearest_rank, Stats};
+pub use summary::{summarize, summarize_all, DelayStats, FlowSummary, Summary, TOTAL_FLOW};
+pub use text::{csv_intervals, csv_summary, itgdec_text, itgdec_text_with, ItgdecOptions};

@@ -1,0 +1,139 @@
+//! Sender schedule accuracy: how far each packet's actual send time fell
+//! behind the time the schedule intended.
+//!
+//! Per packet, `error = actual_ns − scheduled_ns`, saturating at 0 when the
+//! packet left early (counted separately). This is the per-packet form of
+//! irtt's aggregate "timer error" (irtt `doc/irtt-client.md`): it tells whether
+//! a measured rate shortfall is the sender's own (cf. D-ITG's 1000 → 288 pps,
+//! jbucar/ditg#4) rather than the network's.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::record::TxRecord;
+use crate::stats::percentile_nearest_rank;
+
+/// Default threshold above which a packet counts as late: 1 ms, a typical
+/// Linux timer-slack plus scheduler-quantum budget. Flows with sub-millisecond
+/// inter-departure times should pass their own (e.g. the IDT) to
+/// [`schedule_error_with`].
+pub const DEFAULT_LATE_THRESHOLD_NS: u64 = 1_000_000;
+
+/// Schedule error statistics of a set of sent packets.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScheduleError {
+    /// Packets considered.
+    pub packets: u64,
+    /// Mean error.
+    pub mean_ns: f64,
+    /// Median error, nearest rank.
+    pub p50_ns: u64,
+    /// 99th percentile error, nearest rank.
+    pub p99_ns: u64,
+    /// Largest error.
+    pub max_ns: u64,
+    /// The threshold used for `late_packets`.
+    pub late_threshold_ns: u64,
+    /// Packets whose error exceeded `late_threshold_ns`.
+    pub late_packets: u64,
+    /// Packets sent before their scheduled time (error counted as 0).
+    pub early_packets: u64,
+}
+
+/// Schedule error of `tx` (any order, any flows) with
+/// [`DEFAULT_LATE_THRESHOLD_NS`]; `None` when `tx` is empty.
+pub fn schedule_error(tx: &[TxRecord]) -> Option<ScheduleError> {
+    schedule_error_with(tx, DEFAULT_LATE_THRESHOLD_NS)
+}
+
+/// Schedule error of `tx` counting packets more than `late_threshold_ns` late;
+/// `None` when `tx` is empty.
+pub fn schedule_error_with(tx: &[TxRecord], late_threshold_ns: u64) -> Option<ScheduleError> {
+    let mut errors: Vec<u64> = tx
+        .iter()
+        .map(|t| t.actual_ns.saturating_sub(t.scheduled_ns))
+        .collect();
+    errors.sort_unstable();
+    let max_ns = *errors.last()?;
+    let sum: u128 = errors.iter().map(|&e| u128::from(e)).sum();
+    Some(ScheduleError {
+        packets: errors.len() as u64,
+        mean_ns: sum as f64 / errors.len() as f64,
+        p50_ns: percentile_nearest_rank(&errors, 50.0)?,
+        p99_ns: percentile_nearest_rank(&errors, 99.0)?,
+        max_ns,
+        late_threshold_ns,
+        late_packets: errors.iter().filter(|&&e| e > late_threshold_ns).count() as u64,
+        early_packets: tx.iter().filter(|t| t.actual_ns < t.scheduled_ns).count() as u64,
+    })
+}
+
+/// Packets sent per flow (one [`TxRecord`] per packet), the `sent` map that
+/// [`crate::summarize_all`] takes.
+pub fn sent_by_flow(tx: &[TxRecord]) -> BTreeMap<u32, u64> {
+    let mut sent = BTreeMap::new();
+    for t in tx {
+        *sent.entry(t.flow).or_insert(0) += 1;
+    }
+    sent
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tx(flow: u32, seq: u64, scheduled_ns: u64, actual_ns: u64) -> TxRecord {
+        TxRecord {
+            flow,
+            seq,
+            size_bytes: 64,
+            scheduled_ns,
+            actual_ns,
+        }
+    }
+
+    #[test]
+    fn mean_and_percentiles_of_lateness() {
+        // 100 packets every 1 ms: packet i is (i+1) µs late, except packet
+        // 50 which left 3 µs early and packet 99 which is 2.5 ms late.
+        let mut records: Vec<TxRecord> = (0..100u64)
+            .map(|i| tx(1, i, i * 1_000_000, i * 1_000_000 + (i + 1) * 1_000))
+            .collect();
+        records[50].actual_ns = records[50].scheduled_ns - 3_000;
+        records[99].actual_ns = records[99].scheduled_ns + 2_500_000;
+        let e = schedule_error(&records).unwrap();
+        assert_eq!(e.packets, 100);
+        // Σ (i+1) µs for i ≠ 50, 99 = 5050 − 51 − 100 = 4899 µs, plus 2500 µs.
+        assert_eq!(e.mean_ns, 73_990.0);
+        // Sorted errors: 0, 1..=50, 52..=99 µs, 2500 µs → rank 50 is 49 µs,
+        // rank 99 is 99 µs.
+        assert_eq!(e.p50_ns, 49_000);
+        assert_eq!(e.p99_ns, 99_000);
+        assert_eq!(e.max_ns, 2_500_000);
+        assert_eq!(e.late_threshold_ns, 1_000_000);
+        assert_eq!(e.late_packets, 1);
+        assert_eq!(e.early_packets, 1);
+    }
+
+    #[test]
+    fn custom_threshold_counts_more_late_packets() {
+        let records = [tx(1, 0, 0, 10), tx(1, 1, 100, 150), tx(2, 0, 100, 100)];
+        let e = schedule_error_with(&records, 20).unwrap();
+        assert_eq!(e.mean_ns, 20.0);
+        assert_eq!(e.p50_ns, 10);
+        assert_eq!(e.late_packets, 1);
+        assert_eq!(e.early_packets, 0);
+    }
+
+    #[test]
+    fn no_packets_no_schedule_error() {
+        assert_eq!(schedule_error(&[]), None);
+    }
+
+    #[test]
+    fn counts_sent_packets_per_flow() {
+        let records = [tx(1, 0, 0, 0), tx(2, 0, 0, 0), tx(1, 1, 0, 0)];
+        assert_eq!(sent_by_flow(&records), BTreeMap::from([(1, 2), (2, 1)]));
+    }
+}

@@ -1,0 +1,242 @@
+//! Ancillary data (`cmsg(3)`): encoding the per-packet marking we send and
+//! decoding the per-packet metadata the kernel hands back.
+//!
+//! The same decoder serves `recvmsg`/`recvmmsg` and the TCP `IP_PKTOPTIONS` /
+//! `IPV6_2292PKTOPTIONS` getsockopts, which return a cmsg sequence too.
+
+use std::mem::size_of;
+use std::ptr;
+
+/// Bytes of control buffer per datagram. Receive metadata needs at most
+/// timestamp (32) + TOS (24) + TTL (24) + TCLASS (24) + HOPLIMIT (24) +
+/// FLOWINFO (24) = 152 bytes on 64-bit Linux; the rest is headroom for options
+/// enabled by others on a shared fd.
+pub(crate) const SPACE: usize = 256;
+
+/// A control-message buffer aligned like `cmsghdr`.
+#[derive(Clone, Copy)]
+#[repr(C, align(8))]
+pub(crate) struct Buf(pub(crate) [u8; SPACE]);
+
+// `cmsghdr` starts with a `size_t`; the buffer must be at least that aligned.
+const _: () = assert!(align_of::<Buf>() >= align_of::<libc::cmsghdr>());
+
+impl Buf {
+    pub(crate) const fn new() -> Self {
+        Self([0; SPACE])
+    }
+}
+
+/// One control message we understand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cmsg {
+    /// `IP_TOS`: the IPv4 DS byte.
+    Tos(u8),
+    /// `IP_TTL`.
+    Ttl(u8),
+    /// `IPV6_TCLASS`.
+    TrafficClass(u8),
+    /// `IPV6_HOPLIMIT`.
+    HopLimit(u8),
+    /// `IPV6_FLOWINFO`: traffic class and flow label, host order
+    /// (`0x0TTLLLLL`).
+    FlowInfo(u32),
+    /// `SCM_TIMESTAMPNS`: `CLOCK_REALTIME` in ns since the epoch.
+    TimestampNs(u64),
+}
+
+/// Writes `int`-valued control messages (`IP_TOS`, `IP_TTL`, `IPV6_TCLASS`,
+/// `IPV6_HOPLIMIT` all take an `int` on send) into `buf` and points `hdr` at
+/// them. With no items, `hdr` gets no control buffer at all.
+pub(crate) fn encode_ints(
+    hdr: &mut libc::msghdr,
+    buf: &mut Buf,
+    items: &[(libc::c_int, libc::c_int, libc::c_int)],
+) {
+    // SAFETY: CMSG_SPACE is pure arithmetic.
+    let space = unsafe { libc::CMSG_SPACE(size_of::<libc::c_int>() as libc::c_uint) } as usize;
+    let total = space * items.len();
+    assert!(total <= SPACE, "too many control messages for the buffer");
+    if items.is_empty() {
+        hdr.msg_control = ptr::null_mut();
+        hdr.msg_controllen = 0;
+        return;
+    }
+    buf.0[..total].fill(0);
+    hdr.msg_control = buf.0.as_mut_ptr().cast();
+    hdr.msg_controllen = total as _;
+    // SAFETY: `hdr` points at `buf`, which is aligned for cmsghdr and holds `total`
+    // bytes, exactly room for `items.len()` int-sized messages. CMSG_FIRSTHDR and
+    // CMSG_NXTHDR stay within msg_controllen, and each header is fully written
+    // (cmsg_len first, which CMSG_NXTHDR reads) before we step past it.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(hdr);
+        for &(level, ty, value) in items {
+            debug_assert!(!cmsg.is_null());
+            (*cmsg).cmsg_level = level;
+            (*cmsg).cmsg_type = ty;
+            (*cmsg).cmsg_len = libc::CMSG_LEN(size_of::<libc::c_int>() as libc::c_uint) as _;
+            ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>(), value);
+            cmsg = libc::CMSG_NXTHDR(hdr, cmsg);
+        }
+    }
+}
+
+/// Iterates over the control messages of a received `msghdr`, yielding the
+/// ones we understand.
+pub(crate) struct Decoder<'a> {
+    hdr: &'a libc::msghdr,
+    cmsg: *const libc::cmsghdr,
+}
+
+impl<'a> Decoder<'a> {
+    /// `hdr.msg_control`/`msg_controllen` must describe an initialised,
+    /// `cmsghdr`-aligned buffer filled by the kernel, valid for `'a`.
+    pub(crate) fn new(hdr: &'a libc::msghdr) -> Self {
+        // SAFETY: CMSG_FIRSTHDR only inspects msg_control/msg_controllen and returns
+        // null when the buffer cannot hold a header.
+        let cmsg = unsafe { libc::CMSG_FIRSTHDR(hdr) };
+        Self { hdr, cmsg }
+    }
+}
+
+impl Iterator for Decoder<'_> {
+    type Item = Cmsg;
+
+    fn next(&mut self) -> Option<Cmsg> {
+        loop {
+            if self.cmsg.is_null() {
+                return None;
+            }
+            // SAFETY: a non-null pointer from CMSG_FIRSTHDR/CMSG_NXTHDR points at a
+            // complete cmsghdr inside the kernel-filled control buffer.
+            let cmsg = unsafe { &*self.cmsg };
+            // SAFETY: same buffer; CMSG_NXTHDR returns null past msg_controllen.
+            self.cmsg = unsafe { libc::CMSG_NXTHDR(self.hdr, self.cmsg) };
+            if let Some(item) = parse(cmsg) {
+                return Some(item);
+            }
+        }
+    }
+}
+
+/// Decodes one control message; `None` for anything we don't know or whose
+/// payload has an unexpected size.
+fn parse(cmsg: &libc::cmsghdr) -> Option<Cmsg> {
+    // SAFETY: CMSG_LEN is pure arithmetic.
+    let header = unsafe { libc::CMSG_LEN(0) } as usize;
+    // cmsg_len is size_t on glibc but socklen_t on musl.
+    #[allow(clippy::unnecessary_cast)]
+    let len = (cmsg.cmsg_len as usize).checked_sub(header)?;
+    // SAFETY: CMSG_DATA of a valid header points just past it, inside the buffer; we
+    // only read `len` bytes, which the kernel-written cmsg_len says are there.
+    let data = unsafe { std::slice::from_raw_parts(libc::CMSG_DATA(cmsg), len) };
+    let level = cmsg.cmsg_level;
+    let ty = cmsg.cmsg_type;
+    Some(match (level, ty) {
+        (libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS) => Cmsg::TimestampNs(timespec_ns(data)?),
+        (libc::IPPROTO_IP, libc::IP_TOS) => Cmsg::Tos(small_int(data)?),
+        (libc::IPPROTO_IP, libc::IP_TTL) => Cmsg::Ttl(small_int(data)?),
+        (libc::IPPROTO_IPV6, libc::IPV6_TCLASS) => Cmsg::TrafficClass(small_int(data)?),
+        (libc::IPPROTO_IPV6, libc::IPV6_HOPLIMIT) => Cmsg::HopLimit(small_int(data)?),
+        (libc::IPPROTO_IPV6, libc::IPV6_FLOWINFO) => {
+            let bytes: [u8; 4] = data.get(..4)?.try_into().ok()?;
+            // The kernel puts the header's flowinfo word there, in network order.
+            Cmsg::FlowInfo(u32::from_be_bytes(bytes) & FLOWINFO_MASK)
+        }
+        _ => return None,
+    })
+}
+
+/// Traffic class and flow label bits of the first IPv6 header word.
+pub(crate) const FLOWINFO_MASK: u32 = 0x0fff_ffff;
+
+/// Reads a value the kernel delivers either as one byte (`IP_TOS` on
+/// `recvmsg`) or as a native `int` (everything else, and `IP_TOS` in
+/// `IP_PKTOPTIONS`).
+fn small_int(data: &[u8]) -> Option<u8> {
+    match data.len() {
+        1 => Some(data[0]),
+        n if n >= size_of::<libc::c_int>() => {
+            let bytes: [u8; 4] = data[..4].try_into().ok()?;
+            u8::try_from(libc::c_int::from_ne_bytes(bytes)).ok()
+        }
+        _ => None,
+    }
+}
+
+fn timespec_ns(data: &[u8]) -> Option<u64> {
+    if data.len() < size_of::<libc::timespec>() {
+        return None;
+    }
+    // SAFETY: `data` holds at least one timespec; read_unaligned has no alignment needs.
+    let ts: libc::timespec = unsafe { ptr::read_unaligned(data.as_ptr().cast()) };
+    let secs = u64::try_from(ts.tv_sec).ok()?;
+    let nanos = u64::try_from(ts.tv_nsec).ok()?;
+    secs.checked_mul(1_000_000_000)?.checked_add(nanos)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn empty_msghdr() -> libc::msghdr {
+        // SAFETY: msghdr is plain old data; all-zero (null pointers, zero lengths) is valid.
+        unsafe { std::mem::zeroed() }
+    }
+
+    #[test]
+    fn encoded_ints_decode_back() {
+        let mut hdr = empty_msghdr();
+        let mut buf = Buf::new();
+        encode_ints(
+            &mut hdr,
+            &mut buf,
+            &[
+                (libc::IPPROTO_IPV6, libc::IPV6_TCLASS, 0xb9),
+                (libc::IPPROTO_IPV6, libc::IPV6_HOPLIMIT, 7),
+                (libc::IPPROTO_IP, libc::IP_TOS, 0x88),
+            ],
+        );
+        let got: Vec<_> = Decoder::new(&hdr).collect();
+        assert_eq!(
+            got,
+            [Cmsg::TrafficClass(0xb9), Cmsg::HopLimit(7), Cmsg::Tos(0x88)]
+        );
+    }
+
+    #[test]
+    fn no_items_means_no_control_buffer() {
+        let mut hdr = empty_msghdr();
+        let mut buf = Buf::new();
+        encode_ints(&mut hdr, &mut buf, &[]);
+        assert!(hdr.msg_control.is_null());
+        assert_eq!(hdr.msg_controllen, 0);
+        assert_eq!(Decoder::new(&hdr).count(), 0);
+    }
+
+    #[test]
+    fn small_int_accepts_byte_and_int_payloads() {
+        assert_eq!(small_int(&[0xb8]), Some(0xb8));
+        assert_eq!(small_int(&0x88i32.to_ne_bytes()), Some(0x88));
+        assert_eq!(small_int(&300i32.to_ne_bytes()), None);
+        assert_eq!(small_int(&[1, 2]), None);
+    }
+
+    #[test]
+    fn timespec_converts_to_ns() {
+        let ts = libc::timespec {
+            tv_sec: 3,
+            tv_nsec: 5,
+        };
+        // SAFETY: viewing a live timespec as bytes for the duration of the call.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(
+                (&ts as *const libc::timespec).cast::<u8>(),
+                size_of::<libc::timespec>(),
+            )
+        };
+        assert_eq!(timespec_ns(bytes), Some(3_000_000_005));
+        assert_eq!(timespec_ns(&bytes[..4]), None);
+    }
+}

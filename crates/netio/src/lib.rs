@@ -1,0 +1,86 @@
+//! netio — the only crate of dualperf that talks to the kernel.
+//!
+//! It holds every `unsafe` block and every syscall of the project, and no
+//! protocol or statistics logic: it moves bytes, puts the caller's marking on
+//! them and hands back what the kernel knows about received packets. Linux
+//! only.
+//!
+//! # Contract
+//! What the rest of the workspace may rely on (as mio's `sys/mod.rs` lists
+//! what a backend provides). Times are `u64` nanoseconds; addresses are
+//! `std::net` types, and v4-mapped IPv6 addresses never come back out:
+//! they are returned as plain IPv4.
+//!
+//! **Clock** ([`clock`])
+//! - `mono_ns()`: `CLOCK_MONOTONIC`; `wall_ns()`: `CLOCK_REALTIME` since
+//!   the epoch; `resolution_ns(ClockId)`: `clock_getres`.
+//! - `sleep_until(deadline_ns, spin_ns) -> u64`: absolute sleep then spin;
+//!   never returns before the deadline.
+//! - `set_timer_slack_ns` / `timer_slack_ns`: the thread's timer slack.
+//!
+//! **UDP** ([`UdpSocket`])
+//! - `bind(addr, dual_stack)`: `IPV6_V6ONLY = !dual_stack` on IPv6.
+//! - `connect(dst)`, `connect_marked(dst, &Marking)`: socket-wide DS byte,
+//!   TTL / hop limit and IPv6 flow label (leased), set before `connect`.
+//! - `send(buf)`, `send_batch(&[&[u8]]) -> taken` (`sendmmsg`, `Ok(0)` =
+//!   try later).
+//! - `send_to_marked(buf, dst, &Marking)`: per-packet marking by cmsg, for
+//!   echoes from a shared dual-stack socket; IPv4 destinations are mapped.
+//! - `enable_recv_meta()`, then `recv_batch(bufs, metas) -> count`
+//!   (`recvmmsg`; `Ok(0)` on read timeout) filling [`RecvMeta`]: full
+//!   length, source, DS byte, TTL / hop limit, flow label, kernel receive
+//!   time (`CLOCK_REALTIME`), truncation.
+//! - `set_read_timeout`, `set_nonblocking`, `set_buffer_sizes` (`*FORCE`
+//!   when privileged), `buffer_sizes`, `local_addr`.
+//!
+//! **TCP** ([`tcp`], over `std::net` streams)
+//! - `connect(dst, &Marking, nodelay, congestion, timeout)`: marking
+//!   (including the flow label) applied before the SYN.
+//! - `listen(addr, dual_stack)`: `SO_REUSEADDR`, `IPV6_V6ONLY = !dual_stack`.
+//! - `set_marking(&stream, &Marking)`: DS byte and TTL on an established
+//!   socket (no new flow label: Linux fixes it at connect).
+//! - `enable_recv_meta(&stream)` / `enable_recv_meta_listener(&listener)` and
+//!   `last_recv_meta(&stream)`: header fields of received segments, per
+//!   segment on IPv6, handshake only on IPv4 (table in [`tcp`]).
+//!
+//! **Marking** ([`Marking`]): `tos` is the whole DS byte (`DSCP << 2 | ECN`,
+//! the traffic class on IPv6), `ttl` the TTL or unicast hop limit,
+//! `flow_label` 20 bits, IPv6 only. Misuse is an [`io::Error`](std::io::Error)
+//! wrapping a [`MarkingError`]. The docs of [`Marking`] say how Linux
+//! flow-label leases and `net.ipv6.auto_flowlabels` behave.
+//!
+//! # Errors
+//! Everything returns `std::io::Result`; kernel errors keep their errno.
+//! "Nothing now, try again" on the batch calls is `Ok(0)`, not an error.
+//!
+//! # Example
+//! ```
+//! use netio::{Marking, RecvMeta, UdpSocket};
+//! # fn main() -> std::io::Result<()> {
+//! let rx = UdpSocket::bind("[::]:0".parse().unwrap(), true)?;
+//! rx.enable_recv_meta()?;
+//! let tx = UdpSocket::bind("127.0.0.1:0".parse().unwrap(), false)?;
+//! let port = rx.local_addr()?.port();
+//! let ef = Marking { tos: Some(0xb8), ttl: Some(7), flow_label: None };
+//! tx.connect_marked(([127, 0, 0, 1], port).into(), &ef)?;
+//! tx.send_batch(&[b"probe"])?;
+//! let mut bufs = vec![vec![0u8; 2048]; 4];
+//! let mut metas = [RecvMeta::default(); 4];
+//! let n = rx.recv_batch(&mut bufs, &mut metas)?;
+//! assert_eq!((n, metas[0].tos, metas[0].hop_limit), (1, Some(0xb8), Some(7)));
+//! # Ok(())
+//! # }
+//! ```
+#![cfg(target_os = "linux")]
+#![warn(missing_docs)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
+pub mod clock;
+mod cmsg;
+mod marking;
+mod sys;
+pub mod tcp;
+mod udp;
+
+pub use marking::{Marking, MarkingError, FLOW_LABEL_MAX};
+pub use udp::{RecvMeta, UdpSocket, MAX_BATCH};

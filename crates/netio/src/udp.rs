@@ -1,0 +1,456 @@
+//! Dual-stack UDP with marking on send and per-packet metadata on receive.
+
+use std::collections::HashSet;
+use std::io;
+use std::mem::zeroed;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::cmsg::{self, Cmsg};
+use crate::marking::{self, Marking};
+use crate::sys::{self, cvt, cvt_size, Family, SockAddr};
+
+/// Most datagrams one [`UdpSocket::send_batch`] or [`UdpSocket::recv_batch`]
+/// call handles; larger slices are served in part (the call returns the count).
+pub const MAX_BATCH: usize = 64;
+
+/// Metadata of one received datagram.
+#[derive(Clone, Copy, Debug)]
+pub struct RecvMeta {
+    /// Length of the datagram as sent; larger than what was stored when
+    /// `truncated`.
+    pub len: usize,
+    /// Sender; v4-mapped addresses are returned as plain IPv4.
+    pub src: SocketAddr,
+    /// DS byte (`IP_TOS`) or IPv6 traffic class.
+    pub tos: Option<u8>,
+    /// IPv4 TTL or IPv6 hop limit as received.
+    pub hop_limit: Option<u8>,
+    /// IPv6 flow label; `None` for IPv4 packets or when not enabled.
+    pub flow_label: Option<u32>,
+    /// Kernel receive time (`SO_TIMESTAMPNS`, `CLOCK_REALTIME` ns).
+    pub kernel_ts_ns: Option<u64>,
+    /// The datagram did not fit the buffer (`MSG_TRUNC`).
+    pub truncated: bool,
+}
+
+impl Default for RecvMeta {
+    fn default() -> Self {
+        Self {
+            len: 0,
+            src: SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0)),
+            tos: None,
+            hop_limit: None,
+            flow_label: None,
+            kernel_ts_ns: None,
+            truncated: false,
+        }
+    }
+}
+
+/// A UDP socket (owns its fd). `Send + Sync`: one thread may receive while
+/// another sends.
+#[derive(Debug)]
+pub struct UdpSocket {
+    fd: OwnedFd,
+    family: Family,
+    /// Flow labels this socket holds a lease on (for [`Self::send_to_marked`]).
+    leases: Mutex<HashSet<u32>>,
+    /// `IPV6_FLOWINFO` receive is on: an IPv6 datagram without the cmsg had
+    /// label and traffic class 0 (the kernel omits an all-zero flowinfo).
+    recv_flowinfo: AtomicBool,
+}
+
+impl UdpSocket {
+    /// Binds a UDP socket. For IPv6, `IPV6_V6ONLY` is set to `!dual_stack`
+    /// explicitly (not left to `net.ipv6.bindv6only`): with `dual_stack` an
+    /// unspecified `[::]` socket also receives IPv4, as v4-mapped addresses.
+    pub fn bind(addr: SocketAddr, dual_stack: bool) -> io::Result<Self> {
+        let family = Family::of(&addr);
+        let fd = sys::socket(family, libc::SOCK_DGRAM)?;
+        if family == Family::V6 {
+            let v6only = libc::c_int::from(!dual_stack);
+            sys::setsockopt_int(&fd, libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, v6only)?;
+        }
+        let sa = SockAddr::new(addr, 0);
+        // SAFETY: `sa` holds a valid sockaddr of the stated length.
+        cvt(unsafe { libc::bind(fd.as_raw_fd(), sa.as_ptr(), sa.len()) })?;
+        Ok(Self {
+            fd,
+            family,
+            leases: Mutex::new(HashSet::new()),
+            recv_flowinfo: AtomicBool::new(false),
+        })
+    }
+
+    /// Connects without marking. A plain IPv4 `dst` on an IPv6 socket is
+    /// mapped.
+    pub fn connect(&self, dst: SocketAddr) -> io::Result<()> {
+        self.connect_marked(dst, &Marking::default())
+    }
+
+    /// Applies `marking` socket-wide and connects to `dst`, in the order Linux
+    /// needs: `IP_TOS`/`IP_TTL` (IPv4 and v4-mapped destinations) or
+    /// `IPV6_TCLASS`/`IPV6_UNICAST_HOPS`; for a flow label the lease and
+    /// `IPV6_FLOWINFO_SEND` first, then `connect` with the label in
+    /// `sin6_flowinfo`. Everything later sent on the socket carries the marking.
+    pub fn connect_marked(&self, dst: SocketAddr, marking: &Marking) -> io::Result<()> {
+        let dst = sys::for_family(self.family, dst)?;
+        let ipv4_path = sys::is_ipv4_path(&dst);
+        marking.check(ipv4_path)?;
+        marking::apply_tos_ttl(&self.fd, ipv4_path, marking)?;
+        let flowinfo = match (dst, marking.flow_label) {
+            (SocketAddr::V6(a), Some(label)) => self.ensure_flow_label(*a.ip(), label)?,
+            _ => 0,
+        };
+        let sa = SockAddr::new(dst, flowinfo);
+        // SAFETY: `sa` holds a valid sockaddr of the stated length.
+        cvt(unsafe { libc::connect(self.fd.as_raw_fd(), sa.as_ptr(), sa.len()) })?;
+        Ok(())
+    }
+
+    /// Asks the kernel for per-packet receive metadata: `SO_TIMESTAMPNS`,
+    /// `IP_RECVTOS`, `IP_RECVTTL`, and on IPv6 sockets also
+    /// `IPV6_RECVTCLASS`, `IPV6_RECVHOPLIMIT` and `IPV6_FLOWINFO`. On an
+    /// `AF_INET6` socket the `IP_` options are set too, so v4-mapped packets
+    /// on a dual-stack socket also carry TOS and TTL.
+    pub fn enable_recv_meta(&self) -> io::Result<()> {
+        let on = |level, name| sys::setsockopt_int(&self.fd, level, name, 1);
+        on(libc::SOL_SOCKET, libc::SO_TIMESTAMPNS)?;
+        on(libc::IPPROTO_IP, libc::IP_RECVTOS)?;
+        on(libc::IPPROTO_IP, libc::IP_RECVTTL)?;
+        if self.family == Family::V6 {
+            on(libc::IPPROTO_IPV6, libc::IPV6_RECVTCLASS)?;
+            on(libc::IPPROTO_IPV6, libc::IPV6_RECVHOPLIMIT)?;
+            on(libc::IPPROTO_IPV6, libc::IPV6_FLOWINFO)?;
+            self.recv_flowinfo.store(true, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Sets `SO_RCVTIMEO`: a blocking [`Self::recv_batch`] returns `Ok(0)`
+    /// after `d` without data. `None` blocks forever.
+    pub fn set_read_timeout(&self, d: Option<Duration>) -> io::Result<()> {
+        sys::set_timeout(&self.fd, libc::SO_RCVTIMEO, d)
+    }
+
+    /// Toggles `O_NONBLOCK`.
+    pub fn set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
+        sys::set_nonblocking(&self.fd, nonblocking)
+    }
+
+    /// Sets `SO_SNDBUF`/`SO_RCVBUF`, using the `*FORCE` variants (not capped
+    /// by `net.core.[wr]mem_max`) when the process may, and the plain ones
+    /// otherwise. The kernel doubles the value for bookkeeping; see
+    /// [`Self::buffer_sizes`].
+    pub fn set_buffer_sizes(&self, send: Option<usize>, recv: Option<usize>) -> io::Result<()> {
+        if let Some(bytes) = send {
+            sys::set_buffer_size(&self.fd, libc::SO_SNDBUFFORCE, libc::SO_SNDBUF, bytes)?;
+        }
+        if let Some(bytes) = recv {
+            sys::set_buffer_size(&self.fd, libc::SO_RCVBUFFORCE, libc::SO_RCVBUF, bytes)?;
+        }
+        Ok(())
+    }
+
+    /// Sends one datagram on a connected socket. Unlike [`Self::send_batch`],
+    /// a full buffer is an error (`WouldBlock` when non-blocking), as in std.
+    pub fn send(&self, buf: &[u8]) -> io::Result<usize> {
+        loop {
+            // SAFETY: `buf` is valid for reads of `buf.len()` bytes.
+            let ret = unsafe { libc::send(self.fd.as_raw_fd(), buf.as_ptr().cast(), buf.len(), 0) };
+            match cvt_size(ret) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => return other,
+            }
+        }
+    }
+
+    /// `sendmmsg` on a connected socket: sends up to [`MAX_BATCH`] datagrams
+    /// and returns how many the kernel took (maybe fewer; the caller retries
+    /// the rest). `Ok(0)` for a non-empty `bufs` means "nothing taken, try
+    /// again later" (`EAGAIN` on a non-blocking socket, `ENOBUFS`). Other
+    /// errors (e.g. `ECONNREFUSED` after an ICMP port unreachable) are returned.
+    pub fn send_batch(&self, bufs: &[&[u8]]) -> io::Result<usize> {
+        let n = bufs.len().min(MAX_BATCH);
+        if n == 0 {
+            return Ok(0);
+        }
+        // SAFETY: iovec and mmsghdr are plain old data; all-zero is valid (null pointers).
+        let mut iovs: [libc::iovec; MAX_BATCH] = unsafe { zeroed() };
+        // SAFETY: as above.
+        let mut msgs: [libc::mmsghdr; MAX_BATCH] = unsafe { zeroed() };
+        for (i, buf) in bufs[..n].iter().enumerate() {
+            iovs[i] = libc::iovec {
+                // The kernel only reads through this pointer (sendmmsg).
+                iov_base: buf.as_ptr().cast_mut().cast(),
+                iov_len: buf.len(),
+            };
+            msgs[i].msg_hdr.msg_iov = &mut iovs[i];
+            msgs[i].msg_hdr.msg_iovlen = 1;
+        }
+        loop {
+            // SAFETY: `msgs[..n]` each point at one iovec describing a live, readable
+            // buffer borrowed from `bufs`; no names or control data.
+            let ret = unsafe { libc::sendmmsg(self.fd.as_raw_fd(), msgs.as_mut_ptr(), n as _, 0) };
+            match cvt(ret) {
+                Ok(sent) => return Ok(sent as usize),
+                Err(e) => match e.raw_os_error() {
+                    Some(libc::EINTR) => continue,
+                    Some(libc::EAGAIN | libc::ENOBUFS) => return Ok(0),
+                    _ => return Err(e),
+                },
+            }
+        }
+    }
+
+    /// Unconnected send with per-packet marking, for echoing to one peer with
+    /// that flow's marking from a shared (dual-stack) socket.
+    ///
+    /// DS byte and TTL / hop limit travel as control messages (`IP_TOS`/`IP_TTL`
+    /// for IPv4 and v4-mapped destinations, `IPV6_TCLASS`/`IPV6_HOPLIMIT` for
+    /// IPv6). A non-zero flow label is leased once per label and socket (the
+    /// kernel's lease is per socket and label, not per destination), then sent
+    /// in `sin6_flowinfo` with `IPV6_FLOWINFO_SEND` on. `flow_label: Some(0)`
+    /// turns the socket's automatic labels off for good (it is a socket-wide
+    /// switch). A plain IPv4 `dst` on an IPv6 socket is mapped.
+    pub fn send_to_marked(
+        &self,
+        buf: &[u8],
+        dst: SocketAddr,
+        marking: &Marking,
+    ) -> io::Result<usize> {
+        let dst = sys::for_family(self.family, dst)?;
+        let ipv4_path = sys::is_ipv4_path(&dst);
+        marking.check(ipv4_path)?;
+        let (level, tos_type, ttl_type) = if ipv4_path {
+            (libc::IPPROTO_IP, libc::IP_TOS, libc::IP_TTL)
+        } else {
+            (libc::IPPROTO_IPV6, libc::IPV6_TCLASS, libc::IPV6_HOPLIMIT)
+        };
+        let mut items = [(0, 0, 0); 2];
+        let mut count = 0;
+        if let Some(tos) = marking.tos {
+            items[count] = (level, tos_type, tos.into());
+            count += 1;
+        }
+        if let Some(ttl) = marking.ttl {
+            items[count] = (level, ttl_type, ttl.into());
+            count += 1;
+        }
+        let flowinfo = match (dst, marking.flow_label) {
+            (SocketAddr::V6(a), Some(label)) => self.ensure_flow_label(*a.ip(), label)?,
+            _ => 0,
+        };
+        let mut name = SockAddr::new(dst, flowinfo);
+        let mut iov = libc::iovec {
+            iov_base: buf.as_ptr().cast_mut().cast(),
+            iov_len: buf.len(),
+        };
+        // SAFETY: msghdr is plain old data; all-zero is valid.
+        let mut hdr: libc::msghdr = unsafe { zeroed() };
+        hdr.msg_name = name.as_mut_ptr().cast();
+        hdr.msg_namelen = name.len();
+        hdr.msg_iov = &mut iov;
+        hdr.msg_iovlen = 1;
+        let mut control = cmsg::Buf::new();
+        cmsg::encode_ints(&mut hdr, &mut control, &items[..count]);
+        loop {
+            // SAFETY: `hdr` points at `name`, `iov` (a readable view of `buf`; the kernel
+            // does not write through it) and `control`, all alive for the call.
+            let ret = unsafe { libc::sendmsg(self.fd.as_raw_fd(), &hdr, 0) };
+            match cvt_size(ret) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => return other,
+            }
+        }
+    }
+
+    /// `recvmmsg` into the caller's buffers: waits (honouring
+    /// [`Self::set_read_timeout`]) for at least one datagram, then takes
+    /// whatever else is queued, up to `min(bufs.len(), metas.len(),`
+    /// [`MAX_BATCH`]`)`. Returns the count, filling `metas[..count]`.
+    ///
+    /// Each buffer receives up to its *capacity*; on return `bufs[i].len()` is
+    /// the number of bytes stored (so `vec![0; 2048]` and
+    /// `Vec::with_capacity(2048)` both work). `metas[i].len` is the datagram's
+    /// full length, larger when `truncated`.
+    ///
+    /// `Ok(0)` means nothing arrived: the read timeout expired, the socket is
+    /// non-blocking and empty, or a signal interrupted the wait. Callers loop
+    /// and check their stop flag.
+    pub fn recv_batch(&self, bufs: &mut [Vec<u8>], metas: &mut [RecvMeta]) -> io::Result<usize> {
+        let n = bufs.len().min(metas.len()).min(MAX_BATCH);
+        if n == 0 {
+            return Ok(0);
+        }
+        // SAFETY: iovec and mmsghdr are plain old data; all-zero is valid.
+        let mut iovs: [libc::iovec; MAX_BATCH] = unsafe { zeroed() };
+        // SAFETY: as above.
+        let mut msgs: [libc::mmsghdr; MAX_BATCH] = unsafe { zeroed() };
+        let mut names = [SockAddr::empty(); MAX_BATCH];
+        let mut controls = [cmsg::Buf::new(); MAX_BATCH];
+        for i in 0..n {
+            iovs[i] = libc::iovec {
+                iov_base: bufs[i].as_mut_ptr().cast(),
+                iov_len: bufs[i].capacity(),
+            };
+            let hdr = &mut msgs[i].msg_hdr;
+            hdr.msg_iov = &mut iovs[i];
+            hdr.msg_iovlen = 1;
+            hdr.msg_name = names[i].as_mut_ptr().cast();
+            hdr.msg_namelen = names[i].len();
+            hdr.msg_control = controls[i].0.as_mut_ptr().cast();
+            hdr.msg_controllen = cmsg::SPACE as _;
+        }
+        // MSG_WAITFORONE: block only for the first datagram. MSG_TRUNC: report the real
+        // datagram length in msg_len even when it did not fit.
+        let flags = libc::MSG_WAITFORONE | libc::MSG_TRUNC;
+        // SAFETY: every msgs[i] (i < n) points at its own iovec covering the whole
+        // allocation of bufs[i] (writable, `capacity` bytes), a sockaddr_storage-sized
+        // name buffer and a cmsg-aligned control buffer of SPACE bytes, all alive and
+        // not otherwise borrowed during the call. A null timeout is allowed.
+        let ret = unsafe {
+            libc::recvmmsg(
+                self.fd.as_raw_fd(),
+                msgs.as_mut_ptr(),
+                n as _,
+                flags as _,
+                std::ptr::null_mut(),
+            )
+        };
+        let count = match cvt(ret) {
+            Ok(count) => count as usize,
+            Err(e) => {
+                return match e.raw_os_error() {
+                    Some(libc::EAGAIN | libc::EINTR) => Ok(0),
+                    _ => Err(e),
+                }
+            }
+        };
+        let recv_flowinfo = self.recv_flowinfo.load(Ordering::Relaxed);
+        for i in 0..count {
+            let hdr = &msgs[i].msg_hdr;
+            let len = msgs[i].msg_len as usize;
+            let stored = len.min(bufs[i].capacity());
+            // SAFETY: the kernel wrote `stored` bytes (the datagram, cut to the iovec
+            // length) at the start of bufs[i]'s allocation, so they are initialised.
+            unsafe { bufs[i].set_len(stored) };
+            *names[i].len_mut() = hdr.msg_namelen;
+            let mut meta = RecvMeta {
+                len,
+                src: names[i].to_std().unwrap_or(RecvMeta::default().src),
+                truncated: hdr.msg_flags & libc::MSG_TRUNC != 0,
+                ..RecvMeta::default()
+            };
+            let mut flowinfo = None;
+            for item in cmsg::Decoder::new(hdr) {
+                match item {
+                    Cmsg::Tos(v) | Cmsg::TrafficClass(v) => meta.tos = Some(v),
+                    Cmsg::Ttl(v) | Cmsg::HopLimit(v) => meta.hop_limit = Some(v),
+                    Cmsg::FlowInfo(v) => flowinfo = Some(v),
+                    Cmsg::TimestampNs(ns) => meta.kernel_ts_ns = Some(ns),
+                }
+            }
+            if meta.src.is_ipv6() && recv_flowinfo {
+                // The kernel sends no IPV6_FLOWINFO cmsg when the whole field is 0.
+                let flowinfo = flowinfo.unwrap_or(0);
+                meta.flow_label = Some(flowinfo & marking::FLOW_LABEL_MAX);
+                meta.tos = meta.tos.or(Some((flowinfo >> 20) as u8));
+            }
+            metas[i] = meta;
+        }
+        Ok(count)
+    }
+
+    /// The bound address (v4-mapped shown as IPv4).
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        sys::local_addr(&self.fd)
+    }
+
+    /// The kernel's `(SO_SNDBUF, SO_RCVBUF)` in bytes (twice what was set:
+    /// it counts bookkeeping overhead).
+    pub fn buffer_sizes(&self) -> io::Result<(usize, usize)> {
+        let get =
+            |name| sys::getsockopt_int(&self.fd, libc::SOL_SOCKET, name).map(|v| v.max(0) as usize);
+        Ok((get(libc::SO_SNDBUF)?, get(libc::SO_RCVBUF)?))
+    }
+
+    /// Makes `label` sendable from this socket (lease + `IPV6_FLOWINFO_SEND`,
+    /// once per label) and returns the flowinfo for `sin6_flowinfo`.
+    fn ensure_flow_label(&self, dst: Ipv6Addr, label: u32) -> io::Result<u32> {
+        // Held across the lease so two threads do not both take it.
+        let mut leases = lock(&self.leases);
+        if label != 0 && leases.contains(&label) {
+            return Ok(label);
+        }
+        let flowinfo = marking::prepare_flow_label(&self.fd, self.family, dst, label)?;
+        if label != 0 {
+            leases.insert(label);
+        }
+        Ok(flowinfo)
+    }
+}
+
+impl AsFd for UdpSocket {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+impl AsRawFd for UdpSocket {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+/// Locks, ignoring poisoning: the set stays consistent whatever panicked.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recv_meta_default_is_empty() {
+        let m = RecvMeta::default();
+        assert_eq!(m.len, 0);
+        assert!(m.tos.is_none() && m.flow_label.is_none() && !m.truncated);
+    }
+
+    #[test]
+    fn empty_batches_do_nothing() {
+        let sock = UdpSocket::bind("127.0.0.1:0".parse().unwrap(), false).unwrap();
+        assert_eq!(sock.send_batch(&[]).unwrap(), 0);
+        assert_eq!(sock.recv_batch(&mut [], &mut []).unwrap(), 0);
+    }
+
+    #[test]
+    fn nonblocking_recv_on_empty_socket_is_zero() {
+        let sock = UdpSocket::bind("127.0.0.1:0".parse().unwrap(), false).unwrap();
+        sock.set_nonblocking(true).unwrap();
+        let mut bufs = vec![vec![0u8; 64]; 2];
+        let mut metas = [RecvMeta::default(); 2];
+        assert_eq!(sock.recv_batch(&mut bufs, &mut metas).unwrap(), 0);
+    }
+
+    #[test]
+    fn ipv6_destination_on_ipv4_socket_is_refused() {
+        let sock = UdpSocket::bind("127.0.0.1:0".parse().unwrap(), false).unwrap();
+        let err = sock.connect("[::1]:9".parse().unwrap()).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+    }
+
+    #[test]
+    fn buffer_sizes_are_applied() {
+        let sock = UdpSocket::bind("127.0.0.1:0".parse().unwrap(), false).unwrap();
+        // Below the default net.core.[rw]mem_max, so it holds with or without FORCE.
+        sock.set_buffer_sizes(Some(100_000), Some(100_000)).unwrap();
+        assert_eq!(sock.buffer_sizes().unwrap(), (200_000, 200_000));
+    }
+}
