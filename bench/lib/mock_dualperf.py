@@ -13,7 +13,8 @@ the temp dir), standing in for dualperf's control channel.  Pure Python, so
 it tops out at roughly 100-200k pkt/s: good for exercising the search.
 MOCK_MODE selects a failure to exercise the error paths:
   ok (default) | badjson (missing received.loss) | notjson | crash | hang |
-  recvfail (recv exits before binding)
+  recvfail (recv exits before binding) | overrun (sends every packet even
+  when behind schedule, like dualperf does, instead of stopping on time)
 """
 import json
 import os
@@ -88,12 +89,13 @@ elif args[0] == "send":
     t0 = time.monotonic()
     while sent < total:
         el = time.monotonic() - t0
-        if el > dur:
+        if el > dur and mode != "overrun":
             break
         due = min(int(el * rate) + 1, total)
         while sent < due:
             s.send(buf)
             sent += 1
+    send_s = time.monotonic() - t0
     time.sleep(0.3)
     try:
         with open(state) as f:
@@ -103,7 +105,8 @@ elif args[0] == "send":
     lost = max(sent - recv, 0)
     doc = {"flows": [{
         "id": 0,
-        "sent": {"packets": sent, "rate_pps": sent / dur},
+        "sent": {"packets": sent, "rate_pps": sent / send_s,
+                 "duration_ns": int(send_s * 1e9)},
         "received": {"packets": recv, "unique_packets": recv,
                      "rate_pps": recv / dur,
                      "loss": {"lost": lost,

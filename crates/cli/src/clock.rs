@@ -34,6 +34,8 @@ struct ClockReport {
     realtime_resolution_ns: u64,
     /// Cost of one clock read, averaged over many.
     clock_read_ns: f64,
+    /// The thread's timer slack before dualperf lowers it to 1 ns for pacing.
+    default_timer_slack_ns: u64,
     waits: Vec<WaitStats>,
 }
 
@@ -47,7 +49,10 @@ pub(crate) fn run(args: ClockArgs) -> Result<()> {
     }
     let clock_read_ns = (netio::clock::mono_ns() - t0) as f64 / reads as f64;
     std::hint::black_box(sink);
+    let default_timer_slack_ns = netio::clock::timer_slack_ns().unwrap_or(0);
     let mut waits = Vec::new();
+    // Measure as `send` waits: with the thread's timer slack at 1 ns.
+    let _ = netio::clock::set_timer_slack_ns(1);
     for wait_ns in [10_000u64, 100_000, 1_000_000] {
         for (mode, spin_ns) in [("sleep", 0u64), ("sleep+spin 50us", 50_000)] {
             let mut over: Vec<u64> = (0..samples)
@@ -74,6 +79,7 @@ pub(crate) fn run(args: ClockArgs) -> Result<()> {
         monotonic_resolution_ns: netio::clock::resolution_ns(netio::clock::ClockId::Monotonic),
         realtime_resolution_ns: netio::clock::resolution_ns(netio::clock::ClockId::Realtime),
         clock_read_ns,
+        default_timer_slack_ns,
         waits,
     };
     if args.json {
@@ -81,8 +87,8 @@ pub(crate) fn run(args: ClockArgs) -> Result<()> {
         return Ok(());
     }
     println!(
-        "timer resolution: monotonic {} ns, realtime {} ns; one clock read ≈ {:.1} ns",
-        report.monotonic_resolution_ns, report.realtime_resolution_ns, report.clock_read_ns
+        "timer resolution: monotonic {} ns, realtime {} ns; one clock read ≈ {:.1} ns; timer slack {} ns (lowered to 1 ns for the waits below, as send does)",
+        report.monotonic_resolution_ns, report.realtime_resolution_ns, report.clock_read_ns, report.default_timer_slack_ns
     );
     let mut t =
         crate::table::Table::new(&["wait", "mode", "late mean µs", "p50 µs", "p99 µs", "max µs"]);

@@ -83,6 +83,7 @@ struct CompareReport {
     tool: String,
     target: &'static str,
     rate: Rate,
+    sizes_bytes: Vec<u32>,
     duration_ns: u64,
     interrupted: bool,
     points: Vec<Point>,
@@ -207,6 +208,7 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
         tool: format!("dualperf {}", env!("CARGO_PKG_VERSION")),
         target: "loopback",
         rate,
+        sizes_bytes: args.sizes.clone(),
         duration_ns: duration.as_nanos(),
         interrupted: stop.load(Ordering::SeqCst),
         points,
@@ -290,11 +292,12 @@ fn render(r: &CompareReport) -> String {
         ]);
     }
     format!(
-        "dualperf compare: IPv4 (127.0.0.1) vs IPv6 (::1), {} per test, {} B payloads, round-trip meter{}\n{}\
+        "dualperf compare: IPv4 (127.0.0.1) vs IPv6 (::1), {} for {} per test, {} B payloads, round-trip meter{}\n{}\
          Throughput: receiver payload bit rate. RTT: mean of sender-measured round trips. Jitter: mean |ΔRTT| in arrival order (D-ITG).\n\
          Δ % = (IPv6 − IPv4) / IPv4. Loopback has no wire: differences reflect the stacks, not headers on a link.\n",
         r.rate,
-        if r.points.is_empty() { "-".into() } else { r.points.iter().map(|p| p.size_bytes.to_string()).collect::<Vec<_>>().join("/") },
+        Duration::from_nanos(r.duration_ns),
+        r.sizes_bytes.iter().map(u32::to_string).collect::<Vec<_>>().join("/"),
         if r.interrupted { " (interrupted)" } else { "" },
         t.render()
     )

@@ -613,12 +613,14 @@ fn run_flow(
     spin: Option<Duration>,
     progress: &AtomicU64,
 ) -> Result<FlowResult> {
+    // Timer slack (50 µs by default) would make every sleep overshoot by that much.
+    let _ = netio::clock::set_timer_slack_ns(1);
     let mut sched = Schedule::new(spec, origin);
     let (num, den) = spec.rate.interval_ns(spec.size_bytes);
     let interval_ns = u64::try_from(num / den).unwrap_or(u64::MAX);
     let spin_ns = spin.map_or((interval_ns / 4).min(50_000), Duration::as_nanos);
     let size = spec.size_bytes as usize;
-    let mut tx = Vec::with_capacity(planned_packets(spec).unwrap_or(1024).min(50_000_000) as usize);
+    let mut tx = Vec::with_capacity(planned_packets(spec).unwrap_or(1024).min(1 << 20) as usize);
     let echoes_done = Arc::new(AtomicBool::new(false));
     let echoes_seen = Arc::new(AtomicU64::new(0));
     match conn {
@@ -652,17 +654,27 @@ fn run_flow(
                     let repr = Repr {
                         flow: id,
                         seq: t.seq as u32,
-                        tx_ns: netio::clock::wall_ns(),
+                        tx_ns: 0,
                         echo: false,
                         stamps: None,
                     };
                     repr.emit(buf)?;
                     pending.push((t.seq, t.scheduled.as_nanos()));
                 }
-                let slices: Vec<&[u8]> = bufs[..pending.len()].iter().map(Vec::as_slice).collect();
+                let n = pending.len();
                 let mut off = 0;
-                while off < slices.len() {
-                    match sock.send_batch(&slices[off..]) {
+                while off < n {
+                    // One wall-clock stamp per sendmmsg, taken right before the call:
+                    // the batch enters the kernel together.
+                    let wall = netio::clock::wall_ns();
+                    for b in &mut bufs[off..n] {
+                        Packet::new_unchecked(&mut b[..]).set_tx_ns(wall);
+                    }
+                    let mut slices: [&[u8]; BATCH] = [&[]; BATCH];
+                    for (slot, b) in slices.iter_mut().zip(&bufs[off..n]) {
+                        *slot = b;
+                    }
+                    match sock.send_batch(&slices[..n - off]) {
                         // The kernel's queue is full (EAGAIN/ENOBUFS): let the receiver drain it.
                         Ok(0) => std::thread::yield_now(),
                         Ok(n) => {
@@ -733,12 +745,16 @@ fn run_flow(
                     let repr = Repr {
                         flow: id,
                         seq: t.seq as u32,
-                        tx_ns: netio::clock::wall_ns(),
+                        tx_ns: 0,
                         echo: false,
                         stamps: None,
                     };
                     repr.emit(&mut m[frame::PREFIX_LEN..])?;
                     pending.push((t.seq, t.scheduled.as_nanos()));
+                }
+                let wall = netio::clock::wall_ns();
+                for m in out[..pending.len() * msg_len].chunks_exact_mut(msg_len) {
+                    Packet::new_unchecked(&mut m[frame::PREFIX_LEN..]).set_tx_ns(wall);
                 }
                 stream
                     .write_all(&out[..pending.len() * msg_len])

@@ -5,15 +5,15 @@
 //!
 //! | Field | Definition | Order / selection |
 //! |---|---|---|
-//! | [`Jitter::ditg_ns`] | D-ITG ITGDec: `Σ_{i=2..N} |D_i − D_{i−1}| / (N−1)` | arrival order, every record |
-//! | [`Jitter::rfc3550_ns`] | RFC 3550 EWMA: `J += (|D_i − D_{i−1}| − J)/16`, value after the last packet | arrival order, every record |
+//! | [`Jitter::ditg_ns`] | D-ITG ITGDec: `Σ_{i=2..N} \|D_i − D_{i−1}\| / (N−1)` | arrival order, every record |
+//! | [`Jitter::rfc3550_ns`] | RFC 3550 EWMA: `J += (\|D_i − D_{i−1}\| − J)/16`, value after the last packet | arrival order, every record |
 //! | [`Jitter::ipdv`] | RFC 3393 / RFC 5481 §4.1 IPDV: `D(s) − D(s−1)` | consecutive **sequence numbers**, both received; first copy of duplicates |
 //! | `pdv_p*_ns` | RFC 5481 §4.2 PDV: `D_i − D_min`, nearest-rank percentiles | every record |
 //!
 //! All four estimate how much adjacent packets' delays differ, but they are not
 //! interchangeable: D-ITG averages over the whole flow, RFC 3550 is a ~16-packet
 //! memory snapshot, IPDV pairs by sequence number and skips pairs around a
-//! loss, and PDV measures against the minimum delay (RFC 5481 §1 recommends it
+//! loss, and PDV measures against the minimum delay (RFC 5481 recommends it
 //! for most uses, e.g. de-jitter buffer sizing).
 
 use std::collections::BTreeMap;

@@ -166,6 +166,10 @@ pub enum Entry {
 }
 
 /// Buffered writer of a packet log.
+///
+/// Entries reach the underlying writer in blocks; call [`LogWriter::flush`]
+/// (e.g. once per report interval) or [`LogWriter::into_inner`] to push them
+/// and see any error: dropping the writer flushes but discards errors.
 #[derive(Debug)]
 pub struct LogWriter<W: Write> {
     out: BufWriter<W>,

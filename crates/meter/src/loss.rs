@@ -6,8 +6,8 @@
 //! - **lost** = sequence numbers in `0..expected` never received, so a
 //!   duplicate can never hide a loss (D-ITG's rule can, see [`DitgLoss`]).
 //! - **loss periods** ("bursts"): maximal runs of consecutive lost sequence
-//!   numbers in `0..expected` (RFC 3357 §2 "loss period"; its §4 "loss
-//!   distance" is the gap between them).
+//!   numbers in `0..expected` (RFC 3357 §4 "loss period"; the same section's
+//!   "loss distance" is the gap between them).
 //! - **duplicate**: a packet whose sequence number was already received.
 //! - **reordered** (RFC 4737 §3.3): a packet whose sequence number is below
 //!   `NextExp` (= largest sequence number seen so far + 1, initially 0) and is

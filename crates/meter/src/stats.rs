@@ -2,8 +2,9 @@
 //! crates): mean, population and sample standard deviation, and nearest-rank
 //! percentiles.
 //!
-//! Percentile method: **nearest rank** (NIST/Hyndman–Fan definition 1, the
-//! one RFC 2330 §11.3 and RFC 5481 §4.2 use for delay percentiles): the p-th
+//! Percentile method: **nearest rank** (Hyndman–Fan definition 1, the
+//! inverse of the empirical distribution function, which is how the IPPM
+//! framework, RFC 2330, defines percentiles): the p-th
 //! percentile of `N` sorted values is the value at 1-based rank
 //! `max(1, ceil(p/100 · N))`. It always returns an observed value, never an
 //! interpolation, so integer samples give integer percentiles.
@@ -160,7 +161,7 @@ mod tests {
         assert_eq!(percentile_nearest_rank(&v, 95.0), Some(19));
         assert_eq!(percentile_nearest_rank(&v, 99.0), Some(20));
         assert_eq!(percentile_nearest_rank(&v, 100.0), Some(20));
-        // RFC 2330-style small example: ranks of 5 values.
+        // Five values: 30 % and 40 % share rank 2.
         let w = [15, 20, 35, 40, 50];
         assert_eq!(percentile_nearest_rank(&w, 30.0), Some(20));
         assert_eq!(percentile_nearest_rank(&w, 40.0), Some(20));

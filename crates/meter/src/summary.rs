@@ -111,7 +111,7 @@ impl Summary {
 pub fn summarize(records: &[RxRecord], sent_packets: Option<u64>) -> FlowSummary {
     let flow = records.first().map_or(0, |r| r.flow);
     let sent: BTreeMap<u32, u64> = sent_packets.map(|n| (flow, n)).into_iter().collect();
-    summarize_records(flow, records, &sent)
+    summarize_records(flow, [flow], records, &sent)
 }
 
 /// Per-flow summaries (grouped by `flow`, arrival order kept) and the total
@@ -128,24 +128,24 @@ pub fn summarize_all(records: &[RxRecord], sent: &BTreeMap<u32, u64>) -> Summary
     }
     let flows = by_flow
         .iter()
-        .map(|(&flow, recs)| summarize_records(flow, recs, sent))
+        .map(|(&flow, recs)| summarize_records(flow, [flow], recs, sent))
         .collect();
     Summary {
         flows,
-        total: summarize_records(TOTAL_FLOW, records, sent),
+        total: summarize_records(TOTAL_FLOW, sent.keys().copied(), records, sent),
     }
 }
 
-/// The one engine behind both entry points: `flow` is the id to report;
-/// sequence metrics are computed per flow id present in `records` or `sent`
-/// (for `flow == TOTAL_FLOW`) and combined.
-fn summarize_records(flow: u32, records: &[RxRecord], sent: &BTreeMap<u32, u64>) -> FlowSummary {
-    let mut seqs: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
-    if flow == TOTAL_FLOW {
-        seqs.extend(sent.keys().map(|&f| (f, Vec::new())));
-    } else {
-        seqs.insert(flow, Vec::new());
-    }
+/// The one engine behind both entry points: `flow` is the id to report.
+/// Sequence metrics are computed per flow id present in `records` or in
+/// `flows` (so a flow that never arrived still counts as lost) and combined.
+fn summarize_records(
+    flow: u32,
+    flows: impl IntoIterator<Item = u32>,
+    records: &[RxRecord],
+    sent: &BTreeMap<u32, u64>,
+) -> FlowSummary {
+    let mut seqs: BTreeMap<u32, Vec<u64>> = flows.into_iter().map(|f| (f, Vec::new())).collect();
     for r in records {
         seqs.entry(r.flow).or_default().push(r.seq);
     }
@@ -396,6 +396,19 @@ mod tests {
         assert_eq!(total.loss.lost, 6);
         assert_eq!(total.loss.loss_pct, Some(60.0));
         assert_eq!(total.loss.bursts, 2);
+    }
+
+    #[test]
+    fn a_real_flow_with_the_total_id_is_not_a_total() {
+        let mut records = two_flows();
+        records[0].flow = TOTAL_FLOW;
+        records[2].flow = TOTAL_FLOW;
+        let summary = summarize_all(&records, &BTreeMap::from([(2, 3), (3, 5)]));
+        let max = summary.flow(TOTAL_FLOW).unwrap();
+        assert_eq!(max.packets, 2);
+        assert_eq!(max.loss.expected, 2);
+        assert_eq!(max.loss.lost, 0);
+        assert_eq!(summary.total.loss.lost, 6);
     }
 
     #[test]

@@ -32,6 +32,13 @@ pub struct Schedule {
     size_bytes: u32,
     stop: StopSpec,
     next_seq: u64,
+    /// Deadline of `next_seq`, kept incrementally: `start + ⌊next_seq·num/den⌋`.
+    next_deadline: Instant,
+    /// `next_seq·num mod den`, the fractional nanoseconds not yet in `next_deadline`.
+    remainder: u128,
+    /// `⌊num/den⌋` and `num mod den`, computed once.
+    step_ns: u64,
+    step_remainder: u128,
     bytes: u64,
     stopped: bool,
 }
@@ -39,12 +46,18 @@ pub struct Schedule {
 impl Schedule {
     /// A schedule for `spec` whose first packet is due at `origin + spec.start_offset`.
     pub fn new(spec: &FlowSpec, origin: Instant) -> Self {
+        let start = origin + spec.start_offset;
+        let (num, den) = spec.rate.interval_ns(spec.size_bytes);
         Self {
-            start: origin + spec.start_offset,
-            interval: spec.rate.interval_ns(spec.size_bytes),
+            start,
+            interval: (num, den),
+            step_ns: u64::try_from(num / den).unwrap_or(u64::MAX),
+            step_remainder: num % den,
             size_bytes: spec.size_bytes,
             stop: spec.stop,
             next_seq: 0,
+            next_deadline: start,
+            remainder: 0,
             bytes: 0,
             stopped: false,
         }
@@ -62,7 +75,7 @@ impl Schedule {
         if self.is_finished() {
             return None;
         }
-        let scheduled = self.deadline(self.next_seq);
+        let scheduled = self.next_deadline;
         if scheduled > now {
             return None;
         }
@@ -71,15 +84,29 @@ impl Schedule {
             scheduled,
             size_bytes: self.size_bytes,
         };
-        self.next_seq += 1;
+        self.advance();
         self.bytes += u64::from(self.size_bytes);
         Some(tx)
+    }
+
+    /// Move to the next packet without a division per packet (this runs at several
+    /// hundred thousand packets per second): add ⌊num/den⌋ and carry the remainder.
+    fn advance(&mut self) {
+        let den = self.interval.1;
+        self.next_seq += 1;
+        self.remainder += self.step_remainder;
+        let mut step = self.step_ns;
+        if self.remainder >= den {
+            self.remainder -= den;
+            step = step.saturating_add(1);
+        }
+        self.next_deadline += Duration::from_nanos(step);
     }
 
     /// When the next packet is due; `None` once the flow has ended. A soft deadline:
     /// calling [`Self::poll_transmit`] earlier is harmless, later delays packets.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        (!self.is_finished()).then(|| self.deadline(self.next_seq))
+        (!self.is_finished()).then_some(self.next_deadline)
     }
 
     /// Stop early (interrupted by the user).
@@ -99,7 +126,7 @@ impl Schedule {
             return true;
         }
         if let Some(d) = self.stop.duration {
-            if self.deadline(self.next_seq) >= self.start + d {
+            if self.next_deadline >= self.start + d {
                 return true;
             }
         }
@@ -171,6 +198,36 @@ mod tests {
         assert!(sent.windows(2).all(|w| w[1].seq == w[0].seq + 1));
         assert!(now >= sent[29_999].scheduled);
         assert_eq!(sched.poll_transmit(now + Duration::from_secs(9)), None);
+    }
+
+    #[test]
+    fn incremental_deadlines_equal_the_closed_form() {
+        for rate in [
+            Rate::MilliPps(30_000_000),
+            Rate::MilliPps(560),
+            Rate::Bps(73_600),
+            Rate::MilliPps(7_000_001),
+        ] {
+            let s = spec(
+                rate,
+                92,
+                StopSpec {
+                    count: Some(100_000),
+                    ..Default::default()
+                },
+            );
+            let mut sched = Schedule::new(&s, Instant::from_nanos(17));
+            let far = Instant::from_nanos(u64::MAX / 2);
+            while let Some(tx) = sched.poll_transmit(far) {
+                assert_eq!(
+                    tx.scheduled,
+                    sched.deadline(tx.seq),
+                    "{rate} seq {}",
+                    tx.seq
+                );
+            }
+            assert_eq!(sched.packets(), 100_000);
+        }
     }
 
     #[test]

@@ -69,7 +69,12 @@ fn handle_connection(shared: &Shared, mut stream: TcpStream) -> Result<()> {
         }
     };
     match first {
-        Msg::Hello { version } => control_session(shared, stream, reader, version),
+        Msg::Hello { version } => {
+            shared.active_sessions.fetch_add(1, Ordering::SeqCst);
+            let result = control_session(shared, stream, reader, version);
+            shared.active_sessions.fetch_sub(1, Ordering::SeqCst);
+            result
+        }
         Msg::Attach { flow, token } => {
             data_stream(shared, stream, reader.into_decoder(), flow, token)
         }

@@ -241,6 +241,8 @@ pub(crate) struct Shared {
     pub(crate) stop: Arc<AtomicBool>,
     pub(crate) udp: netio::UdpSocket,
     pub(crate) next_session: AtomicU64,
+    /// Control sessions still running; shutdown waits for them to file their flows.
+    pub(crate) active_sessions: AtomicU64,
     pub(crate) sessions_done: AtomicU64,
     pub(crate) log: Option<Mutex<meter::log::LogWriter<BufWriter<File>>>>,
     pub(crate) reports: Mutex<Vec<FlowReport>>,
@@ -339,6 +341,7 @@ impl Receiver {
             stop,
             udp,
             next_session: AtomicU64::new(1),
+            active_sessions: AtomicU64::new(0),
             sessions_done: AtomicU64::new(0),
             log,
             reports: Mutex::new(Vec::new()),
@@ -387,6 +390,13 @@ impl Receiver {
         self.shared.stop.store(true, Ordering::SeqCst);
         for t in self.threads.drain(..) {
             let _ = t.join();
+        }
+        // Sessions notice the stop flag within their 200 ms poll and file their flows.
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        while self.shared.active_sessions.load(Ordering::SeqCst) > 0
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(10));
         }
         let open: Vec<(u16, Option<u64>)> = {
             let table = self.shared.table.lock().unwrap_or_else(|e| e.into_inner());
