@@ -28,11 +28,11 @@
 #   sent pkt/s  = packets the sender emitted / requested duration
 #   recv pkt/s  = packets the receiver got   / requested duration
 #                 (same formula for every tool; the tool's own view of its
-#                 receive rate is in the note column).  If the sender took
-#                 longer than requested (dualperf sends rate x duration
-#                 packets even when it falls behind), its actual sending
-#                 time (sent.duration_ns) is the divisor instead, and the
-#                 note column says so.
+#                 receive rate is in the note column).  A dualperf sender
+#                 that falls behind stops at duration + 1 % (min 10 ms), so
+#                 its shortfall shows as fewer packets; should its actual
+#                 sending time (sent.duration_ns) still exceed the request,
+#                 that is the divisor instead, and the note column says so.
 #   achieved %  = sent pkt/s / requested pkt/s: does the generator keep the
 #                 rate it was asked for (D-ITG is known to fall short)?
 #   loss %      = D-ITG: (sent - received) / sent from the two ITGDec logs;
@@ -240,7 +240,7 @@ DP_STATUS=
 build_dualperf() {
     if [[ -n $DUALPERF ]]; then
         if [[ -x $DUALPERF ]]; then
-            DP_BIN=$DUALPERF
+            DP_BIN=$(realpath "$DUALPERF")
             log "using prebuilt dualperf: $DP_BIN"
             return 0
         fi

@@ -287,6 +287,8 @@ pub(crate) struct SentStats {
     pub(crate) rate_pps: Option<f64>,
     pub(crate) bitrate_bps: Option<f64>,
     pub(crate) requested_pps: f64,
+    /// Packets the stop conditions allow (rate × duration, count, bytes: the least).
+    pub(crate) planned_packets: Option<u64>,
     pub(crate) schedule_error: Option<ScheduleError>,
 }
 
@@ -575,6 +577,7 @@ fn sent_stats(spec: &FlowSpec, tx: &[TxRecord]) -> SentStats {
         rate_pps,
         bitrate_bps,
         requested_pps: spec.rate.pps(spec.size_bytes),
+        planned_packets: planned_packets(spec),
         schedule_error: meter::schedule_error(tx),
     }
 }

@@ -6,12 +6,21 @@
 //! due at once and sends them together: that is how batching arises at high rates, while
 //! each packet keeps its own scheduled time for the schedule-error metric.
 //!
+//! `--duration` bounds the run in time as well as in packets: a sender that falls behind
+//! (asked for more than the host can send) stops at `start + duration + grace`, where the
+//! grace is 1 % of the duration but at least [`MIN_GRACE`]; the packets it never sent
+//! show as a shortfall against the requested count. The grace keeps a sender that is only
+//! a little late from losing its last packets.
+//!
 //! Following quinn's vocabulary: [`Schedule::poll_transmit`] hands out the next due
 //! packet, [`Schedule::poll_timeout`] says when to wake.
 
 use wire::time::{Duration, Instant};
 
 use crate::flow::{FlowSpec, StopSpec};
+
+/// The least time a late sender may run past `--duration` to send what is due.
+pub const MIN_GRACE: Duration = Duration::from_millis(10);
 
 /// A packet the schedule wants sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,6 +83,14 @@ impl Schedule {
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
         if self.is_finished() {
             return None;
+        }
+        if let Some(d) = self.stop.duration {
+            let grace = Duration::from_nanos((d.as_nanos() / 100).max(MIN_GRACE.as_nanos()));
+            if now >= self.start + d + grace {
+                // Time is up: what was not sent by now is the sender's shortfall.
+                self.stopped = true;
+                return None;
+            }
         }
         let scheduled = self.next_deadline;
         if scheduled > now {
@@ -201,6 +218,27 @@ mod tests {
     }
 
     #[test]
+    fn a_sender_that_falls_behind_stops_at_the_duration_plus_grace() {
+        let s = spec(
+            Rate::MilliPps(1_000_000_000),
+            64,
+            StopSpec {
+                duration: Some(Duration::from_secs(1)),
+                ..Default::default()
+            },
+        );
+        let mut sched = Schedule::new(&s, Instant::ZERO);
+        // A sender that can only send one packet every 10 µs (100k pkt/s of the 1M asked).
+        let mut now = Instant::from_nanos(5_000_000);
+        while sched.poll_transmit(now).is_some() {
+            now += Duration::from_micros(10);
+        }
+        // Grace is 10 ms (1 % of 1 s): it ran from 5 ms to 1015 ms.
+        assert_eq!(sched.packets(), 101_000);
+        assert_eq!(sched.poll_timeout(), None);
+    }
+
+    #[test]
     fn incremental_deadlines_equal_the_closed_form() {
         for rate in [
             Rate::MilliPps(30_000_000),
@@ -277,8 +315,10 @@ mod tests {
             },
         );
         let mut sched = Schedule::new(&s, Instant::ZERO);
-        let far = Instant::from_nanos(u64::MAX / 2);
-        let all: Vec<_> = std::iter::from_fn(|| sched.poll_transmit(far)).collect();
+        // An on-time sender: wake at each deadline.
+        let all: Vec<_> =
+            std::iter::from_fn(|| sched.poll_timeout().and_then(|t| sched.poll_transmit(t)))
+                .collect();
         assert_eq!(all.len(), 50);
         assert_eq!(
             all[1].scheduled.as_nanos() - all[0].scheduled.as_nanos(),

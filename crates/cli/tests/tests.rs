@@ -1,0 +1,28 @@
+//! End-to-end tests of the `dualperf` binary over real kernel sockets on loopback only
+//! (127.0.0.1, ::1, ::ffff:127.0.0.1). They assert counts and exact values, never timings.
+
+#![cfg(target_os = "linux")]
+
+#[path = "tests/support.rs"]
+mod support;
+
+#[path = "tests/auth.rs"]
+mod auth;
+#[path = "tests/decode.rs"]
+mod decode;
+#[path = "tests/flow_file.rs"]
+mod flow_file;
+#[path = "tests/garbage.rs"]
+mod garbage;
+#[path = "tests/handshake.rs"]
+mod handshake;
+#[path = "tests/interrupt.rs"]
+mod interrupt;
+#[path = "tests/loopback.rs"]
+mod loopback;
+#[path = "tests/marking.rs"]
+mod marking;
+#[path = "tests/raw_protocol.rs"]
+mod raw_protocol;
+#[path = "tests/usage.rs"]
+mod usage;

@@ -1,0 +1,233 @@
+//! `dualperf decode`: logs written by `recv --log` and `send --log` decode to exact counts as JSON, CSV, ITGDec text and interval series; bad input fails clearly.
+
+use std::path::Path;
+
+use crate::support::{path_str, run, send, u, Receiver, TempDir};
+
+/// A receiver log holding one finished session of `count` 64-byte UDP packets.
+fn receiver_log(dir: &TempDir, count: u64) -> std::path::PathBuf {
+    let log = dir.path("recv.dplog");
+    let rx = Receiver::start(&["--log", path_str(&log), "--json", "--sessions", "1"]);
+    let n = count.to_string();
+    let out = send(
+        "127.0.0.1",
+        rx.port,
+        &["--rate", "500pps", "--size", "64", "--count", &n, "--json"],
+    );
+    out.assert_success();
+    assert_eq!(u(&out.json(), "/flows/0/received/packets"), count);
+    rx.finish().finished.assert_success();
+    log
+}
+
+fn decode(log: &Path, extra: &[&str]) -> crate::support::Finished {
+    let mut args = vec!["decode", path_str(log)];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
+#[test]
+fn decode_json_shows_the_logged_flow_with_every_packet() {
+    let dir = TempDir::new("decode-json");
+    let log = receiver_log(&dir, 200);
+    let out = decode(&log, &["--json"]);
+    out.assert_success();
+    let doc = out.json();
+    assert_eq!(doc["meta"]["tool"], "dualperf recv");
+    let flows = doc["summary"]["flows"].as_array().expect("summary.flows");
+    assert_eq!(flows.len(), 1, "{doc:#}");
+    let f = &flows[0];
+    assert_eq!(u(f, "/packets"), 200);
+    assert_eq!(u(f, "/unique_packets"), 200);
+    assert_eq!(u(f, "/bytes"), 200 * 64);
+    // The receiver logged the sender's count with the flow, so loss is known.
+    assert_eq!(u(f, "/loss/sent"), 200);
+    assert_eq!(u(f, "/loss/lost"), 0);
+    assert_eq!(u(&doc, "/summary/total/packets"), 200);
+    let id = u(f, "/flow").to_string();
+    assert_eq!(u(&doc["flow_info"][&id], "/sent_packets"), 200);
+    assert_eq!(doc["flow_info"][&id]["announce"]["protocol"], "udp");
+    assert!(doc["intervals"].is_null(), "no series unless asked");
+}
+
+#[test]
+fn decode_csv_prints_a_header_and_one_row_per_flow_plus_total() {
+    let dir = TempDir::new("decode-csv");
+    let log = receiver_log(&dir, 200);
+    let out = decode(&log, &["--csv"]);
+    out.assert_success();
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{}", out.stdout);
+    let header: Vec<&str> = lines[0].split(',').collect();
+    assert_eq!(header[0], "flow");
+    let col = |name: &str| {
+        header
+            .iter()
+            .position(|h| *h == name)
+            .unwrap_or_else(|| panic!("no {name} column"))
+    };
+    for row in &lines[1..] {
+        let cells: Vec<&str> = row.split(',').collect();
+        assert_eq!(cells.len(), header.len(), "{row}");
+        assert_eq!(cells[col("packets")], "200");
+        assert_eq!(cells[col("lost")], "0");
+    }
+    assert!(lines[2].starts_with("total,"), "{}", lines[2]);
+}
+
+#[test]
+fn decode_text_has_itgdec_labels() {
+    let dir = TempDir::new("decode-text");
+    let log = receiver_log(&dir, 200);
+    let out = decode(&log, &[]);
+    out.assert_success();
+    for label in [
+        "Flow number",
+        "TOTAL RESULTS",
+        "Total time",
+        "Average delay",
+        "Average jitter",
+        "Average bitrate",
+        "Packets dropped",
+    ] {
+        assert!(
+            out.stdout.contains(label),
+            "no {label:?} in\n{}",
+            out.stdout
+        );
+    }
+    // Once per flow block and once in the total, each with 200.
+    let totals: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("Total packets"))
+        .collect();
+    assert_eq!(totals.len(), 2, "{}", out.stdout);
+    for l in totals {
+        assert_eq!(l.split_whitespace().last(), Some("200"), "{l}");
+    }
+}
+
+#[test]
+fn decode_interval_series_accounts_for_every_packet() {
+    let dir = TempDir::new("decode-interval");
+    let log = receiver_log(&dir, 200);
+    let out = decode(&log, &["--interval", "100ms", "--json"]);
+    out.assert_success();
+    let doc = out.json();
+    let series = doc["intervals"].as_array().expect("an intervals array");
+    assert!(!series.is_empty());
+    let packets: u64 = series
+        .iter()
+        .map(|i| i["packets"].as_u64().expect("packets"))
+        .sum();
+    assert_eq!(packets, 200);
+    for w in series {
+        assert_eq!(u(w, "/end_ns") - u(w, "/start_ns"), 100_000_000);
+    }
+    // CSV series: a header, then one line per window.
+    let csv = decode(&log, &["--interval", "100ms", "--csv"]);
+    csv.assert_success();
+    let lines: Vec<&str> = csv.stdout.lines().collect();
+    assert!(
+        lines[0].starts_with("start_ns,end_ns,packets"),
+        "{}",
+        lines[0]
+    );
+    assert_eq!(lines.len(), series.len() + 1);
+}
+
+#[test]
+fn decode_of_a_log_cut_mid_record_keeps_every_whole_record_and_warns() {
+    let dir = TempDir::new("decode-truncated");
+    let log = receiver_log(&dir, 200);
+    let bytes = std::fs::read(&log).unwrap();
+    // An Rx entry is a tag byte and 39 bytes: cutting 10 bytes leaves 30 of the last.
+    std::fs::write(&log, &bytes[..bytes.len() - 10]).unwrap();
+    let out = decode(&log, &["--json"]);
+    out.assert_success();
+    assert!(
+        out.stderr.contains("partial record (30 bytes ignored)"),
+        "stderr: {}",
+        out.stderr
+    );
+    assert_eq!(u(&out.json(), "/summary/flows/0/packets"), 199);
+    assert_eq!(u(&out.json(), "/summary/flows/0/loss/lost"), 1);
+}
+
+#[test]
+fn decode_of_a_sender_log_counts_the_schedule_and_the_echoes() {
+    let dir = TempDir::new("decode-sender");
+    let log = dir.path("send.dplog");
+    let rx = Receiver::start(&["--json", "--sessions", "1"]);
+    let out = send(
+        "::1",
+        rx.port,
+        &[
+            "--meter",
+            "rtt",
+            "--rate",
+            "1000pps",
+            "--size",
+            "64",
+            "--count",
+            "100",
+            "--log",
+            path_str(&log),
+            "--json",
+        ],
+    );
+    out.assert_success();
+    assert_eq!(u(&out.json(), "/flows/0/rtt/packets"), 100);
+    rx.finish().finished.assert_success();
+    let doc = decode(&log, &["--json"]).assert_success().json();
+    assert_eq!(doc["meta"]["tool"], "dualperf send");
+    assert_eq!(u(&doc, "/summary/flows/0/packets"), 100);
+    // Sent counts come from the transmit records.
+    assert_eq!(u(&doc, "/summary/flows/0/loss/sent"), 100);
+    assert_eq!(u(&doc, "/summary/flows/0/loss/lost"), 0);
+    let schedule = doc["schedule_error"].as_object().expect("schedule_error");
+    assert_eq!(schedule.len(), 1);
+}
+
+#[test]
+fn decode_of_a_garbage_file_fails_with_a_clear_message() {
+    let dir = TempDir::new("decode-garbage");
+    let file = dir.path("garbage.bin");
+    let mut rng = crate::support::Prng::new(42);
+    std::fs::write(&file, rng.bytes(4096)).unwrap();
+    let out = decode(&file, &[]);
+    assert_eq!(out.code(), Some(1), "stderr: {}", out.stderr);
+    assert!(out.stdout.is_empty());
+    assert!(
+        out.stderr.contains("cannot decode") && out.stderr.contains("not a dualperf packet log"),
+        "stderr: {}",
+        out.stderr
+    );
+}
+
+#[test]
+fn decode_of_a_missing_file_fails_with_a_clear_message() {
+    let dir = TempDir::new("decode-missing");
+    let out = decode(&dir.path("absent.dplog"), &[]);
+    assert_eq!(out.code(), Some(1), "stderr: {}", out.stderr);
+    assert!(out.stderr.contains("cannot open"), "stderr: {}", out.stderr);
+}
+
+#[test]
+fn decode_of_a_flow_not_in_the_log_is_a_usage_error() {
+    let dir = TempDir::new("decode-flow");
+    let log = receiver_log(&dir, 20);
+    let out = decode(&log, &["--flow", "999"]);
+    assert_eq!(out.code(), Some(2), "stderr: {}", out.stderr);
+    assert!(
+        out.stderr.contains("flow 999 has no records"),
+        "stderr: {}",
+        out.stderr
+    );
+    let one = decode(&log, &["--flow", "1", "--json"]);
+    assert_eq!(
+        u(&one.assert_success().json(), "/summary/total/packets"),
+        20
+    );
+}

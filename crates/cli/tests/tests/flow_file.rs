@@ -1,0 +1,113 @@
+//! `send --flows FILE`: one flow per line, comments ignored, flows run together; mistakes name the file and line and exit 2.
+
+use crate::support::{hist, only, path_str, send, u, Receiver, TempDir};
+
+#[test]
+fn a_flow_file_runs_each_listed_flow_and_every_packet_arrives() {
+    let dir = TempDir::new("flows-ok");
+    let file = dir.path("flows.txt");
+    std::fs::write(
+        &file,
+        "# two flows to one receiver\n\
+         --udp --rate 500pps --size 64 --count 200\n\
+         \n\
+         --tcp --rate 500pps --size 128 --count 100 --dscp AF41   # marked\n",
+    )
+    .unwrap();
+    let rx = Receiver::start(&["--json", "--sessions", "1"]);
+    let out = send("::1", rx.port, &["--flows", path_str(&file), "--json"]);
+    out.assert_success();
+    let report = out.json();
+    let flows = report["flows"].as_array().expect("flows");
+    assert_eq!(flows.len(), 2, "{report:#}");
+
+    let (udp, tcp) = (&flows[0], &flows[1]);
+    assert_eq!(udp["spec"]["protocol"], "udp");
+    assert_eq!(udp["spec"]["label"], "line 2");
+    assert_eq!(u(udp, "/sent/packets"), 200);
+    assert_eq!(u(udp, "/received/packets"), 200);
+    assert_eq!(u(udp, "/received/bytes"), 200 * 64);
+    assert_eq!(u(udp, "/received/loss/lost"), 0);
+
+    assert_eq!(tcp["spec"]["protocol"], "tcp");
+    assert_eq!(tcp["spec"]["label"], "line 4");
+    assert_eq!(u(tcp, "/sent/packets"), 100);
+    assert_eq!(u(tcp, "/received/packets"), 100);
+    assert_eq!(u(tcp, "/received/bytes"), 100 * 128);
+    assert_eq!(u(tcp, "/received/loss/lost"), 0);
+    // AF41 is DSCP 34; on IPv6 TCP reports it per segment.
+    assert_eq!(hist(tcp, "/received/marking/dscp_seen"), only("34", 100));
+    // The unmarked UDP flow arrives with DSCP 0.
+    assert_eq!(hist(udp, "/received/marking/dscp_seen"), only("0", 200));
+    assert_ne!(udp["id"], tcp["id"], "each flow has its own id");
+
+    let recv = rx.finish();
+    recv.finished.assert_success();
+    assert_eq!(recv.flows.len(), 2);
+    let sessions: Vec<u64> = recv.flows.iter().map(|f| u(f, "/session")).collect();
+    assert_eq!(sessions, [1, 1], "both flows belong to one session");
+    assert_eq!(u(&recv.counters, "/datagrams"), 200);
+}
+
+#[test]
+fn a_bad_option_in_a_flow_file_names_the_line_and_exits_2() {
+    let dir = TempDir::new("flows-bad-option");
+    let file = dir.path("flows.txt");
+    std::fs::write(
+        &file,
+        "--udp --rate 500pps --count 10\n--udp --rate 500pps --bogus\n",
+    )
+    .unwrap();
+    // Parsing fails before any connection: nothing needs to listen on port 9.
+    let out = send("127.0.0.1", 9, &["--flows", path_str(&file)]);
+    assert_eq!(out.code(), Some(2), "stderr: {}", out.stderr);
+    let want = format!("{}:2:", file.display());
+    assert!(out.stderr.contains(&want), "stderr: {}", out.stderr);
+    assert!(out.stderr.contains("--bogus"), "stderr: {}", out.stderr);
+}
+
+#[test]
+fn an_invalid_value_in_a_flow_file_names_the_line_and_exits_2() {
+    let dir = TempDir::new("flows-bad-value");
+    let file = dir.path("flows.txt");
+    std::fs::write(
+        &file,
+        "# comment\n--udp --count 10\n--udp --size 8 --count 10\n",
+    )
+    .unwrap();
+    let out = send("127.0.0.1", 9, &["--flows", path_str(&file)]);
+    assert_eq!(out.code(), Some(2), "stderr: {}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!("{}:3", file.display())),
+        "stderr: {}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("--size 8"), "stderr: {}", out.stderr);
+}
+
+#[test]
+fn a_flow_file_with_only_comments_is_a_usage_error() {
+    let dir = TempDir::new("flows-empty");
+    let file = dir.path("flows.txt");
+    std::fs::write(&file, "# nothing\n\n   # still nothing\n").unwrap();
+    let out = send("127.0.0.1", 9, &["--flows", path_str(&file)]);
+    assert_eq!(out.code(), Some(2), "stderr: {}", out.stderr);
+    assert!(
+        out.stderr.contains("lists no flows"),
+        "stderr: {}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_missing_flow_file_is_reported() {
+    let dir = TempDir::new("flows-missing");
+    let file = dir.path("absent.txt");
+    let out = send("127.0.0.1", 9, &["--flows", path_str(&file)]);
+    assert_eq!(out.code(), Some(1), "stderr: {}", out.stderr);
+    assert!(
+        out.stderr.contains("cannot read flow file"),
+        "stderr: {}",
+        out.stderr
+    );
+}
