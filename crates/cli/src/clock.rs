@@ -83,10 +83,9 @@ pub(crate) fn run(args: ClockArgs) -> Result<()> {
         waits,
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-        return Ok(());
+        return crate::out::print_json(&report);
     }
-    println!(
+    let mut text = format!(
         "timer resolution: monotonic {} ns, realtime {} ns; one clock read ≈ {:.1} ns; timer slack {} ns (lowered to 1 ns for the waits below, as send does)",
         report.monotonic_resolution_ns, report.realtime_resolution_ns, report.clock_read_ns, report.default_timer_slack_ns
     );
@@ -102,6 +101,7 @@ pub(crate) fn run(args: ClockArgs) -> Result<()> {
             format!("{:.1}", w.overshoot_max_ns as f64 / 1e3),
         ]);
     }
-    print!("{}", t.render());
-    Ok(())
+    text.push('\n');
+    text.push_str(&t.render());
+    crate::out::print(text)
 }

@@ -214,9 +214,9 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
         points,
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        crate::out::print_json(&report)?;
     } else {
-        print!("{}", render(&report));
+        crate::out::print(render(&report))?;
     }
     Ok(())
 }

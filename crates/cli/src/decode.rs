@@ -1,7 +1,7 @@
 //! `dualperf decode`: per-packet logs → summaries, interval series, every jitter.
 
 use std::collections::BTreeMap;
-use std::io::Write;
+use std::fmt::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
@@ -90,7 +90,7 @@ pub(crate) fn run(args: DecodeArgs) -> Result<()> {
         }
     }
 
-    let mut out = std::io::stdout().lock();
+    let mut out = String::new();
     if args.json {
         let meta: serde_json::Value =
             serde_json::from_str(&contents.meta_json).unwrap_or(serde_json::Value::Null);
@@ -113,8 +113,7 @@ pub(crate) fn run(args: DecodeArgs) -> Result<()> {
             "schedule_error": schedule,
             "intervals": intervals,
         });
-        serde_json::to_writer_pretty(&mut out, &doc)?;
-        writeln!(out)?;
+        out = serde_json::to_string_pretty(&doc)? + "\n";
     } else if args.csv {
         match &intervals {
             Some(iv) => write!(out, "{}", meter::text::csv_intervals(iv))?,
@@ -136,5 +135,5 @@ pub(crate) fn run(args: DecodeArgs) -> Result<()> {
             write!(out, "{}", meter::text::csv_intervals(iv))?;
         }
     }
-    Ok(())
+    crate::out::print(out)
 }

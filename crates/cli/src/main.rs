@@ -9,6 +9,7 @@ mod clock;
 mod compare;
 mod decode;
 mod interrupt;
+mod out;
 mod recv;
 mod send;
 mod session;
@@ -47,7 +48,7 @@ fn main() {
         Command::Clock(args) => clock::run(args),
     };
     if let Err(err) = result {
-        if is_broken_pipe(&err) {
+        if err.is::<out::StdoutClosed>() {
             std::process::exit(0);
         }
         eprintln!("dualperf: error: {err:#}");
@@ -58,13 +59,6 @@ fn main() {
         };
         std::process::exit(code);
     }
-}
-
-fn is_broken_pipe(err: &anyhow::Error) -> bool {
-    err.chain().any(|e| {
-        e.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
 }
 
 /// An error in what the user asked for (exit code 2), as opposed to a runtime failure.

@@ -218,7 +218,9 @@ pub(crate) fn run(args: SendArgs) -> Result<()> {
         (_, true) => Family::V6,
         _ => Family::Any,
     };
+    // An IPv4-mapped IPv6 address is IPv4 on the wire: treat it as such.
     let dest = resolve(&args.dest, args.port, family)?;
+    let dest = SocketAddr::new(crate::session::canonical(dest.ip()), dest.port());
     let flows = match &args.flows {
         Some(path) => read_flow_file(path)?,
         None => vec![args.flow.to_spec("flow 0".into())?],
@@ -238,11 +240,9 @@ pub(crate) fn run(args: SendArgs) -> Result<()> {
     };
     let report = run_session(&config, &crate::interrupt::flag())?;
     if args.json {
-        let mut out = std::io::stdout().lock();
-        serde_json::to_writer_pretty(&mut out, &report)?;
-        writeln!(out)?;
+        crate::out::print_json(&report)?;
     } else {
-        print!("{}", report.to_text());
+        crate::out::print(report.to_text())?;
     }
     Ok(())
 }
@@ -873,7 +873,10 @@ fn tcp_echo_receiver(
             Err(_) => continue,
         }
         let rx_ns = netio::clock::wall_ns();
-        let meta = netio::tcp::last_recv_meta(stream).ok();
+        // On a connecting IPv4 socket Linux reports placeholders (TOS 0, TTL 1): unknown.
+        let meta = netio::tcp::last_recv_meta(stream)
+            .ok()
+            .filter(|m| !m.handshake_only);
         while let Ok(Some(body)) = decoder.poll_frame() {
             let Ok(repr) = Packet::new_checked(body).and_then(|p| Repr::parse(&p)) else {
                 continue;

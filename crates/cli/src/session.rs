@@ -25,10 +25,28 @@ impl MsgReader {
 
     /// The next message; an error on EOF, timeout, oversized or malformed input.
     pub(crate) fn read(&mut self, stream: &mut TcpStream) -> Result<Msg> {
+        self.read_by(stream, None)
+    }
+
+    /// The next message, which must be complete by `deadline` (a peer dripping bytes
+    /// cannot stretch it): past it, an `io::ErrorKind::TimedOut` error.
+    pub(crate) fn read_by(
+        &mut self,
+        stream: &mut TcpStream,
+        deadline: Option<std::time::Instant>,
+    ) -> Result<Msg> {
         let mut buf = [0u8; 4096];
         loop {
             if let Some(body) = self.decoder.poll_frame()? {
                 return Ok(control::parse(body)?);
+            }
+            if let Some(deadline) = deadline {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    return Err(std::io::Error::from(std::io::ErrorKind::TimedOut))
+                        .context("the handshake deadline passed");
+                }
+                stream.set_read_timeout(Some(left))?;
             }
             let n = stream
                 .read(&mut buf)
@@ -44,6 +62,18 @@ impl MsgReader {
     pub(crate) fn into_decoder(self) -> FrameDecoder {
         self.decoder
     }
+}
+
+/// Whether `err` is a read timeout somewhere in its chain.
+pub(crate) fn is_timeout_error(err: &anyhow::Error) -> bool {
+    err.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>().is_some_and(|e| {
+            matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            )
+        })
+    })
 }
 
 /// Write one message.

@@ -13,7 +13,7 @@ use wire::probe::{self, Packet, Repr, SeqUnwrapper};
 
 use super::Shared;
 use crate::recv::udp::is_timeout;
-use crate::session::{canonical, random_bytes, write_msg, MsgReader};
+use crate::session::{canonical, is_timeout_error, random_bytes, write_msg, MsgReader};
 
 /// Largest TCP data message accepted (length prefix excluded).
 const MAX_DATA_MSG: usize = 4 << 20;
@@ -28,7 +28,12 @@ pub(super) fn accept_loop(shared: &std::sync::Arc<Shared>, listener: &TcpListene
                         .name("recv-conn".into())
                         .spawn(move || {
                             if let Err(e) = handle_connection(&s, stream) {
-                                s.counters.bad_connections.fetch_add(1, Ordering::Relaxed);
+                                // Refusals counted under their own heading (failed
+                                // authentication, handshake timeout) are not also bad
+                                // connections.
+                                if !e.is::<Counted>() {
+                                    s.counters.bad_connections.fetch_add(1, Ordering::Relaxed);
+                                }
                                 if !s.stop.load(Ordering::Relaxed) {
                                     eprintln!("dualperf recv: connection dropped: {e:#}");
                                 }
@@ -49,29 +54,58 @@ pub(super) fn accept_loop(shared: &std::sync::Arc<Shared>, listener: &TcpListene
     }
 }
 
+/// An error already counted in a specific counter.
+#[derive(Debug)]
+struct Counted(String);
+
+impl std::fmt::Display for Counted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Counted {}
+
+/// Read a handshake message by `deadline`; a timeout is counted as a handshake timeout.
+fn handshake_read(
+    shared: &Shared,
+    reader: &mut MsgReader,
+    stream: &mut TcpStream,
+    deadline: Instant,
+    what: &str,
+) -> Result<Msg> {
+    match reader.read_by(stream, Some(deadline)) {
+        Ok(m) => Ok(m),
+        Err(e) if is_timeout_error(&e) => {
+            shared
+                .counters
+                .handshake_timeouts
+                .fetch_add(1, Ordering::Relaxed);
+            Err(anyhow::Error::new(Counted(format!(
+                "handshake timed out waiting for {what}"
+            ))))
+        }
+        Err(e) => Err(e.context(format!("waiting for {what}"))),
+    }
+}
+
 fn handle_connection(shared: &Shared, mut stream: TcpStream) -> Result<()> {
+    // The whole handshake, up to the flows being registered, must finish by this deadline.
+    let deadline = Instant::now() + shared.handshake_timeout;
     stream.set_nonblocking(false)?;
-    stream.set_read_timeout(Some(shared.handshake_timeout))?;
     let _ = stream.set_nodelay(true);
     let mut reader = MsgReader::new();
-    let first = match reader.read(&mut stream) {
-        Ok(m) => m,
-        Err(e) => {
-            if e.chain()
-                .any(|c| c.downcast_ref::<std::io::Error>().is_some_and(is_timeout))
-            {
-                shared
-                    .counters
-                    .handshake_timeouts
-                    .fetch_add(1, Ordering::Relaxed);
-            }
-            return Err(e.context("before the first message"));
-        }
-    };
+    let first = handshake_read(
+        shared,
+        &mut reader,
+        &mut stream,
+        deadline,
+        "the first message",
+    )?;
     match first {
         Msg::Hello { version } => {
             shared.active_sessions.fetch_add(1, Ordering::SeqCst);
-            let result = control_session(shared, stream, reader, version);
+            let result = control_session(shared, stream, reader, version, deadline);
             shared.active_sessions.fetch_sub(1, Ordering::SeqCst);
             result
         }
@@ -99,6 +133,7 @@ fn control_session(
     mut stream: TcpStream,
     mut reader: MsgReader,
     version: u32,
+    deadline: Instant,
 ) -> Result<()> {
     if version != PROTOCOL_VERSION {
         refuse(
@@ -118,7 +153,8 @@ fn control_session(
             auth_required: shared.key.is_some(),
         },
     )?;
-    let Msg::Auth { mac } = reader.read(&mut stream)? else {
+    let Msg::Auth { mac } = handshake_read(shared, &mut reader, &mut stream, deadline, "auth")?
+    else {
         refuse(&mut stream, "expected auth");
         bail!("no auth message");
     };
@@ -134,7 +170,9 @@ fn control_session(
                 "authentication failed: wrong key"
             };
             refuse(&mut stream, why);
-            bail!("{why} (from {peer_ip})");
+            return Err(anyhow::Error::new(Counted(format!(
+                "{why} (from {peer_ip})"
+            ))));
         }
     }
     write_msg(
@@ -143,7 +181,9 @@ fn control_session(
             receiver: format!("dualperf {}", env!("CARGO_PKG_VERSION")),
         },
     )?;
-    let Msg::Register { flows } = reader.read(&mut stream)? else {
+    let Msg::Register { flows } =
+        handshake_read(shared, &mut reader, &mut stream, deadline, "register")?
+    else {
         refuse(&mut stream, "expected register");
         bail!("no register message");
     };
@@ -206,9 +246,11 @@ fn control_session(
 }
 
 /// After `Finish`, give packets still in flight a moment: wait until every flow has as
-/// many records as were sent, or none arrived for 250 ms, at most 3 s.
+/// many records as were sent, or none arrived for 250 ms (counted from `Finish` if the
+/// flow had received nothing later), at most 3 s.
 fn wait_for_stragglers(shared: &Shared, wanted: &[(u16, Option<u64>)]) {
     let deadline = Instant::now() + Duration::from_secs(3);
+    let finish_mono = netio::clock::mono_ns();
     loop {
         let now_mono = netio::clock::mono_ns();
         let done = {
@@ -218,7 +260,8 @@ fn wait_for_stragglers(shared: &Shared, wanted: &[(u16, Option<u64>)]) {
                 .all(|(id, sent)| match (table.flows.get(id), sent) {
                     (Some(f), Some(sent)) => {
                         f.records.len() as u64 >= *sent
-                            || now_mono.saturating_sub(f.last_rx_mono_ns) > 250_000_000
+                            || now_mono.saturating_sub(f.last_rx_mono_ns.max(finish_mono))
+                                > 250_000_000
                     }
                     _ => true,
                 })

@@ -440,28 +440,30 @@ impl ReceiverReport {
 
     fn print_counters(&self, json: bool) {
         if json {
-            println!(
-                "{}",
-                serde_json::json!({"type": "counters", "data": self.counters})
+            let _ = crate::out::print(
+                serde_json::json!({"type": "counters", "data": self.counters}).to_string() + "\n",
             );
         } else {
             let c = &self.counters;
-            println!(
-                "dualperf recv: {} datagrams; dropped: {} malformed, {} unknown flow, {} wrong source; {} bad connections, {} failed authentications, {} handshake timeouts",
+            let _ = crate::out::print(format!(
+                "dualperf recv: {} datagrams; dropped: {} malformed, {} unknown flow, {} wrong source; {} bad connections, {} failed authentications, {} handshake timeouts\n",
                 c.datagrams, c.malformed_datagrams, c.unknown_flow, c.wrong_source, c.bad_connections, c.auth_failures, c.handshake_timeouts
-            );
+            ));
         }
     }
 }
 
+/// Print a finished flow. Output errors are ignored: a closed stdout must not stop a
+/// receiver whose log is still being written.
 fn print_report(r: &FlowReport, json: bool) {
     if json {
-        println!("{}", serde_json::json!({"type": "flow", "data": r}));
+        let _ =
+            crate::out::print(serde_json::json!({"type": "flow", "data": r}).to_string() + "\n");
         return;
     }
     let s = &r.summary;
-    println!(
-        "flow {} from {} ({:?}/{:?}{}): {} packets, {} lost ({} %), {} dup, {} reordered, {} bit/s, delay mean {}",
+    let _ = crate::out::print(format!(
+        "flow {} from {} ({:?}/{:?}{}): {} packets, {} lost ({} %), {} dup, {} reordered, {} bit/s, delay mean {}\n",
         r.id,
         r.peer,
         r.protocol,
@@ -474,5 +476,5 @@ fn print_report(r: &FlowReport, json: bool) {
         s.loss.reordered,
         s.bitrate_bps.map_or("-".into(), |b| format!("{b:.0}")),
         s.delay.as_ref().map_or("-".into(), |d| format!("{:.1} µs", d.mean_ns / 1e3)),
-    );
+    ));
 }

@@ -1,0 +1,38 @@
+//! Writing results to stdout. A closed stdout (`dualperf … | head`) ends the program
+//! quietly with exit code 0, as ripgrep does; a broken pipe anywhere else (a socket) is a
+//! real error and is reported.
+
+use std::io::Write;
+
+use anyhow::Result;
+
+/// stdout was closed by the reader.
+#[derive(Debug)]
+pub(crate) struct StdoutClosed;
+
+impl std::fmt::Display for StdoutClosed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("stdout closed")
+    }
+}
+
+impl std::error::Error for StdoutClosed {}
+
+/// Write `text` to stdout and flush.
+pub(crate) fn print(text: impl AsRef<str>) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_ref().as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                anyhow::Error::new(StdoutClosed)
+            } else {
+                anyhow::Error::new(e).context("writing to stdout")
+            }
+        })
+}
+
+/// Write `value` as pretty JSON and a newline.
+pub(crate) fn print_json(value: &impl serde::Serialize) -> Result<()> {
+    print(serde_json::to_string_pretty(value)? + "\n")
+}
