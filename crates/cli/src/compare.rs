@@ -178,6 +178,7 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
                     flows: vec![spec],
                     key: None,
                     spin: None,
+                    batch_window: Duration::from_micros(20),
                     log: None,
                     progress: false,
                 };
