@@ -28,7 +28,7 @@ pub(crate) struct CompareArgs {
     #[arg(long)]
     quick: bool,
     /// Length of each test.
-    #[arg(long, value_parser = crate::send::parse_wire_duration, value_name = "DURATION")]
+    #[arg(long, value_parser = crate::args::duration, value_name = "DURATION")]
     duration: Option<Duration>,
     /// Send rate of each test.
     #[arg(long)]
@@ -68,6 +68,8 @@ pub(crate) struct Point {
     pub(crate) ipv6: Option<Side>,
     /// (IPv6 − IPv4) / IPv4 × 100 per metric.
     pub(crate) delta_pct: Delta,
+    /// What went wrong in this test, if anything.
+    pub(crate) errors: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -140,6 +142,7 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
                 ipv4: None,
                 ipv6: None,
                 delta_pct: Delta::default(),
+                errors: Vec::new(),
             };
             for v6 in [false, true] {
                 if stop.load(Ordering::SeqCst) {
@@ -173,23 +176,22 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
                     nodelay: true,
                     label: format!("{:?} {size} B", protocol).to_lowercase(),
                 };
-                let config = SendConfig {
-                    dest: SocketAddr::new(ip, port),
-                    flows: vec![spec],
-                    key: None,
-                    spin: None,
-                    batch_window: Duration::from_micros(20),
-                    log: None,
-                    progress: false,
+                let config = SendConfig::new(SocketAddr::new(ip, port), vec![spec]);
+                let family = if v6 { "IPv6" } else { "IPv4" };
+                // One failed test does not end the battery: keep what it measured and
+                // say what went wrong.
+                let (report, error) = match run_session(&config, &stop) {
+                    Ok(r) => (Some(r), None),
+                    Err(e) => match e.downcast::<crate::send::PartialReport>() {
+                        Ok(p) => (Some(p.report), Some(p.error)),
+                        Err(e) => (None, Some(format!("{e:#}"))),
+                    },
                 };
-                let report = run_session(&config, &stop).with_context(|| {
-                    format!(
-                        "{} {:?} {size} B",
-                        if v6 { "IPv6" } else { "IPv4" },
-                        protocol
-                    )
-                })?;
-                let side = report.flows.into_iter().next().map(side_of);
+                if let Some(e) = &error {
+                    eprintln!("dualperf compare: {family} {protocol:?} {size} B: {e}");
+                    point.errors.push(format!("{family}: {e}"));
+                }
+                let side = report.and_then(|r| r.flows.into_iter().next()).map(side_of);
                 if v6 {
                     point.ipv6 = side;
                 } else {

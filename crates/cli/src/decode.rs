@@ -30,7 +30,7 @@ pub(crate) struct DecodeArgs {
     csv: bool,
     /// Also compute a time series with windows of this length (100ms, 1s), keyed on
     /// receive time. Empty windows are reported as missing values, not zeros.
-    #[arg(long, value_parser = crate::send::parse_wire_duration, value_name = "DURATION")]
+    #[arg(long, value_parser = crate::args::duration, value_name = "DURATION")]
     interval: Option<Duration>,
     /// Only this flow.
     #[arg(long, value_name = "ID")]
@@ -51,34 +51,34 @@ pub(crate) fn run(args: DecodeArgs) -> Result<()> {
     if let Some(id) = args.flow {
         contents.rx.retain(|r| r.flow == id);
         contents.tx.retain(|t| t.flow == id);
+        contents.flows.retain(|f, _| *f == id);
         if contents.rx.is_empty() && contents.tx.is_empty() {
             usage!("flow {id} has no records in {}", args.log.display());
         }
     }
-    // Sent counts: from the receiver's flow info, else from the sender's own records.
-    let mut sent: BTreeMap<u32, u64> = BTreeMap::new();
-    for (id, json) in &contents.flows {
-        if let Some(n) = serde_json::from_str::<serde_json::Value>(json)
-            .ok()
-            .and_then(|v| v.get("sent_packets").and_then(serde_json::Value::as_u64))
-        {
-            sent.insert(*id, n);
-        }
-    }
-    for t in &contents.tx {
-        if !contents
-            .flows
-            .get(&t.flow)
-            .is_some_and(|j| j.contains("sent_packets"))
-        {
-            *sent.entry(t.flow).or_default() += 1;
-        }
+    // Sent counts: from the flow info the writer recorded, else from the sender's own
+    // records (a sender log of an interrupted run has no count in its info).
+    let mut sent: BTreeMap<u32, u64> = contents
+        .flows
+        .iter()
+        .filter_map(|(id, json)| {
+            let info: serde_json::Value = serde_json::from_str(json).ok()?;
+            Some((*id, info.get("sent_packets")?.as_u64()?))
+        })
+        .collect();
+    for (id, n) in meter::sent_by_flow(&contents.tx) {
+        sent.entry(id).or_insert(n);
     }
     let summary = meter::summarize_all(&contents.rx, &sent);
-    let intervals = args.interval.map(|w| {
-        let origin = contents.rx.iter().map(|r| r.rx_ns).min().unwrap_or(0);
-        meter::intervals(&contents.rx, w.as_nanos().max(1), origin)
-    });
+    let intervals = match args.interval {
+        Some(w) => {
+            let origin = contents.rx.iter().map(|r| r.rx_ns).min().unwrap_or(0);
+            let series = meter::try_intervals(&contents.rx, w.as_nanos(), origin)
+                .map_err(|e| anyhow::Error::new(crate::UsageError(format!("--interval: {e}"))))?;
+            Some(series)
+        }
+        None => None,
+    };
     let mut schedule: BTreeMap<u32, meter::ScheduleError> = BTreeMap::new();
     let mut by_flow: BTreeMap<u32, Vec<meter::TxRecord>> = BTreeMap::new();
     for t in &contents.tx {

@@ -5,6 +5,7 @@
 //! driver binds the sans-IO cores (`traffic`, `meter`, `wire`) to the kernel (`netio`).
 //! `main` maps errors to exit codes: 0 success, 1 runtime failure, 2 usage error.
 
+mod args;
 mod clock;
 mod compare;
 mod decode;

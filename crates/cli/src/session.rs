@@ -133,11 +133,15 @@ pub(crate) fn resolve(dest: &str, port: u16, family: Family) -> Result<SocketAdd
             .with_context(|| format!("cannot resolve '{dest}'"))?
             .collect()
     };
-    let pick = candidates.into_iter().find(|a| match family {
-        Family::Any => true,
-        Family::V4 => a.is_ipv4(),
-        Family::V6 => a.is_ipv6(),
-    });
+    // An IPv4-mapped IPv6 address is IPv4 on the wire: treat it as IPv4 everywhere.
+    let pick = candidates
+        .into_iter()
+        .map(|a| SocketAddr::new(canonical(a.ip()), a.port()))
+        .find(|a| match family {
+            Family::Any => true,
+            Family::V4 => a.is_ipv4(),
+            Family::V6 => a.is_ipv6(),
+        });
     match pick {
         Some(a) => Ok(a),
         None => bail!(

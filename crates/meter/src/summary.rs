@@ -41,9 +41,9 @@ pub struct FlowSummary {
     pub first_rx_ns: Option<u64>,
     /// Latest receive stamp; `None` when no record.
     pub last_rx_ns: Option<u64>,
-    /// `last_rx_ns − first_rx_ns` (D-ITG "Total time"); 0 when fewer than two
-    /// records.
-    pub duration_ns: u64,
+    /// `last_rx_ns − first_rx_ns` (D-ITG "Total time"); `None` when fewer than
+    /// two records (undefined, not zero).
+    pub duration_ns: Option<u64>,
     /// Payload bit rate `bytes · 8 / duration`; `None` when fewer than two
     /// records or zero duration.
     ///
@@ -163,9 +163,15 @@ fn summarize_records(
     let bytes: u64 = records.iter().map(|r| u64::from(r.size_bytes)).sum();
     let first_rx_ns = records.iter().map(|r| r.rx_ns).min();
     let last_rx_ns = records.iter().map(|r| r.rx_ns).max();
-    let duration_ns = last_rx_ns.zip(first_rx_ns).map_or(0, |(l, f)| l - f);
-    let per_second =
-        |count: f64| (packets >= 2 && duration_ns > 0).then(|| count * 1e9 / duration_ns as f64);
+    let duration_ns = last_rx_ns
+        .zip(first_rx_ns)
+        .filter(|_| packets >= 2)
+        .map(|(l, f)| l - f);
+    let per_second = |count: f64| {
+        duration_ns
+            .filter(|d| *d > 0)
+            .map(|d| count * 1e9 / d as f64)
+    };
 
     FlowSummary {
         flow,
@@ -246,7 +252,7 @@ mod tests {
         assert_eq!(s.bytes, 700);
         assert_eq!(s.first_rx_ns, Some(BASE_NS + 1_000_000));
         assert_eq!(s.last_rx_ns, Some(BASE_NS + 8_000_000));
-        assert_eq!(s.duration_ns, 7_000_000);
+        assert_eq!(s.duration_ns, Some(7_000_000));
         // 5600 bit over 7 ms; 7 packets over 7 ms.
         assert_eq!(s.bitrate_bps, Some(800_000.0));
         assert_eq!(s.rate_pps, Some(1_000.0));
@@ -303,7 +309,7 @@ mod tests {
     fn one_packet_has_no_rates_or_jitter() {
         let s = summarize(&[rx(3, 0, 10)], None);
         assert_eq!(s.packets, 1);
-        assert_eq!(s.duration_ns, 0);
+        assert_eq!(s.duration_ns, None);
         assert_eq!(s.bitrate_bps, None);
         assert_eq!(s.rate_pps, None);
         assert_eq!(s.jitter.ditg_ns, None);
@@ -317,7 +323,7 @@ mod tests {
         let mut b = rx(3, 1, 10);
         b.rx_ns = rx(3, 0, 10).rx_ns;
         let s = summarize(&[rx(3, 0, 10), b], None);
-        assert_eq!(s.duration_ns, 0);
+        assert_eq!(s.duration_ns, Some(0));
         assert_eq!(s.bitrate_bps, None);
     }
 
@@ -378,7 +384,7 @@ mod tests {
         assert_eq!(total.packets, 4);
         assert_eq!(total.unique_packets, 4);
         assert_eq!(total.bytes, 400);
-        assert_eq!(total.duration_ns, 16_000);
+        assert_eq!(total.duration_ns, Some(16_000));
         assert_eq!(total.bitrate_bps, Some(200_000_000.0));
         assert_eq!(total.rate_pps, Some(250_000.0));
         // Interleaved arrival order (D-ITG TOTAL): |ΔD| = 4,4,4 µs.

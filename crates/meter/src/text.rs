@@ -84,7 +84,13 @@ pub fn itgdec_text_with(summary: &Summary, options: &ItgdecOptions) -> String {
 /// ITGDec's fields from "Total time" to "Average loss-burst size".
 fn itgdec_fields(out: &mut String, f: &FlowSummary) {
     let delay = f.delay.as_ref();
-    field_s(out, "Total time", Some(f.duration_ns as f64), 6);
+    // ITGDec prints 0 s for a single packet; so do we, for line-by-line comparison.
+    field_s(
+        out,
+        "Total time",
+        Some(f.duration_ns.unwrap_or(0) as f64),
+        6,
+    );
     field(out, "Total packets", f.packets);
     field_s(out, "Minimum delay", delay.map(|d| d.min_ns as f64), 6);
     field_s(out, "Maximum delay", delay.map(|d| d.max_ns as f64), 6);
@@ -223,7 +229,9 @@ const SUMMARY_COLUMNS: &[Column<FlowSummary>] = &[
     ("bytes", |f| f.bytes.to_string()),
     ("first_rx_ns", |f| cell(f.first_rx_ns)),
     ("last_rx_ns", |f| cell(f.last_rx_ns)),
-    ("duration_ns", |f| f.duration_ns.to_string()),
+    ("duration_ns", |f| {
+        f.duration_ns.map_or(String::new(), |d| d.to_string())
+    }),
     ("bitrate_bps", |f| cell(f.bitrate_bps)),
     ("rate_pps", |f| cell(f.rate_pps)),
     ("delay_min_ns", |f| cell(f.delay.map(|d| d.min_ns))),

@@ -5,12 +5,16 @@
 //! `IPV6_2292PKTOPTIONS` getsockopts, which return a cmsg sequence too.
 
 use std::mem::size_of;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::ptr;
 
 /// Bytes of control buffer per datagram. Receive metadata needs at most
 /// timestamp (32) + TOS (24) + TTL (24) + TCLASS (24) + HOPLIMIT (24) +
-/// FLOWINFO (24) = 152 bytes on 64-bit Linux; the rest is headroom for options
-/// enabled by others on a shared fd.
+/// FLOWINFO (24) + `IP_PKTINFO` (32) + `IPV6_PKTINFO` (40) = 224 bytes on
+/// 64-bit Linux, and no packet gets all of them (an IPv4 packet on a
+/// dual-stack socket: 32 + 24 + 24 + 32 + 40 = 152; IPv6: 144); the rest is
+/// headroom for options enabled by others on a shared fd. On send: TOS, TTL
+/// and one pktinfo, at most 88.
 pub(crate) const SPACE: usize = 256;
 
 /// A control-message buffer aligned like `cmsghdr`.
@@ -43,19 +47,58 @@ pub(crate) enum Cmsg {
     FlowInfo(u32),
     /// `SCM_TIMESTAMPNS`: `CLOCK_REALTIME` in ns since the epoch.
     TimestampNs(u64),
+    /// `IP_PKTINFO` on receive. `addr` is `ipi_addr`, the destination address
+    /// in the packet's IP header. `spec_dst` is `ipi_spec_dst`, the address the
+    /// kernel's routing would use as the source of a reply
+    /// (`fib_compute_spec_dst`): the same for unicast to a local address, but
+    /// an interface address for broadcast and multicast, so it is not the
+    /// destination.
+    PktInfoV4 {
+        /// `ipi_spec_dst`.
+        spec_dst: Ipv4Addr,
+        /// `ipi_addr`: the header's destination.
+        addr: Ipv4Addr,
+    },
+    /// `IPV6_PKTINFO` on receive: `ipi6_addr`, the header's destination
+    /// (v4-mapped for an IPv4 packet on a dual-stack socket).
+    PktInfoV6(Ipv6Addr),
 }
 
-/// Writes `int`-valued control messages (`IP_TOS`, `IP_TTL`, `IPV6_TCLASS`,
-/// `IPV6_HOPLIMIT` all take an `int` on send) into `buf` and points `hdr` at
-/// them. With no items, `hdr` gets no control buffer at all.
-pub(crate) fn encode_ints(
-    hdr: &mut libc::msghdr,
-    buf: &mut Buf,
-    items: &[(libc::c_int, libc::c_int, libc::c_int)],
-) {
+/// One control message to send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Out {
+    /// An `int`-valued message (`IP_TOS`, `IP_TTL`, `IPV6_TCLASS`,
+    /// `IPV6_HOPLIMIT` all take an `int` on send): level, type, value.
+    Int(libc::c_int, libc::c_int, libc::c_int),
+    /// `IP_PKTINFO` choosing the source address: `ipi_spec_dst` is what the
+    /// kernel uses as the source on send (`ipi_addr` is ignored there);
+    /// `ipi_ifindex` 0 leaves the interface to routing.
+    SrcV4(Ipv4Addr),
+    /// `IPV6_PKTINFO` choosing the source address (`ipi6_addr`), interface
+    /// left to routing (`ipi6_ifindex` 0).
+    SrcV6(Ipv6Addr),
+}
+
+impl Out {
+    fn payload_len(&self) -> usize {
+        match self {
+            Self::Int(..) => size_of::<libc::c_int>(),
+            Self::SrcV4(_) => size_of::<libc::in_pktinfo>(),
+            Self::SrcV6(_) => size_of::<libc::in6_pktinfo>(),
+        }
+    }
+}
+
+/// `CMSG_SPACE(len)`.
+fn space(len: usize) -> usize {
     // SAFETY: CMSG_SPACE is pure arithmetic.
-    let space = unsafe { libc::CMSG_SPACE(size_of::<libc::c_int>() as libc::c_uint) } as usize;
-    let total = space * items.len();
+    unsafe { libc::CMSG_SPACE(len as libc::c_uint) as usize }
+}
+
+/// Writes `items` into `buf` and points `hdr` at them. With no items, `hdr`
+/// gets no control buffer at all.
+pub(crate) fn encode(hdr: &mut libc::msghdr, buf: &mut Buf, items: &[Out]) {
+    let total: usize = items.iter().map(|i| space(i.payload_len())).sum();
     assert!(total <= SPACE, "too many control messages for the buffer");
     if items.is_empty() {
         hdr.msg_control = ptr::null_mut();
@@ -66,17 +109,45 @@ pub(crate) fn encode_ints(
     hdr.msg_control = buf.0.as_mut_ptr().cast();
     hdr.msg_controllen = total as _;
     // SAFETY: `hdr` points at `buf`, which is aligned for cmsghdr and holds `total`
-    // bytes, exactly room for `items.len()` int-sized messages. CMSG_FIRSTHDR and
-    // CMSG_NXTHDR stay within msg_controllen, and each header is fully written
-    // (cmsg_len first, which CMSG_NXTHDR reads) before we step past it.
+    // bytes, exactly room for every item's CMSG_SPACE. CMSG_FIRSTHDR and CMSG_NXTHDR
+    // stay within msg_controllen, and each header is fully written (cmsg_len first,
+    // which CMSG_NXTHDR reads) before we step past it. Payloads are written with
+    // write_unaligned at CMSG_DATA, within the item's CMSG_LEN.
     unsafe {
         let mut cmsg = libc::CMSG_FIRSTHDR(hdr);
-        for &(level, ty, value) in items {
+        for item in items {
             debug_assert!(!cmsg.is_null());
+            (*cmsg).cmsg_len = libc::CMSG_LEN(item.payload_len() as libc::c_uint) as _;
+            let data = libc::CMSG_DATA(cmsg);
+            let (level, ty) = match *item {
+                Out::Int(level, ty, value) => {
+                    ptr::write_unaligned(data.cast::<libc::c_int>(), value);
+                    (level, ty)
+                }
+                Out::SrcV4(ip) => {
+                    let info = libc::in_pktinfo {
+                        ipi_ifindex: 0,
+                        ipi_spec_dst: libc::in_addr {
+                            s_addr: u32::from_ne_bytes(ip.octets()),
+                        },
+                        ipi_addr: libc::in_addr { s_addr: 0 },
+                    };
+                    ptr::write_unaligned(data.cast::<libc::in_pktinfo>(), info);
+                    (libc::IPPROTO_IP, libc::IP_PKTINFO)
+                }
+                Out::SrcV6(ip) => {
+                    let info = libc::in6_pktinfo {
+                        ipi6_addr: libc::in6_addr {
+                            s6_addr: ip.octets(),
+                        },
+                        ipi6_ifindex: 0,
+                    };
+                    ptr::write_unaligned(data.cast::<libc::in6_pktinfo>(), info);
+                    (libc::IPPROTO_IPV6, libc::IPV6_PKTINFO)
+                }
+            };
             (*cmsg).cmsg_level = level;
             (*cmsg).cmsg_type = ty;
-            (*cmsg).cmsg_len = libc::CMSG_LEN(size_of::<libc::c_int>() as libc::c_uint) as _;
-            ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>(), value);
             cmsg = libc::CMSG_NXTHDR(hdr, cmsg);
         }
     }
@@ -144,6 +215,26 @@ fn parse(cmsg: &libc::cmsghdr) -> Option<Cmsg> {
             // The kernel puts the header's flowinfo word there, in network order.
             Cmsg::FlowInfo(u32::from_be_bytes(bytes) & FLOWINFO_MASK)
         }
+        (libc::IPPROTO_IP, libc::IP_PKTINFO) => {
+            if data.len() < size_of::<libc::in_pktinfo>() {
+                return None;
+            }
+            // SAFETY: `data` holds at least one in_pktinfo; read_unaligned has no
+            // alignment needs and every bit pattern is a valid in_pktinfo.
+            let info: libc::in_pktinfo = unsafe { ptr::read_unaligned(data.as_ptr().cast()) };
+            Cmsg::PktInfoV4 {
+                spec_dst: Ipv4Addr::from(info.ipi_spec_dst.s_addr.to_ne_bytes()),
+                addr: Ipv4Addr::from(info.ipi_addr.s_addr.to_ne_bytes()),
+            }
+        }
+        (libc::IPPROTO_IPV6, libc::IPV6_PKTINFO) => {
+            if data.len() < size_of::<libc::in6_pktinfo>() {
+                return None;
+            }
+            // SAFETY: as above, for in6_pktinfo.
+            let info: libc::in6_pktinfo = unsafe { ptr::read_unaligned(data.as_ptr().cast()) };
+            Cmsg::PktInfoV6(Ipv6Addr::from(info.ipi6_addr.s6_addr))
+        }
         _ => return None,
     })
 }
@@ -189,13 +280,13 @@ mod tests {
     fn encoded_ints_decode_back() {
         let mut hdr = empty_msghdr();
         let mut buf = Buf::new();
-        encode_ints(
+        encode(
             &mut hdr,
             &mut buf,
             &[
-                (libc::IPPROTO_IPV6, libc::IPV6_TCLASS, 0xb9),
-                (libc::IPPROTO_IPV6, libc::IPV6_HOPLIMIT, 7),
-                (libc::IPPROTO_IP, libc::IP_TOS, 0x88),
+                Out::Int(libc::IPPROTO_IPV6, libc::IPV6_TCLASS, 0xb9),
+                Out::Int(libc::IPPROTO_IPV6, libc::IPV6_HOPLIMIT, 7),
+                Out::Int(libc::IPPROTO_IP, libc::IP_TOS, 0x88),
             ],
         );
         let got: Vec<_> = Decoder::new(&hdr).collect();
@@ -206,10 +297,67 @@ mod tests {
     }
 
     #[test]
+    fn encoded_pktinfo_decodes_back_between_ints() {
+        let mut hdr = empty_msghdr();
+        let mut buf = Buf::new();
+        let v4 = Ipv4Addr::new(127, 0, 0, 2);
+        let v6 = Ipv6Addr::LOCALHOST;
+        let items = [
+            Out::Int(libc::IPPROTO_IP, libc::IP_TOS, 0xb8),
+            Out::SrcV4(v4),
+            Out::Int(libc::IPPROTO_IP, libc::IP_TTL, 9),
+            Out::SrcV6(v6),
+        ];
+        encode(&mut hdr, &mut buf, &items);
+        // msg_controllen is size_t on glibc but socklen_t on musl.
+        #[allow(clippy::unnecessary_cast)]
+        let len = hdr.msg_controllen as usize;
+        // int, in_pktinfo (12 bytes), int, in6_pktinfo (20 bytes), each padded.
+        #[cfg(target_pointer_width = "64")]
+        assert_eq!(len, 24 + 32 + 24 + 40);
+        assert_eq!(
+            len,
+            items.iter().map(|i| space(i.payload_len())).sum::<usize>()
+        );
+        let got: Vec<_> = Decoder::new(&hdr).collect();
+        assert_eq!(
+            got,
+            [
+                Cmsg::Tos(0xb8),
+                // On send only ipi_spec_dst matters; ipi_addr stays 0.
+                Cmsg::PktInfoV4 {
+                    spec_dst: v4,
+                    addr: Ipv4Addr::UNSPECIFIED
+                },
+                Cmsg::Ttl(9),
+                Cmsg::PktInfoV6(v6),
+            ]
+        );
+    }
+
+    #[test]
+    fn short_pktinfo_is_skipped() {
+        let mut hdr = empty_msghdr();
+        let mut buf = Buf::new();
+        // An int-sized payload where an in_pktinfo / in6_pktinfo belongs.
+        encode(
+            &mut hdr,
+            &mut buf,
+            &[
+                Out::Int(libc::IPPROTO_IP, libc::IP_PKTINFO, 1),
+                Out::Int(libc::IPPROTO_IPV6, libc::IPV6_PKTINFO, 1),
+                Out::Int(libc::IPPROTO_IP, libc::IP_TTL, 3),
+            ],
+        );
+        let got: Vec<_> = Decoder::new(&hdr).collect();
+        assert_eq!(got, [Cmsg::Ttl(3)]);
+    }
+
+    #[test]
     fn no_items_means_no_control_buffer() {
         let mut hdr = empty_msghdr();
         let mut buf = Buf::new();
-        encode_ints(&mut hdr, &mut buf, &[]);
+        encode(&mut hdr, &mut buf, &[]);
         assert!(hdr.msg_control.is_null());
         assert_eq!(hdr.msg_controllen, 0);
         assert_eq!(Decoder::new(&hdr).count(), 0);

@@ -26,10 +26,22 @@
 //!   try later).
 //! - `send_to_marked(buf, dst, &Marking)`: per-packet marking by cmsg, for
 //!   echoes from a shared dual-stack socket; IPv4 destinations are mapped.
+//!   The kernel picks the source address.
+//! - `send_to_marked_from(buf, dst, src_ip: Option<IpAddr>, &Marking)`: the
+//!   same, from `src_ip` (a local address; `None` or unspecified = kernel's
+//!   choice, i.e. `send_to_marked`). Echo from the probe's
+//!   [`RecvMeta::dst_ip`]: a peer's connected socket drops replies from any
+//!   other address, and on a multi-address host the kernel's choice can
+//!   differ. Sent as `IP_PKTINFO` (`ipi_spec_dst`) for IPv4 and v4-mapped
+//!   destinations, `IPV6_PKTINFO` for IPv6, next to the marking cmsgs; works
+//!   for both families on a dual-stack socket. A `src_ip` of the other
+//!   family is `InvalidInput`.
 //! - `enable_recv_meta()`, then `recv_batch(bufs, metas) -> count`
 //!   (`recvmmsg`; `Ok(0)` on read timeout) filling [`RecvMeta`]: full
-//!   length, source, DS byte, TTL / hop limit, flow label, kernel receive
-//!   time (`CLOCK_REALTIME`), truncation.
+//!   length, source, destination address (`dst_ip`, from `IP_PKTINFO`'s
+//!   `ipi_addr` / `IPV6_PKTINFO`, plain IPv4 when v4-mapped), DS byte, TTL /
+//!   hop limit, flow label, kernel receive time (`CLOCK_REALTIME`),
+//!   truncation.
 //! - `set_read_timeout`, `set_nonblocking`, `set_buffer_sizes` (`*FORCE`
 //!   when privileged), `buffer_sizes`, `local_addr`.
 //!
@@ -68,6 +80,9 @@
 //! let mut metas = [RecvMeta::default(); 4];
 //! let n = rx.recv_batch(&mut bufs, &mut metas)?;
 //! assert_eq!((n, metas[0].tos, metas[0].hop_limit), (1, Some(0xb8), Some(7)));
+//! assert_eq!(metas[0].dst_ip, Some([127, 0, 0, 1].into()));
+//! // Echo from the address the probe was sent to, with the same marking.
+//! rx.send_to_marked_from(b"echo", metas[0].src, metas[0].dst_ip, &ef)?;
 //! # Ok(())
 //! # }
 //! ```

@@ -189,7 +189,7 @@ pub fn last_recv_meta(stream: &TcpStream) -> io::Result<TcpRecvMeta> {
             Cmsg::Tos(v) | Cmsg::TrafficClass(v) => meta.tos = Some(v),
             Cmsg::Ttl(v) | Cmsg::HopLimit(v) => meta.hop_limit = Some(v),
             Cmsg::FlowInfo(v) => meta.flow_label = Some(v & marking::FLOW_LABEL_MAX),
-            Cmsg::TimestampNs(_) => {}
+            Cmsg::TimestampNs(_) | Cmsg::PktInfoV4 { .. } | Cmsg::PktInfoV6(_) => {}
         }
     }
     if !ipv4_path && meta.tos.is_some() {

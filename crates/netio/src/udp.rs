@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 use std::io;
 use std::mem::zeroed;
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -25,6 +25,15 @@ pub struct RecvMeta {
     pub len: usize,
     /// Sender; v4-mapped addresses are returned as plain IPv4.
     pub src: SocketAddr,
+    /// The datagram's destination address as it was in the IP header: the
+    /// local address the peer targeted, which on an unspecified (`[::]`,
+    /// `0.0.0.0`) socket is not otherwise known. From `IP_PKTINFO`'s
+    /// `ipi_addr` (not `ipi_spec_dst`, which is the kernel's preferred reply
+    /// source and differs for broadcast and multicast) for IPv4, and
+    /// `IPV6_PKTINFO`'s `ipi6_addr` for IPv6; v4-mapped addresses are returned
+    /// as plain IPv4. Pass it to [`UdpSocket::send_to_marked_from`] so a reply
+    /// leaves from the address the peer sent to. `None` when not enabled.
+    pub dst_ip: Option<IpAddr>,
     /// DS byte (`IP_TOS`) or IPv6 traffic class.
     pub tos: Option<u8>,
     /// IPv4 TTL or IPv6 hop limit as received.
@@ -42,6 +51,7 @@ impl Default for RecvMeta {
         Self {
             len: 0,
             src: SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0)),
+            dst_ip: None,
             tos: None,
             hop_limit: None,
             flow_label: None,
@@ -113,16 +123,19 @@ impl UdpSocket {
     }
 
     /// Asks the kernel for per-packet receive metadata: `SO_TIMESTAMPNS`,
-    /// `IP_RECVTOS`, `IP_RECVTTL`, and on IPv6 sockets also
-    /// `IPV6_RECVTCLASS`, `IPV6_RECVHOPLIMIT` and `IPV6_FLOWINFO`. On an
-    /// `AF_INET6` socket the `IP_` options are set too, so v4-mapped packets
-    /// on a dual-stack socket also carry TOS and TTL.
+    /// `IP_RECVTOS`, `IP_RECVTTL`, `IP_PKTINFO`, and on IPv6 sockets also
+    /// `IPV6_RECVPKTINFO`, `IPV6_RECVTCLASS`, `IPV6_RECVHOPLIMIT` and
+    /// `IPV6_FLOWINFO`. On an `AF_INET6` socket the `IP_` options are set too,
+    /// so v4-mapped packets on a dual-stack socket also carry TOS, TTL and
+    /// their destination address.
     pub fn enable_recv_meta(&self) -> io::Result<()> {
         let on = |level, name| sys::setsockopt_int(&self.fd, level, name, 1);
         on(libc::SOL_SOCKET, libc::SO_TIMESTAMPNS)?;
         on(libc::IPPROTO_IP, libc::IP_RECVTOS)?;
         on(libc::IPPROTO_IP, libc::IP_RECVTTL)?;
+        on(libc::IPPROTO_IP, libc::IP_PKTINFO)?;
         if self.family == Family::V6 {
+            on(libc::IPPROTO_IPV6, libc::IPV6_RECVPKTINFO)?;
             on(libc::IPPROTO_IPV6, libc::IPV6_RECVTCLASS)?;
             on(libc::IPPROTO_IPV6, libc::IPV6_RECVHOPLIMIT)?;
             on(libc::IPPROTO_IPV6, libc::IPV6_FLOWINFO)?;
@@ -208,7 +221,9 @@ impl UdpSocket {
     }
 
     /// Unconnected send with per-packet marking, for echoing to one peer with
-    /// that flow's marking from a shared (dual-stack) socket.
+    /// that flow's marking from a shared (dual-stack) socket. The kernel
+    /// chooses the source address; same as [`Self::send_to_marked_from`] with
+    /// `None`.
     ///
     /// DS byte and TTL / hop limit travel as control messages (`IP_TOS`/`IP_TTL`
     /// for IPv4 and v4-mapped destinations, `IPV6_TCLASS`/`IPV6_HOPLIMIT` for
@@ -223,6 +238,32 @@ impl UdpSocket {
         dst: SocketAddr,
         marking: &Marking,
     ) -> io::Result<usize> {
+        self.send_to_marked_from(buf, dst, None, marking)
+    }
+
+    /// [`Self::send_to_marked`] from a chosen source address: pass the
+    /// [`RecvMeta::dst_ip`] of the datagram being answered, so the reply
+    /// leaves from the address the peer targeted (a connected peer socket
+    /// drops datagrams from any other address, and on a host with several
+    /// addresses the kernel's own choice may differ).
+    ///
+    /// The source travels as one more control message next to the marking:
+    /// `IP_PKTINFO` (`SOL_IP`, source in `ipi_spec_dst`; `ipi_addr` is
+    /// ignored on send) for IPv4 and v4-mapped destinations, also on an IPv6
+    /// socket, and `IPV6_PKTINFO` (`ipi6_addr`) for IPv6 ones; the interface
+    /// index is left 0 (routing decides). `src_ip` may be v4-mapped. `None`
+    /// or an unspecified address (`0.0.0.0`, `::`) lets the kernel choose. An
+    /// `src_ip` of the other family than the path to `dst` is `InvalidInput`;
+    /// one that is not a local address is refused by the kernel (`EINVAL` per
+    /// its source; not exercised by our loopback-only tests). All of 127/8 is
+    /// local, so 127.0.0.2 works without setup.
+    pub fn send_to_marked_from(
+        &self,
+        buf: &[u8],
+        dst: SocketAddr,
+        src_ip: Option<IpAddr>,
+        marking: &Marking,
+    ) -> io::Result<usize> {
         let dst = sys::for_family(self.family, dst)?;
         let ipv4_path = sys::is_ipv4_path(&dst);
         marking.check(ipv4_path)?;
@@ -231,14 +272,18 @@ impl UdpSocket {
         } else {
             (libc::IPPROTO_IPV6, libc::IPV6_TCLASS, libc::IPV6_HOPLIMIT)
         };
-        let mut items = [(0, 0, 0); 2];
+        let mut items = [cmsg::Out::Int(0, 0, 0); 3];
         let mut count = 0;
         if let Some(tos) = marking.tos {
-            items[count] = (level, tos_type, tos.into());
+            items[count] = cmsg::Out::Int(level, tos_type, tos.into());
             count += 1;
         }
         if let Some(ttl) = marking.ttl {
-            items[count] = (level, ttl_type, ttl.into());
+            items[count] = cmsg::Out::Int(level, ttl_type, ttl.into());
+            count += 1;
+        }
+        if let Some(src) = source_cmsg(src_ip, ipv4_path, &dst)? {
+            items[count] = src;
             count += 1;
         }
         let flowinfo = match (dst, marking.flow_label) {
@@ -257,7 +302,7 @@ impl UdpSocket {
         hdr.msg_iov = &mut iov;
         hdr.msg_iovlen = 1;
         let mut control = cmsg::Buf::new();
-        cmsg::encode_ints(&mut hdr, &mut control, &items[..count]);
+        cmsg::encode(&mut hdr, &mut control, &items[..count]);
         loop {
             // SAFETY: `hdr` points at `name`, `iov` (a readable view of `buf`; the kernel
             // does not write through it) and `control`, all alive for the call.
@@ -353,6 +398,12 @@ impl UdpSocket {
                     Cmsg::Ttl(v) | Cmsg::HopLimit(v) => meta.hop_limit = Some(v),
                     Cmsg::FlowInfo(v) => flowinfo = Some(v),
                     Cmsg::TimestampNs(ns) => meta.kernel_ts_ns = Some(ns),
+                    // An IPv4 packet on a dual-stack socket brings both, with the
+                    // same address (IPV6_PKTINFO v4-mapped).
+                    Cmsg::PktInfoV4 { addr, .. } => meta.dst_ip = Some(IpAddr::V4(addr)),
+                    Cmsg::PktInfoV6(addr) => {
+                        meta.dst_ip = Some(IpAddr::V6(addr).to_canonical());
+                    }
                 }
             }
             if meta.src.is_ipv6() && recv_flowinfo {
@@ -404,6 +455,30 @@ impl AsFd for UdpSocket {
 impl AsRawFd for UdpSocket {
     fn as_raw_fd(&self) -> RawFd {
         self.fd.as_raw_fd()
+    }
+}
+
+/// The control message setting the source address `src` for a datagram on
+/// the IPv4 (`ipv4_path`) or IPv6 path to `dst`; `None` when the kernel is to
+/// choose.
+fn source_cmsg(
+    src: Option<IpAddr>,
+    ipv4_path: bool,
+    dst: &SocketAddr,
+) -> io::Result<Option<cmsg::Out>> {
+    let Some(src) = src.map(|ip| ip.to_canonical()) else {
+        return Ok(None);
+    };
+    if src.is_unspecified() {
+        return Ok(None);
+    }
+    match (src, ipv4_path) {
+        (IpAddr::V4(ip), true) => Ok(Some(cmsg::Out::SrcV4(ip))),
+        (IpAddr::V6(ip), false) => Ok(Some(cmsg::Out::SrcV6(ip))),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("source address {src} does not match the family of destination {dst}"),
+        )),
     }
 }
 

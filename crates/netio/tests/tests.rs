@@ -152,6 +152,7 @@ mod udp_connected {
                 assert_eq!(meta.len, sent.len());
                 assert!(!meta.truncated);
                 assert_eq!(meta.src, case.seen_as(&tx), "{case:?}");
+                assert_eq!(meta.dst_ip, Some(case.loopback()), "{case:?}");
                 assert_eq!(meta.tos, Some(tos), "{case:?}");
                 assert_eq!(meta.hop_limit, Some(ttl), "{case:?}");
                 assert_eq!(meta.flow_label, case.expected_label(LABEL), "{case:?}");
@@ -289,14 +290,20 @@ mod udp_echo {
                 .unwrap();
             tx.send(b"probe").unwrap();
             let (_, probe) = recv_n(&rx, 1, 64).remove(0);
-            // Echo twice so the cached lease is used the second time.
+            assert_eq!(probe.dst_ip, Some(dst.ip()), "{case:?}");
+            // Echo twice so the cached lease is used the second time; once with the
+            // kernel's choice of source, once from the address the probe targeted.
             let echo = case.marking(tos, ttl, ECHO_LABEL);
-            for _ in 0..2 {
-                assert_eq!(rx.send_to_marked(b"echo", probe.src, &echo).unwrap(), 4);
-            }
+            assert_eq!(rx.send_to_marked(b"echo", probe.src, &echo).unwrap(), 4);
+            assert_eq!(
+                rx.send_to_marked_from(b"echo", probe.src, probe.dst_ip, &echo)
+                    .unwrap(),
+                4
+            );
             for (buf, meta) in recv_n(&tx, 2, 64) {
                 assert_eq!(buf, b"echo");
                 assert_eq!(meta.src, dst, "{case:?}");
+                assert_eq!(meta.dst_ip, Some(case.seen_as(&tx).ip()), "{case:?}");
                 assert_eq!(meta.tos, Some(tos), "{case:?}");
                 assert_eq!(meta.hop_limit, Some(ttl), "{case:?}");
                 assert_eq!(meta.flow_label, case.expected_label(ECHO_LABEL), "{case:?}");
@@ -376,6 +383,200 @@ mod udp_echo {
     }
 }
 
+// UDP: the destination address of received datagrams, and echoing from it.
+mod udp_source {
+    use super::*;
+    use std::io::ErrorKind;
+
+    /// Loopback owns all of 127/8: a second local address without any setup.
+    const SECOND: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 2);
+
+    /// A `[::]` dual-stack receiver with metadata on, and its port.
+    fn dual_stack_receiver() -> (UdpSocket, u16) {
+        let (rx, dst) = V6_DUALSTACK.receiver();
+        (rx, dst.port())
+    }
+
+    /// A sender bound to `bind`, metadata on, read timeout set.
+    fn bound(bind: &str) -> UdpSocket {
+        let s = UdpSocket::bind(bind.parse().unwrap(), false).unwrap();
+        s.enable_recv_meta().unwrap();
+        s.set_read_timeout(Some(TIMEOUT)).unwrap();
+        s
+    }
+
+    #[test]
+    fn dual_stack_receiver_reports_the_targeted_address() {
+        let (rx, port) = dual_stack_receiver();
+        let targets: [(&str, IpAddr); 4] = [
+            ("127.0.0.1:0", SECOND.into()),
+            ("127.0.0.1:0", Ipv4Addr::LOCALHOST.into()),
+            ("127.0.0.1:0", Ipv4Addr::new(127, 1, 2, 3).into()),
+            ("[::1]:0", Ipv6Addr::LOCALHOST.into()),
+        ];
+        for (bind, target) in targets {
+            let tx = bound(bind);
+            tx.connect(SocketAddr::new(target, port)).unwrap();
+            tx.send(b"p").unwrap();
+            let (_, meta) = recv_n(&rx, 1, 8).remove(0);
+            assert_eq!(meta.dst_ip, Some(target), "sent to {target}");
+            assert_eq!(meta.src, tx.local_addr().unwrap(), "sent to {target}");
+        }
+    }
+
+    #[test]
+    fn ipv4_receiver_reports_the_targeted_address() {
+        let rx = UdpSocket::bind("127.0.0.1:0".parse().unwrap(), false).unwrap();
+        rx.enable_recv_meta().unwrap();
+        rx.set_read_timeout(Some(TIMEOUT)).unwrap();
+        // An AF_INET6 sender through a v4-mapped destination: still plain IPv4.
+        let tx = V4_MAPPED_V6.sender();
+        tx.connect(rx.local_addr().unwrap()).unwrap();
+        tx.send(b"p").unwrap();
+        let (_, meta) = recv_n(&rx, 1, 8).remove(0);
+        assert_eq!(meta.dst_ip, Some(IpAddr::V4(Ipv4Addr::LOCALHOST)));
+    }
+
+    /// The bug this guards against: a probe sent to 127.0.0.2 answered from
+    /// the kernel's choice (127.0.0.1) is dropped by the prober's connected
+    /// socket; answered from the probe's `dst_ip` it is accepted.
+    #[test]
+    fn echo_from_dst_ip_passes_a_connected_v4_sender() {
+        let (rx, port) = dual_stack_receiver();
+        let tx = bound("127.0.0.1:0");
+        let target = SocketAddr::new(SECOND.into(), port);
+        tx.connect(target).unwrap();
+        tx.send(b"probe").unwrap();
+        let (_, probe) = recv_n(&rx, 1, 8).remove(0);
+        assert_eq!(probe.dst_ip, Some(IpAddr::V4(SECOND)));
+
+        let m = V6_DUALSTACK.marking(0xb9, 5, 0);
+        let mapped = IpAddr::V6(SECOND.to_ipv6_mapped());
+        // Kernel's choice of source, both ways of asking for it: dropped.
+        rx.send_to_marked(b"kernel", probe.src, &m).unwrap();
+        rx.send_to_marked_from(b"kernel", probe.src, None, &m)
+            .unwrap();
+        // Source = the probe's destination, plain and v4-mapped: accepted.
+        rx.send_to_marked_from(b"dst_ip", probe.src, probe.dst_ip, &m)
+            .unwrap();
+        rx.send_to_marked_from(b"dst_ip", probe.src, Some(mapped), &m)
+            .unwrap();
+        for (buf, meta) in recv_n(&tx, 2, 16) {
+            assert_eq!(buf, b"dst_ip");
+            assert_eq!(meta.src, target);
+            assert_eq!(meta.dst_ip, Some(IpAddr::V4(Ipv4Addr::LOCALHOST)));
+            assert_eq!(
+                (meta.tos, meta.hop_limit, meta.flow_label),
+                (Some(0xb9), Some(5), None)
+            );
+        }
+        // Loopback delivers within the send; the two "kernel" echoes went first
+        // and are not queued behind the accepted ones.
+        tx.set_nonblocking(true).unwrap();
+        let mut bufs = vec![vec![0u8; 16]; 4];
+        let mut metas = [RecvMeta::default(); 4];
+        assert_eq!(tx.recv_batch(&mut bufs, &mut metas).unwrap(), 0);
+    }
+
+    /// What the connected sender above cannot see: the source each echo
+    /// really carried, observed by an unconnected socket.
+    #[test]
+    fn echo_source_is_the_one_asked_for() {
+        let (rx, port) = dual_stack_receiver();
+        let watch = bound("127.0.0.1:0");
+        let to = watch.local_addr().unwrap();
+        let m = Marking::default();
+        rx.send_to_marked_from(b"a", to, None, &m).unwrap();
+        rx.send_to_marked_from(b"b", to, Some(SECOND.into()), &m)
+            .unwrap();
+        // Unspecified means "kernel's choice", like None.
+        rx.send_to_marked_from(b"c", to, Some(Ipv4Addr::UNSPECIFIED.into()), &m)
+            .unwrap();
+        let got: Vec<_> = recv_n(&watch, 3, 8)
+            .into_iter()
+            .map(|(buf, meta)| (buf, meta.src))
+            .collect();
+        let from = |ip: Ipv4Addr| SocketAddr::new(ip.into(), port);
+        // The route to 127.0.0.1 has preferred source 127.0.0.1.
+        assert_eq!(
+            got,
+            [
+                (b"a".to_vec(), from(Ipv4Addr::LOCALHOST)),
+                (b"b".to_vec(), from(SECOND)),
+                (b"c".to_vec(), from(Ipv4Addr::LOCALHOST)),
+            ]
+        );
+    }
+
+    #[test]
+    fn echo_from_dst_ip_passes_a_connected_v6_sender() {
+        let (rx, port) = dual_stack_receiver();
+        let tx = bound("[::1]:0");
+        let target = SocketAddr::new(Ipv6Addr::LOCALHOST.into(), port);
+        tx.connect(target).unwrap();
+        tx.send(b"probe").unwrap();
+        let (_, probe) = recv_n(&rx, 1, 8).remove(0);
+        assert_eq!(probe.dst_ip, Some(IpAddr::V6(Ipv6Addr::LOCALHOST)));
+        let m = V6_DUALSTACK_V6.marking(0x88, 6, ECHO_LABEL);
+        for _ in 0..2 {
+            rx.send_to_marked_from(b"dst_ip", probe.src, probe.dst_ip, &m)
+                .unwrap();
+        }
+        for (buf, meta) in recv_n(&tx, 2, 16) {
+            assert_eq!(buf, b"dst_ip");
+            assert_eq!(meta.src, target);
+            assert_eq!(meta.dst_ip, Some(IpAddr::V6(Ipv6Addr::LOCALHOST)));
+            assert_eq!(
+                (meta.tos, meta.hop_limit, meta.flow_label),
+                (Some(0x88), Some(6), Some(ECHO_LABEL))
+            );
+        }
+    }
+
+    #[test]
+    fn ipv4_socket_sets_the_source_too() {
+        let rx = UdpSocket::bind("127.0.0.1:0".parse().unwrap(), false).unwrap();
+        let watch = bound("127.0.0.1:0");
+        let m = V4.marking(0x88, 9, 0);
+        // IP_PKTINFO overrides the address the socket is bound to.
+        rx.send_to_marked_from(b"x", watch.local_addr().unwrap(), Some(SECOND.into()), &m)
+            .unwrap();
+        let (_, meta) = recv_n(&watch, 1, 8).remove(0);
+        let port = rx.local_addr().unwrap().port();
+        assert_eq!(meta.src, SocketAddr::new(SECOND.into(), port));
+        assert_eq!((meta.tos, meta.hop_limit), (Some(0x88), Some(9)));
+    }
+
+    #[test]
+    fn source_of_the_wrong_family_is_refused() {
+        let (rx, port) = dual_stack_receiver();
+        let v4 = SocketAddr::new(Ipv4Addr::LOCALHOST.into(), port);
+        let v6 = SocketAddr::new(Ipv6Addr::LOCALHOST.into(), port);
+        let m = Marking::default();
+        let cases = [
+            (&rx, v4, IpAddr::V6(Ipv6Addr::LOCALHOST)),
+            (&rx, v6, IpAddr::V4(Ipv4Addr::LOCALHOST)),
+            (&rx, v6, IpAddr::V6(Ipv4Addr::LOCALHOST.to_ipv6_mapped())),
+        ];
+        for (sock, dst, src) in cases {
+            let err = sock
+                .send_to_marked_from(b"x", dst, Some(src), &m)
+                .unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{src} -> {dst}");
+        }
+        let v4_sock = V4.sender();
+        let err = v4_sock
+            .send_to_marked_from(b"x", v4, Some(Ipv6Addr::LOCALHOST.into()), &m)
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput);
+        // Nothing was sent.
+        rx.set_nonblocking(true).unwrap();
+        let mut bufs = vec![vec![0u8; 8]];
+        let mut metas = [RecvMeta::default()];
+        assert_eq!(rx.recv_batch(&mut bufs, &mut metas).unwrap(), 0);
+    }
+}
+
 // UDP: receive-side edge cases.
 mod udp_recv {
     use super::*;
@@ -438,6 +639,7 @@ mod udp_recv {
             (meta.tos, meta.hop_limit, meta.flow_label, meta.kernel_ts_ns),
             (None, None, None, None)
         );
+        assert_eq!(meta.dst_ip, None);
         assert_eq!(meta.src, tx.local_addr().unwrap());
     }
 

@@ -16,7 +16,7 @@ pub struct StopSpec {
     /// Stop after this many packets.
     pub count: Option<u64>,
     /// Stop once this many payload bytes have been sent.
-    #[serde(rename = "bytes_limit")]
+    #[serde(rename = "limit_bytes")]
     pub bytes: Option<u64>,
 }
 

@@ -24,9 +24,9 @@ pub enum UnitError {
     Bytes(String),
 }
 
-/// A send rate: packets per second or bits per second of payload.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// A send rate: packets per second or bits per second of payload. Serialised as its
+/// text form (`"30000pps"`, `"10000000bit"`), which parses back to the same value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rate {
     /// Packets per second, in thousandths (so `0.56pps` is exact).
     MilliPps(u64),
@@ -65,6 +65,19 @@ impl fmt::Display for Rate {
     }
 }
 
+impl Serialize for Rate {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Rate {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 fn split_number(s: &str) -> Option<(f64, String)> {
     let s = s.trim();
     let end = s
@@ -86,9 +99,10 @@ impl FromStr for Rate {
             "pps" | "pkt/s" | "p/s" => Self::MilliPps((value * 1000.0).round() as u64),
             "kpps" => Self::MilliPps((value * 1e6).round() as u64),
             "bit" | "bps" | "bit/s" => Self::Bps(value.round() as u64),
-            "kbit" | "kbps" | "kbit/s" => Self::Bps((value * 1e3).round() as u64),
-            "mbit" | "mbps" | "mbit/s" => Self::Bps((value * 1e6).round() as u64),
-            "gbit" | "gbps" | "gbit/s" => Self::Bps((value * 1e9).round() as u64),
+            // A bare K/M/G means bits, as iperf reads `-b 10M`.
+            "k" | "kbit" | "kbps" | "kbit/s" => Self::Bps((value * 1e3).round() as u64),
+            "m" | "mbit" | "mbps" | "mbit/s" => Self::Bps((value * 1e6).round() as u64),
+            "g" | "gbit" | "gbps" | "gbit/s" => Self::Bps((value * 1e9).round() as u64),
             _ => return Err(err()),
         };
         match rate {
@@ -145,6 +159,7 @@ mod tests {
         assert_eq!("10mbit".parse::<Rate>().unwrap(), Rate::Bps(10_000_000));
         assert_eq!("64kbit".parse::<Rate>().unwrap(), Rate::Bps(64_000));
         assert_eq!("1.5Gbit".parse::<Rate>().unwrap(), Rate::Bps(1_500_000_000));
+        assert_eq!("10M".parse::<Rate>().unwrap(), Rate::Bps(10_000_000));
         assert!("30000".parse::<Rate>().is_err());
         assert!("0pps".parse::<Rate>().is_err());
         assert!("-1pps".parse::<Rate>().is_err());
@@ -162,6 +177,13 @@ mod tests {
         assert_eq!(n / d, 20_000_000);
         assert_eq!(Rate::Bps(64_000).pps(160), 50.0);
         assert_eq!(Rate::MilliPps(560).to_string(), "0.56pps");
+        for r in [
+            Rate::MilliPps(560),
+            Rate::MilliPps(30_000_000),
+            Rate::Bps(73_600),
+        ] {
+            assert_eq!(r.to_string().parse::<Rate>().unwrap(), r);
+        }
     }
 
     #[test]

@@ -19,6 +19,9 @@ use crate::{Error, Result};
 /// Bytes of the length prefix.
 pub const PREFIX_LEN: usize = 4;
 
+/// Largest TCP data message body a receiver accepts (and a sender may ask for).
+pub const MAX_DATA_LEN: usize = 4 << 20;
+
 /// Write the prefix for a body of `len` bytes into `out[..4]`.
 pub fn emit_prefix(len: usize, out: &mut [u8]) -> Result<()> {
     let value = u32::try_from(len).map_err(|_| Error::TooLong {

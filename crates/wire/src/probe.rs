@@ -167,6 +167,19 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     }
 }
 
+impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
+    /// Turn a received probe into its round-trip echo, in place: set the echo flag and,
+    /// when the buffer has room for the extension, the receiver's receive and transmit
+    /// timestamps (so the sender can subtract the time the receiver held the probe).
+    pub fn make_echo(&mut self, rx_ns: u64, tx_ns: u64) {
+        let ext = self.buffer.as_ref().len() >= EXT_HEADER_LEN;
+        self.set_header(FLAG_ECHO | if ext { FLAG_EXT } else { 0 });
+        if ext {
+            self.set_echo(rx_ns, tx_ns);
+        }
+    }
+}
+
 fn be<const N: usize>(s: &[u8]) -> [u8; N] {
     let mut out = [0u8; N];
     out.copy_from_slice(s);
@@ -365,6 +378,21 @@ mod tests {
             Packet::new_checked(&b[..]).unwrap_err(),
             Error::Truncated { need: 32, have: 16 }
         );
+    }
+
+    #[test]
+    fn echoes_carry_stamps_only_when_there_is_room() {
+        let mut small = BYTES;
+        Packet::new_unchecked(&mut small[..]).make_echo(5, 6);
+        let r = Repr::parse(&Packet::new_checked(&small[..]).unwrap()).unwrap();
+        assert!(r.echo);
+        assert_eq!(r.stamps, None);
+        assert_eq!((r.flow, r.seq), (7, 256));
+        let mut big = [0u8; 40];
+        big[..16].copy_from_slice(&BYTES);
+        Packet::new_unchecked(&mut big[..]).make_echo(5, 6);
+        let r = Repr::parse(&Packet::new_checked(&big[..]).unwrap()).unwrap();
+        assert_eq!(r.stamps, Some(EchoStamps { rx_ns: 5, tx_ns: 6 }));
     }
 
     #[test]

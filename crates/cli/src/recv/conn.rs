@@ -5,18 +5,15 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 use meter::RxRecord;
 use wire::control::{self, FlowResult, Meter, Msg, Protocol, PROTOCOL_VERSION};
 use wire::frame::{self, FrameDecoder};
-use wire::probe::{self, Packet, Repr, SeqUnwrapper};
+use wire::probe::{Packet, Repr, SeqUnwrapper};
 
 use super::Shared;
 use crate::recv::udp::is_timeout;
 use crate::session::{canonical, is_timeout_error, random_bytes, write_msg, MsgReader};
-
-/// Largest TCP data message accepted (length prefix excluded).
-const MAX_DATA_MSG: usize = 4 << 20;
 
 pub(super) fn accept_loop(shared: &std::sync::Arc<Shared>, listener: &TcpListener) {
     while !shared.stop.load(Ordering::Relaxed) {
@@ -188,13 +185,23 @@ fn control_session(
         bail!("no register message");
     };
     let session = shared.next_session.fetch_add(1, Ordering::SeqCst);
-    let grants = shared
+    let registered = shared
         .table
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .register(session, peer_ip, flows)
-        .ok_or_else(|| anyhow!("flow table full"))?;
-    let ids: Vec<u16> = grants.iter().map(|g| g.id).collect();
+        .register(session, peer_ip, flows);
+    let grants = match registered {
+        Ok(g) => g,
+        Err(why) => {
+            refuse(&mut stream, &why);
+            bail!("flows refused: {why}");
+        }
+    };
+    // From here on every exit path files the session's flows (the guard's drop).
+    let mut guard = SessionGuard {
+        shared,
+        ids: grants.iter().map(|g| g.id).collect(),
+    };
     write_msg(&mut stream, &Msg::Registered { flows: grants })?;
     // The session now lasts as long as the sender sends; poll so Ctrl-C is noticed.
     stream.set_read_timeout(Some(Duration::from_millis(200)))?;
@@ -205,31 +212,26 @@ fn control_session(
                 refuse(&mut stream, "expected finish");
                 bail!("unexpected message {other:?}");
             }
-            Err(e)
-                if e.chain()
-                    .any(|c| c.downcast_ref::<std::io::Error>().is_some_and(is_timeout)) =>
-            {
+            Err(e) if is_timeout_error(&e) => {
                 if shared.stop.load(Ordering::Relaxed) {
                     break None;
                 }
             }
-            Err(e) => {
-                // The sender went away: keep what it sent, with no sent counts.
-                let _ = shared.finish_flows(&ids.iter().map(|id| (*id, None)).collect::<Vec<_>>());
-                shared.sessions_done.fetch_add(1, Ordering::SeqCst);
-                return Err(e.context("sender left without finishing"));
-            }
+            Err(e) => return Err(e.context("sender left without finishing")),
         }
     };
-    let Some(sent) = sent else {
-        let _ = shared.finish_flows(&ids.iter().map(|id| (*id, None)).collect::<Vec<_>>());
-        return Ok(());
-    };
-    let wanted: Vec<(u16, Option<u64>)> = ids
+    let wanted: Vec<(u16, Option<u64>)> = guard
+        .ids
         .iter()
-        .map(|id| (*id, sent.iter().find(|s| s.id == *id).map(|s| s.packets)))
+        .map(|id| {
+            let n = sent.as_ref().and_then(|s| s.iter().find(|f| f.id == *id));
+            (*id, n.map(|f| f.packets))
+        })
         .collect();
-    wait_for_stragglers(shared, &wanted);
+    if sent.is_some() {
+        wait_for_stragglers(shared, &wanted);
+    }
+    guard.ids.clear();
     let reports = shared.finish_flows(&wanted);
     let results = reports
         .iter()
@@ -241,15 +243,40 @@ fn control_session(
         .collect();
     stream.set_read_timeout(Some(shared.handshake_timeout))?;
     write_msg(&mut stream, &Msg::Results { flows: results })?;
-    shared.sessions_done.fetch_add(1, Ordering::SeqCst);
+    if sent.is_none() {
+        // Stopping with the sender still sending: it reads these results after its own
+        // Finish. Close our side and drain, so that Finish is not met by a reset that
+        // would discard the results in its receive queue.
+        let _ = stream.shutdown(std::net::Shutdown::Write);
+        let _ = stream.set_read_timeout(Some(Duration::from_millis(100)));
+        let until = Instant::now() + Duration::from_secs(2);
+        let mut sink = [0u8; 4096];
+        while Instant::now() < until && matches!(stream.read(&mut sink), Ok(n) if n > 0) {}
+    }
     Ok(())
 }
 
+/// Files a session's flows on every exit path, and counts the session as done.
+struct SessionGuard<'a> {
+    shared: &'a Shared,
+    ids: Vec<u16>,
+}
+
+impl Drop for SessionGuard<'_> {
+    fn drop(&mut self) {
+        if !self.ids.is_empty() {
+            let open: Vec<(u16, Option<u64>)> = self.ids.iter().map(|id| (*id, None)).collect();
+            self.shared.finish_flows(&open);
+        }
+        self.shared.sessions_done.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
 /// After `Finish`, give packets still in flight a moment: wait until every flow has as
-/// many records as were sent, or none arrived for 250 ms (counted from `Finish` if the
-/// flow had received nothing later), at most 3 s.
+/// many records as were sent, or none arrived for max(250 ms, 2 × the flow's largest
+/// delay) counted from the later of its last packet and `Finish`, at most 10 s.
 fn wait_for_stragglers(shared: &Shared, wanted: &[(u16, Option<u64>)]) {
-    let deadline = Instant::now() + Duration::from_secs(3);
+    let deadline = Instant::now() + Duration::from_secs(10);
     let finish_mono = netio::clock::mono_ns();
     loop {
         let now_mono = netio::clock::mono_ns();
@@ -259,9 +286,9 @@ fn wait_for_stragglers(shared: &Shared, wanted: &[(u16, Option<u64>)]) {
                 .iter()
                 .all(|(id, sent)| match (table.flows.get(id), sent) {
                     (Some(f), Some(sent)) => {
+                        let idle = now_mono.saturating_sub(f.last_rx_mono_ns.max(finish_mono));
                         f.records.len() as u64 >= *sent
-                            || now_mono.saturating_sub(f.last_rx_mono_ns.max(finish_mono))
-                                > 250_000_000
+                            || idle > (2 * f.max_delay_ns).max(250_000_000)
                     }
                     _ => true,
                 })
@@ -312,9 +339,10 @@ fn data_stream(
     }
     let meta_ok = netio::tcp::enable_recv_meta(&stream).is_ok();
     stream.set_read_timeout(Some(Duration::from_millis(200)))?;
+    stream.set_write_timeout(Some(shared.handshake_timeout))?;
     // The same decoder goes on, with the data limit, over bytes already read past the attach.
     let mut data = decoder;
-    data.set_max_len(MAX_DATA_MSG);
+    data.set_max_len(frame::MAX_DATA_LEN);
     let mut unwrapper = SeqUnwrapper::default();
     let mut buf = vec![0u8; 256 * 1024];
     let mut echo_out: Vec<u8> = Vec::new();
@@ -347,13 +375,8 @@ fn data_stream(
                             echo_out.extend_from_slice(&[0; frame::PREFIX_LEN]);
                             echo_out.extend_from_slice(body);
                             let _ = frame::emit_prefix(body.len(), &mut echo_out[start..]);
-                            let ext = body.len() >= probe::EXT_HEADER_LEN;
-                            let mut p =
-                                Packet::new_unchecked(&mut echo_out[start + frame::PREFIX_LEN..]);
-                            p.set_header(probe::FLAG_ECHO | if ext { probe::FLAG_EXT } else { 0 });
-                            if ext {
-                                p.set_echo(rx_ns, netio::clock::wall_ns());
-                            }
+                            Packet::new_unchecked(&mut echo_out[start + frame::PREFIX_LEN..])
+                                .make_echo(rx_ns, netio::clock::wall_ns());
                         }
                     }
                     _ => malformed += 1,
@@ -365,11 +388,12 @@ fn data_stream(
                 }
             }
         }
+        // Records first: a failed echo write must not lose them.
+        flush_records(shared, flow_id, &mut records, malformed);
         if !echo_out.is_empty() {
             stream.write_all(&echo_out).context("writing echoes")?;
             echo_out.clear();
         }
-        flush_records(shared, flow_id, &mut records, malformed);
         match stream.read(&mut buf) {
             Ok(0) => return Ok(()),
             Ok(n) => data.handle_bytes(&buf[..n]),
@@ -388,12 +412,24 @@ fn flush_records(shared: &Shared, flow_id: u16, records: &mut Vec<RxRecord>, mal
         return;
     }
     let mut table = shared.table.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(f) = table.flows.get_mut(&flow_id) {
-        f.malformed += malformed;
-        if !records.is_empty() {
-            f.last_rx_mono_ns = netio::clock::mono_ns();
+    match table.flows.get_mut(&flow_id) {
+        Some(f) => {
+            f.malformed += malformed;
+            if !records.is_empty() {
+                f.last_rx_mono_ns = netio::clock::mono_ns();
+            }
+            for r in records.iter() {
+                f.note_delay(r);
+            }
+            f.records.append(records);
         }
-        f.records.append(records);
+        None => {
+            // The session already reported this flow: these arrived too late.
+            shared
+                .counters
+                .late_after_finish
+                .fetch_add(records.len() as u64, Ordering::Relaxed);
+        }
     }
     records.clear();
 }

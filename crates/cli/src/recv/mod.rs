@@ -13,12 +13,12 @@
 mod conn;
 mod udp;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::BufWriter;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -60,7 +60,7 @@ pub(crate) struct RecvArgs {
     #[arg(long, default_value_t = 0, value_name = "N")]
     sessions: u64,
     /// Time a new connection has to say who it is and authenticate.
-    #[arg(long, default_value = "5s", value_parser = crate::send::parse_std_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "5s", value_parser = crate::args::std_duration, value_name = "DURATION")]
     handshake_timeout: Duration,
 }
 
@@ -116,6 +116,8 @@ pub(crate) struct Counters {
     pub(crate) bad_connections: AtomicU64,
     pub(crate) auth_failures: AtomicU64,
     pub(crate) handshake_timeouts: AtomicU64,
+    pub(crate) late_after_finish: AtomicU64,
+    pub(crate) echo_failures: AtomicU64,
 }
 
 /// A snapshot of [`Counters`].
@@ -128,6 +130,10 @@ pub(crate) struct CounterSnapshot {
     pub(crate) bad_connections: u64,
     pub(crate) auth_failures: u64,
     pub(crate) handshake_timeouts: u64,
+    /// Packets of a flow that arrived after its session had reported.
+    pub(crate) late_after_finish: u64,
+    /// Echoes the kernel refused to send.
+    pub(crate) echo_failures: u64,
 }
 
 impl Counters {
@@ -141,6 +147,8 @@ impl Counters {
             bad_connections: g(&self.bad_connections),
             auth_failures: g(&self.auth_failures),
             handshake_timeouts: g(&self.handshake_timeouts),
+            late_after_finish: g(&self.late_after_finish),
+            echo_failures: g(&self.echo_failures),
         }
     }
 }
@@ -155,17 +163,70 @@ pub(crate) struct FlowState {
     pub(crate) unwrapper: SeqUnwrapper,
     pub(crate) malformed: u64,
     pub(crate) last_rx_mono_ns: u64,
+    /// Largest delay seen, to size the wait for packets still in flight.
+    pub(crate) max_delay_ns: u64,
     pub(crate) attached: bool,
 }
 
 impl FlowState {
+    /// The marking of the flow's echoes. A flow label of 0 means "no label": setting it
+    /// would switch automatic labels off on the shared socket for everyone.
     pub(crate) fn marking(&self) -> netio::Marking {
         netio::Marking {
             tos: self.announce.tos,
             ttl: self.announce.ttl,
-            flow_label: self.announce.flow_label,
+            flow_label: self.announce.flow_label.filter(|l| *l != 0),
         }
     }
+
+    /// Keep the largest delay (one-way here; clocks of one host, or synchronised ones).
+    pub(crate) fn note_delay(&mut self, r: &RxRecord) {
+        let d = u64::try_from(r.delay_ns()).unwrap_or(0);
+        if d > self.max_delay_ns {
+            self.max_delay_ns = d.min(5_000_000_000);
+        }
+    }
+}
+
+/// Why a flow announcement is refused, if it is.
+fn check_announce(a: &FlowAnnounce, peer_ip: IpAddr) -> Result<(), String> {
+    let i = a.index;
+    if (a.size_bytes as usize) < wire::probe::HEADER_LEN {
+        return Err(format!(
+            "flow {i}: size {} is below the 16-byte probe",
+            a.size_bytes
+        ));
+    }
+    let max = match a.protocol {
+        Protocol::Udp => 65_507,
+        Protocol::Tcp => wire::frame::MAX_DATA_LEN,
+    };
+    if a.size_bytes as usize > max {
+        return Err(format!(
+            "flow {i}: size {} exceeds {max} bytes",
+            a.size_bytes
+        ));
+    }
+    if a.ttl == Some(0) {
+        return Err(format!("flow {i}: a TTL / hop limit of 0 cannot be sent"));
+    }
+    match a.flow_label {
+        Some(l) if l > 0xF_FFFF => {
+            return Err(format!("flow {i}: flow label {l:#x} exceeds 20 bits"))
+        }
+        Some(_) if peer_ip.is_ipv4() => {
+            return Err(format!(
+                "flow {i}: a flow label needs IPv6, the sender is {peer_ip}"
+            ))
+        }
+        _ => {}
+    }
+    if a.protocol == Protocol::Udp && a.meter == Meter::Rtt && a.src_port.is_none() {
+        return Err(format!(
+            "flow {i}: a UDP round-trip flow must announce its source port"
+        ));
+    }
+    Ok(())
 }
 
 /// All registered flows, by id.
@@ -173,6 +234,8 @@ impl FlowState {
 pub(crate) struct FlowTable {
     next_id: u16,
     pub(crate) flows: HashMap<u16, FlowState>,
+    /// Ids whose session has reported, until reused: their packets are late, not unknown.
+    pub(crate) finished: HashSet<u16>,
 }
 
 impl FlowTable {
@@ -182,9 +245,12 @@ impl FlowTable {
         session: u64,
         peer_ip: IpAddr,
         announced: Vec<FlowAnnounce>,
-    ) -> Option<Vec<FlowGrant>> {
+    ) -> Result<Vec<FlowGrant>, String> {
         if self.flows.len() + announced.len() > usize::from(u16::MAX) - 1 {
-            return None;
+            return Err("the receiver's flow table is full".into());
+        }
+        for a in &announced {
+            check_announce(a, peer_ip)?;
         }
         let mut grants = Vec::with_capacity(announced.len());
         for announce in announced {
@@ -194,6 +260,7 @@ impl FlowTable {
                     break self.next_id;
                 }
             };
+            self.finished.remove(&id);
             let token = u64::from_ne_bytes(crate::session::random_bytes());
             grants.push(FlowGrant {
                 index: announce.index,
@@ -211,11 +278,12 @@ impl FlowTable {
                     unwrapper: SeqUnwrapper::default(),
                     malformed: 0,
                     last_rx_mono_ns: 0,
+                    max_delay_ns: 0,
                     attached: false,
                 },
             );
         }
-        Some(grants)
+        Ok(grants)
     }
 }
 
@@ -245,6 +313,8 @@ pub(crate) struct Shared {
     pub(crate) active_sessions: AtomicU64,
     pub(crate) sessions_done: AtomicU64,
     pub(crate) log: Option<Mutex<meter::log::LogWriter<BufWriter<File>>>>,
+    /// Flow keys in the log: unique per log file, unlike the wrapping 16-bit flow ids.
+    pub(crate) log_flows: AtomicU32,
     pub(crate) reports: Mutex<Vec<FlowReport>>,
 }
 
@@ -253,23 +323,28 @@ impl Shared {
     pub(crate) fn finish_flows(&self, ids: &[(u16, Option<u64>)]) -> Vec<FlowReport> {
         let states: Vec<(FlowState, Option<u64>, u16)> = {
             let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
-            ids.iter()
+            let states: Vec<_> = ids
+                .iter()
                 .filter_map(|(id, sent)| table.flows.remove(id).map(|s| (s, *sent, *id)))
-                .collect()
+                .collect();
+            table.finished.extend(states.iter().map(|(_, _, id)| *id));
+            states
         };
         let mut out = Vec::new();
         for (state, sent, id) in states {
             if let Some(log) = &self.log {
                 let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
+                let key = self.log_flows.fetch_add(1, Ordering::SeqCst) + 1;
                 let info = serde_json::json!({
+                    "flow_id": id,
                     "session": state.session,
                     "peer": state.peer_ip,
                     "announce": state.announce,
                     "sent_packets": sent,
                 });
-                let mut ok = log.write_flow(u32::from(id), &info.to_string()).is_ok();
+                let mut ok = log.write_flow(key, &info.to_string()).is_ok();
                 for r in &state.records {
-                    ok &= log.write_rx(r).is_ok();
+                    ok &= log.write_rx(&RxRecord { flow: key, ..*r }).is_ok();
                 }
                 ok &= log.flush().is_ok();
                 if !ok {
@@ -297,6 +372,9 @@ impl Shared {
     }
 }
 
+/// Linux EAFNOSUPPORT: the address family (here IPv6) is not supported by the host.
+const EAFNOSUPPORT: i32 = 97;
+
 /// A running receiver.
 pub(crate) struct Receiver {
     shared: Arc<Shared>,
@@ -307,9 +385,19 @@ pub(crate) struct Receiver {
 impl Receiver {
     /// Bind the sockets and start the threads.
     pub(crate) fn start(config: ReceiverConfig, stop: Arc<AtomicBool>) -> Result<Self> {
-        let dual_stack = config.bind.ip() == IpAddr::V6(Ipv6Addr::UNSPECIFIED);
-        let listener = netio::tcp::listen(config.bind, dual_stack)
-            .with_context(|| format!("cannot listen on TCP {}", config.bind))?;
+        let mut bind = config.bind;
+        let mut dual_stack = bind.ip() == IpAddr::V6(Ipv6Addr::UNSPECIFIED);
+        let listener = match netio::tcp::listen(bind, dual_stack) {
+            Err(e) if dual_stack && e.raw_os_error() == Some(EAFNOSUPPORT) => {
+                // IPv6 is disabled on this host: serve IPv4 alone rather than nothing.
+                eprintln!("dualperf recv: warning: IPv6 is unavailable here ({e}); listening on IPv4 only");
+                bind = SocketAddr::new(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), bind.port());
+                dual_stack = false;
+                netio::tcp::listen(bind, false)
+            }
+            other => other,
+        }
+        .with_context(|| format!("cannot listen on TCP {bind}"))?;
         let local = listener.local_addr()?;
         let udp = netio::UdpSocket::bind(local, dual_stack)
             .with_context(|| format!("cannot bind UDP {local}"))?;
@@ -344,6 +432,7 @@ impl Receiver {
             active_sessions: AtomicU64::new(0),
             sessions_done: AtomicU64::new(0),
             log,
+            log_flows: AtomicU32::new(0),
             reports: Mutex::new(Vec::new()),
         });
         listener.set_nonblocking(true)?;
@@ -446,8 +535,8 @@ impl ReceiverReport {
         } else {
             let c = &self.counters;
             let _ = crate::out::print(format!(
-                "dualperf recv: {} datagrams; dropped: {} malformed, {} unknown flow, {} wrong source; {} bad connections, {} failed authentications, {} handshake timeouts\n",
-                c.datagrams, c.malformed_datagrams, c.unknown_flow, c.wrong_source, c.bad_connections, c.auth_failures, c.handshake_timeouts
+                "dualperf recv: {} datagrams; dropped: {} malformed, {} unknown flow, {} wrong source, {} late; {} bad connections, {} failed authentications, {} handshake timeouts; {} echoes failed\n",
+                c.datagrams, c.malformed_datagrams, c.unknown_flow, c.wrong_source, c.late_after_finish, c.bad_connections, c.auth_failures, c.handshake_timeouts, c.echo_failures
             ));
         }
     }

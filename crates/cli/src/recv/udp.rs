@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 
 use meter::RxRecord;
 use wire::control::{Meter, Protocol};
-use wire::probe::{self, Packet, Repr};
+use wire::probe::{Packet, Repr};
 
 use super::Shared;
 use crate::session::canonical;
@@ -17,6 +17,10 @@ const BUF_LEN: usize = 65_536;
 struct Echo {
     data: Vec<u8>,
     dst: SocketAddr,
+    /// The address the probe was sent to: the echo leaves from it, or a sender that
+    /// connected to it would drop the echo.
+    src_ip: Option<std::net::IpAddr>,
+    rx_ns: u64,
     marking: netio::Marking,
 }
 
@@ -50,7 +54,12 @@ pub(super) fn run(shared: &Shared) {
                     }
                 };
                 let Some(flow) = table.flows.get_mut(&repr.flow) else {
-                    counters.unknown_flow.fetch_add(1, Ordering::Relaxed);
+                    let counter = if table.finished.contains(&repr.flow) {
+                        &counters.late_after_finish
+                    } else {
+                        &counters.unknown_flow
+                    };
+                    counter.fetch_add(1, Ordering::Relaxed);
                     continue;
                 };
                 let src_ip = canonical(meta.src.ip());
@@ -61,7 +70,7 @@ pub(super) fn run(shared: &Shared) {
                 }
                 let rx_ns = meta.kernel_ts_ns.unwrap_or(fallback_rx_ns);
                 let seq = flow.unwrapper.unwrap(repr.seq);
-                flow.records.push(RxRecord {
+                let record = RxRecord {
                     flow: u32::from(repr.flow),
                     seq,
                     size_bytes: data.len() as u32,
@@ -71,34 +80,36 @@ pub(super) fn run(shared: &Shared) {
                     hop_limit: meta.hop_limit,
                     flow_label: meta.flow_label,
                     kernel_ts: meta.kernel_ts_ns.is_some(),
-                });
+                };
+                flow.note_delay(&record);
+                flow.records.push(record);
                 flow.last_rx_mono_ns = now_mono;
-                if flow.announce.meter == Meter::Rtt && flow.announce.src_port.is_some() {
-                    // Echo exactly what arrived, never more, marked as the flow is.
-                    let mut echo = data.to_vec();
-                    let ext = echo.len() >= probe::EXT_HEADER_LEN;
-                    let mut p = Packet::new_unchecked(&mut echo[..]);
-                    p.set_header(probe::FLAG_ECHO | if ext { probe::FLAG_EXT } else { 0 });
-                    if ext {
-                        p.set_echo(rx_ns, 0);
-                    }
+                if flow.announce.meter == Meter::Rtt {
+                    // Echo exactly what arrived, never more, to the registered source only
+                    // (checked above), marked as the flow is.
                     echoes.push(Echo {
-                        data: echo,
+                        data: data.to_vec(),
                         dst: meta.src,
+                        src_ip: meta.dst_ip,
+                        rx_ns,
                         marking: flow.marking(),
                     });
                 }
             }
         }
         for mut e in echoes.drain(..) {
-            if e.data.len() >= probe::EXT_HEADER_LEN {
-                let mut p = Packet::new_unchecked(&mut e.data[..]);
-                let rx = p.echo_rx_ns();
-                p.set_echo(rx, netio::clock::wall_ns());
-            }
-            if let Err(err) = shared.udp.send_to_marked(&e.data, e.dst, &e.marking) {
-                if err.kind() != std::io::ErrorKind::WouldBlock {
-                    eprintln!("dualperf recv: echo to {} failed: {err}", e.dst);
+            Packet::new_unchecked(&mut e.data[..]).make_echo(e.rx_ns, netio::clock::wall_ns());
+            if let Err(err) = shared
+                .udp
+                .send_to_marked_from(&e.data, e.dst, e.src_ip, &e.marking)
+            {
+                if shared
+                    .counters
+                    .echo_failures
+                    .fetch_add(1, Ordering::Relaxed)
+                    == 0
+                {
+                    eprintln!("dualperf recv: echo to {} failed: {err} (further failures are only counted)", e.dst);
                 }
             }
         }

@@ -231,3 +231,31 @@ fn decode_of_a_flow_not_in_the_log_is_a_usage_error() {
         20
     );
 }
+
+/// Regression: `--flow N` used to keep every flow's sent count, so the other flows
+/// showed up as 100 % lost and inflated the total loss.
+#[test]
+fn decode_of_one_flow_leaves_the_other_flows_out_entirely() {
+    let dir = TempDir::new("decode-one-of-two");
+    let log = dir.path("recv.dplog");
+    let rx = Receiver::start(&["--log", path_str(&log), "--json", "--sessions", "2"]);
+    for count in ["30", "50"] {
+        let out = send(
+            "127.0.0.1",
+            rx.port,
+            &[
+                "--rate", "500pps", "--size", "64", "--count", count, "--json",
+            ],
+        );
+        out.assert_success();
+    }
+    rx.finish().finished.assert_success();
+    // Log keys count flows in the order their sessions reported: 1, then 2.
+    let out = decode(&log, &["--flow", "2", "--json"]);
+    let doc = out.assert_success().json();
+    let flows = doc["summary"]["flows"].as_array().expect("summary.flows");
+    assert_eq!(flows.len(), 1, "{doc:#}");
+    assert_eq!(u(&flows[0], "/packets"), 50);
+    assert_eq!(u(&doc, "/summary/total/packets"), 50);
+    assert_eq!(u(&doc, "/summary/total/loss/lost"), 0);
+}

@@ -160,7 +160,7 @@ fn ctrl_c_on_a_tcp_round_trip_send_reports_every_echo_of_what_was_sent() {
     rx.finish().finished.assert_success();
 }
 
-/// KNOWN BUG (main.rs `is_broken_pipe`): when the receiver goes away during a TCP flow,
+/// Regression (was: main.rs `is_broken_pipe`): when the receiver goes away during a TCP flow,
 /// the next write to the data socket fails with EPIPE and `main` mistakes it for a
 /// closed stdout (`dualperf send | head`), exiting 0 with no report and no error.
 #[test]

@@ -2,8 +2,8 @@
 //!
 //! Kernel facts these tests rely on (Linux, loopback; see `netio::tcp`):
 //! - UDP: every datagram's DS byte, TTL/hop limit and IPv6 flow label come with it.
-//! - TCP owns the ECN bits: `--ecn ect1` is dropped unless ECN was negotiated, so the
-//!   DS byte 0xB9 arrives as 0xB8; TCP tests compare the DSCP (46 = EF) only.
+//! - TCP owns the ECN bits, so `send` refuses `--ecn` on TCP (see `usage.rs`); TCP
+//!   tests set the DSCP only and compare the DSCP (46 = EF).
 //! - IPv6 TCP: traffic class, hop limit and flow label are the last in-order segment's.
 //! - IPv4 TCP: the accepted socket reports the TOS/TTL of the handshake-completing
 //!   segment only (still the DSCP and TTL the sender set, since marking is applied
@@ -21,14 +21,17 @@ const TOS_EF_ECT1: &str = "185";
 /// 0x12345.
 const LABEL: &str = "74565";
 
-/// 200 marked packets (`--dscp EF --ecn ect1 --ttl 7`, plus `--flow-label 0x12345` on
-/// IPv6); returns the sender's flow report after checking every packet arrived.
+/// 200 marked packets (`--dscp EF --ttl 7`, `--ecn ect1` on UDP, plus `--flow-label
+/// 0x12345` on IPv6); returns the sender's flow report after checking every packet arrived.
 fn marked_flow(dest: &str, proto: &str, meter: &str) -> Value {
     let rx = Receiver::start(&["--json", "--sessions", "1"]);
     let mut args = vec![
         proto, "--meter", meter, "--rate", "1000pps", "--size", "64", "--count", "200", "--dscp",
-        "EF", "--ecn", "ect1", "--ttl", "7", "--json",
+        "EF", "--ttl", "7", "--json",
     ];
+    if proto == "--udp" {
+        args.extend(["--ecn", "ect1"]);
+    }
     if dest.contains(':') {
         args.extend(["--flow-label", "0x12345"]);
     }

@@ -238,3 +238,61 @@ fn tcp_data_stream_counts_malformed_messages_and_drops_an_oversized_one() {
     // The refused attach and the oversized stream.
     assert_eq!(u(&recv.counters, "/bad_connections"), 2);
 }
+
+/// Announcements the receiver could not honour are refused up front with a reason,
+/// rather than accepted and then failing on every echo.
+#[test]
+fn impossible_flow_announcements_are_refused_with_a_reason() {
+    let rx = Receiver::start(&["--json"]);
+    let cases = [
+        (json!({"ttl": 0}), "TTL / hop limit of 0"),
+        (json!({"flow_label": 0x12345}), "needs IPv6"),
+        (json!({"size_bytes": 8}), "below the 16-byte probe"),
+        (
+            json!({"meter": "rtt", "src_port": null}),
+            "must announce its source port",
+        ),
+    ];
+    for (patch, why) in cases {
+        let mut a = announce("udp", "owd", 64, Some(9));
+        for (k, v) in patch.as_object().unwrap() {
+            a[k] = v.clone();
+        }
+        let mut c = Control::open_session(rx.addr_v4());
+        c.send(&json!({"type": "register", "flows": [a]}));
+        let reply = c.recv();
+        assert_eq!(reply["type"], "error", "{reply}");
+        assert!(reply["message"].as_str().unwrap().contains(why), "{reply}");
+    }
+    let recv = rx.interrupt_and_finish();
+    recv.finished.assert_success();
+    assert!(recv.flows.is_empty());
+    assert_eq!(u(&recv.counters, "/bad_connections"), 4);
+}
+
+/// Packets of a flow whose session already reported are counted as late, not as an
+/// unknown flow, and change nothing in the report already given.
+#[test]
+fn packets_after_the_session_reported_are_counted_as_late() {
+    let rx = Receiver::start(&["--json"]);
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut c = Control::open_session(rx.addr_v4());
+    let port = sock.local_addr().unwrap().port();
+    let (id, _) = register(&mut c, announce("udp", "owd", 64, Some(port)));
+    for seq in 0..5 {
+        sock.send_to(&probe(id, seq, 0, 64), rx.addr_v4()).unwrap();
+    }
+    let result = finish(&mut c, id, 5, 320);
+    assert_eq!(u(&result, "/summary/packets"), 5);
+    for seq in 5..8 {
+        sock.send_to(&probe(id, seq, 0, 64), rx.addr_v4()).unwrap();
+    }
+    drop(c);
+    // Let the receiver's UDP loop take the late datagrams before it is stopped.
+    std::thread::sleep(Duration::from_millis(300));
+    let recv = rx.interrupt_and_finish();
+    let c = &recv.counters;
+    assert_eq!(u(c, "/late_after_finish"), 3, "{c}");
+    assert_eq!(u(c, "/unknown_flow"), 0, "{c}");
+    assert_eq!(recv.flows.len(), 1);
+}

@@ -76,6 +76,30 @@ fn flow_label_wider_than_20_bits_is_a_usage_error() {
 }
 
 #[test]
+fn ecn_on_tcp_and_zero_stop_conditions_are_usage_errors() {
+    let ecn = usage_error("127.0.0.1", &["--tcp", "--ecn", "ect1"]);
+    assert!(
+        ecn.stderr.contains("--ecn applies to UDP only"),
+        "stderr: {}",
+        ecn.stderr
+    );
+    for zero in [["--count", "0"], ["--duration", "0s"], ["--bytes", "0"]] {
+        let out = usage_error("127.0.0.1", &zero);
+        assert!(
+            out.stderr.contains("sends nothing"),
+            "stderr: {}",
+            out.stderr
+        );
+    }
+    let big = usage_error("127.0.0.1", &["--tcp", "--size", "5000000"]);
+    assert!(
+        big.stderr.contains("largest TCP message"),
+        "stderr: {}",
+        big.stderr
+    );
+}
+
+#[test]
 fn ttl_zero_unknown_meter_and_unknown_dscp_are_usage_errors() {
     usage_error("127.0.0.1", &["--ttl", "0"]);
     let meter = usage_error("127.0.0.1", &["--meter", "owdx"]);

@@ -1,0 +1,454 @@
+//! One flow: the pacing loop that sends it and the reader that collects its echoes.
+//!
+//! The loop is the same for UDP and TCP; only the [`Sink`] differs. It asks the schedule
+//! when to wake, sleeps (in slices, so a stop is noticed), takes every packet that is
+//! due, stamps them with one clock reading right before the syscall and sends them in
+//! one `sendmmsg` (UDP) or one `write` (TCP). Every packet keeps its scheduled and
+//! actual send time.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration as StdDuration;
+
+use meter::{RxRecord, TxRecord};
+use traffic::{FlowSpec, Schedule};
+use wire::control::Meter;
+use wire::frame::{self, FrameDecoder};
+use wire::probe::{Packet, Repr, SeqUnwrapper};
+use wire::time::{Duration, Instant};
+
+use super::report::HoldStats;
+
+/// Most packets handed to the kernel in one call.
+const BATCH: usize = 64;
+/// Longest single sleep, so a stop request is seen promptly even at 0.1 pkt/s.
+const MAX_SLEEP_NS: u64 = 100_000_000;
+/// TCP send buffers are capped at about this many bytes per batch.
+const TCP_BATCH_BYTES: usize = 1 << 20;
+
+/// A flow's connection.
+pub(super) enum Conn {
+    Udp(Arc<netio::UdpSocket>),
+    Tcp(TcpStream),
+}
+
+/// How a flow waits for its deadlines.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Pacing {
+    /// Busy-wait this long before a deadline (`None`: adaptive).
+    pub(super) spin: Option<Duration>,
+    /// Wake once for all packets due within this window.
+    pub(super) batch_window: Duration,
+}
+
+/// Everything a flow thread needs.
+pub(super) struct FlowRun {
+    pub(super) id: u16,
+    pub(super) spec: FlowSpec,
+    pub(super) origin: Instant,
+    pub(super) pacing: Pacing,
+    /// Set when the user interrupts or the receiver goes away.
+    pub(super) halt: Arc<AtomicBool>,
+    pub(super) progress: Arc<AtomicU64>,
+}
+
+/// What a flow measured; `error` says why it ended early, if it did.
+pub(super) struct FlowResult {
+    pub(super) tx: Vec<TxRecord>,
+    pub(super) echoes: Vec<RxRecord>,
+    pub(super) hold: Option<HoldStats>,
+    pub(super) error: Option<String>,
+}
+
+/// Where a batch is built and sent.
+trait Sink {
+    /// Most packets per batch.
+    fn capacity(&self) -> usize;
+    /// The probe bytes (payload, after any framing) of batch slot `i`.
+    fn slot(&mut self, i: usize) -> &mut [u8];
+    /// Send slots `from..to`; how many the kernel took (0: try again).
+    fn send(&mut self, from: usize, to: usize) -> std::io::Result<usize>;
+    /// The flow has ended: tell the receiver (TCP: end of stream).
+    fn finish(&mut self) {}
+}
+
+struct UdpSink {
+    sock: Arc<netio::UdpSocket>,
+    bufs: Vec<Vec<u8>>,
+}
+
+impl Sink for UdpSink {
+    fn capacity(&self) -> usize {
+        self.bufs.len()
+    }
+    fn slot(&mut self, i: usize) -> &mut [u8] {
+        &mut self.bufs[i]
+    }
+    fn send(&mut self, from: usize, to: usize) -> std::io::Result<usize> {
+        let mut slices: [&[u8]; BATCH] = [&[]; BATCH];
+        for (slot, b) in slices.iter_mut().zip(&self.bufs[from..to]) {
+            *slot = b;
+        }
+        match self.sock.send_batch(&slices[..to - from]) {
+            // An ICMP port unreachable reported for an earlier datagram: the error is
+            // consumed by this call; the batch is retried.
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => Ok(0),
+            other => other,
+        }
+    }
+}
+
+struct TcpSink {
+    stream: TcpStream,
+    buf: Vec<u8>,
+    msg_len: usize,
+}
+
+impl Sink for TcpSink {
+    fn capacity(&self) -> usize {
+        self.buf.len() / self.msg_len
+    }
+    fn slot(&mut self, i: usize) -> &mut [u8] {
+        &mut self.buf[i * self.msg_len + frame::PREFIX_LEN..(i + 1) * self.msg_len]
+    }
+    fn send(&mut self, from: usize, to: usize) -> std::io::Result<usize> {
+        self.stream
+            .write_all(&self.buf[from * self.msg_len..to * self.msg_len])?;
+        Ok(to - from)
+    }
+    fn finish(&mut self) {
+        let _ = self.stream.shutdown(std::net::Shutdown::Write);
+    }
+}
+
+/// Run one flow to its end (or a halt), then collect its last echoes.
+pub(super) fn run_flow(run: &FlowRun, conn: Conn) -> FlowResult {
+    // Timer slack (50 µs by default) would make every sleep overshoot by that much.
+    let _ = netio::clock::set_timer_slack_ns(1);
+    let size = run.spec.size_bytes as usize;
+    let echo_state = Arc::new(EchoState::default());
+    let (mut sink, echo_thread): (Box<dyn Sink>, _) = match conn {
+        Conn::Udp(sock) => {
+            let reader = (run.spec.meter == Meter::Rtt).then(|| {
+                let (sock, state, id) = (sock.clone(), echo_state.clone(), run.id);
+                std::thread::spawn(move || udp_echoes(&sock, id, &state))
+            });
+            (
+                Box::new(UdpSink {
+                    sock,
+                    bufs: vec![vec![0u8; size]; BATCH],
+                }),
+                reader,
+            )
+        }
+        Conn::Tcp(stream) => {
+            let reader = match (run.spec.meter == Meter::Rtt).then(|| stream.try_clone()) {
+                Some(Ok(mut rd)) => {
+                    let (state, id) = (echo_state.clone(), run.id);
+                    Some(std::thread::spawn(move || tcp_echoes(&mut rd, id, &state)))
+                }
+                Some(Err(e)) => return FlowResult::failed(format!("cannot read echoes: {e}")),
+                None => None,
+            };
+            let msg_len = frame::PREFIX_LEN + size;
+            let slots = (TCP_BATCH_BYTES / msg_len).clamp(1, BATCH);
+            let mut buf = vec![0u8; msg_len * slots];
+            for m in buf.chunks_exact_mut(msg_len) {
+                // Sizes were checked against MAX_DATA_LEN; a prefix always fits.
+                let _ = frame::emit_prefix(size, m);
+            }
+            (
+                Box::new(TcpSink {
+                    stream,
+                    buf,
+                    msg_len,
+                }),
+                reader,
+            )
+        }
+    };
+    let (tx, error) = pace(run, sink.as_mut());
+    let echoes = echo_thread.map(|h| {
+        linger_for_echoes(&echo_state, tx.len() as u64);
+        h.join().unwrap_or_default()
+    });
+    sink.finish();
+    let (echoes, holds) = echoes.unwrap_or_default();
+    FlowResult {
+        tx,
+        echoes,
+        hold: HoldStats::from_ns(&holds),
+        error,
+    }
+}
+
+impl FlowResult {
+    fn failed(error: String) -> Self {
+        Self {
+            tx: Vec::new(),
+            echoes: Vec::new(),
+            hold: None,
+            error: Some(error),
+        }
+    }
+}
+
+/// The pacing loop: returns the send records and, if sending failed, why.
+fn pace(run: &FlowRun, sink: &mut dyn Sink) -> (Vec<TxRecord>, Option<String>) {
+    let spec = &run.spec;
+    let mut sched = Schedule::new(spec, run.origin);
+    let (num, den) = spec.rate.interval_ns(spec.size_bytes);
+    let interval_ns = u64::try_from(num / den).unwrap_or(u64::MAX);
+    let spin_ns = run
+        .pacing
+        .spin
+        .map_or((interval_ns / 4).min(50_000), Duration::as_nanos);
+    // Packets per wake-up: those due within the batch window (at least one).
+    let batch = (run.pacing.batch_window.as_nanos() / interval_ns.max(1)).clamp(1, BATCH as u64);
+    let planned = super::session::planned_packets(spec).unwrap_or(1024);
+    let mut tx = Vec::with_capacity(planned.min(1 << 20) as usize);
+    let mut pending: Vec<(u64, u64)> = Vec::with_capacity(BATCH);
+    let flow = u32::from(run.id);
+    loop {
+        if run.halt.load(Ordering::Relaxed) {
+            sched.handle_stop();
+        }
+        let Some(wake) = sched.poll_timeout_batch(batch) else {
+            break;
+        };
+        if !wait_until(wake.as_nanos(), spin_ns, &run.halt) {
+            continue;
+        }
+        let now = Instant::from_nanos(netio::clock::mono_ns());
+        pending.clear();
+        while pending.len() < sink.capacity() {
+            let Some(t) = sched.poll_transmit(now) else {
+                break;
+            };
+            let repr = Repr {
+                flow: run.id,
+                seq: t.seq as u32,
+                tx_ns: 0,
+                echo: false,
+                stamps: None,
+            };
+            // The slot is `size_bytes` long, at least the probe header (checked in to_spec).
+            let _ = repr.emit(sink.slot(pending.len()));
+            pending.push((t.seq, t.scheduled.as_nanos()));
+        }
+        let n = pending.len();
+        let mut off = 0;
+        while off < n {
+            // One reading of each clock right before the call: the wall clock goes into
+            // the probes (one-way delay), the monotonic one into the schedule record.
+            let wall = netio::clock::wall_ns();
+            let actual = netio::clock::mono_ns();
+            for i in off..n {
+                Packet::new_unchecked(sink.slot(i)).set_tx_ns(wall);
+            }
+            match sink.send(off, n) {
+                Ok(0) => {
+                    if run.halt.load(Ordering::Relaxed) {
+                        return (tx, None);
+                    }
+                    std::thread::yield_now();
+                }
+                Ok(sent) => {
+                    for &(seq, scheduled) in &pending[off..off + sent] {
+                        tx.push(TxRecord {
+                            flow,
+                            seq,
+                            size_bytes: spec.size_bytes,
+                            scheduled_ns: scheduled,
+                            actual_ns: actual,
+                        });
+                    }
+                    off += sent;
+                }
+                Err(e) => {
+                    return (
+                        tx,
+                        Some(format!(
+                            "sending failed after {} packets: {e}",
+                            off as u64 + sched.packets() - n as u64
+                        )),
+                    )
+                }
+            }
+        }
+        run.progress.fetch_add(n as u64, Ordering::Relaxed);
+    }
+    (tx, None)
+}
+
+/// Sleep (then spin for the last `spin_ns`) until `deadline_ns`, in slices of at most
+/// [`MAX_SLEEP_NS`]; false if halted first.
+fn wait_until(deadline_ns: u64, spin_ns: u64, halt: &AtomicBool) -> bool {
+    loop {
+        let now = netio::clock::mono_ns();
+        if now >= deadline_ns {
+            return true;
+        }
+        if halt.load(Ordering::Relaxed) {
+            return false;
+        }
+        if deadline_ns - now > MAX_SLEEP_NS + spin_ns {
+            netio::clock::sleep_until(now + MAX_SLEEP_NS, 0);
+        } else {
+            netio::clock::sleep_until(deadline_ns, spin_ns);
+        }
+    }
+}
+
+/// Shared between a flow and its echo reader.
+#[derive(Default)]
+struct EchoState {
+    done: AtomicBool,
+    seen: AtomicU64,
+    max_rtt_ns: AtomicU64,
+}
+
+/// Wait for echoes still in flight: until as many arrived as were sent, or none came for
+/// max(500 ms, 2 × the largest RTT seen), at most 10 s; then stop the reader.
+fn linger_for_echoes(state: &EchoState, sent: u64) {
+    let start = std::time::Instant::now();
+    let mut last = state.seen.load(Ordering::Relaxed);
+    let mut last_change = std::time::Instant::now();
+    loop {
+        let idle_limit = StdDuration::from_nanos(
+            (2 * state.max_rtt_ns.load(Ordering::Relaxed)).max(500_000_000),
+        );
+        if last >= sent
+            || start.elapsed() >= StdDuration::from_secs(10)
+            || last_change.elapsed() >= idle_limit
+        {
+            break;
+        }
+        std::thread::sleep(StdDuration::from_millis(5));
+        let now = state.seen.load(Ordering::Relaxed);
+        if now != last {
+            last = now;
+            last_change = std::time::Instant::now();
+        }
+    }
+    state.done.store(true, Ordering::SeqCst);
+}
+
+/// Header fields of a received echo, as the kernel reported them.
+#[derive(Clone, Copy, Default)]
+struct EchoMeta {
+    rx_ns: u64,
+    kernel_ts: bool,
+    tos: Option<u8>,
+    hop_limit: Option<u8>,
+    flow_label: Option<u32>,
+}
+
+/// The record of one echo of flow `id`, or `None` if `body` is not one. When the echo
+/// carries the receiver's timestamps, the time it held the probe is subtracted from the
+/// round trip (as irtt does) and returned separately.
+fn echo_record(
+    id: u16,
+    body: &[u8],
+    meta: EchoMeta,
+    unwrapper: &mut SeqUnwrapper,
+    state: &EchoState,
+) -> Option<(RxRecord, Option<i64>)> {
+    let repr = Packet::new_checked(body)
+        .and_then(|p| Repr::parse(&p))
+        .ok()?;
+    if !repr.echo || repr.flow != id {
+        return None;
+    }
+    let hold = repr
+        .stamps
+        .and_then(|s| s.tx_ns.checked_sub(s.rx_ns))
+        .filter(|h| *h < 10_000_000_000);
+    let record = RxRecord {
+        flow: u32::from(id),
+        seq: unwrapper.unwrap(repr.seq),
+        size_bytes: body.len() as u32,
+        tx_ns: repr.tx_ns,
+        rx_ns: meta.rx_ns.saturating_sub(hold.unwrap_or(0)),
+        tos: meta.tos,
+        hop_limit: meta.hop_limit,
+        flow_label: meta.flow_label,
+        kernel_ts: meta.kernel_ts,
+    };
+    state.seen.fetch_add(1, Ordering::Relaxed);
+    state
+        .max_rtt_ns
+        .fetch_max(record.rx_ns.saturating_sub(record.tx_ns), Ordering::Relaxed);
+    Some((record, hold.map(|h| h as i64)))
+}
+
+type Echoes = (Vec<RxRecord>, Vec<i64>);
+
+fn udp_echoes(sock: &netio::UdpSocket, id: u16, state: &EchoState) -> Echoes {
+    let _ = sock.set_read_timeout(Some(StdDuration::from_millis(50)));
+    let mut bufs = vec![vec![0u8; 65_536]; BATCH];
+    let mut metas = vec![netio::RecvMeta::default(); BATCH];
+    let (mut out, mut holds) = (Vec::new(), Vec::new());
+    let mut unwrapper = SeqUnwrapper::default();
+    while !state.done.load(Ordering::Relaxed) {
+        let Ok(n) = sock.recv_batch(&mut bufs, &mut metas) else {
+            continue;
+        };
+        let fallback = netio::clock::wall_ns();
+        for (buf, m) in bufs.iter().zip(&metas).take(n) {
+            let meta = EchoMeta {
+                rx_ns: m.kernel_ts_ns.unwrap_or(fallback),
+                kernel_ts: m.kernel_ts_ns.is_some(),
+                tos: m.tos,
+                hop_limit: m.hop_limit,
+                flow_label: m.flow_label,
+            };
+            if let Some((r, h)) = echo_record(
+                id,
+                &buf[..m.len.min(buf.len())],
+                meta,
+                &mut unwrapper,
+                state,
+            ) {
+                out.push(r);
+                holds.extend(h);
+            }
+        }
+    }
+    (out, holds)
+}
+
+fn tcp_echoes(stream: &mut TcpStream, id: u16, state: &EchoState) -> Echoes {
+    let _ = stream.set_read_timeout(Some(StdDuration::from_millis(50)));
+    let mut decoder = FrameDecoder::new(frame::MAX_DATA_LEN);
+    let mut buf = vec![0u8; 256 * 1024];
+    let (mut out, mut holds) = (Vec::new(), Vec::new());
+    let mut unwrapper = SeqUnwrapper::default();
+    while !state.done.load(Ordering::Relaxed) {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => decoder.handle_bytes(&buf[..n]),
+            Err(_) => continue,
+        }
+        // On a connecting IPv4 socket Linux reports placeholders (TOS 0, TTL 1): unknown.
+        let kernel = netio::tcp::last_recv_meta(stream)
+            .ok()
+            .filter(|m| !m.handshake_only);
+        let meta = EchoMeta {
+            rx_ns: netio::clock::wall_ns(),
+            kernel_ts: false,
+            tos: kernel.and_then(|m| m.tos),
+            hop_limit: kernel.and_then(|m| m.hop_limit),
+            flow_label: kernel.and_then(|m| m.flow_label),
+        };
+        while let Ok(Some(body)) = decoder.poll_frame() {
+            if let Some((r, h)) = echo_record(id, body, meta, &mut unwrapper, state) {
+                out.push(r);
+                holds.extend(h);
+            }
+        }
+    }
+    (out, holds)
+}

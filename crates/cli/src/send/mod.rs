@@ -1,0 +1,299 @@
+//! `dualperf send`: flows from flags or a flow file, paced on absolute deadlines, with
+//! sender-side and receiver-side results per flow.
+//!
+//! - `mod.rs`: flags → validated [`SendConfig`];
+//! - `session.rs`: the control session (handshake, registration, finish, results);
+//! - `flow.rs`: one flow's pacing loop and its echo reader;
+//! - `report.rs`: what is printed.
+
+mod flow;
+mod report;
+mod session;
+
+use std::io::IsTerminal;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use traffic::{FlowSpec, MarkingSpec, Rate, StopSpec};
+use wire::control::{Meter, Protocol};
+use wire::ds::{Dscp, Ecn};
+use wire::probe;
+use wire::time::Duration;
+
+pub(crate) use report::FlowOutcome;
+pub(crate) use session::{run_session, PartialReport};
+
+use crate::session::{resolve, Family, DEFAULT_PORT};
+use crate::usage;
+
+/// Send flows to a `dualperf recv` and report what both ends measured.
+///
+/// Examples:
+///   dualperf send 127.0.0.1 --rate 30000pps --size 64 --duration 10s
+///   dualperf send ::1 --tcp --rate 10mbit --size 1024 --meter rtt --dscp EF
+///   dualperf send [::1]:4646 --flows flows.txt --json
+#[derive(Debug, clap::Args)]
+pub(crate) struct SendArgs {
+    /// Receiver: an address, a name, HOST:PORT or [IPv6]:PORT.
+    dest: String,
+    /// Use IPv4 only.
+    #[arg(short = '4', conflicts_with = "ipv6")]
+    ipv4: bool,
+    /// Use IPv6 only.
+    #[arg(short = '6')]
+    ipv6: bool,
+    /// Receiver port, when DEST carries none.
+    #[arg(short, long, default_value_t = DEFAULT_PORT)]
+    port: u16,
+    #[command(flatten)]
+    flow: FlowArgs,
+    /// Run the flows listed in FILE instead of the one given by flags: one flow per line,
+    /// written with the same flow options as this command (e.g. `--tcp --rate 100pps
+    /// --size 512 --dscp AF41 --start 2s --duration 5s`); `#` starts a comment. Flows run
+    /// concurrently, each on its own thread and socket.
+    #[arg(long, value_name = "FILE")]
+    flows: Option<PathBuf>,
+    /// Shared secret of a receiver started with --key.
+    #[arg(long, env = "DUALPERF_KEY", hide_env_values = true)]
+    key: Option<String>,
+    /// Print one JSON object with sender- and receiver-side results per flow.
+    #[arg(long)]
+    json: bool,
+    /// Write the sender's per-packet records (send schedule, and echoes for --meter rtt)
+    /// to this binary log.
+    #[arg(long, value_name = "FILE")]
+    log: Option<PathBuf>,
+    /// Spin (busy-wait) for the last part of each wait before a deadline. Default: 50µs,
+    /// or a quarter of the inter-departure time if that is shorter; 0 never spins.
+    #[arg(long, value_parser = crate::args::duration, value_name = "DURATION")]
+    spin: Option<Duration>,
+    /// Wake once for all packets due within this window and send them in one sendmmsg,
+    /// instead of waking for each packet: fewer wake-ups at very high rates, at the cost
+    /// of up to one window of schedule error and back-to-back packets. 0 (default) keeps
+    /// every packet on its own deadline; a late sender still batches what is due.
+    #[arg(long, default_value = "0", value_parser = crate::args::duration, value_name = "DURATION")]
+    batch_window: Duration,
+}
+
+/// The options of one flow, shared by the command line and flow files.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct FlowArgs {
+    /// UDP datagrams (default).
+    #[arg(long, conflicts_with = "tcp")]
+    udp: bool,
+    /// Length-prefixed messages on one TCP connection.
+    #[arg(long)]
+    tcp: bool,
+    /// Send rate: packets per second (30000pps) or payload bits per second (10mbit, 64kbit;
+    /// a bare K/M/G suffix means bits, as in iperf: 10M).
+    #[arg(short, long, default_value = "1000pps")]
+    rate: Rate,
+    /// Payload bytes per packet (UDP payload, or TCP message body). At least 16: the
+    /// probe header.
+    #[arg(short, long, default_value_t = 512, value_name = "BYTES")]
+    size: u32,
+    /// Stop after this long (10s, 500ms, 2m). Default 10s when no stop is given. A sender
+    /// that cannot keep up stops at this plus 1 % and reports the shortfall.
+    #[arg(short = 't', long, value_parser = crate::args::duration, value_name = "DURATION")]
+    duration: Option<Duration>,
+    /// Stop after this many packets.
+    #[arg(short = 'n', long, value_name = "N")]
+    count: Option<u64>,
+    /// Stop after this many payload bytes (1M, 64k).
+    #[arg(long, value_parser = crate::args::byte_count, value_name = "BYTES")]
+    bytes: Option<u64>,
+    /// owd: the receiver measures one-way delay. rtt: the receiver echoes each probe and
+    /// the sender measures round-trip time.
+    #[arg(short, long, default_value = "owd", value_parser = crate::args::meter)]
+    meter: Meter,
+    /// DSCP: 0-63 or a name (EF, AF41, CS1, BE, LE, VA).
+    #[arg(long)]
+    dscp: Option<Dscp>,
+    /// ECN codepoint: not-ect, ect1, ect0, ce (UDP only: on TCP the kernel owns ECN).
+    #[arg(long)]
+    ecn: Option<Ecn>,
+    /// IPv4 TTL / IPv6 hop limit (1-255).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..))]
+    ttl: Option<u8>,
+    /// IPv6 flow label (0x12345 or decimal, up to 20 bits), for UDP and TCP alike.
+    #[arg(long, value_parser = crate::args::flow_label)]
+    flow_label: Option<u32>,
+    /// TCP_NODELAY: send each TCP message at once (no Nagle).
+    #[arg(long)]
+    nodelay: bool,
+    /// Start this long after the run begins (for flow files).
+    #[arg(long, value_parser = crate::args::duration, value_name = "DURATION")]
+    start: Option<Duration>,
+    /// A name for this flow in the output.
+    #[arg(long)]
+    label: Option<String>,
+}
+
+#[derive(Parser)]
+#[command(name = "flow line", no_binary_name = true, disable_help_flag = true)]
+struct FlowLine {
+    #[command(flatten)]
+    flow: FlowArgs,
+}
+
+impl FlowArgs {
+    fn to_spec(&self, default_label: String) -> Result<FlowSpec> {
+        let min = probe::HEADER_LEN as u32;
+        if self.size < min {
+            usage!(
+                "--size {} is too small: the probe header needs {min} bytes",
+                self.size
+            );
+        }
+        if !self.tcp && self.size > 65_507 {
+            usage!(
+                "--size {} exceeds the largest UDP payload (65507 bytes)",
+                self.size
+            );
+        }
+        if self.tcp && self.size as usize > wire::frame::MAX_DATA_LEN {
+            usage!(
+                "--size {} exceeds the largest TCP message ({} bytes)",
+                self.size,
+                wire::frame::MAX_DATA_LEN
+            );
+        }
+        if self.tcp && self.ecn.is_some() {
+            usage!("--ecn applies to UDP only: on TCP the kernel sets the ECN bits");
+        }
+        if self.count == Some(0) || self.bytes == Some(0) || self.duration == Some(Duration::ZERO) {
+            usage!("a stop condition of zero sends nothing: give --count, --bytes or --duration above 0");
+        }
+        let mut stop = StopSpec {
+            duration: self.duration,
+            count: self.count,
+            bytes: self.bytes,
+        };
+        if stop.duration.is_none() && stop.count.is_none() && stop.bytes.is_none() {
+            stop.duration = Some(Duration::from_secs(10));
+        }
+        Ok(FlowSpec {
+            protocol: if self.tcp {
+                Protocol::Tcp
+            } else {
+                Protocol::Udp
+            },
+            meter: self.meter,
+            rate: self.rate,
+            size_bytes: self.size,
+            stop,
+            start_offset: self.start.unwrap_or_default(),
+            marking: MarkingSpec {
+                dscp: self.dscp,
+                ecn: self.ecn,
+                ttl: self.ttl,
+                flow_label: self.flow_label,
+            },
+            nodelay: self.nodelay,
+            label: self.label.clone().unwrap_or(default_label),
+        })
+    }
+}
+
+/// A validated send: destination, flows, options.
+pub(crate) struct SendConfig {
+    pub(crate) dest: SocketAddr,
+    pub(crate) flows: Vec<FlowSpec>,
+    pub(crate) key: Option<Vec<u8>>,
+    pub(crate) spin: Option<Duration>,
+    pub(crate) batch_window: Duration,
+    pub(crate) log: Option<PathBuf>,
+    pub(crate) progress: bool,
+}
+
+impl SendConfig {
+    /// A config for flows to `dest` with default pacing, no key, no log.
+    pub(crate) fn new(dest: SocketAddr, flows: Vec<FlowSpec>) -> Self {
+        Self {
+            dest,
+            flows,
+            key: None,
+            spin: None,
+            batch_window: Duration::ZERO,
+            log: None,
+            progress: false,
+        }
+    }
+}
+
+pub(crate) fn run(args: SendArgs) -> Result<()> {
+    let family = match (args.ipv4, args.ipv6) {
+        (true, _) => Family::V4,
+        (_, true) => Family::V6,
+        _ => Family::Any,
+    };
+    let dest = resolve(&args.dest, args.port, family)?;
+    let flows = match &args.flows {
+        Some(path) => read_flow_file(path)?,
+        None => vec![args.flow.to_spec("flow 0".into())?],
+    };
+    for f in &flows {
+        if f.marking.flow_label.is_some() && dest.is_ipv4() {
+            usage!("--flow-label applies to IPv6 only; {dest} is IPv4");
+        }
+    }
+    let config = SendConfig {
+        key: args.key.map(String::into_bytes),
+        spin: args.spin,
+        batch_window: args.batch_window,
+        log: args.log,
+        progress: std::io::stderr().is_terminal() && !args.json,
+        ..SendConfig::new(dest, flows)
+    };
+    let outcome = run_session(&config, &crate::interrupt::flag());
+    // Whatever happened, print what was measured before reporting an error.
+    let (report, error) = match outcome {
+        Ok(r) => (r, None),
+        Err(e) => match e.downcast::<PartialReport>() {
+            Ok(partial) => (partial.report, Some(partial.error)),
+            Err(e) => return Err(e),
+        },
+    };
+    if args.json {
+        crate::out::print_json(&report)?;
+    } else {
+        crate::out::print(report.to_text())?;
+    }
+    match error {
+        Some(e) => Err(anyhow::anyhow!(e)),
+        None => Ok(()),
+    }
+}
+
+fn read_flow_file(path: &Path) -> Result<Vec<FlowSpec>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read flow file {}", path.display()))?;
+    let mut flows = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let at = format!("{}:{}", path.display(), n + 1);
+        let parsed = FlowLine::try_parse_from(line.split_whitespace()).map_err(|e| {
+            anyhow::Error::new(crate::UsageError(format!(
+                "{at}: {}",
+                e.to_string().trim().trim_start_matches("error: ")
+            )))
+        })?;
+        let spec = parsed
+            .flow
+            .to_spec(format!("line {}", n + 1))
+            .map_err(|e| match e.downcast::<crate::UsageError>() {
+                Ok(u) => anyhow::Error::new(crate::UsageError(format!("{at}: {u}"))),
+                Err(e) => e.context(at.clone()),
+            })?;
+        flows.push(spec);
+    }
+    if flows.is_empty() {
+        usage!("flow file {} lists no flows", path.display());
+    }
+    Ok(flows)
+}

@@ -1,0 +1,176 @@
+//! What `dualperf send` reports: sender-side figures, the receiver's summary, and the
+//! round-trip summary of echoes, per flow.
+
+use std::net::SocketAddr;
+
+use meter::{FlowSummary, ScheduleError, TxRecord};
+use serde::Serialize;
+use traffic::FlowSpec;
+use wire::control::Meter;
+
+/// Sender-side figures of one flow.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct SentStats {
+    pub(crate) packets: u64,
+    pub(crate) bytes: u64,
+    /// First to last actual send time; `None` with fewer than two packets.
+    pub(crate) duration_ns: Option<u64>,
+    /// Achieved send rate, `packets / duration` over first→last send, the same
+    /// definition as the receiver's rate (D-ITG's "Average packet rate").
+    pub(crate) rate_pps: Option<f64>,
+    /// Payload bits over the same span.
+    pub(crate) bitrate_bps: Option<f64>,
+    pub(crate) requested_pps: f64,
+    /// Packets the stop conditions allow (rate × duration, count, bytes: the least).
+    pub(crate) planned_packets: Option<u64>,
+    /// Actual − scheduled send time (mean, p99, late packets).
+    pub(crate) schedule_error: Option<ScheduleError>,
+}
+
+/// How long the receiver held round-trip probes before echoing them (subtracted from
+/// each RTT, as irtt subtracts server processing time). Only probes of at least 32 bytes
+/// carry the receiver's timestamps.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub(crate) struct HoldStats {
+    pub(crate) packets: u64,
+    pub(crate) mean_ns: f64,
+    pub(crate) max_ns: u64,
+}
+
+impl HoldStats {
+    pub(crate) fn from_ns(holds: &[i64]) -> Option<Self> {
+        let max = holds.iter().copied().max()?;
+        Some(Self {
+            packets: holds.len() as u64,
+            mean_ns: holds.iter().map(|h| *h as f64).sum::<f64>() / holds.len() as f64,
+            max_ns: u64::try_from(max).unwrap_or(0),
+        })
+    }
+}
+
+/// Results of one flow.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct FlowOutcome {
+    pub(crate) id: u16,
+    pub(crate) spec: FlowSpec,
+    pub(crate) sent: SentStats,
+    /// The receiver's summary (one-way figures); `None` if it did not report.
+    pub(crate) received: Option<FlowSummary>,
+    /// The sender's summary of echoes (round-trip figures, --meter rtt).
+    pub(crate) rtt: Option<FlowSummary>,
+    /// Receiver hold time of echoes (--meter rtt).
+    pub(crate) receiver_hold: Option<HoldStats>,
+    /// Malformed messages the receiver saw on this flow; `None` if it did not report.
+    pub(crate) malformed_at_receiver: Option<u64>,
+    /// Why the flow ended early, if it did.
+    pub(crate) error: Option<String>,
+}
+
+/// Results of a session.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct SendReport {
+    pub(crate) format_version: u32,
+    pub(crate) tool: String,
+    pub(crate) dest: SocketAddr,
+    pub(crate) interrupted: bool,
+    pub(crate) flows: Vec<FlowOutcome>,
+}
+
+pub(crate) fn sent_stats(spec: &FlowSpec, tx: &[TxRecord]) -> SentStats {
+    let packets = tx.len() as u64;
+    let bytes = tx.iter().map(|t| u64::from(t.size_bytes)).sum::<u64>();
+    let duration_ns = match (tx.first(), tx.last()) {
+        (Some(a), Some(b)) if packets >= 2 && b.actual_ns > a.actual_ns => {
+            Some(b.actual_ns - a.actual_ns)
+        }
+        _ => None,
+    };
+    let per_second = |count: f64| duration_ns.map(|d| count * 1e9 / d as f64);
+    SentStats {
+        packets,
+        bytes,
+        duration_ns,
+        rate_pps: per_second(packets as f64),
+        bitrate_bps: per_second(bytes as f64 * 8.0),
+        requested_pps: spec.rate.pps(spec.size_bytes),
+        planned_packets: super::session::planned_packets(spec),
+        schedule_error: meter::schedule_error(tx),
+    }
+}
+
+impl SendReport {
+    /// Human-readable results.
+    pub(crate) fn to_text(&self) -> String {
+        let mut t = crate::table::Table::new(&[
+            "flow",
+            "proto",
+            "size B",
+            "sent",
+            "received",
+            "lost %",
+            "sent pps",
+            "rx Mbit/s",
+            "delay mean µs",
+            "jitter µs (D-ITG)",
+            "sched err p99 µs",
+        ]);
+        let dash = || "-".to_owned();
+        for f in &self.flows {
+            let summary = if f.spec.meter == Meter::Rtt {
+                f.rtt.as_ref()
+            } else {
+                f.received.as_ref()
+            };
+            let rx = f.received.as_ref();
+            t.row(vec![
+                format!("{} {}", f.id, f.spec.label),
+                format!("{:?}/{:?}", f.spec.protocol, f.spec.meter).to_lowercase(),
+                f.spec.size_bytes.to_string(),
+                f.sent.packets.to_string(),
+                rx.map_or_else(dash, |r| r.packets.to_string()),
+                rx.and_then(|r| r.loss.loss_pct)
+                    .map_or_else(dash, |p| format!("{p:.3}")),
+                f.sent.rate_pps.map_or_else(dash, |r| format!("{r:.1}")),
+                rx.and_then(|r| r.bitrate_bps)
+                    .map_or_else(dash, |b| format!("{:.3}", b / 1e6)),
+                summary
+                    .and_then(|s| s.delay.as_ref())
+                    .map_or_else(dash, |d| format!("{:.1}", d.mean_ns / 1e3)),
+                summary
+                    .and_then(|s| s.jitter.ditg_ns)
+                    .map_or_else(dash, |j| format!("{:.1}", j / 1e3)),
+                f.sent
+                    .schedule_error
+                    .as_ref()
+                    .map_or_else(dash, |e| format!("{:.1}", e.p99_ns as f64 / 1e3)),
+            ]);
+        }
+        let mut s = format!(
+            "dualperf send to {}{}\n",
+            self.dest,
+            if self.interrupted {
+                " (interrupted)"
+            } else {
+                ""
+            }
+        );
+        s.push_str(&t.render());
+        for f in self.flows.iter().filter(|f| f.spec.meter == Meter::Rtt) {
+            s.push_str(&format!(
+                "flow {}: delay is the round trip{}\n",
+                f.id,
+                f.receiver_hold.map_or(String::new(), |h| format!(
+                    " minus the receiver's hold time (mean {:.1} µs, max {:.1} µs)",
+                    h.mean_ns / 1e3,
+                    h.max_ns as f64 / 1e3
+                ))
+            ));
+        }
+        for f in &self.flows {
+            if let Some(e) = &f.error {
+                s.push_str(&format!("flow {}: ended early: {e}\n", f.id));
+            }
+        }
+        s
+    }
+}

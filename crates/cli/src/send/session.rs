@@ -1,0 +1,383 @@
+//! The sender's control session: handshake, registration, flows, finish, results.
+//!
+//! After registration a watcher thread owns the reading side of the control connection.
+//! Normally the only thing it reads is the receiver's `Results` after our `Finish`; if the
+//! receiver stops or dies first, the watcher returns early and every flow is halted, so
+//! the sender reports what it measured instead of blasting into the void.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Duration as StdDuration;
+
+use anyhow::{bail, Context, Result};
+use meter::FlowSummary;
+use traffic::FlowSpec;
+use wire::control::{
+    self, FlowAnnounce, FlowGrant, FlowResult, FlowSent, Meter, Msg, Protocol, PROTOCOL_VERSION,
+};
+use wire::time::Instant;
+
+use super::flow::{run_flow, Conn, FlowRun, Pacing};
+use super::report::{sent_stats, FlowOutcome, SendReport};
+use super::SendConfig;
+use crate::session::{write_msg, MsgReader};
+
+/// How long the sender waits for the receiver's results after `Finish`: the receiver
+/// may first wait for packets in flight and summarise millions of records.
+const RESULTS_TIMEOUT: StdDuration = StdDuration::from_secs(120);
+
+/// A report with what was measured, and the error that cut the session short.
+#[derive(Debug)]
+pub(crate) struct PartialReport {
+    pub(crate) report: SendReport,
+    pub(crate) error: String,
+}
+
+impl std::fmt::Display for PartialReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.error)
+    }
+}
+
+impl std::error::Error for PartialReport {}
+
+/// The marking a flow's sockets apply.
+pub(crate) fn marking_of(spec: &FlowSpec) -> netio::Marking {
+    netio::Marking {
+        tos: spec.marking.tos(),
+        ttl: spec.marking.ttl,
+        flow_label: spec.marking.flow_label,
+    }
+}
+
+/// Open a control session, run every flow, collect both sides' results.
+///
+/// Fails without a report when nothing was measured (no receiver, refused); once flows
+/// have run, a failure comes back as a [`PartialReport`] carrying everything measured.
+pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result<SendReport> {
+    let dest = config.dest;
+    let mut ctrl = netio::tcp::connect(
+        dest,
+        &netio::Marking::default(),
+        true,
+        None,
+        StdDuration::from_secs(5),
+    )
+    .with_context(|| {
+        format!("cannot reach a dualperf receiver at {dest} (is `dualperf recv` running?)")
+    })?;
+    ctrl.set_read_timeout(Some(StdDuration::from_secs(10)))?;
+    let mut reader = MsgReader::new();
+    handshake(&mut ctrl, &mut reader, config.key.as_deref())?;
+    let (conns, grants) = register(&mut ctrl, &mut reader, config)?;
+
+    // From here on the watcher reads the control connection.
+    let (results_tx, results_rx) = mpsc::channel();
+    let watcher_done = Arc::new(AtomicBool::new(false));
+    {
+        let mut rd = ctrl.try_clone()?;
+        rd.set_read_timeout(None)?;
+        let done = watcher_done.clone();
+        std::thread::Builder::new()
+            .name("control-watch".into())
+            .spawn(move || {
+                let msg = reader.read(&mut rd);
+                done.store(true, Ordering::SeqCst);
+                let _ = results_tx.send(msg);
+            })?;
+    }
+
+    let origin = Instant::from_nanos(netio::clock::mono_ns() + 20_000_000);
+    let halt = Arc::new(AtomicBool::new(false));
+    let progress = Arc::new(AtomicU64::new(0));
+    let pacing = Pacing {
+        spin: config.spin,
+        batch_window: config.batch_window,
+    };
+    let mut handles = Vec::new();
+    for ((spec, grant), conn) in config.flows.iter().zip(&grants).zip(conns) {
+        let run = FlowRun {
+            id: grant.id,
+            spec: spec.clone(),
+            origin,
+            pacing,
+            halt: halt.clone(),
+            progress: progress.clone(),
+        };
+        handles.push(
+            std::thread::Builder::new()
+                .name(format!("flow-{}", grant.id))
+                .spawn(move || run_flow(&run, conn))?,
+        );
+    }
+    let total_planned: Option<u64> = config.flows.iter().map(planned_packets).sum();
+    let mut last_print = std::time::Instant::now();
+    while !handles.iter().all(std::thread::JoinHandle::is_finished) {
+        std::thread::sleep(StdDuration::from_millis(20));
+        if stop.load(Ordering::Relaxed) || watcher_done.load(Ordering::Relaxed) {
+            halt.store(true, Ordering::SeqCst);
+        }
+        if config.progress && last_print.elapsed() >= StdDuration::from_millis(500) {
+            last_print = std::time::Instant::now();
+            let sent = progress.load(Ordering::Relaxed);
+            match total_planned {
+                Some(t) if t > 0 => eprint!(
+                    "\rdualperf send: {sent}/{t} packets ({:.0} %)   ",
+                    sent as f64 * 100.0 / t as f64
+                ),
+                _ => eprint!("\rdualperf send: {sent} packets   "),
+            }
+        }
+    }
+    if config.progress {
+        eprintln!();
+    }
+    let mut results = Vec::new();
+    for h in handles {
+        results.push(
+            h.join()
+                .map_err(|_| anyhow::anyhow!("a flow thread panicked"))?,
+        );
+    }
+
+    let mut errors: Vec<String> = results
+        .iter()
+        .zip(&grants)
+        .filter_map(|(r, g)| r.error.as_ref().map(|e| format!("flow {}: {e}", g.id)))
+        .collect();
+    if let Some(path) = &config.log {
+        if let Err(e) = write_sender_log(path, config, &grants, &results) {
+            errors.push(format!("{e:#}"));
+        }
+    }
+    let sent: Vec<FlowSent> = grants
+        .iter()
+        .zip(&results)
+        .map(|(g, r)| FlowSent {
+            id: g.id,
+            packets: r.tx.len() as u64,
+            bytes: r.tx.iter().map(|t| u64::from(t.size_bytes)).sum(),
+        })
+        .collect();
+    // The receiver may already have reported (it was stopped): then Finish may fail,
+    // and its results cover only what it received until then.
+    let receiver_ended_first = watcher_done.load(Ordering::SeqCst);
+    let _ = write_msg(&mut ctrl, &Msg::Finish { flows: sent });
+    let remote: Vec<FlowResult> = match results_rx.recv_timeout(RESULTS_TIMEOUT) {
+        Ok(Ok(Msg::Results { flows })) => {
+            if receiver_ended_first {
+                errors.push("the receiver stopped before the flows ended; its results cover what it received until then".into());
+            }
+            flows
+        }
+        Ok(Ok(Msg::Error { message })) => {
+            errors.push(format!("receiver failed to report: {message}"));
+            Vec::new()
+        }
+        Ok(Ok(other)) => {
+            errors.push(format!("unexpected reply from receiver: {other:?}"));
+            Vec::new()
+        }
+        Ok(Err(e)) => {
+            errors.push(format!("no results from the receiver: {e:#}"));
+            Vec::new()
+        }
+        Err(_) => {
+            errors.push(format!(
+                "no results from the receiver within {} s",
+                RESULTS_TIMEOUT.as_secs()
+            ));
+            Vec::new()
+        }
+    };
+
+    let flows = config
+        .flows
+        .iter()
+        .zip(&grants)
+        .zip(results)
+        .map(|((spec, grant), res)| {
+            let r = remote.iter().find(|r| r.id == grant.id);
+            let packets = res.tx.len() as u64;
+            FlowOutcome {
+                id: grant.id,
+                spec: spec.clone(),
+                sent: sent_stats(spec, &res.tx),
+                received: r
+                    .and_then(|r| serde_json::from_value::<FlowSummary>(r.summary.clone()).ok()),
+                rtt: (spec.meter == Meter::Rtt)
+                    .then(|| meter::summarize(&res.echoes, Some(packets))),
+                receiver_hold: res.hold,
+                malformed_at_receiver: r.map(|r| r.malformed),
+                error: res.error,
+            }
+        })
+        .collect();
+    let report = SendReport {
+        format_version: 1,
+        tool: format!("dualperf {}", env!("CARGO_PKG_VERSION")),
+        dest,
+        interrupted: stop.load(Ordering::SeqCst),
+        flows,
+    };
+    if errors.is_empty() {
+        Ok(report)
+    } else {
+        Err(anyhow::Error::new(PartialReport {
+            report,
+            error: errors.join("; "),
+        }))
+    }
+}
+
+fn handshake(ctrl: &mut TcpStream, reader: &mut MsgReader, key: Option<&[u8]>) -> Result<()> {
+    write_msg(
+        ctrl,
+        &Msg::Hello {
+            version: PROTOCOL_VERSION,
+        },
+    )?;
+    let nonce = match reader.read(ctrl)? {
+        Msg::Challenge { nonce, .. } => nonce,
+        Msg::Error { message } => bail!("receiver refused: {message}"),
+        other => bail!("unexpected reply from receiver: {other:?}"),
+    };
+    let mac = key
+        .map(|k| control::auth_mac(k, &nonce))
+        .unwrap_or_default();
+    write_msg(ctrl, &Msg::Auth { mac })?;
+    match reader.read(ctrl) {
+        Ok(Msg::Welcome { .. }) => Ok(()),
+        Ok(Msg::Error { message }) => bail!("receiver refused: {message}"),
+        Ok(other) => bail!("unexpected reply from receiver: {other:?}"),
+        Err(e) => Err(e.context("receiver closed the session during authentication")),
+    }
+}
+
+/// Open every flow's socket (UDP first, so its source port can be announced), register
+/// the flows, then attach the TCP data connections.
+fn register(
+    ctrl: &mut TcpStream,
+    reader: &mut MsgReader,
+    config: &SendConfig,
+) -> Result<(Vec<Conn>, Vec<FlowGrant>)> {
+    let dest = config.dest;
+    let mut udp = Vec::new();
+    let mut announces = Vec::new();
+    for (i, spec) in config.flows.iter().enumerate() {
+        let marking = marking_of(spec);
+        let src_port = if spec.protocol == Protocol::Udp {
+            let any: IpAddr = if dest.is_ipv4() {
+                Ipv4Addr::UNSPECIFIED.into()
+            } else {
+                Ipv6Addr::UNSPECIFIED.into()
+            };
+            let sock = netio::UdpSocket::bind(SocketAddr::new(any, 0), false)?;
+            sock.connect_marked(dest, &marking)
+                .with_context(|| format!("flow {i}: cannot apply marking {marking:?}"))?;
+            let _ = sock.set_buffer_sizes(Some(4 << 20), Some(4 << 20));
+            if spec.meter == Meter::Rtt {
+                sock.enable_recv_meta()?;
+            }
+            let port = sock.local_addr()?.port();
+            udp.push(Some(sock));
+            Some(port)
+        } else {
+            udp.push(None);
+            None
+        };
+        announces.push(FlowAnnounce {
+            index: i as u32,
+            protocol: spec.protocol,
+            meter: spec.meter,
+            size_bytes: spec.size_bytes,
+            tos: marking.tos,
+            ttl: marking.ttl,
+            flow_label: marking.flow_label,
+            src_port,
+            label: spec.label.clone(),
+        });
+    }
+    write_msg(ctrl, &Msg::Register { flows: announces })?;
+    let grants = match reader.read(ctrl)? {
+        Msg::Registered { flows } => flows,
+        Msg::Error { message } => bail!("receiver refused the flows: {message}"),
+        other => bail!("unexpected reply from receiver: {other:?}"),
+    };
+    if grants.len() != config.flows.len() {
+        bail!(
+            "receiver granted {} of {} flows",
+            grants.len(),
+            config.flows.len()
+        );
+    }
+    let mut conns = Vec::new();
+    for ((spec, grant), sock) in config.flows.iter().zip(&grants).zip(udp) {
+        if let Some(sock) = sock {
+            conns.push(Conn::Udp(Arc::new(sock)));
+            continue;
+        }
+        let mut stream = netio::tcp::connect(
+            dest,
+            &marking_of(spec),
+            spec.nodelay,
+            None,
+            StdDuration::from_secs(5),
+        )
+        .with_context(|| format!("flow {}: cannot open the TCP data connection", grant.id))?;
+        write_msg(
+            &mut stream,
+            &Msg::Attach {
+                flow: grant.id,
+                token: grant.token,
+            },
+        )?;
+        if spec.meter == Meter::Rtt {
+            let _ = netio::tcp::enable_recv_meta(&stream);
+        }
+        conns.push(Conn::Tcp(stream));
+    }
+    Ok((conns, grants))
+}
+
+/// Packets the stop conditions allow: the least of rate × duration, count and bytes.
+pub(crate) fn planned_packets(spec: &FlowSpec) -> Option<u64> {
+    let by_duration = spec
+        .stop
+        .duration
+        .map(|d| (d.as_secs_f64() * spec.rate.pps(spec.size_bytes)).ceil() as u64);
+    let by_bytes = spec
+        .stop
+        .bytes
+        .map(|b| b.div_ceil(u64::from(spec.size_bytes)));
+    [by_duration, spec.stop.count, by_bytes]
+        .into_iter()
+        .flatten()
+        .min()
+}
+
+fn write_sender_log(
+    path: &std::path::Path,
+    config: &SendConfig,
+    grants: &[FlowGrant],
+    results: &[super::flow::FlowResult],
+) -> Result<()> {
+    let file =
+        std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+    let meta = serde_json::json!({"tool": "dualperf send", "version": env!("CARGO_PKG_VERSION"), "dest": config.dest});
+    let mut log = meter::log::LogWriter::new(file, &meta.to_string())?;
+    for ((spec, g), r) in config.flows.iter().zip(grants).zip(results) {
+        let info = serde_json::json!({"flow_id": g.id, "spec": spec, "sent_packets": r.tx.len()});
+        log.write_flow(u32::from(g.id), &info.to_string())?;
+        for t in &r.tx {
+            log.write_tx(t)?;
+        }
+        for e in &r.echoes {
+            log.write_rx(e)?;
+        }
+    }
+    log.flush()
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
