@@ -58,6 +58,11 @@ impl MsgReader {
         }
     }
 
+    /// Accept bodies up to `max_len` from now on (after authentication).
+    pub(crate) fn set_max_len(&mut self, max_len: usize) {
+        self.decoder.set_max_len(max_len);
+    }
+
     /// Bytes already read past the last message (the start of a data stream).
     pub(crate) fn into_decoder(self) -> FrameDecoder {
         self.decoder

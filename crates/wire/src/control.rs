@@ -18,7 +18,9 @@
 //! - [`Msg::Attach`] turns the connection into the TCP data stream of a registered flow;
 //!   the token proves it belongs to the session that registered it.
 //!
-//! Every body is at most [`MAX_MSG_LEN`] bytes; [`parse`] never panics.
+//! Until `Welcome`, every body is at most [`MAX_MSG_LEN`] bytes (a stranger cannot make
+//! the receiver buffer more); after it, at most [`MAX_SESSION_MSG_LEN`]. [`parse`] never
+//! panics.
 
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
@@ -26,8 +28,10 @@ use sha2::Sha256;
 
 /// Version of the control protocol.
 pub const PROTOCOL_VERSION: u32 = 1;
-/// Largest control message body accepted.
+/// Largest control message body accepted before the session is authenticated.
 pub const MAX_MSG_LEN: usize = 64 * 1024;
+/// Largest body once authenticated: registrations and results of thousands of flows.
+pub const MAX_SESSION_MSG_LEN: usize = 16 << 20;
 /// Domain-separation prefix of the handshake MAC.
 pub const CONTEXT: &[u8] = b"dualperf control v1";
 
@@ -174,8 +178,8 @@ pub enum Msg {
 /// Why a control message could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum ControlError {
-    /// The body exceeds [`MAX_MSG_LEN`].
-    #[error("control message of {0} bytes exceeds the {MAX_MSG_LEN}-byte limit")]
+    /// The body exceeds [`MAX_SESSION_MSG_LEN`].
+    #[error("control message of {0} bytes exceeds the {MAX_SESSION_MSG_LEN}-byte limit")]
     TooLong(usize),
     /// The body is not a valid message.
     #[error("malformed control message: {0}")]
@@ -184,7 +188,7 @@ pub enum ControlError {
 
 /// Parse a control message body.
 pub fn parse(body: &[u8]) -> Result<Msg, ControlError> {
-    if body.len() > MAX_MSG_LEN {
+    if body.len() > MAX_SESSION_MSG_LEN {
         return Err(ControlError::TooLong(body.len()));
     }
     Ok(serde_json::from_slice(body)?)
@@ -277,7 +281,7 @@ mod tests {
         assert!(parse(br#"{"type":"nope"}"#).is_err());
         assert!(parse(b"\xff\xfe").is_err());
         assert!(matches!(
-            parse(&vec![b' '; MAX_MSG_LEN + 1]),
+            parse(&vec![b' '; MAX_SESSION_MSG_LEN + 1]),
             Err(ControlError::TooLong(_))
         ));
     }

@@ -178,6 +178,8 @@ fn control_session(
             receiver: format!("dualperf {}", env!("CARGO_PKG_VERSION")),
         },
     )?;
+    // Authenticated: registrations may now be large (thousands of flows).
+    reader.set_max_len(control::MAX_SESSION_MSG_LEN);
     let Msg::Register { flows } =
         handshake_read(shared, &mut reader, &mut stream, deadline, "register")?
     else {

@@ -248,7 +248,11 @@ fn handshake(ctrl: &mut TcpStream, reader: &mut MsgReader, key: Option<&[u8]>) -
         .unwrap_or_default();
     write_msg(ctrl, &Msg::Auth { mac })?;
     match reader.read(ctrl) {
-        Ok(Msg::Welcome { .. }) => Ok(()),
+        Ok(Msg::Welcome { .. }) => {
+            // Results of many flows can be large; the receiver is now authenticated.
+            reader.set_max_len(control::MAX_SESSION_MSG_LEN);
+            Ok(())
+        }
         Ok(Msg::Error { message }) => bail!("receiver refused: {message}"),
         Ok(other) => bail!("unexpected reply from receiver: {other:?}"),
         Err(e) => Err(e.context("receiver closed the session during authentication")),

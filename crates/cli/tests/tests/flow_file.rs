@@ -49,6 +49,34 @@ fn a_flow_file_runs_each_listed_flow_and_every_packet_arrives() {
     assert_eq!(u(&recv.counters, "/datagrams"), 200);
 }
 
+/// Regression: the results of ~60 or more flows exceeded the 64 KiB control-message
+/// limit, so the sender got no results at all. After authentication the limit is 16 MiB.
+#[test]
+fn eighty_flows_in_one_session_are_all_reported() {
+    let dir = TempDir::new("flows-many");
+    let file = dir.path("flows.txt");
+    let line = "--udp --rate 200pps --size 64 --count 10 --dscp CS1\n";
+    std::fs::write(&file, line.repeat(80)).unwrap();
+    let rx = Receiver::start(&["--json", "--sessions", "1"]);
+    let out = send(
+        "127.0.0.1",
+        rx.port,
+        &["--flows", path_str(&file), "--json"],
+    );
+    out.assert_success();
+    let report = out.json();
+    let flows = report["flows"].as_array().expect("flows");
+    assert_eq!(flows.len(), 80);
+    for f in flows {
+        assert_eq!(u(f, "/sent/packets"), 10);
+        assert_eq!(u(f, "/received/packets"), 10, "{f:#}");
+        assert_eq!(hist(f, "/received/marking/dscp_seen"), only("8", 10));
+    }
+    let recv = rx.finish();
+    recv.finished.assert_success();
+    assert_eq!(u(&recv.counters, "/datagrams"), 800);
+}
+
 #[test]
 fn a_bad_option_in_a_flow_file_names_the_line_and_exits_2() {
     let dir = TempDir::new("flows-bad-option");
