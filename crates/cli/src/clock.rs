@@ -63,14 +63,14 @@ pub(crate) fn run(args: ClockArgs) -> Result<()> {
                 })
                 .collect();
             over.sort_unstable();
-            let pick =
-                |p: f64| over[((p * over.len() as f64).ceil() as usize).clamp(1, over.len()) - 1];
+            // Nearest-rank percentiles, as everywhere in dualperf.
+            let pick = |pct: f64| meter::percentile_nearest_rank(&over, pct).unwrap_or(0);
             waits.push(WaitStats {
                 wait_ns,
                 mode,
                 overshoot_mean_ns: over.iter().sum::<u64>() as f64 / over.len() as f64,
-                overshoot_p50_ns: pick(0.5),
-                overshoot_p99_ns: pick(0.99),
+                overshoot_p50_ns: pick(50.0),
+                overshoot_p99_ns: pick(99.0),
                 overshoot_max_ns: *over.last().unwrap_or(&0),
             });
         }

@@ -16,9 +16,11 @@ use crate::recv::{Receiver, ReceiverConfig};
 use crate::send::{run_session, FlowOutcome, SendConfig};
 use crate::usage;
 
-/// Compare IPv4 and IPv6 on this host: UDP and TCP at several packet sizes, each run
-/// over 127.0.0.1 and then over ::1 with the round-trip meter, and one table with IPv4,
-/// IPv6 and the relative difference for throughput, RTT, jitter and loss.
+/// Compare IPv4 and IPv6 on this host: the main battery, side by side.
+///
+/// UDP and TCP at several packet sizes, each test run over 127.0.0.1 and then over ::1
+/// with the round-trip meter, and one table with IPv4, IPv6 and the relative difference
+/// for throughput, RTT, jitter and loss.
 ///
 /// Starts its own receiver; nothing else is needed. Throughput is the receiver's payload
 /// bit rate; RTT and jitter come from the sender's echoes (jitter: D-ITG's mean |ΔD|).

@@ -14,11 +14,11 @@ use crate::usage;
 /// The text output has the fields of D-ITG's ITGDec (delay, jitter, bit rate, packet
 /// rate, drops, loss bursts) so results can be compared line by line, followed by the
 /// other jitter definitions (RFC 3550, IPDV, PDV percentiles), duplicates and reordering.
-///
-/// Examples:
-///   dualperf decode recv.dplog
-///   dualperf decode recv.dplog --interval 100ms --csv > series.csv
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  dualperf decode recv.dplog
+  dualperf decode recv.dplog --flow 2 --json
+  dualperf decode recv.dplog --interval 100ms --csv > series.csv")]
 pub(crate) struct DecodeArgs {
     /// The log file.
     log: PathBuf,

@@ -24,7 +24,15 @@ use clap::{Parser, Subcommand};
 /// Start a receiver with `dualperf recv`, then send to it with `dualperf send HOST`.
 /// `dualperf compare` runs a standard IPv4-vs-IPv6 battery on loopback by itself.
 #[derive(Debug, Parser)]
-#[command(name = "dualperf", version, about, long_about, max_term_width = 100)]
+#[command(
+    name = "dualperf",
+    version,
+    about,
+    long_about,
+    max_term_width = 100,
+    after_help = "Exit status: 0 success (also when stdout is closed early), 1 a measurement failed \
+                  (what was measured is still printed), 2 a usage error."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -39,6 +39,9 @@ use crate::session::DEFAULT_PORT;
 /// the sender that registered them, with that flow's marking, never larger than received.
 /// Ctrl-C prints what was measured and flushes the log.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  dualperf recv
+  dualperf recv --port 5000 --key secret --log recv.dplog --json")]
 pub(crate) struct RecvArgs {
     /// Port for UDP and TCP data and the TCP control channel (0 picks a free one; the
     /// chosen port is printed on stderr).
