@@ -298,7 +298,8 @@ fn render(r: &CompareReport) -> String {
     }
     format!(
         "dualperf compare: IPv4 (127.0.0.1) vs IPv6 (::1), {} for {} per test, {} B payloads, round-trip meter{}\n{}\
-         Throughput: receiver payload bit rate. RTT: mean of sender-measured round trips. Jitter: mean |ΔRTT| in arrival order (D-ITG).\n\
+         Throughput: receiver payload bit rate. RTT: mean of sender-measured round trips less the time the receiver held\n\
+         each probe (as irtt does). Jitter: mean |ΔRTT| in arrival order (D-ITG).\n\
          Δ % = (IPv6 − IPv4) / IPv4. Loopback has no wire: differences reflect the stacks, not headers on a link.\n",
         r.rate,
         Duration::from_nanos(r.duration_ns),
