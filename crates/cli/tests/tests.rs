@@ -22,6 +22,8 @@ mod interrupt;
 mod loopback;
 #[path = "tests/marking.rs"]
 mod marking;
+#[path = "tests/presets.rs"]
+mod presets;
 #[path = "tests/raw_protocol.rs"]
 mod raw_protocol;
 #[path = "tests/usage.rs"]

@@ -10,6 +10,7 @@
 pub mod flow;
 pub mod schedule;
 pub mod units;
+pub mod voip;
 
 pub use flow::{FlowSpec, MarkingSpec, StopSpec};
 pub use schedule::{Schedule, Transmit};

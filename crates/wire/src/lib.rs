@@ -12,6 +12,7 @@
 //!   clock stamps are plain `u64` nanoseconds since the Unix epoch (`*_ns` fields).
 //! - [`ds`]: DSCP and ECN, with the names of RFC 2474/2597/3246/8622.
 //! - [`probe`]: the measurement probe header carried at the start of every payload.
+//! - [`rtp`]: the RFC 3550 RTP fixed header and a sans-IO stream numberer/timestamper.
 //! - [`frame`]: length-prefixed framing for message boundaries on TCP.
 //! - [`control`]: the control-channel messages and the HMAC handshake.
 //!
@@ -23,6 +24,7 @@ pub mod control;
 pub mod ds;
 pub mod frame;
 pub mod probe;
+pub mod rtp;
 pub mod time;
 
 /// Parsing a packet or message failed: it is malformed, truncated or of an unknown version.

@@ -99,6 +99,17 @@ pub(crate) struct FlowArgs {
     /// probe header.
     #[arg(short, long, default_value_t = 512, value_name = "BYTES")]
     size: u32,
+    /// VoIP as D-ITG models it: g711.1, g711.2, g723.1, g729.2 or g729.3 sets the packet
+    /// rate and payload size (UDP). See --voip-header and --vad.
+    #[arg(long, value_name = "CODEC", conflicts_with_all = ["rate", "size", "tcp"])]
+    voip: Option<traffic::voip::Codec>,
+    /// Header bytes D-ITG's VoIP model counts in the payload: rtp (12), crtp (2) or none.
+    #[arg(long, default_value = "rtp", value_parser = parse_voip_header, requires = "voip")]
+    voip_header: traffic::voip::VoipHeader,
+    /// Voice activity: ditg scales every packet's codec bytes by 0.65, as D-ITG's -VAD
+    /// does (not talk spurts and silences).
+    #[arg(long, value_parser = ["ditg"], requires = "voip")]
+    vad: Option<String>,
     /// Stop after this long (10s, 500ms, 2m). Default 10s when no stop is given. A sender
     /// that cannot keep up stops at this plus 1 % and reports the shortfall.
     #[arg(short = 't', long, value_parser = crate::args::duration, value_name = "DURATION")]
@@ -171,6 +182,16 @@ impl FlowArgs {
         if self.count == Some(0) || self.bytes == Some(0) || self.duration == Some(Duration::ZERO) {
             usage!("a stop condition of zero sends nothing: give --count, --bytes or --duration above 0");
         }
+        let (rate, size, label) = match self.voip {
+            Some(codec) => {
+                let vad = self.vad.is_some();
+                let size = codec.payload_bytes(self.voip_header, vad);
+                let header = format!("{:?}", self.voip_header).to_lowercase();
+                let label = format!("voip {codec} {header}{}", if vad { " vad" } else { "" });
+                (codec.rate(), size, label)
+            }
+            None => (self.rate, self.size, default_label),
+        };
         let mut stop = StopSpec {
             duration: self.duration,
             count: self.count,
@@ -186,8 +207,8 @@ impl FlowArgs {
                 Protocol::Udp
             },
             meter: self.meter,
-            rate: self.rate,
-            size_bytes: self.size,
+            rate,
+            size_bytes: size,
             stop,
             start_offset: self.start.unwrap_or_default(),
             marking: MarkingSpec {
@@ -197,8 +218,18 @@ impl FlowArgs {
                 flow_label: self.flow_label,
             },
             nodelay: self.nodelay,
-            label: self.label.clone().unwrap_or(default_label),
+            label: self.label.clone().unwrap_or(label),
         })
+    }
+}
+
+fn parse_voip_header(s: &str) -> Result<traffic::voip::VoipHeader, String> {
+    use traffic::voip::VoipHeader;
+    match s.to_ascii_lowercase().as_str() {
+        "rtp" => Ok(VoipHeader::Rtp),
+        "crtp" => Ok(VoipHeader::Crtp),
+        "none" => Ok(VoipHeader::None),
+        _ => Err(format!("unknown VoIP header '{s}': use rtp, crtp or none")),
     }
 }
 

@@ -1,0 +1,56 @@
+//! Application presets: D-ITG's VoIP codec models set the rate and payload size exactly.
+
+use crate::support::{send, u, Receiver};
+
+/// (codec, header, vad, payload bytes, pkt/s): D-ITG's table (reference/peer-tools.md §3.2).
+const CASES: [(&str, &str, bool, u64, &str); 4] = [
+    ("g711.1", "rtp", false, 92, "100pps"),
+    ("g729.2", "crtp", true, 16, "50pps"),
+    ("g723.1", "rtp", true, 31, "26pps"),
+    ("G.729.3", "none", false, 30, "33pps"),
+];
+
+#[test]
+fn voip_presets_send_ditg_payload_sizes_at_ditg_rates() {
+    for (codec, header, vad, size, rate) in CASES {
+        let rx = Receiver::start(&["--json", "--sessions", "1"]);
+        let mut args = vec![
+            "--voip",
+            codec,
+            "--voip-header",
+            header,
+            "--count",
+            "20",
+            "--json",
+        ];
+        if vad {
+            args.extend(["--vad", "ditg"]);
+        }
+        let out = send("::1", rx.port, &args);
+        out.assert_success();
+        let f = &out.json()["flows"][0];
+        assert_eq!(u(f, "/spec/size_bytes"), size, "{codec} {header} vad={vad}");
+        assert_eq!(f["spec"]["rate"], rate, "{codec}");
+        assert_eq!(u(f, "/received/packets"), 20);
+        assert_eq!(u(f, "/received/bytes"), 20 * size);
+        rx.finish().finished.assert_success();
+    }
+}
+
+#[test]
+fn voip_preset_rejects_an_explicit_rate_or_tcp() {
+    for extra in [["--rate", "10pps"], ["--size", "100"]] {
+        let mut args = vec!["--voip", "g711.1"];
+        args.extend(extra);
+        let out = send("::1", 9, &args);
+        assert_eq!(out.code(), Some(2), "stderr: {}", out.stderr);
+    }
+    let out = send("::1", 9, &["--voip", "g711.1", "--tcp"]);
+    assert_eq!(out.code(), Some(2), "stderr: {}", out.stderr);
+    let out = send("::1", 9, &["--voip", "g722"]);
+    assert!(
+        out.stderr.contains("unknown codec"),
+        "stderr: {}",
+        out.stderr
+    );
+}

@@ -1,0 +1,190 @@
+//! VoIP codec models, bit-exact with D-ITG's `VoIP` preset (`ITGSend … VoIP -x CODEC -h
+//! RTP|CRTP [-VAD]`, D-ITG 2.8.1 `src/ITGSend/traffic.cpp` lines 101–207, tabulated in
+//! `reference/peer-tools.md` §3.2).
+//!
+//! D-ITG's model: every packet carries `framesize × samples` codec bytes (times 0.65
+//! with its VAD factor), plus 12 bytes for an RTP header or 2 for a compressed (CRTP) one;
+//! the payload size is truncated to an integer and clamped to at least 16 bytes (D-ITG's
+//! own minimum); packets leave at a constant rate of `pps`.
+//!
+//! | codec | frame B × samples | pps | RTP payload | CRTP | RTP+VAD | CRTP+VAD |
+//! |---|---|---|---|---|---|---|
+//! | G.711.1 | 80 × 1 | 100 | 92 | 82 | 64 | 54 |
+//! | G.711.2 | 80 × 2 | 50 | 172 | 162 | 116 | 106 |
+//! | G.723.1 | 30 × 1 | 26 | 42 | 32 | 31 | 21 |
+//! | G.729.2 | 10 × 2 | 50 | 32 | 22 | 25 | 16 (15 clamped) |
+//! | G.729.3 | 10 × 3 | 33 | 42 | 32 | 31 (31.5 truncated) | 21 |
+//!
+//! D-ITG's "VAD" is a constant factor, not talk spurts and silences; a realistic on/off
+//! voice activity model arrives with the distributions.
+
+use core::fmt;
+use core::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::units::Rate;
+
+/// A codec as D-ITG models it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Codec {
+    /// G.711, one 10 ms frame per packet.
+    #[serde(rename = "g711.1")]
+    G711x1,
+    /// G.711, two frames per packet.
+    #[serde(rename = "g711.2")]
+    G711x2,
+    /// G.723.1 as D-ITG models it (30 B at 26 pkt/s; ITU-T's nominal frame is 24 B / 30 ms).
+    #[serde(rename = "g723.1")]
+    G723x1,
+    /// G.729, two 10 ms frames per packet.
+    #[serde(rename = "g729.2")]
+    G729x2,
+    /// G.729, three frames per packet.
+    #[serde(rename = "g729.3")]
+    G729x3,
+}
+
+/// The header D-ITG accounts for in the payload.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VoipHeader {
+    /// A 12-byte RTP header.
+    #[default]
+    Rtp,
+    /// A 2-byte compressed RTP header (RFC 2508).
+    Crtp,
+    /// No header bytes.
+    None,
+}
+
+/// D-ITG's constant voice-activity factor.
+pub const DITG_VAD_FACTOR: f64 = 0.65;
+/// D-ITG's smallest payload.
+pub const DITG_MIN_PAYLOAD: u32 = 16;
+
+impl Codec {
+    /// Every codec.
+    pub const ALL: [Self; 5] = [
+        Self::G711x1,
+        Self::G711x2,
+        Self::G723x1,
+        Self::G729x2,
+        Self::G729x3,
+    ];
+
+    /// Codec bytes per frame, frames per packet, packets per second.
+    pub const fn model(self) -> (u32, u32, u32) {
+        match self {
+            Self::G711x1 => (80, 1, 100),
+            Self::G711x2 => (80, 2, 50),
+            Self::G723x1 => (30, 1, 26),
+            Self::G729x2 => (10, 2, 50),
+            Self::G729x3 => (10, 3, 33),
+        }
+    }
+
+    /// Payload bytes per packet, as D-ITG computes them: `(int)(vad · frame · samples +
+    /// header)`, at least [`DITG_MIN_PAYLOAD`].
+    pub fn payload_bytes(self, header: VoipHeader, ditg_vad: bool) -> u32 {
+        let (frame, samples, _) = self.model();
+        let h = match header {
+            VoipHeader::Rtp => 12.0,
+            VoipHeader::Crtp => 2.0,
+            VoipHeader::None => 0.0,
+        };
+        let vad = if ditg_vad { DITG_VAD_FACTOR } else { 1.0 };
+        let bytes = (vad * f64::from(frame * samples) + h) as u32;
+        bytes.max(DITG_MIN_PAYLOAD)
+    }
+
+    /// The constant packet rate.
+    pub const fn rate(self) -> Rate {
+        Rate::MilliPps(self.model().2 as u64 * 1000)
+    }
+}
+
+impl fmt::Display for Codec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::G711x1 => "g711.1",
+            Self::G711x2 => "g711.2",
+            Self::G723x1 => "g723.1",
+            Self::G729x2 => "g729.2",
+            Self::G729x3 => "g729.3",
+        })
+    }
+}
+
+/// An unknown codec name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown codec '{0}': use g711.1, g711.2, g723.1, g729.2 or g729.3")]
+pub struct UnknownCodec(String);
+
+impl FromStr for Codec {
+    type Err = UnknownCodec;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        // D-ITG spells them G.711.1 etc.; accept both.
+        let t = s.trim().to_ascii_lowercase().replace("g.", "g");
+        Self::ALL
+            .into_iter()
+            .find(|c| c.to_string() == t)
+            .ok_or_else(|| UnknownCodec(s.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payloads_match_ditg_table() {
+        // reference/peer-tools.md §3.2: RTP, CRTP, RTP+VAD, CRTP+VAD.
+        let table = [
+            (Codec::G711x1, [92, 82, 64, 54]),
+            (Codec::G711x2, [172, 162, 116, 106]),
+            (Codec::G723x1, [42, 32, 31, 21]),
+            (Codec::G729x2, [32, 22, 25, 16]),
+            (Codec::G729x3, [42, 32, 31, 21]),
+        ];
+        for (codec, [rtp, crtp, rtp_vad, crtp_vad]) in table {
+            assert_eq!(codec.payload_bytes(VoipHeader::Rtp, false), rtp, "{codec}");
+            assert_eq!(
+                codec.payload_bytes(VoipHeader::Crtp, false),
+                crtp,
+                "{codec}"
+            );
+            assert_eq!(
+                codec.payload_bytes(VoipHeader::Rtp, true),
+                rtp_vad,
+                "{codec}"
+            );
+            assert_eq!(
+                codec.payload_bytes(VoipHeader::Crtp, true),
+                crtp_vad,
+                "{codec}"
+            );
+        }
+    }
+
+    #[test]
+    fn payload_bit_rates_match_ditg() {
+        // 73.6, 68.8, 8.736, 12.8 and 11.088 kbit/s of RTP payload (seed 004, D-ITG).
+        let kbps = |c: Codec| {
+            f64::from(c.payload_bytes(VoipHeader::Rtp, false)) * 8.0 * c.rate().pps(1) / 1000.0
+        };
+        assert_eq!(kbps(Codec::G711x1), 73.6);
+        assert_eq!(kbps(Codec::G711x2), 68.8);
+        assert_eq!(kbps(Codec::G723x1), 8.736);
+        assert_eq!(kbps(Codec::G729x2), 12.8);
+        assert_eq!(kbps(Codec::G729x3), 11.088);
+    }
+
+    #[test]
+    fn names_parse_in_both_spellings() {
+        assert_eq!("G.711.1".parse::<Codec>().unwrap(), Codec::G711x1);
+        assert_eq!("g729.3".parse::<Codec>().unwrap(), Codec::G729x3);
+        assert!("opus".parse::<Codec>().is_err());
+        assert_eq!(Codec::G723x1.rate(), Rate::MilliPps(26_000));
+    }
+}
