@@ -177,6 +177,7 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
                     marking: MarkingSpec::default(),
                     nodelay: true,
                     label: format!("{:?} {size} B", protocol).to_lowercase(),
+                    rtp: None,
                 };
                 let config = SendConfig::new(SocketAddr::new(ip, port), vec![spec]);
                 let family = if v6 { "IPv6" } else { "IPv4" };

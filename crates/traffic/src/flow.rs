@@ -46,6 +46,16 @@ impl MarkingSpec {
     }
 }
 
+/// A flow whose packets carry a real RFC 3550 RTP header in front of the probe, so
+/// Wireshark and RTP tools follow the stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RtpSpec {
+    /// RTP payload type (RFC 3551: 0 PCMU, 4 G723, 18 G729, 31 H261).
+    pub payload_type: u8,
+    /// Media clock of the timestamps, in Hz (8000 for the voice codecs).
+    pub clock_rate_hz: u32,
+}
+
 /// One flow.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FlowSpec {
@@ -68,6 +78,9 @@ pub struct FlowSpec {
     pub nodelay: bool,
     /// A label for output (flow-file line, preset).
     pub label: String,
+    /// A real RTP header before the probe (UDP only).
+    #[serde(default)]
+    pub rtp: Option<RtpSpec>,
 }
 
 #[cfg(test)]

@@ -12,6 +12,6 @@ pub mod schedule;
 pub mod units;
 pub mod voip;
 
-pub use flow::{FlowSpec, MarkingSpec, StopSpec};
+pub use flow::{FlowSpec, MarkingSpec, RtpSpec, StopSpec};
 pub use schedule::{Schedule, Transmit};
 pub use units::{parse_bytes, parse_duration, Rate, UnitError};

@@ -213,6 +213,7 @@ mod tests {
             marking: MarkingSpec::default(),
             nodelay: false,
             label: String::new(),
+            rtp: None,
         }
     }
 

@@ -98,6 +98,19 @@ impl Codec {
         bytes.max(DITG_MIN_PAYLOAD)
     }
 
+    /// The RTP payload type (RFC 3551 Table 4) and clock rate of the codec.
+    pub const fn rtp(self) -> crate::flow::RtpSpec {
+        let payload_type = match self {
+            Self::G711x1 | Self::G711x2 => 0,
+            Self::G723x1 => 4,
+            Self::G729x2 | Self::G729x3 => 18,
+        };
+        crate::flow::RtpSpec {
+            payload_type,
+            clock_rate_hz: 8000,
+        }
+    }
+
     /// The constant packet rate.
     pub const fn rate(self) -> Rate {
         Rate::MilliPps(self.model().2 as u64 * 1000)

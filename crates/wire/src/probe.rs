@@ -186,6 +186,18 @@ fn be<const N: usize>(s: &[u8]) -> [u8; N] {
     out
 }
 
+/// Where the probe starts in a payload: at 0, or right after a valid RTP header (the
+/// probe's first octet, 0xD6, has the bits of RTP version 3, so the two never collide).
+/// `None` if neither holds.
+pub fn find(payload: &[u8]) -> Option<usize> {
+    if payload.first() == Some(&MAGIC) {
+        return Some(0);
+    }
+    let rtp = crate::rtp::Packet::new_checked(payload).ok()?;
+    let offset = rtp.header_len();
+    (payload.get(offset) == Some(&MAGIC)).then_some(offset)
+}
+
 /// Receiver timestamps carried by an echo.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EchoStamps {
@@ -393,6 +405,18 @@ mod tests {
         Packet::new_unchecked(&mut big[..]).make_echo(5, 6);
         let r = Repr::parse(&Packet::new_checked(&big[..]).unwrap()).unwrap();
         assert_eq!(r.stamps, Some(EchoStamps { rx_ns: 5, tx_ns: 6 }));
+    }
+
+    #[test]
+    fn probe_is_found_alone_or_after_an_rtp_header() {
+        assert_eq!(find(&BYTES), Some(0));
+        let mut with_rtp = vec![0x80, 0x00, 0, 1, 0, 0, 0, 160, 1, 2, 3, 4];
+        with_rtp.extend_from_slice(&BYTES);
+        assert_eq!(find(&with_rtp), Some(12));
+        with_rtp[12] = 0;
+        assert_eq!(find(&with_rtp), None);
+        assert_eq!(find(&[]), None);
+        assert_eq!(find(&[0x80; 5]), None);
     }
 
     #[test]

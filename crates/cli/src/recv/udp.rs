@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 
 use meter::RxRecord;
 use wire::control::{Meter, Protocol};
-use wire::probe::{Packet, Repr};
+use wire::probe::{self, Packet, Repr};
 
 use super::Shared;
 use crate::session::canonical;
@@ -21,6 +21,8 @@ struct Echo {
     /// connected to it would drop the echo.
     src_ip: Option<std::net::IpAddr>,
     rx_ns: u64,
+    /// Where the probe starts (after an RTP header, if any).
+    probe_at: usize,
     marking: netio::Marking,
 }
 
@@ -46,7 +48,9 @@ pub(super) fn run(shared: &Shared) {
             let mut table = shared.table.lock().unwrap_or_else(|e| e.into_inner());
             for (buf, meta) in bufs.iter().zip(&metas).take(n) {
                 let data = &buf[..meta.len.min(buf.len())];
-                let repr = match Packet::new_checked(data).and_then(|p| Repr::parse(&p)) {
+                // The probe starts the payload, or follows a real RTP header.
+                let at = probe::find(data).unwrap_or(0);
+                let repr = match Packet::new_checked(&data[at..]).and_then(|p| Repr::parse(&p)) {
                     Ok(r) if !r.echo => r,
                     _ => {
                         counters.malformed_datagrams.fetch_add(1, Ordering::Relaxed);
@@ -89,6 +93,7 @@ pub(super) fn run(shared: &Shared) {
                     // (checked above), marked as the flow is.
                     echoes.push(Echo {
                         data: data.to_vec(),
+                        probe_at: at,
                         dst: meta.src,
                         src_ip: meta.dst_ip,
                         rx_ns,
@@ -98,7 +103,8 @@ pub(super) fn run(shared: &Shared) {
             }
         }
         for mut e in echoes.drain(..) {
-            Packet::new_unchecked(&mut e.data[..]).make_echo(e.rx_ns, netio::clock::wall_ns());
+            Packet::new_unchecked(&mut e.data[e.probe_at..])
+                .make_echo(e.rx_ns, netio::clock::wall_ns());
             if let Err(err) = shared
                 .udp
                 .send_to_marked_from(&e.data, e.dst, e.src_ip, &e.marking)

@@ -211,6 +211,23 @@ fn pace(run: &FlowRun, sink: &mut dyn Sink) -> (Vec<TxRecord>, Option<String>) {
     let mut tx = Vec::with_capacity(planned.min(1 << 20) as usize);
     let mut pending: Vec<(u64, u64)> = Vec::with_capacity(BATCH);
     let flow = u32::from(run.id);
+    // RTP flows: a real RFC 3550 header first, with random SSRC and initial sequence
+    // number and timestamp (RFC 3550 §5.1), then the probe.
+    let mut rtp = spec.rtp.map(|r| {
+        let [s0, s1, s2, s3, q0, q1, t0, t1, t2, t3] = crate::session::random_bytes::<10>();
+        wire::rtp::RtpStream::new(
+            r.payload_type,
+            u32::from_be_bytes([s0, s1, s2, s3]),
+            u16::from_be_bytes([q0, q1]),
+            u32::from_be_bytes([t0, t1, t2, t3]),
+            r.clock_rate_hz,
+        )
+    });
+    let probe_at = if rtp.is_some() {
+        wire::rtp::HEADER_LEN
+    } else {
+        0
+    };
     loop {
         if run.halt.load(Ordering::Relaxed) {
             sched.handle_stop();
@@ -234,8 +251,17 @@ fn pace(run: &FlowRun, sink: &mut dyn Sink) -> (Vec<TxRecord>, Option<String>) {
                 echo: false,
                 stamps: None,
             };
-            // The slot is `size_bytes` long, at least the probe header (checked in to_spec).
-            let _ = repr.emit(sink.slot(pending.len()));
+            let slot = sink.slot(pending.len());
+            if let Some(stream) = rtp.as_mut() {
+                // The media instant of this packet is its place in the schedule.
+                let media_ns = t
+                    .scheduled
+                    .saturating_duration_since(sched.start())
+                    .as_nanos();
+                let _ = stream.next(media_ns, t.seq == 0).emit(slot);
+            }
+            // The slot holds the probe behind any RTP header (sizes checked in to_spec).
+            let _ = repr.emit(&mut slot[probe_at..]);
             pending.push((t.seq, t.scheduled.as_nanos()));
         }
         let n = pending.len();
@@ -246,7 +272,7 @@ fn pace(run: &FlowRun, sink: &mut dyn Sink) -> (Vec<TxRecord>, Option<String>) {
             let wall = netio::clock::wall_ns();
             let actual = netio::clock::mono_ns();
             for i in off..n {
-                Packet::new_unchecked(sink.slot(i)).set_tx_ns(wall);
+                Packet::new_unchecked(&mut sink.slot(i)[probe_at..]).set_tx_ns(wall);
             }
             match sink.send(off, n) {
                 Ok(0) => {
@@ -356,7 +382,8 @@ fn echo_record(
     unwrapper: &mut SeqUnwrapper,
     state: &EchoState,
 ) -> Option<(RxRecord, Option<i64>)> {
-    let repr = Packet::new_checked(body)
+    let at = wire::probe::find(body)?;
+    let repr = Packet::new_checked(&body[at..])
         .and_then(|p| Repr::parse(&p))
         .ok()?;
     if !repr.echo || repr.flow != id {

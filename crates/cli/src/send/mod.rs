@@ -182,15 +182,28 @@ impl FlowArgs {
         if self.count == Some(0) || self.bytes == Some(0) || self.duration == Some(Duration::ZERO) {
             usage!("a stop condition of zero sends nothing: give --count, --bytes or --duration above 0");
         }
-        let (rate, size, label) = match self.voip {
+        let (rate, size, label, rtp) = match self.voip {
             Some(codec) => {
                 let vad = self.vad.is_some();
                 let size = codec.payload_bytes(self.voip_header, vad);
                 let header = format!("{:?}", self.voip_header).to_lowercase();
                 let label = format!("voip {codec} {header}{}", if vad { " vad" } else { "" });
-                (codec.rate(), size, label)
+                // The 12 bytes D-ITG counts for RTP become a real RTP header when the
+                // probe still fits behind it.
+                let real_rtp = self.voip_header == traffic::voip::VoipHeader::Rtp;
+                let rtp = if real_rtp && size as usize >= RTP_PROBE_MIN {
+                    Some(codec.rtp())
+                } else {
+                    if real_rtp {
+                        eprintln!(
+                            "dualperf send: note: {label}: {size}-byte payloads leave no room for an RTP header and the probe ({RTP_PROBE_MIN} bytes); sending the probe alone"
+                        );
+                    }
+                    None
+                };
+                (codec.rate(), size, label, rtp)
             }
-            None => (self.rate, self.size, default_label),
+            None => (self.rate, self.size, default_label, None),
         };
         let mut stop = StopSpec {
             duration: self.duration,
@@ -219,9 +232,13 @@ impl FlowArgs {
             },
             nodelay: self.nodelay,
             label: self.label.clone().unwrap_or(label),
+            rtp,
         })
     }
 }
+
+/// An RTP header (12 bytes) and the probe (16 bytes).
+const RTP_PROBE_MIN: usize = wire::rtp::HEADER_LEN + probe::HEADER_LEN;
 
 fn parse_voip_header(s: &str) -> Result<traffic::voip::VoipHeader, String> {
     use traffic::voip::VoipHeader;

@@ -54,3 +54,27 @@ fn voip_preset_rejects_an_explicit_rate_or_tcp() {
         out.stderr
     );
 }
+
+/// A VoIP flow "with RTP" carries a real RTP header before the probe: the receiver finds
+/// the probe behind it (every packet measured) and so does the sender in the echoes.
+#[test]
+fn voip_rtp_flows_put_the_probe_behind_a_real_rtp_header() {
+    let rx = Receiver::start(&["--json", "--sessions", "1"]);
+    let out = send(
+        "127.0.0.1",
+        rx.port,
+        &[
+            "--voip", "g711.2", "--count", "50", "--meter", "rtt", "--json",
+        ],
+    );
+    out.assert_success();
+    let f = &out.json()["flows"][0];
+    assert_eq!(f["spec"]["rtp"]["payload_type"], 0, "G.711 is PCMU");
+    assert_eq!(u(f, "/spec/rtp/clock_rate_hz"), 8000);
+    assert_eq!(u(f, "/received/packets"), 50);
+    assert_eq!(u(f, "/received/bytes"), 50 * 172);
+    assert_eq!(u(f, "/rtt/packets"), 50);
+    assert_eq!(u(f, "/malformed_at_receiver"), 0);
+    let recv = rx.finish();
+    assert_eq!(u(&recv.counters, "/malformed_datagrams"), 0);
+}
