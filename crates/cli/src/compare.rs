@@ -26,7 +26,8 @@ use crate::usage;
 /// bit rate; RTT and jitter come from the sender's echoes (jitter: D-ITG's mean |ΔD|).
 #[derive(Debug, clap::Args)]
 pub(crate) struct CompareArgs {
-    /// A short battery (1 s per test at 5000 pkt/s) that finishes in under 30 s.
+    /// A short battery (1 s per size test at 5000 pkt/s, 0.5 s per VoIP test) that
+    /// finishes in under 30 s.
     #[arg(long)]
     quick: bool,
     /// Length of each test.
@@ -41,6 +42,9 @@ pub(crate) struct CompareArgs {
     /// Protocols, comma-separated: udp, tcp.
     #[arg(long, value_delimiter = ',', default_value = "udp,tcp")]
     protocols: Vec<String>,
+    /// Leave out the VoIP tests (D-ITG's five codec models with an RTP header).
+    #[arg(long)]
+    no_voip: bool,
     /// Run through the namespace testbed instead of loopback (arrives with the lab).
     #[arg(long)]
     lab: bool,
@@ -61,11 +65,13 @@ pub(crate) struct Side {
     pub(crate) flow: FlowOutcome,
 }
 
-/// A test: one protocol and size, both families.
+/// A test: one flow, run over both families.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Point {
+    pub(crate) name: String,
     pub(crate) protocol: Protocol,
     pub(crate) size_bytes: u32,
+    pub(crate) rate: Rate,
     pub(crate) ipv4: Option<Side>,
     pub(crate) ipv6: Option<Side>,
     /// (IPv6 − IPv4) / IPv4 × 100 per metric.
@@ -133,77 +139,105 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
     .context("starting the local receiver")?;
     let port = receiver.local_addr().port();
     let progress = std::io::stderr().is_terminal();
-    let total = protocols.len() * args.sizes.len() * 2;
-    let mut done = 0;
-    let mut points = Vec::new();
-    'outer: for &protocol in &protocols {
+    let base = FlowSpec {
+        protocol: Protocol::Udp,
+        meter: Meter::Rtt,
+        rate,
+        size_bytes: 64,
+        stop: StopSpec {
+            duration: Some(duration),
+            ..Default::default()
+        },
+        start_offset: Duration::ZERO,
+        marking: MarkingSpec::default(),
+        nodelay: true,
+        label: String::new(),
+        rtp: None,
+    };
+    let mut tests: Vec<FlowSpec> = Vec::new();
+    for &protocol in &protocols {
         for &size in &args.sizes {
-            let mut point = Point {
+            tests.push(FlowSpec {
                 protocol,
                 size_bytes: size,
-                ipv4: None,
-                ipv6: None,
-                delta_pct: Delta::default(),
-                errors: Vec::new(),
-            };
-            for v6 in [false, true] {
-                if stop.load(Ordering::SeqCst) {
-                    points.push(point);
-                    break 'outer;
-                }
-                done += 1;
-                let ip: IpAddr = if v6 {
-                    Ipv6Addr::LOCALHOST.into()
-                } else {
-                    Ipv4Addr::LOCALHOST.into()
-                };
-                if progress {
-                    eprint!(
-                        "\r[{done}/{total}] {} {:?} {size} B …          ",
-                        if v6 { "IPv6" } else { "IPv4" },
-                        protocol
-                    );
-                }
-                let spec = FlowSpec {
-                    protocol,
-                    meter: Meter::Rtt,
-                    rate,
-                    size_bytes: size,
-                    stop: StopSpec {
-                        duration: Some(duration),
-                        ..Default::default()
-                    },
-                    start_offset: Duration::ZERO,
-                    marking: MarkingSpec::default(),
-                    nodelay: true,
-                    label: format!("{:?} {size} B", protocol).to_lowercase(),
-                    rtp: None,
-                };
-                let config = SendConfig::new(SocketAddr::new(ip, port), vec![spec]);
-                let family = if v6 { "IPv6" } else { "IPv4" };
-                // One failed test does not end the battery: keep what it measured and
-                // say what went wrong.
-                let (report, error) = match run_session(&config, &stop) {
-                    Ok(r) => (Some(r), None),
-                    Err(e) => match e.downcast::<crate::send::PartialReport>() {
-                        Ok(p) => (Some(p.report), Some(p.error)),
-                        Err(e) => (None, Some(format!("{e:#}"))),
-                    },
-                };
-                if let Some(e) = &error {
-                    eprintln!("dualperf compare: {family} {protocol:?} {size} B: {e}");
-                    point.errors.push(format!("{family}: {e}"));
-                }
-                let side = report.and_then(|r| r.flows.into_iter().next()).map(side_of);
-                if v6 {
-                    point.ipv6 = side;
-                } else {
-                    point.ipv4 = side;
-                }
-            }
-            point.delta_pct = delta(point.ipv4.as_ref(), point.ipv6.as_ref());
-            points.push(point);
+                label: format!("{} {size} B", format!("{protocol:?}").to_uppercase()),
+                ..base.clone()
+            });
         }
+    }
+    if !args.no_voip {
+        // D-ITG's VoIP models with a real RTP header, at their own rates.
+        for codec in traffic::voip::Codec::ALL {
+            tests.push(FlowSpec {
+                rate: codec.rate(),
+                // A quick battery gives each codec half a second (13 to 50 packets).
+                stop: StopSpec {
+                    duration: Some(if args.quick {
+                        Duration::from_millis(500)
+                    } else {
+                        duration
+                    }),
+                    ..Default::default()
+                },
+                size_bytes: codec.payload_bytes(traffic::voip::VoipHeader::Rtp, false),
+                label: format!("VoIP {codec}"),
+                rtp: Some(codec.rtp()),
+                ..base.clone()
+            });
+        }
+    }
+    let total = tests.len() * 2;
+    let mut done = 0;
+    let mut points = Vec::new();
+    'outer: for spec in tests {
+        let mut point = Point {
+            name: spec.label.clone(),
+            protocol: spec.protocol,
+            size_bytes: spec.size_bytes,
+            rate: spec.rate,
+            ipv4: None,
+            ipv6: None,
+            delta_pct: Delta::default(),
+            errors: Vec::new(),
+        };
+        for v6 in [false, true] {
+            if stop.load(Ordering::SeqCst) {
+                points.push(point);
+                break 'outer;
+            }
+            done += 1;
+            let family = if v6 { "IPv6" } else { "IPv4" };
+            let ip: IpAddr = if v6 {
+                Ipv6Addr::LOCALHOST.into()
+            } else {
+                Ipv4Addr::LOCALHOST.into()
+            };
+            if progress {
+                eprint!("\r[{done}/{total}] {family} {} …          ", spec.label);
+            }
+            let config = SendConfig::new(SocketAddr::new(ip, port), vec![spec.clone()]);
+            // One failed test does not end the battery: keep what it measured and say
+            // what went wrong.
+            let (report, error) = match run_session(&config, &stop) {
+                Ok(r) => (Some(r), None),
+                Err(e) => match e.downcast::<crate::send::PartialReport>() {
+                    Ok(p) => (Some(p.report), Some(p.error)),
+                    Err(e) => (None, Some(format!("{e:#}"))),
+                },
+            };
+            if let Some(e) = &error {
+                eprintln!("dualperf compare: {family} {}: {e}", spec.label);
+                point.errors.push(format!("{family}: {e}"));
+            }
+            let side = report.and_then(|r| r.flows.into_iter().next()).map(side_of);
+            if v6 {
+                point.ipv6 = side;
+            } else {
+                point.ipv4 = side;
+            }
+        }
+        point.delta_pct = delta(point.ipv4.as_ref(), point.ipv6.as_ref());
+        points.push(point);
     }
     if progress {
         eprint!("\r{}\r", " ".repeat(60));
@@ -279,13 +313,9 @@ fn render(r: &CompareReport) -> String {
         let s4 = p.ipv4.as_ref();
         let s6 = p.ipv6.as_ref();
         t.row(vec![
-            format!(
-                "{} {} B",
-                format!("{:?}", p.protocol).to_uppercase(),
-                p.size_bytes
-            ),
-            f(s4.and_then(|s| s.throughput_bps), 1e6, 2),
-            f(s6.and_then(|s| s.throughput_bps), 1e6, 2),
+            p.name.clone(),
+            f(s4.and_then(|s| s.throughput_bps), 1e6, 3),
+            f(s6.and_then(|s| s.throughput_bps), 1e6, 3),
             d(p.delta_pct.throughput),
             f(s4.and_then(|s| s.rtt_mean_ns), 1e3, 1),
             f(s6.and_then(|s| s.rtt_mean_ns), 1e3, 1),
@@ -298,13 +328,13 @@ fn render(r: &CompareReport) -> String {
         ]);
     }
     format!(
-        "dualperf compare: IPv4 (127.0.0.1) vs IPv6 (::1), {} for {} per test, {} B payloads, round-trip meter{}\n{}\
+        "dualperf compare: IPv4 (127.0.0.1) vs IPv6 (::1), round-trip meter, {} per test; sizes {} B at {}, VoIP at its codec's rate{}\n{}\
          Throughput: receiver payload bit rate. RTT: mean of sender-measured round trips less the time the receiver held\n\
          each probe (as irtt does). Jitter: mean |ΔRTT| in arrival order (D-ITG).\n\
          Δ % = (IPv6 − IPv4) / IPv4. Loopback has no wire: differences reflect the stacks, not headers on a link.\n",
-        r.rate,
         Duration::from_nanos(r.duration_ns),
         r.sizes_bytes.iter().map(u32::to_string).collect::<Vec<_>>().join("/"),
+        r.rate,
         if r.interrupted { " (interrupted)" } else { "" },
         t.render()
     )
