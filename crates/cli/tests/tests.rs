@@ -8,6 +8,8 @@ mod support;
 
 #[path = "tests/auth.rs"]
 mod auth;
+#[path = "tests/compare.rs"]
+mod compare;
 #[path = "tests/decode.rs"]
 mod decode;
 #[path = "tests/flow_file.rs"]

@@ -2,11 +2,12 @@
 //!
 //! Everything here is pure and seeded: a [`schedule::Schedule`] is handed the time and
 //! answers which packet is due, so it is tested in virtual time with exact numbers.
-//! Application models and stochastic distributions arrive with later work and plug into
-//! the same schedule.
+//! Stochastic inter-departure-time and size distributions, seeded and reproducible, live in
+//! [`dist`]; application models arrive with later work and plug into the same schedule.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod dist;
 pub mod flow;
 pub mod schedule;
 pub mod units;
