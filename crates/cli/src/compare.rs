@@ -153,6 +153,9 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
         nodelay: true,
         label: String::new(),
         rtp: None,
+        idt_ms: None,
+        size_dist: None,
+        seed: 0,
     };
     let mut tests: Vec<FlowSpec> = Vec::new();
     for &protocol in &protocols {

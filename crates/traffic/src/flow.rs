@@ -5,6 +5,7 @@ use wire::control::{Meter, Protocol};
 use wire::ds::{ds_byte, Dscp, Ecn};
 use wire::time::Duration;
 
+use crate::dist::Dist;
 use crate::units::Rate;
 
 /// When a flow stops: whichever limit comes first. At least one must be set.
@@ -57,7 +58,7 @@ pub struct RtpSpec {
 }
 
 /// One flow.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FlowSpec {
     /// Transport.
     pub protocol: Protocol,
@@ -81,6 +82,17 @@ pub struct FlowSpec {
     /// A real RTP header before the probe (UDP only).
     #[serde(default)]
     pub rtp: Option<RtpSpec>,
+    /// Inter-departure times in milliseconds drawn from this distribution instead of
+    /// the constant `rate` (D-ITG's IDT models); negative draws send at once.
+    #[serde(default)]
+    pub idt_ms: Option<Dist>,
+    /// Payload sizes in bytes drawn from this distribution instead of the constant
+    /// `size_bytes`; truncated and clamped to what the probe and the protocol allow.
+    #[serde(default)]
+    pub size_dist: Option<Dist>,
+    /// Seed of the distributions, recorded with the results.
+    #[serde(default)]
+    pub seed: u64,
 }
 
 #[cfg(test)]

@@ -17,7 +17,11 @@
 
 use wire::time::{Duration, Instant};
 
+use crate::dist::{DistError, Sampler};
 use crate::flow::{FlowSpec, StopSpec};
+
+/// Mixed into the seed of the size stream, so gaps and sizes are independent.
+const SIZE_STREAM: u64 = 0x5151_5151_5151_5151;
 
 /// The least time a late sender may run past `--duration` to send what is due.
 pub const MIN_GRACE: Duration = Duration::from_millis(10);
@@ -33,9 +37,13 @@ pub struct Transmit {
     pub size_bytes: u32,
 }
 
-/// Constant-rate schedule of one flow.
+/// The schedule of one flow: constant rate, or gaps and sizes drawn from distributions.
 #[derive(Clone, Debug)]
 pub struct Schedule {
+    /// Inter-departure times (ms) when they are random.
+    gaps: Option<Sampler>,
+    /// Payload sizes (bytes) when they are random, and the sizes allowed.
+    sizes: Option<(Sampler, u32, u32)>,
     start: Instant,
     interval: (u128, u128),
     size_bytes: u32,
@@ -53,11 +61,36 @@ pub struct Schedule {
 }
 
 impl Schedule {
-    /// A schedule for `spec` whose first packet is due at `origin + spec.start_offset`.
-    pub fn new(spec: &FlowSpec, origin: Instant) -> Self {
+    /// A schedule for `spec` whose first packet is due at `origin + spec.start_offset`;
+    /// fails if a distribution's parameters are invalid.
+    ///
+    /// Random gaps and sizes use two independent streams derived from `spec.seed`.
+    pub fn new(spec: &FlowSpec, origin: Instant) -> Result<Self, DistError> {
         let start = origin + spec.start_offset;
         let (num, den) = spec.rate.interval_ns(spec.size_bytes);
-        Self {
+        let gaps = spec
+            .idt_ms
+            .as_ref()
+            .map(|d| Sampler::new(d.clone(), spec.seed))
+            .transpose()?;
+        let min = wire::probe::HEADER_LEN as u32
+            + if spec.rtp.is_some() {
+                wire::rtp::HEADER_LEN as u32
+            } else {
+                0
+            };
+        let max = match spec.protocol {
+            wire::control::Protocol::Udp => 65_507,
+            wire::control::Protocol::Tcp => wire::frame::MAX_DATA_LEN as u32,
+        };
+        let sizes = spec
+            .size_dist
+            .as_ref()
+            .map(|d| Sampler::new(d.clone(), spec.seed ^ SIZE_STREAM).map(|s| (s, min, max)))
+            .transpose()?;
+        Ok(Self {
+            gaps,
+            sizes,
             start,
             interval: (num, den),
             step_ns: u64::try_from(num / den).unwrap_or(u64::MAX),
@@ -69,10 +102,11 @@ impl Schedule {
             remainder: 0,
             bytes: 0,
             stopped: false,
-        }
+        })
     }
 
-    /// When packet `seq` is due.
+    /// When packet `seq` of a constant-rate flow is due (a flow with random gaps knows
+    /// only its next deadline).
     pub fn deadline(&self, seq: u64) -> Instant {
         let (num, den) = self.interval;
         let offset = u128::from(seq) * num / den;
@@ -96,21 +130,33 @@ impl Schedule {
         if scheduled > now {
             return None;
         }
+        let size_bytes = match self.sizes.as_mut() {
+            // D-ITG truncates a drawn size to an integer and clamps it.
+            Some((sampler, min, max)) => (sampler.sample().max(0.0) as u32).clamp(*min, *max),
+            None => self.size_bytes,
+        };
         let tx = Transmit {
             seq: self.next_seq,
             scheduled,
-            size_bytes: self.size_bytes,
+            size_bytes,
         };
         self.advance();
-        self.bytes += u64::from(self.size_bytes);
+        self.bytes += u64::from(size_bytes);
         Some(tx)
     }
 
     /// Move to the next packet without a division per packet (this runs at several
     /// hundred thousand packets per second): add ⌊num/den⌋ and carry the remainder.
     fn advance(&mut self) {
-        let den = self.interval.1;
         self.next_seq += 1;
+        if let Some(gaps) = self.gaps.as_mut() {
+            // Milliseconds to nanoseconds; a negative draw sends the next packet at once,
+            // an absurd one is capped at an hour.
+            let ns = (gaps.sample().max(0.0) * 1e6).min(3.6e12);
+            self.next_deadline += Duration::from_nanos(ns as u64);
+            return;
+        }
+        let den = self.interval.1;
         self.remainder += self.step_remainder;
         let mut step = self.step_ns;
         if self.remainder >= den {
@@ -134,6 +180,9 @@ impl Schedule {
     pub fn poll_timeout_batch(&self, batch: u64) -> Option<Instant> {
         if self.is_finished() {
             return None;
+        }
+        if self.gaps.is_some() {
+            return Some(self.next_deadline);
         }
         let mut last = self.next_seq + batch.max(1) - 1;
         if let Some(c) = self.stop.count {
@@ -214,6 +263,9 @@ mod tests {
             nodelay: false,
             label: String::new(),
             rtp: None,
+            idt_ms: None,
+            size_dist: None,
+            seed: 0,
         }
     }
 
@@ -227,7 +279,7 @@ mod tests {
                 ..Default::default()
             },
         );
-        let mut sched = Schedule::new(&s, Instant::from_nanos(1_000));
+        let mut sched = Schedule::new(&s, Instant::from_nanos(1_000)).unwrap();
         // A sender that always wakes 100 µs late still gets every packet, at its own deadline.
         let mut now = Instant::ZERO;
         let mut sent = Vec::new();
@@ -257,7 +309,7 @@ mod tests {
                 ..Default::default()
             },
         );
-        let mut sched = Schedule::new(&s, Instant::ZERO);
+        let mut sched = Schedule::new(&s, Instant::ZERO).unwrap();
         // A sender that can only send one packet every 10 µs (100k pkt/s of the 1M asked).
         let mut now = Instant::from_nanos(5_000_000);
         while sched.poll_transmit(now).is_some() {
@@ -278,7 +330,7 @@ mod tests {
                 ..Default::default()
             },
         );
-        let mut sched = Schedule::new(&s, Instant::ZERO);
+        let mut sched = Schedule::new(&s, Instant::ZERO).unwrap();
         // 1 µs apart from 5 ms: a batch of 4 is due at the 4th deadline.
         assert_eq!(
             sched.poll_timeout_batch(4),
@@ -300,7 +352,7 @@ mod tests {
                 ..Default::default()
             },
         );
-        let d = Schedule::new(&d, Instant::ZERO);
+        let d = Schedule::new(&d, Instant::ZERO).unwrap();
         // A batch past the end of the run wakes just before the end.
         assert_eq!(
             d.poll_timeout_batch(64),
@@ -324,7 +376,7 @@ mod tests {
                     ..Default::default()
                 },
             );
-            let mut sched = Schedule::new(&s, Instant::from_nanos(17));
+            let mut sched = Schedule::new(&s, Instant::from_nanos(17)).unwrap();
             let far = Instant::from_nanos(u64::MAX / 2);
             while let Some(tx) = sched.poll_transmit(far) {
                 assert_eq!(
@@ -336,6 +388,84 @@ mod tests {
             }
             assert_eq!(sched.packets(), 100_000);
         }
+    }
+
+    /// An on-time sender: wake at each deadline, take what is due.
+    fn drain(sched: &mut Schedule) -> Vec<Transmit> {
+        std::iter::from_fn(|| sched.poll_timeout().and_then(|t| sched.poll_transmit(t))).collect()
+    }
+
+    #[test]
+    fn random_gaps_average_to_the_mean_and_replay_with_the_seed() {
+        // Quake 3's D-ITG IDT model: 0.6·Exp(mean 4.29 ms) + 0.4·Const(10.75 ms), mean
+        // 6.874 ms ≈ 145.5 pkt/s (reference/peer-tools.md §3.3).
+        let mut s = spec(
+            Rate::MilliPps(1_000_000),
+            64,
+            StopSpec {
+                count: Some(20_000),
+                ..Default::default()
+            },
+        );
+        s.idt_ms = Some("mix:0.6*exp:4.29+0.4*const:10.75".parse().unwrap());
+        s.seed = 7;
+        let a = drain(&mut Schedule::new(&s, Instant::ZERO).unwrap());
+        assert_eq!(a.len(), 20_000);
+        let span_ms = (a[19_999].scheduled - a[0].scheduled).as_nanos() as f64 / 1e6;
+        let mean_ms = span_ms / 19_999.0;
+        // σ of one gap ≈ 4.1 ms: 5σ/√N ≈ 0.15 ms.
+        assert!((mean_ms - 6.874).abs() < 0.15, "mean gap {mean_ms} ms");
+        assert!(a.windows(2).all(|w| w[1].scheduled >= w[0].scheduled));
+        let b = drain(&mut Schedule::new(&s, Instant::ZERO).unwrap());
+        assert_eq!(a, b, "same seed, same schedule");
+        s.seed = 8;
+        let c = drain(&mut Schedule::new(&s, Instant::ZERO).unwrap());
+        assert_ne!(a, c);
+    }
+
+    #[test]
+    fn random_sizes_are_truncated_and_clamped_and_count_toward_the_byte_limit() {
+        let mut s = spec(
+            Rate::MilliPps(1_000_000),
+            64,
+            StopSpec {
+                bytes: Some(1_000_000),
+                ..Default::default()
+            },
+        );
+        // DNS in D-ITG: 100 + 220·U bytes; and a normal that often falls below 16.
+        s.size_dist = Some("uniform:100,320".parse().unwrap());
+        let sent = drain(&mut Schedule::new(&s, Instant::ZERO).unwrap());
+        assert!(sent.iter().all(|t| (100..320).contains(&t.size_bytes)));
+        let total: u64 = sent.iter().map(|t| u64::from(t.size_bytes)).sum();
+        assert!(
+            total >= 1_000_000 && total - u64::from(sent.last().unwrap().size_bytes) < 1_000_000
+        );
+        s.size_dist = Some("normal:10,30".parse().unwrap());
+        s.stop = StopSpec {
+            count: Some(1000),
+            ..Default::default()
+        };
+        let small = drain(&mut Schedule::new(&s, Instant::ZERO).unwrap());
+        assert!(
+            small.iter().all(|t| t.size_bytes >= 16),
+            "the probe must fit"
+        );
+        assert!(small.iter().any(|t| t.size_bytes == 16));
+    }
+
+    #[test]
+    fn invalid_distributions_are_refused() {
+        let mut s = spec(
+            Rate::MilliPps(1_000_000),
+            64,
+            StopSpec {
+                count: Some(1),
+                ..Default::default()
+            },
+        );
+        s.idt_ms = Some(crate::dist::Dist::Exponential { mean: -1.0 });
+        assert!(Schedule::new(&s, Instant::ZERO).is_err());
     }
 
     #[test]
@@ -351,7 +481,8 @@ mod tests {
                 },
             ),
             Instant::ZERO,
-        );
+        )
+        .unwrap();
         let far = Instant::from_nanos(u64::MAX / 2);
         let n = std::iter::from_fn(|| by_count.poll_transmit(far)).count();
         assert_eq!(n, 3);
@@ -366,7 +497,8 @@ mod tests {
                 },
             ),
             Instant::ZERO,
-        );
+        )
+        .unwrap();
         let n = std::iter::from_fn(|| by_bytes.poll_transmit(far)).count();
         assert_eq!(n, 3);
         assert_eq!(by_bytes.bytes(), 300);
@@ -384,7 +516,7 @@ mod tests {
                 ..Default::default()
             },
         );
-        let mut sched = Schedule::new(&s, Instant::ZERO);
+        let mut sched = Schedule::new(&s, Instant::ZERO).unwrap();
         // An on-time sender: wake at each deadline.
         let all: Vec<_> =
             std::iter::from_fn(|| sched.poll_timeout().and_then(|t| sched.poll_transmit(t)))
@@ -406,7 +538,7 @@ mod tests {
                 ..Default::default()
             },
         );
-        let mut sched = Schedule::new(&s, Instant::ZERO);
+        let mut sched = Schedule::new(&s, Instant::ZERO).unwrap();
         assert_eq!(sched.poll_transmit(Instant::from_nanos(4_999_999)), None);
         assert_eq!(sched.poll_timeout(), Some(Instant::from_nanos(5_000_000)));
         assert!(sched

@@ -198,7 +198,10 @@ impl FlowResult {
 /// The pacing loop: returns the send records and, if sending failed, why.
 fn pace(run: &FlowRun, sink: &mut dyn Sink) -> (Vec<TxRecord>, Option<String>) {
     let spec = &run.spec;
-    let mut sched = Schedule::new(spec, run.origin);
+    let mut sched = match Schedule::new(spec, run.origin) {
+        Ok(s) => s,
+        Err(e) => return (Vec::new(), Some(format!("invalid traffic model: {e}"))),
+    };
     let (num, den) = spec.rate.interval_ns(spec.size_bytes);
     let interval_ns = u64::try_from(num / den).unwrap_or(u64::MAX);
     let spin_ns = run

@@ -233,6 +233,9 @@ impl FlowArgs {
             nodelay: self.nodelay,
             label: self.label.clone().unwrap_or(label),
             rtp,
+            idt_ms: None,
+            size_dist: None,
+            seed: 0,
         })
     }
 }
