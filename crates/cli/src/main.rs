@@ -40,7 +40,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    Send(send::SendArgs),
+    Send(Box<send::SendArgs>),
     Recv(recv::RecvArgs),
     Decode(decode::DecodeArgs),
     Compare(compare::CompareArgs),
@@ -50,7 +50,7 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Send(args) => send::run(args),
+        Command::Send(args) => send::run(*args),
         Command::Recv(args) => recv::run(args),
         Command::Decode(args) => decode::run(args),
         Command::Compare(args) => compare::run(args),

@@ -66,7 +66,10 @@ pub(super) struct FlowResult {
 trait Sink {
     /// Most packets per batch.
     fn capacity(&self) -> usize;
-    /// The probe bytes (payload, after any framing) of batch slot `i`.
+    /// Make batch slot `i` a payload of `len` bytes (slots are filled in order from 0)
+    /// and return it.
+    fn prepare(&mut self, i: usize, len: usize) -> &mut [u8];
+    /// The payload of a prepared slot.
     fn slot(&mut self, i: usize) -> &mut [u8];
     /// Send slots `from..to`; how many the kernel took (0: try again).
     fn send(&mut self, from: usize, to: usize) -> std::io::Result<usize>;
@@ -76,20 +79,26 @@ trait Sink {
 
 struct UdpSink {
     sock: Arc<netio::UdpSocket>,
+    /// One buffer per slot, as large as the largest payload the flow may send.
     bufs: Vec<Vec<u8>>,
+    lens: [usize; BATCH],
 }
 
 impl Sink for UdpSink {
     fn capacity(&self) -> usize {
         self.bufs.len()
     }
+    fn prepare(&mut self, i: usize, len: usize) -> &mut [u8] {
+        self.lens[i] = len;
+        &mut self.bufs[i][..len]
+    }
     fn slot(&mut self, i: usize) -> &mut [u8] {
-        &mut self.bufs[i]
+        &mut self.bufs[i][..self.lens[i]]
     }
     fn send(&mut self, from: usize, to: usize) -> std::io::Result<usize> {
         let mut slices: [&[u8]; BATCH] = [&[]; BATCH];
-        for (slot, b) in slices.iter_mut().zip(&self.bufs[from..to]) {
-            *slot = b;
+        for (i, slot) in (from..to).zip(slices.iter_mut()) {
+            *slot = &self.bufs[i][..self.lens[i]];
         }
         match self.sock.send_batch(&slices[..to - from]) {
             // An ICMP port unreachable reported for an earlier datagram: the error is
@@ -102,20 +111,36 @@ impl Sink for UdpSink {
 
 struct TcpSink {
     stream: TcpStream,
+    /// The batch's messages back to back, each a length prefix and a payload.
     buf: Vec<u8>,
-    msg_len: usize,
+    /// Where each slot's message starts and ends in `buf`.
+    spans: Vec<(usize, usize)>,
+    capacity: usize,
 }
 
 impl Sink for TcpSink {
     fn capacity(&self) -> usize {
-        self.buf.len() / self.msg_len
+        self.capacity
+    }
+    fn prepare(&mut self, i: usize, len: usize) -> &mut [u8] {
+        if i == 0 {
+            self.buf.clear();
+            self.spans.clear();
+        }
+        let start = self.buf.len();
+        self.buf.resize(start + frame::PREFIX_LEN + len, 0);
+        // Sizes were checked against MAX_DATA_LEN; a prefix always fits.
+        let _ = frame::emit_prefix(len, &mut self.buf[start..]);
+        self.spans.push((start, self.buf.len()));
+        &mut self.buf[start + frame::PREFIX_LEN..]
     }
     fn slot(&mut self, i: usize) -> &mut [u8] {
-        &mut self.buf[i * self.msg_len + frame::PREFIX_LEN..(i + 1) * self.msg_len]
+        let (start, end) = self.spans[i];
+        &mut self.buf[start + frame::PREFIX_LEN..end]
     }
     fn send(&mut self, from: usize, to: usize) -> std::io::Result<usize> {
-        self.stream
-            .write_all(&self.buf[from * self.msg_len..to * self.msg_len])?;
+        let (start, end) = (self.spans[from].0, self.spans[to - 1].1);
+        self.stream.write_all(&self.buf[start..end])?;
         Ok(to - from)
     }
     fn finish(&mut self) {
@@ -127,7 +152,13 @@ impl Sink for TcpSink {
 pub(super) fn run_flow(run: &FlowRun, conn: Conn) -> FlowResult {
     // Timer slack (50 µs by default) would make every sleep overshoot by that much.
     let _ = netio::clock::set_timer_slack_ns(1);
-    let size = run.spec.size_bytes as usize;
+    // The largest payload the flow may send: its size, or what the protocol allows when
+    // sizes are drawn from a distribution (the schedule clamps them to that).
+    let size = match (&run.spec.size_dist, run.spec.protocol) {
+        (None, _) => run.spec.size_bytes as usize,
+        (Some(_), wire::control::Protocol::Udp) => 65_507,
+        (Some(_), wire::control::Protocol::Tcp) => frame::MAX_DATA_LEN,
+    };
     let echo_state = Arc::new(EchoState::default());
     let (mut sink, echo_thread): (Box<dyn Sink>, _) = match conn {
         Conn::Udp(sock) => {
@@ -139,6 +170,7 @@ pub(super) fn run_flow(run: &FlowRun, conn: Conn) -> FlowResult {
                 Box::new(UdpSink {
                     sock,
                     bufs: vec![vec![0u8; size]; BATCH],
+                    lens: [0; BATCH],
                 }),
                 reader,
             )
@@ -152,18 +184,13 @@ pub(super) fn run_flow(run: &FlowRun, conn: Conn) -> FlowResult {
                 Some(Err(e)) => return FlowResult::failed(format!("cannot read echoes: {e}")),
                 None => None,
             };
-            let msg_len = frame::PREFIX_LEN + size;
-            let slots = (TCP_BATCH_BYTES / msg_len).clamp(1, BATCH);
-            let mut buf = vec![0u8; msg_len * slots];
-            for m in buf.chunks_exact_mut(msg_len) {
-                // Sizes were checked against MAX_DATA_LEN; a prefix always fits.
-                let _ = frame::emit_prefix(size, m);
-            }
+            let capacity = (TCP_BATCH_BYTES / (frame::PREFIX_LEN + size)).clamp(1, BATCH);
             (
                 Box::new(TcpSink {
                     stream,
-                    buf,
-                    msg_len,
+                    buf: Vec::new(),
+                    spans: Vec::with_capacity(capacity),
+                    capacity,
                 }),
                 reader,
             )
@@ -212,7 +239,7 @@ fn pace(run: &FlowRun, sink: &mut dyn Sink) -> (Vec<TxRecord>, Option<String>) {
     let batch = (run.pacing.batch_window.as_nanos() / interval_ns.max(1)).clamp(1, BATCH as u64);
     let planned = super::session::planned_packets(spec).unwrap_or(1024);
     let mut tx = Vec::with_capacity(planned.min(1 << 20) as usize);
-    let mut pending: Vec<(u64, u64)> = Vec::with_capacity(BATCH);
+    let mut pending: Vec<(u64, u64, u32)> = Vec::with_capacity(BATCH);
     let flow = u32::from(run.id);
     // RTP flows: a real RFC 3550 header first, with random SSRC and initial sequence
     // number and timestamp (RFC 3550 §5.1), then the probe.
@@ -254,7 +281,7 @@ fn pace(run: &FlowRun, sink: &mut dyn Sink) -> (Vec<TxRecord>, Option<String>) {
                 echo: false,
                 stamps: None,
             };
-            let slot = sink.slot(pending.len());
+            let slot = sink.prepare(pending.len(), t.size_bytes as usize);
             if let Some(stream) = rtp.as_mut() {
                 // The media instant of this packet is its place in the schedule.
                 let media_ns = t
@@ -265,7 +292,7 @@ fn pace(run: &FlowRun, sink: &mut dyn Sink) -> (Vec<TxRecord>, Option<String>) {
             }
             // The slot holds the probe behind any RTP header (sizes checked in to_spec).
             let _ = repr.emit(&mut slot[probe_at..]);
-            pending.push((t.seq, t.scheduled.as_nanos()));
+            pending.push((t.seq, t.scheduled.as_nanos(), t.size_bytes));
         }
         let n = pending.len();
         let mut off = 0;
@@ -285,11 +312,11 @@ fn pace(run: &FlowRun, sink: &mut dyn Sink) -> (Vec<TxRecord>, Option<String>) {
                     std::thread::yield_now();
                 }
                 Ok(sent) => {
-                    for &(seq, scheduled) in &pending[off..off + sent] {
+                    for &(seq, scheduled, size_bytes) in &pending[off..off + sent] {
                         tx.push(TxRecord {
                             flow,
                             seq,
-                            size_bytes: spec.size_bytes,
+                            size_bytes,
                             scheduled_ns: scheduled,
                             actual_ns: actual,
                         });

@@ -103,6 +103,24 @@ pub(crate) struct FlowArgs {
     /// rate and payload size (UDP). See --voip-header and --vad.
     #[arg(long, value_name = "CODEC", conflicts_with_all = ["rate", "size", "tcp"])]
     voip: Option<traffic::voip::Codec>,
+    /// An application model of D-ITG: telnet (TCP), dns (UDP, or TCP with --tcp),
+    /// quake3, csa (Counter-Strike active) or csi (idle): gaps and sizes from its fitted
+    /// distributions.
+    #[arg(long, value_name = "APP", conflicts_with_all = ["rate", "size", "voip", "idt", "size_dist"])]
+    app: Option<traffic::app::App>,
+    /// Inter-departure times in milliseconds from a distribution instead of --rate:
+    /// const:10, uniform:1,5, exp:10 (mean), normal:20,2, poisson:5, pareto:1.5,1,
+    /// cauchy:0,1, gamma:2,3, weibull:1.5,2, t:41.7,0.1,0.7, mix:0.6*exp:4.29+0.4*const:10.75,
+    /// values:1,2,3, file:PATH.
+    #[arg(long, value_name = "DIST", value_parser = parse_dist, conflicts_with = "rate")]
+    idt: Option<traffic::dist::Dist>,
+    /// Payload sizes in bytes from a distribution instead of --size (same spelling as
+    /// --idt); truncated and clamped to what the probe and the protocol allow.
+    #[arg(long, value_name = "DIST", value_parser = parse_dist, conflicts_with = "size")]
+    size_dist: Option<traffic::dist::Dist>,
+    /// Seed of --idt, --size-dist and --app (default: random; the seed used is in the results).
+    #[arg(long)]
+    seed: Option<u64>,
     /// Header bytes D-ITG's VoIP model counts in the payload: rtp (12), crtp (2) or none.
     #[arg(long, default_value = "rtp", value_parser = parse_voip_header, requires = "voip")]
     voip_header: traffic::voip::VoipHeader,
@@ -182,6 +200,35 @@ impl FlowArgs {
         if self.count == Some(0) || self.bytes == Some(0) || self.duration == Some(Duration::ZERO) {
             usage!("a stop condition of zero sends nothing: give --count, --bytes or --duration above 0");
         }
+        let mut protocol = if self.tcp {
+            Protocol::Tcp
+        } else {
+            Protocol::Udp
+        };
+        let (mut idt_ms, mut size_dist) = (self.idt.clone(), self.size_dist.clone());
+        let mut default_label = default_label;
+        if let Some(app) = self.app {
+            let model = app.model();
+            // DNS runs over either transport; the others over D-ITG's.
+            if app != traffic::app::App::Dns {
+                if self.tcp && model.protocol == Protocol::Udp
+                    || self.udp && model.protocol == Protocol::Tcp
+                {
+                    usage!("--app {app} runs over {:?} only", model.protocol);
+                }
+                protocol = model.protocol;
+            }
+            idt_ms = Some(model.idt_ms);
+            size_dist = Some(model.size);
+            default_label = format!("app {app}");
+        }
+        for (flag, d) in [("--idt", &idt_ms), ("--size-dist", &size_dist)] {
+            if let Some(d) = d {
+                if let Err(e) = d.validate() {
+                    usage!("{flag}: {e}");
+                }
+            }
+        }
         let (rate, size, label, rtp) = match self.voip {
             Some(codec) => {
                 let vad = self.vad.is_some();
@@ -214,11 +261,7 @@ impl FlowArgs {
             stop.duration = Some(Duration::from_secs(10));
         }
         Ok(FlowSpec {
-            protocol: if self.tcp {
-                Protocol::Tcp
-            } else {
-                Protocol::Udp
-            },
+            protocol,
             meter: self.meter,
             rate,
             size_bytes: size,
@@ -233,15 +276,30 @@ impl FlowArgs {
             nodelay: self.nodelay,
             label: self.label.clone().unwrap_or(label),
             rtp,
-            idt_ms: None,
-            size_dist: None,
-            seed: 0,
+            idt_ms,
+            size_dist,
+            seed: self
+                .seed
+                .unwrap_or_else(|| u64::from_ne_bytes(crate::session::random_bytes())),
         })
     }
 }
 
 /// An RTP header (12 bytes) and the probe (16 bytes).
 const RTP_PROBE_MIN: usize = wire::rtp::HEADER_LEN + probe::HEADER_LEN;
+
+/// A distribution in `kind:args` spelling; `file:PATH` reads the values from a file.
+fn parse_dist(s: &str) -> Result<traffic::dist::Dist, String> {
+    use traffic::dist::{Dist, DistError};
+    match s.parse::<Dist>() {
+        Err(DistError::NeedsFile(path)) => {
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| format!("cannot read values from {path}: {e}"))?;
+            Dist::empirical_from_text(&text).map_err(|e| format!("{path}: {e}"))
+        }
+        other => other.map_err(|e| e.to_string()),
+    }
+}
 
 fn parse_voip_header(s: &str) -> Result<traffic::voip::VoipHeader, String> {
     use traffic::voip::VoipHeader;

@@ -20,7 +20,8 @@ pub(crate) struct SentStats {
     pub(crate) rate_pps: Option<f64>,
     /// Payload bits over the same span.
     pub(crate) bitrate_bps: Option<f64>,
-    pub(crate) requested_pps: f64,
+    /// The mean rate asked for; `None` when the gap distribution has no mean.
+    pub(crate) requested_pps: Option<f64>,
     /// Packets the stop conditions allow (rate × duration, count, bytes: the least).
     pub(crate) planned_packets: Option<u64>,
     /// Actual − scheduled send time (mean, p99, late packets).
@@ -92,7 +93,7 @@ pub(crate) fn sent_stats(spec: &FlowSpec, tx: &[TxRecord]) -> SentStats {
         duration_ns,
         rate_pps: per_second(packets as f64),
         bitrate_bps: per_second(bytes as f64 * 8.0),
-        requested_pps: spec.rate.pps(spec.size_bytes),
+        requested_pps: super::session::requested_pps(spec),
         planned_packets: super::session::planned_packets(spec),
         schedule_error: meter::schedule_error(tx),
     }

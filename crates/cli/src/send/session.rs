@@ -345,16 +345,32 @@ fn register(
     Ok((conns, grants))
 }
 
-/// Packets the stop conditions allow: the least of rate × duration, count and bytes.
+/// The mean packet rate a flow asks for: its constant rate, or 1000 / the mean of its
+/// inter-departure times in ms; `None` when that has no mean (heavy tails).
+pub(crate) fn requested_pps(spec: &FlowSpec) -> Option<f64> {
+    match &spec.idt_ms {
+        None => Some(spec.rate.pps(spec.size_bytes)),
+        Some(d) => d.mean().filter(|m| *m > 0.0).map(|m| 1000.0 / m),
+    }
+}
+
+/// Packets the stop conditions allow (the least of rate × duration, count and bytes), in
+/// expectation for random gaps and sizes; `None` when that is unknown.
 pub(crate) fn planned_packets(spec: &FlowSpec) -> Option<u64> {
     let by_duration = spec
         .stop
         .duration
-        .map(|d| (d.as_secs_f64() * spec.rate.pps(spec.size_bytes)).ceil() as u64);
+        .zip(requested_pps(spec))
+        .map(|(d, pps)| (d.as_secs_f64() * pps).ceil() as u64);
+    let mean_size = match &spec.size_dist {
+        None => Some(f64::from(spec.size_bytes)),
+        Some(d) => d.mean().filter(|m| *m >= 1.0),
+    };
     let by_bytes = spec
         .stop
         .bytes
-        .map(|b| b.div_ceil(u64::from(spec.size_bytes)));
+        .zip(mean_size)
+        .map(|(b, s)| (b as f64 / s).ceil() as u64);
     [by_duration, spec.stop.count, by_bytes]
         .into_iter()
         .flatten()

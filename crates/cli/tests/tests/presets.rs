@@ -78,3 +78,69 @@ fn voip_rtp_flows_put_the_probe_behind_a_real_rtp_header() {
     let recv = rx.finish();
     assert_eq!(u(&recv.counters, "/malformed_datagrams"), 0);
 }
+
+/// Sizes from a distribution: `values:` cycles in order, so the bytes are exact.
+#[test]
+fn idt_and_size_distributions_drive_the_flow() {
+    let rx = Receiver::start(&["--json", "--sessions", "1"]);
+    let out = send(
+        "127.0.0.1",
+        rx.port,
+        &[
+            "--idt",
+            "const:2",
+            "--size-dist",
+            "values:20,40,60",
+            "--count",
+            "30",
+            "--json",
+        ],
+    );
+    out.assert_success();
+    let f = &out.json()["flows"][0];
+    assert_eq!(u(f, "/received/packets"), 30);
+    assert_eq!(u(f, "/received/bytes"), 10 * (20 + 40 + 60));
+    assert_eq!(f["sent"]["requested_pps"], 500.0);
+    rx.finish().finished.assert_success();
+}
+
+/// D-ITG's application models run with a recorded seed, and the same seed replays the
+/// same traffic.
+#[test]
+fn app_models_replay_with_their_seed() {
+    let rx = Receiver::start(&["--json", "--sessions", "3"]);
+    let run = |app: &str, count: &str, extra: &[&str]| {
+        let mut args = vec!["--app", app, "--count", count, "--seed", "42", "--json"];
+        args.extend_from_slice(extra);
+        let out = send("::1", rx.port, &args);
+        out.assert_success();
+        out.json()["flows"][0].clone()
+    };
+    let a = run("quake3", "60", &[]);
+    let b = run("quake3", "60", &[]);
+    assert_eq!(u(&a, "/spec/seed"), 42);
+    assert_eq!(u(&a, "/received/packets"), 60);
+    assert_eq!(
+        u(&a, "/received/bytes"),
+        u(&b, "/received/bytes"),
+        "same seed, same sizes"
+    );
+    let dns = run("dns", "2", &["--tcp"]);
+    assert_eq!(dns["spec"]["protocol"], "tcp");
+    let size = u(&dns, "/received/bytes") / 2;
+    assert!((100..320).contains(&size), "DNS sizes are 100..319: {size}");
+    rx.finish().finished.assert_success();
+}
+
+#[test]
+fn bad_models_are_usage_errors() {
+    for args in [
+        &["--idt", "exp:-1"][..],
+        &["--idt", "zipf:1"],
+        &["--app", "quake3", "--tcp"],
+        &["--app", "csa", "--rate", "10pps"],
+    ] {
+        let out = send("::1", 9, args);
+        assert_eq!(out.code(), Some(2), "{args:?}: {}", out.stderr);
+    }
+}
