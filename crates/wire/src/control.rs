@@ -79,6 +79,10 @@ pub struct FlowAnnounce {
     /// Free-form label (preset name, flow file line) for logs.
     #[serde(default)]
     pub label: String,
+    /// For RTP flows: the media clock of the RTP timestamps, so the receiver can compute
+    /// the RFC 3550 jitter against them as RTP tools do.
+    #[serde(default)]
+    pub rtp_clock_hz: Option<u32>,
 }
 
 /// The receiver's answer for one announced flow.
@@ -113,6 +117,9 @@ pub struct FlowResult {
     /// Datagrams or messages for this flow that were malformed.
     #[serde(default)]
     pub malformed: u64,
+    /// For RTP flows: the RFC 3550 jitter against the RTP timestamps (JSON).
+    #[serde(default)]
+    pub rtp: Option<serde_json::Value>,
 }
 
 /// A control message.
@@ -260,6 +267,7 @@ mod tests {
                     flow_label: Some(0x12345),
                     src_port: None,
                     label: "x".into(),
+                    rtp_clock_hz: None,
                 }],
             },
             Msg::Attach { flow: 3, token: 99 },

@@ -241,6 +241,7 @@ fn control_session(
             id: r.id,
             summary: serde_json::to_value(&r.summary).unwrap_or_default(),
             malformed: r.malformed,
+            rtp: r.rtp.and_then(|j| serde_json::to_value(j).ok()),
         })
         .collect();
     stream.set_read_timeout(Some(shared.handshake_timeout))?;

@@ -168,6 +168,8 @@ pub(crate) struct FlowState {
     pub(crate) last_rx_mono_ns: u64,
     /// Largest delay seen, to size the wait for packets still in flight.
     pub(crate) max_delay_ns: u64,
+    /// RFC 3550 jitter against the RTP timestamps, for RTP flows.
+    pub(crate) rtp: Option<meter::RtpJitter>,
     pub(crate) attached: bool,
 }
 
@@ -270,6 +272,7 @@ impl FlowTable {
                 id,
                 token,
             });
+            let rtp = announce.rtp_clock_hz.map(meter::RtpJitter::new);
             self.flows.insert(
                 id,
                 FlowState {
@@ -282,6 +285,7 @@ impl FlowTable {
                     malformed: 0,
                     last_rx_mono_ns: 0,
                     max_delay_ns: 0,
+                    rtp,
                     attached: false,
                 },
             );
@@ -302,6 +306,8 @@ pub(crate) struct FlowReport {
     pub(crate) sent_packets: Option<u64>,
     pub(crate) malformed: u64,
     pub(crate) summary: FlowSummary,
+    /// For RTP flows: the RFC 3550 jitter against the RTP timestamps.
+    pub(crate) rtp: Option<meter::RtpJitterSummary>,
 }
 
 pub(crate) struct Shared {
@@ -364,6 +370,7 @@ impl Shared {
                 sent_packets: sent,
                 malformed: state.malformed,
                 summary: meter::summarize(&state.records, sent),
+                rtp: state.rtp.as_ref().and_then(meter::RtpJitter::summary),
             };
             out.push(report);
         }

@@ -86,6 +86,11 @@ pub(super) fn run(shared: &Shared) {
                     kernel_ts: meta.kernel_ts_ns.is_some(),
                 };
                 flow.note_delay(&record);
+                if let (Some(jitter), true) = (flow.rtp.as_mut(), at > 0) {
+                    if let Ok(rtp) = wire::rtp::Packet::new_checked(data) {
+                        jitter.update(rx_ns, rtp.timestamp());
+                    }
+                }
                 flow.records.push(record);
                 flow.last_rx_mono_ns = now_mono;
                 if flow.announce.meter == Meter::Rtt {

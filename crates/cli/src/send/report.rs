@@ -57,6 +57,9 @@ pub(crate) struct FlowOutcome {
     pub(crate) sent: SentStats,
     /// The receiver's summary (one-way figures); `None` if it did not report.
     pub(crate) received: Option<FlowSummary>,
+    /// For RTP flows: the receiver's RFC 3550 jitter against the RTP timestamps, the
+    /// figure RTP tools such as Wireshark report.
+    pub(crate) received_rtp: Option<meter::RtpJitterSummary>,
     /// The sender's summary of echoes (round-trip figures, --meter rtt).
     pub(crate) rtt: Option<FlowSummary>,
     /// Receiver hold time of echoes (--meter rtt).

@@ -208,6 +208,9 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
                     .and_then(|r| serde_json::from_value::<FlowSummary>(r.summary.clone()).ok()),
                 rtt: (spec.meter == Meter::Rtt)
                     .then(|| meter::summarize(&res.echoes, Some(packets))),
+                received_rtp: r
+                    .and_then(|r| r.rtp.clone())
+                    .and_then(|v| serde_json::from_value(v).ok()),
                 receiver_hold: res.hold,
                 malformed_at_receiver: r.map(|r| r.malformed),
                 error: res.error,
@@ -301,6 +304,7 @@ fn register(
             flow_label: marking.flow_label,
             src_port,
             label: spec.label.clone(),
+            rtp_clock_hz: spec.rtp.map(|r| r.clock_rate_hz),
         });
     }
     write_msg(ctrl, &Msg::Register { flows: announces })?;

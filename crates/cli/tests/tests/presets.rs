@@ -75,6 +75,9 @@ fn voip_rtp_flows_put_the_probe_behind_a_real_rtp_header() {
     assert_eq!(u(f, "/received/bytes"), 50 * 172);
     assert_eq!(u(f, "/rtt/packets"), 50);
     assert_eq!(u(f, "/malformed_at_receiver"), 0);
+    // The receiver read every RTP timestamp for the RFC 3550 jitter RTP tools report.
+    assert_eq!(u(f, "/received_rtp/packets"), 50);
+    assert!(f["received_rtp"]["mean_ns"].as_f64().unwrap() >= 0.0);
     let recv = rx.finish();
     assert_eq!(u(&recv.counters, "/malformed_datagrams"), 0);
 }
