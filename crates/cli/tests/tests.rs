@@ -28,5 +28,7 @@ mod marking;
 mod presets;
 #[path = "tests/raw_protocol.rs"]
 mod raw_protocol;
+#[path = "tests/rtp_capture.rs"]
+mod rtp_capture;
 #[path = "tests/usage.rs"]
 mod usage;
