@@ -69,16 +69,21 @@ impl MsgReader {
     }
 }
 
-/// Whether `err` is a read timeout somewhere in its chain.
+/// Whether a read ended because its timeout ran out (or a signal cut it short), so the
+/// caller should check its stop flag and read again.
+pub(crate) fn is_timeout(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock
+            | std::io::ErrorKind::TimedOut
+            | std::io::ErrorKind::Interrupted
+    )
+}
+
+/// [`is_timeout`] anywhere in an error's chain.
 pub(crate) fn is_timeout_error(err: &anyhow::Error) -> bool {
-    err.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>().is_some_and(|e| {
-            matches!(
-                e.kind(),
-                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-            )
-        })
-    })
+    err.chain()
+        .any(|c| c.downcast_ref::<std::io::Error>().is_some_and(is_timeout))
 }
 
 /// Write one message.

@@ -12,8 +12,8 @@ use wire::frame::{self, FrameDecoder};
 use wire::probe::{Packet, Repr, SeqUnwrapper};
 
 use super::Shared;
-use crate::recv::udp::is_timeout;
-use crate::session::{canonical, is_timeout_error, random_bytes, write_msg, MsgReader};
+
+use crate::session::{canonical, is_timeout, is_timeout_error, random_bytes, write_msg, MsgReader};
 
 pub(super) fn accept_loop(shared: &std::sync::Arc<Shared>, listener: &TcpListener) {
     while !shared.stop.load(Ordering::Relaxed) {

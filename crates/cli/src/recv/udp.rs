@@ -9,7 +9,7 @@ use wire::control::{Meter, Protocol};
 use wire::probe::{self, Packet, Repr};
 
 use super::Shared;
-use crate::session::canonical;
+use crate::session::{canonical, is_timeout};
 
 const BATCH: usize = 64;
 const BUF_LEN: usize = 65_536;
@@ -125,13 +125,4 @@ pub(super) fn run(shared: &Shared) {
             }
         }
     }
-}
-
-pub(crate) fn is_timeout(e: &std::io::Error) -> bool {
-    matches!(
-        e.kind(),
-        std::io::ErrorKind::WouldBlock
-            | std::io::ErrorKind::TimedOut
-            | std::io::ErrorKind::Interrupted
-    )
 }
