@@ -45,6 +45,11 @@ pub(crate) struct CompareArgs {
     /// Leave out the VoIP tests (D-ITG's five codec models with an RTP header).
     #[arg(long)]
     no_voip: bool,
+    /// Leave out the gaming tests (D-ITG's Quake 3 and Counter-Strike active and idle
+    /// models; each is run with the same seed over both families, so IPv4 and IPv6 carry
+    /// the very same packet sequence).
+    #[arg(long)]
+    no_games: bool,
     /// Run through the namespace testbed instead of loopback (arrives with the lab).
     #[arg(long)]
     lab: bool,
@@ -98,6 +103,9 @@ struct CompareReport {
     interrupted: bool,
     points: Vec<Point>,
 }
+
+/// The seed of the gaming tests: fixed, so every battery sends the same game traffic.
+const GAME_SEED: u64 = 2006;
 
 pub(crate) fn run(args: CompareArgs) -> Result<()> {
     if args.lab {
@@ -156,6 +164,10 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
         idt_ms: None,
         size_dist: None,
         seed: 0,
+        talk_spurts: None,
+        video: None,
+        unpaced: false,
+        congestion: None,
     };
     let mut tests: Vec<FlowSpec> = Vec::new();
     for &protocol in &protocols {
@@ -185,6 +197,29 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
                 size_bytes: codec.payload_bytes(traffic::voip::VoipHeader::Rtp, false),
                 label: format!("VoIP {codec}"),
                 rtp: Some(codec.rtp()),
+                ..base.clone()
+            });
+        }
+    }
+    if !args.no_games {
+        use traffic::app::App;
+        for app in [App::Quake3, App::Csa, App::Csi] {
+            let model = app.model();
+            tests.push(FlowSpec {
+                stop: StopSpec {
+                    duration: Some(if args.quick {
+                        Duration::from_millis(500)
+                    } else {
+                        duration
+                    }),
+                    ..Default::default()
+                },
+                // Sizes come from the model; the table shows their mean.
+                size_bytes: model.size.mean().map_or(64, |m| m.round() as u32),
+                label: format!("game {app}"),
+                idt_ms: Some(model.idt_ms),
+                size_dist: Some(model.size),
+                seed: GAME_SEED,
                 ..base.clone()
             });
         }

@@ -30,5 +30,7 @@ mod presets;
 mod raw_protocol;
 #[path = "tests/rtp_capture.rs"]
 mod rtp_capture;
+#[path = "tests/streams.rs"]
+mod streams;
 #[path = "tests/usage.rs"]
 mod usage;

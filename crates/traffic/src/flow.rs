@@ -5,7 +5,7 @@ use wire::control::{Meter, Protocol};
 use wire::ds::{ds_byte, Dscp, Ecn};
 use wire::time::Duration;
 
-use crate::dist::Dist;
+use crate::dist::{Dist, OnOff};
 use crate::units::Rate;
 
 /// When a flow stops: whichever limit comes first. At least one must be set.
@@ -57,6 +57,26 @@ pub struct RtpSpec {
     pub clock_rate_hz: u32,
 }
 
+/// A video stream sent frame by frame: at each frame instant (the flow's `rate` is the
+/// frame rate) a frame of a random size is cut into packets that leave back to back, all
+/// with the frame's RTP timestamp and the marker bit on the last one (RFC 3550 §5.1,
+/// RFC 4587 §4.1 for H.261). The model and its parameters are in [`crate::stream`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VideoSpec {
+    /// Coded bytes per frame.
+    pub frame_bytes: Dist,
+    /// DAR(1) correlation of successive frame sizes (Jacobs and Lewis 1983, used for
+    /// videoconference traffic by Heyman, Tabatabai and Lakshman 1992): with this
+    /// probability a frame repeats the previous frame's size, otherwise it is drawn
+    /// afresh. 0 draws every frame independently.
+    pub correlation: f64,
+    /// Most coded bytes per packet.
+    pub max_chunk_bytes: u32,
+    /// Bytes in front of each chunk in the payload besides the probe: the RTP header and
+    /// any payload header (H.261: 12 + 4).
+    pub header_bytes: u32,
+}
+
 /// One flow.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FlowSpec {
@@ -93,6 +113,63 @@ pub struct FlowSpec {
     /// Seed of the distributions, recorded with the results.
     #[serde(default)]
     pub seed: u64,
+    /// Talk spurts and silences: packets are sent only during ON periods (durations in
+    /// seconds), as a codec with silence suppression does; the first packet of each
+    /// talk spurt carries the RTP marker bit (RFC 3551 §4.1).
+    #[serde(default)]
+    pub talk_spurts: Option<OnOff>,
+    /// Frame-by-frame video instead of one packet per deadline.
+    #[serde(default)]
+    pub video: Option<VideoSpec>,
+    /// Bulk transfer: send as fast as the transport accepts, ignoring `rate`
+    /// (TCP: as fast as the window allows).
+    #[serde(default)]
+    pub unpaced: bool,
+    /// TCP congestion control (`TCP_CONGESTION`: cubic, bbr, reno…); the kernel's
+    /// default when `None`.
+    #[serde(default)]
+    pub congestion: Option<String>,
+}
+
+impl FlowSpec {
+    /// The mean packet rate this flow asks for: its constant rate (times the talk-spurt
+    /// duty cycle, times the mean packets per frame for video), or 1000 / the mean of its
+    /// inter-departure times in ms; `None` when that has no mean (heavy tails) or the
+    /// flow is unpaced.
+    pub fn mean_pps(&self) -> Option<f64> {
+        if self.unpaced {
+            return None;
+        }
+        let mut pps = match &self.idt_ms {
+            None => self.rate.pps(self.size_bytes),
+            Some(d) => 1000.0 / d.mean().filter(|m| *m > 0.0)?,
+        };
+        if let Some(v) = &self.video {
+            pps *= v.mean_packets_per_frame()?;
+        }
+        if let Some(t) = &self.talk_spurts {
+            pps *= t.duty_cycle()?;
+        }
+        Some(pps)
+    }
+}
+
+impl VideoSpec {
+    /// Packets per frame in expectation, `E[max(1, ⌈F / chunk⌉)]`, from the frame-size
+    /// distribution's CDF at the chunk boundaries; `None` without a CDF.
+    pub fn mean_packets_per_frame(&self) -> Option<f64> {
+        // E[N] = Σ_{k≥0} P(N > k) = 1 + Σ_{k≥1} P(F > k·chunk).
+        let chunk = f64::from(self.max_chunk_bytes.max(1));
+        let mut sum = 1.0;
+        for k in 1..100_000u32 {
+            let tail = 1.0 - self.frame_bytes.cdf(f64::from(k) * chunk)?;
+            if tail < 1e-12 {
+                break;
+            }
+            sum += tail;
+        }
+        Some(sum)
+    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,8 @@
 //! Everything here is pure and seeded: a [`schedule::Schedule`] is handed the time and
 //! answers which packet is due, so it is tested in virtual time with exact numbers.
 //! Stochastic inter-departure-time and size distributions, seeded and reproducible, live in
-//! [`dist`]; application models arrive with later work and plug into the same schedule.
+//! [`dist`]; D-ITG's application models in [`voip`] and [`app`], the seed studies' RTP
+//! streams in [`stream`], all on the same schedule.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -11,9 +12,10 @@ pub mod app;
 pub mod dist;
 pub mod flow;
 pub mod schedule;
+pub mod stream;
 pub mod units;
 pub mod voip;
 
-pub use flow::{FlowSpec, MarkingSpec, RtpSpec, StopSpec};
+pub use flow::{FlowSpec, MarkingSpec, RtpSpec, StopSpec, VideoSpec};
 pub use schedule::{Schedule, Transmit};
 pub use units::{parse_bytes, parse_duration, Rate, UnitError};

@@ -12,16 +12,29 @@
 //! show as a shortfall against the requested count. The grace keeps a sender that is only
 //! a little late from losing its last packets.
 //!
+//! Three shapes sit on the same deadlines:
+//! - **talk spurts** ([`FlowSpec::talk_spurts`]): deadlines that fall in a silence are
+//!   skipped, as a codec with silence suppression does; sequence numbers stay
+//!   contiguous (a silence is not loss) and the first packet of each spurt is marked;
+//! - **video frames** ([`FlowSpec::video`]): each deadline is a frame, cut into packets
+//!   that are all due at the frame's deadline, the last one marked;
+//! - **unpaced** ([`FlowSpec::unpaced`], bulk transfer): every packet is due when asked
+//!   for, and the run ends exactly at `start + duration`.
+//!
 //! Following quinn's vocabulary: [`Schedule::poll_transmit`] hands out the next due
 //! packet, [`Schedule::poll_timeout`] says when to wake.
 
 use wire::time::{Duration, Instant};
 
-use crate::dist::{DistError, Sampler};
-use crate::flow::{FlowSpec, StopSpec};
+use crate::dist::{Dist, DistError, OnOffProcess, Sampler};
+use crate::flow::{FlowSpec, StopSpec, VideoSpec};
 
 /// Mixed into the seed of the size stream, so gaps and sizes are independent.
 const SIZE_STREAM: u64 = 0x5151_5151_5151_5151;
+/// Mixed into the seed of the talk-spurt process.
+const TALK_STREAM: u64 = 0x7A1C_7A1C_7A1C_7A1C;
+/// Mixed into the seed of the DAR(1) coin of video frame sizes.
+const COIN_STREAM: u64 = 0xC011_C011_C011_C011;
 
 /// The least time a late sender may run past `--duration` to send what is due.
 pub const MIN_GRACE: Duration = Duration::from_millis(10);
@@ -35,6 +48,57 @@ pub struct Transmit {
     pub scheduled: Instant,
     /// Payload bytes.
     pub size_bytes: u32,
+    /// The RTP marker bit: the first packet of a talk spurt (and of the flow), or the
+    /// last packet of a video frame.
+    pub marker: bool,
+}
+
+/// Video frames being cut into packets.
+#[derive(Clone, Debug)]
+struct Frames {
+    sizes: Sampler,
+    coin: Sampler,
+    correlation: f64,
+    chunk: u64,
+    header: u32,
+    last_size: Option<f64>,
+    /// Coded bytes of the current frame not yet handed out (0: the next deadline opens
+    /// a new frame).
+    remaining: u64,
+}
+
+impl Frames {
+    fn new(v: &VideoSpec, seed: u64) -> Result<Self, DistError> {
+        if !(0.0..=1.0).contains(&v.correlation) {
+            return Err(DistError::InvalidParam {
+                kind: "video",
+                param: "correlation",
+                must: "be within 0 and 1",
+                value: v.correlation,
+            });
+        }
+        Ok(Self {
+            sizes: Sampler::new(v.frame_bytes.clone(), seed ^ SIZE_STREAM)?,
+            coin: Sampler::new(Dist::Uniform { min: 0.0, max: 1.0 }, seed ^ COIN_STREAM)?,
+            correlation: v.correlation,
+            chunk: u64::from(v.max_chunk_bytes.max(1)),
+            header: v.header_bytes,
+            last_size: None,
+            remaining: 0,
+        })
+    }
+
+    /// The coded size of a new frame: DAR(1), the previous size again with probability
+    /// `correlation`, else a fresh draw; truncated to whole bytes, at least 1.
+    fn draw(&mut self) -> u64 {
+        let size = match self.last_size {
+            Some(prev) if self.coin.sample() < self.correlation => prev,
+            _ => self.sizes.sample(),
+        };
+        self.last_size = Some(size);
+        // `max` maps NaN to 1.
+        size.max(1.0).clamp(1.0, 1e12) as u64
+    }
 }
 
 /// The schedule of one flow: constant rate, or gaps and sizes drawn from distributions.
@@ -58,6 +122,17 @@ pub struct Schedule {
     step_remainder: u128,
     bytes: u64,
     stopped: bool,
+    /// Index of the deadline in `next_deadline` (equal to `next_seq` unless talk spurts
+    /// skip deadlines or video frames put several packets on one).
+    slot: u64,
+    unpaced: bool,
+    talk: Option<OnOffProcess>,
+    /// The next packet opens a talk spurt.
+    spurt_start: bool,
+    frames: Option<Frames>,
+    /// Smallest and largest payload.
+    min_size: u32,
+    max_size: u32,
 }
 
 impl Schedule {
@@ -88,7 +163,17 @@ impl Schedule {
             .as_ref()
             .map(|d| Sampler::new(d.clone(), spec.seed ^ SIZE_STREAM).map(|s| (s, min, max)))
             .transpose()?;
-        Ok(Self {
+        let talk = spec
+            .talk_spurts
+            .as_ref()
+            .map(|t| OnOffProcess::new(t.clone(), spec.seed ^ TALK_STREAM))
+            .transpose()?;
+        let frames = spec
+            .video
+            .as_ref()
+            .map(|v| Frames::new(v, spec.seed))
+            .transpose()?;
+        let mut sched = Self {
             gaps,
             sizes,
             start,
@@ -102,11 +187,20 @@ impl Schedule {
             remainder: 0,
             bytes: 0,
             stopped: false,
-        })
+            slot: 0,
+            unpaced: spec.unpaced,
+            talk,
+            spurt_start: true,
+            frames,
+            min_size: min,
+            max_size: max,
+        };
+        sched.skip_silence();
+        Ok(sched)
     }
 
-    /// When packet `seq` of a constant-rate flow is due (a flow with random gaps knows
-    /// only its next deadline).
+    /// When packet `seq` of a constant-rate flow is due (a flow with random gaps, talk
+    /// spurts or video frames knows only its next deadline).
     pub fn deadline(&self, seq: u64) -> Instant {
         let (num, den) = self.interval;
         let offset = u128::from(seq) * num / den;
@@ -119,28 +213,58 @@ impl Schedule {
             return None;
         }
         if let Some(d) = self.stop.duration {
-            let grace = Duration::from_nanos((d.as_nanos() / 100).max(MIN_GRACE.as_nanos()));
+            // An unpaced flow has no schedule to fall behind: it ends on time.
+            let grace = if self.unpaced {
+                Duration::ZERO
+            } else {
+                Duration::from_nanos((d.as_nanos() / 100).max(MIN_GRACE.as_nanos()))
+            };
             if now >= self.start + d + grace {
                 // Time is up: what was not sent by now is the sender's shortfall.
                 self.stopped = true;
                 return None;
             }
         }
-        let scheduled = self.next_deadline;
+        let scheduled = if self.unpaced {
+            self.start.max(now)
+        } else {
+            self.next_deadline
+        };
         if scheduled > now {
             return None;
         }
-        let size_bytes = match self.sizes.as_mut() {
-            // D-ITG truncates a drawn size to an integer and clamps it.
-            Some((sampler, min, max)) => (sampler.sample().max(0.0) as u32).clamp(*min, *max),
-            None => self.size_bytes,
+        let (size_bytes, marker, frame_done) = match self.frames.as_mut() {
+            Some(f) => {
+                if f.remaining == 0 {
+                    f.remaining = f.draw();
+                }
+                let chunk = f.remaining.min(f.chunk);
+                f.remaining -= chunk;
+                let size = (u64::from(f.header) + chunk)
+                    .clamp(u64::from(self.min_size), u64::from(self.max_size));
+                (size as u32, f.remaining == 0, f.remaining == 0)
+            }
+            None => {
+                let size = match self.sizes.as_mut() {
+                    // D-ITG truncates a drawn size to an integer and clamps it.
+                    Some((sampler, min, max)) => {
+                        (sampler.sample().max(0.0) as u32).clamp(*min, *max)
+                    }
+                    None => self.size_bytes,
+                };
+                (size, std::mem::take(&mut self.spurt_start), true)
+            }
         };
         let tx = Transmit {
             seq: self.next_seq,
             scheduled,
             size_bytes,
+            marker,
         };
-        self.advance();
+        self.next_seq += 1;
+        if frame_done && !self.unpaced {
+            self.advance();
+        }
         self.bytes += u64::from(size_bytes);
         Some(tx)
     }
@@ -148,7 +272,13 @@ impl Schedule {
     /// Move to the next packet without a division per packet (this runs at several
     /// hundred thousand packets per second): add ⌊num/den⌋ and carry the remainder.
     fn advance(&mut self) {
-        self.next_seq += 1;
+        self.step();
+        self.skip_silence();
+    }
+
+    /// Move `next_deadline` to the next slot.
+    fn step(&mut self) {
+        self.slot += 1;
         if let Some(gaps) = self.gaps.as_mut() {
             // Milliseconds to nanoseconds; a negative draw sends the next packet at once,
             // an absurd one is capped at an hour.
@@ -166,6 +296,40 @@ impl Schedule {
         self.next_deadline += Duration::from_nanos(step);
     }
 
+    /// With talk spurts: move past deadlines that fall in a silence, and mark the first
+    /// packet after one.
+    fn skip_silence(&mut self) {
+        if self.talk.is_none() {
+            return;
+        }
+        let end = self.stop.duration.map(|d| self.start + d);
+        loop {
+            let t = self
+                .next_deadline
+                .saturating_duration_since(self.start)
+                .as_nanos();
+            let Some(period) = self.talk.as_mut().map(|talk| talk.period_at(t)) else {
+                return;
+            };
+            if period.on {
+                return;
+            }
+            if period.end_ns == u64::MAX {
+                // A silence that never ends.
+                self.stopped = true;
+                return;
+            }
+            self.spurt_start = true;
+            let resume = self.start + Duration::from_nanos(period.end_ns);
+            while self.next_deadline < resume {
+                if end.is_some_and(|e| self.next_deadline >= e) {
+                    return;
+                }
+                self.step();
+            }
+        }
+    }
+
     /// When the next packet is due; `None` once the flow has ended. A soft deadline:
     /// calling [`Self::poll_transmit`] earlier is harmless, later delays packets.
     pub fn poll_timeout(&self) -> Option<Instant> {
@@ -181,9 +345,13 @@ impl Schedule {
         if self.is_finished() {
             return None;
         }
-        if self.gaps.is_some() {
+        if self.unpaced {
+            return Some(self.start);
+        }
+        if self.gaps.is_some() || self.talk.is_some() || self.frames.is_some() {
             return Some(self.next_deadline);
         }
+        // Here every deadline carries one packet: slot and sequence number agree.
         let mut last = self.next_seq + batch.max(1) - 1;
         if let Some(c) = self.stop.count {
             last = last.min(c.saturating_sub(1));
@@ -209,6 +377,11 @@ impl Schedule {
         self.stopped = true;
     }
 
+    /// Whether the flow sends as fast as it may (no deadlines).
+    pub fn is_unpaced(&self) -> bool {
+        self.unpaced
+    }
+
     /// Whether every packet has been handed out.
     pub fn is_finished(&self) -> bool {
         if self.stopped {
@@ -221,7 +394,9 @@ impl Schedule {
             return true;
         }
         if let Some(d) = self.stop.duration {
-            if self.next_deadline >= self.start + d {
+            // A video frame that has begun is sent whole.
+            let mid_frame = self.frames.as_ref().is_some_and(|f| f.remaining > 0);
+            if !self.unpaced && !mid_frame && self.next_deadline >= self.start + d {
                 return true;
             }
         }
@@ -266,6 +441,10 @@ mod tests {
             idt_ms: None,
             size_dist: None,
             seed: 0,
+            talk_spurts: None,
+            video: None,
+            unpaced: false,
+            congestion: None,
         }
     }
 
@@ -464,7 +643,7 @@ mod tests {
                 ..Default::default()
             },
         );
-        s.idt_ms = Some(crate::dist::Dist::Exponential { mean: -1.0 });
+        s.idt_ms = Some(Dist::Exponential { mean: -1.0 });
         assert!(Schedule::new(&s, Instant::ZERO).is_err());
     }
 
@@ -547,5 +726,78 @@ mod tests {
         sched.handle_stop();
         assert_eq!(sched.poll_timeout(), None);
         assert_eq!(sched.packets(), 1);
+    }
+
+    #[test]
+    fn talk_spurts_send_only_during_spurts_with_contiguous_sequence_numbers() {
+        // G.711 at 50 pkt/s for 1000 s with P.59's exponential spurts (1.004 s) and
+        // pauses (1.587 s): 38.75 % of the 50 000 deadlines carry a packet.
+        let mut s = spec(
+            Rate::MilliPps(50_000),
+            172,
+            StopSpec {
+                duration: Some(Duration::from_secs(1000)),
+                ..Default::default()
+            },
+        );
+        s.talk_spurts = Some(crate::voip::talk_spurts(1.004, 1.587));
+        s.seed = 3;
+        let sent = drain(&mut Schedule::new(&s, Instant::ZERO).unwrap());
+        assert!(sent.iter().enumerate().all(|(i, t)| t.seq == i as u64));
+        // Deadlines stay on the 20 ms grid from the start offset.
+        assert!(sent
+            .iter()
+            .all(|t| (t.scheduled.as_nanos() - 5_000_000) % 20_000_000 == 0));
+        let duty = sent.len() as f64 / 50_000.0;
+        // ~386 on/off cycles of CV ≈ 0.75 each: σ(duty) ≈ 0.015, so 4σ is 0.06.
+        assert!((duty - 0.3875).abs() < 0.06, "activity {duty}");
+        // A spurt starts after every gap longer than one packet interval, and nowhere else.
+        let spurts = sent.iter().filter(|t| t.marker).count();
+        let gaps = sent
+            .windows(2)
+            .filter(|w| w[1].scheduled - w[0].scheduled > Duration::from_millis(20))
+            .count();
+        assert!(sent[0].marker);
+        assert_eq!(spurts, gaps + 1);
+        // ~386 spurts in 1000 s (one per 2.591 s in the mean), within 5σ (σ ≈ 16).
+        assert!((spurts as f64 - 386.0).abs() < 80.0, "{spurts} spurts");
+        // Replayable from the seed.
+        assert_eq!(sent, drain(&mut Schedule::new(&s, Instant::ZERO).unwrap()));
+        assert!(sent.len() as f64 / 1000.0 - s.mean_pps().unwrap() < 3.0);
+    }
+
+    #[test]
+    fn an_unpaced_flow_is_always_due_and_ends_exactly_at_its_duration() {
+        let mut s = spec(
+            Rate::MilliPps(1_000),
+            131_072,
+            StopSpec {
+                duration: Some(Duration::from_secs(2)),
+                ..Default::default()
+            },
+        );
+        s.unpaced = true;
+        let mut sched = Schedule::new(&s, Instant::ZERO).unwrap();
+        assert_eq!(sched.poll_transmit(Instant::from_nanos(4_999_999)), None);
+        assert_eq!(sched.poll_timeout(), Some(Instant::from_nanos(5_000_000)));
+        // A writer that gets 1000 messages through every millisecond.
+        let mut now = Instant::from_nanos(5_000_000);
+        let mut n = 0u64;
+        while !sched.is_finished() {
+            for _ in 0..1000 {
+                match sched.poll_transmit(now) {
+                    Some(t) => {
+                        assert_eq!(t.scheduled, now);
+                        n += 1;
+                    }
+                    None => break,
+                }
+            }
+            now += Duration::from_millis(1);
+        }
+        // 2000 ms of writing, no grace.
+        assert_eq!(n, 2_000_000);
+        assert_eq!(sched.bytes(), 2_000_000 * 131_072);
+        assert_eq!(sched.poll_timeout(), None);
     }
 }

@@ -15,8 +15,23 @@
 //! | G.729.2 | 10 × 2 | 50 | 32 | 22 | 25 | 16 (15 clamped) |
 //! | G.729.3 | 10 × 3 | 33 | 42 | 32 | 31 (31.5 truncated) | 21 |
 //!
-//! D-ITG's "VAD" is a constant factor, not talk spurts and silences; a realistic on/off
-//! voice activity model arrives with the distributions.
+//! D-ITG's "VAD" is a constant factor, not talk spurts and silences. The realistic
+//! alternative, [`talk_spurts`], is an on/off process: exponential talk spurts and
+//! silences, no packets during a silence, full-size packets during a spurt.
+//!
+//! ## The talk-spurt model and its source
+//!
+//! Brady (Bell System Technical Journal 48(7), 1969) measured on/off patterns of
+//! telephone conversations and found talk spurts and silences close to exponential; ITU-T
+//! Recommendation P.59 (03/93), *Artificial conversational speech*, standardises such a
+//! two-state model for one talker with mean talk spurt **1.004 s** and mean pause
+//! **1.587 s**, an activity factor of 1.004 / 2.591 = 38.75 %. Those two means are our
+//! defaults ([`P59_TALK_SPURT_S`], [`P59_PAUSE_S`]). They are the values cited for P.59
+//! in the literature; the Recommendation's own text could not be consulted here, and
+//! Brady's means depend on his detector's hangover (his spurts are longer), so both are
+//! overridable: `--vad onoff:ON_S,OFF_S`. A silence does not count as loss (sequence
+//! numbers stay contiguous) and the RTP timestamp keeps running through it, with the
+//! marker bit on the first packet of each spurt (RFC 3551 §4.1).
 
 use core::fmt;
 use core::str::FromStr;
@@ -62,6 +77,19 @@ pub enum VoipHeader {
 pub const DITG_VAD_FACTOR: f64 = 0.65;
 /// D-ITG's smallest payload.
 pub const DITG_MIN_PAYLOAD: u32 = 16;
+/// Mean talk spurt of ITU-T P.59's one-talker model, seconds.
+pub const P59_TALK_SPURT_S: f64 = 1.004;
+/// Mean pause of ITU-T P.59's one-talker model, seconds.
+pub const P59_PAUSE_S: f64 = 1.587;
+
+/// Exponential talk spurts and silences with these means (seconds); see the module
+/// documentation for the source of the defaults.
+pub fn talk_spurts(spurt_s: f64, pause_s: f64) -> crate::dist::OnOff {
+    crate::dist::OnOff {
+        on: crate::dist::Dist::Exponential { mean: spurt_s },
+        off: crate::dist::Dist::Exponential { mean: pause_s },
+    }
+}
 
 impl Codec {
     /// Every codec.
@@ -191,6 +219,14 @@ mod tests {
         assert_eq!(kbps(Codec::G723x1), 8.736);
         assert_eq!(kbps(Codec::G729x2), 12.8);
         assert_eq!(kbps(Codec::G729x3), 11.088);
+    }
+
+    #[test]
+    fn the_default_talk_spurts_are_p59_with_a_38_75_percent_activity() {
+        let t = talk_spurts(P59_TALK_SPURT_S, P59_PAUSE_S);
+        assert!(t.validate().is_ok());
+        let duty = t.duty_cycle().unwrap();
+        assert!((duty - 1.004 / 2.591).abs() < 1e-12, "{duty}");
     }
 
     #[test]

@@ -83,6 +83,9 @@ pub struct FlowAnnounce {
     /// the RFC 3550 jitter against them as RTP tools do.
     #[serde(default)]
     pub rtp_clock_hz: Option<u32>,
+    /// Report the receiver-side series in windows of this many ns (iperf3's intervals).
+    #[serde(default)]
+    pub interval_ns: Option<u64>,
 }
 
 /// The receiver's answer for one announced flow.
@@ -120,6 +123,9 @@ pub struct FlowResult {
     /// For RTP flows: the RFC 3550 jitter against the RTP timestamps (JSON).
     #[serde(default)]
     pub rtp: Option<serde_json::Value>,
+    /// The interval series asked for with `interval_ns` (`meter::Interval`s as JSON).
+    #[serde(default)]
+    pub intervals: Option<serde_json::Value>,
 }
 
 /// A control message.
@@ -268,6 +274,7 @@ mod tests {
                     src_port: None,
                     label: "x".into(),
                     rtp_clock_hz: None,
+                    interval_ns: None,
                 }],
             },
             Msg::Attach { flow: 3, token: 99 },

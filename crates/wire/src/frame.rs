@@ -13,6 +13,10 @@
 //! [`FrameDecoder`] is sans-IO: feed it bytes with [`FrameDecoder::handle_bytes`], take
 //! whole bodies with [`FrameDecoder::poll_frame`]. A length above the decoder's maximum is
 //! an error, so a peer cannot make us buffer without bound.
+//!
+//! [`FrameScanner`] walks the same stream without keeping the bodies: it keeps the first
+//! few bytes of each (the probe) and counts the rest, so a receiver of bulk TCP data that
+//! needs only the probe copies nothing else.
 
 use crate::{Error, Result};
 
@@ -107,6 +111,126 @@ impl FrameDecoder {
     pub fn buffered(&self) -> usize {
         self.buf.len() - self.start
     }
+
+    /// Take the bytes received but not yet returned as a body (to go on with another
+    /// decoder over the same stream).
+    pub fn take_buffered(&mut self) -> Vec<u8> {
+        let rest = self.buf.split_off(self.start);
+        self.buf.clear();
+        self.start = 0;
+        rest
+    }
+}
+
+/// A frame seen by a [`FrameScanner`]: its body length and the body's first bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScannedFrame<'a> {
+    /// Length of the whole body.
+    pub len: usize,
+    /// The first `min(len, keep)` bytes of the body.
+    pub head: &'a [u8],
+}
+
+/// Walks a framed stream keeping only the head of each body (see the module docs).
+///
+/// Feed it with [`FrameScanner::handle_bytes`], which consumes bytes up to the end of at
+/// most one frame and says how many it took; then take that frame with
+/// [`FrameScanner::poll_frame`] before feeding it more.
+#[derive(Debug)]
+pub struct FrameScanner {
+    max_len: usize,
+    keep: usize,
+    prefix: [u8; PREFIX_LEN],
+    prefix_have: usize,
+    /// Length of the body being read, once its prefix is whole.
+    body_len: Option<usize>,
+    body_seen: usize,
+    head: Vec<u8>,
+    /// A whole frame waiting for `poll_frame`: its body length.
+    ready: Option<usize>,
+}
+
+impl FrameScanner {
+    /// A scanner that refuses bodies longer than `max_len` and keeps `keep` bytes of each.
+    pub fn new(max_len: usize, keep: usize) -> Self {
+        Self {
+            max_len,
+            keep,
+            prefix: [0; PREFIX_LEN],
+            prefix_have: 0,
+            body_len: None,
+            body_seen: 0,
+            head: Vec::with_capacity(keep),
+            ready: None,
+        }
+    }
+
+    /// Consume bytes of `data` up to the end of the next whole frame; returns how many
+    /// were consumed (all of them if no frame ends in `data`, none while a frame waits
+    /// for [`Self::poll_frame`]). An oversized length is an error, after which the
+    /// stream cannot be resynchronised.
+    pub fn handle_bytes(&mut self, data: &[u8]) -> Result<usize> {
+        if self.ready.is_some() {
+            return Ok(0);
+        }
+        let mut used = 0;
+        while used < data.len() {
+            let rest = &data[used..];
+            match self.body_len {
+                None => {
+                    let take = (PREFIX_LEN - self.prefix_have).min(rest.len());
+                    self.prefix[self.prefix_have..self.prefix_have + take]
+                        .copy_from_slice(&rest[..take]);
+                    self.prefix_have += take;
+                    used += take;
+                    if self.prefix_have < PREFIX_LEN {
+                        continue;
+                    }
+                    let len = u32::from_be_bytes(self.prefix) as usize;
+                    if len > self.max_len {
+                        return Err(Error::TooLong {
+                            len,
+                            max: self.max_len,
+                        });
+                    }
+                    self.body_len = Some(len);
+                    self.body_seen = 0;
+                    self.head.clear();
+                    if len == 0 {
+                        self.end_frame(0);
+                        return Ok(used);
+                    }
+                }
+                Some(len) => {
+                    let take = (len - self.body_seen).min(rest.len());
+                    let want = self.keep.min(len).saturating_sub(self.body_seen).min(take);
+                    self.head.extend_from_slice(&rest[..want]);
+                    self.body_seen += take;
+                    used += take;
+                    if self.body_seen == len {
+                        self.end_frame(len);
+                        return Ok(used);
+                    }
+                }
+            }
+        }
+        Ok(used)
+    }
+
+    fn end_frame(&mut self, len: usize) {
+        self.ready = Some(len);
+        self.prefix_have = 0;
+        self.body_len = None;
+    }
+
+    /// The frame that [`Self::handle_bytes`] completed, if any.
+    pub fn poll_frame(&mut self) -> Option<ScannedFrame<'_>> {
+        let len = self.ready.take()?;
+        Some(ScannedFrame {
+            len,
+            head: &self.head,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -130,6 +254,63 @@ mod tests {
         assert_eq!(bodies[0], b"hello");
         assert!(bodies[1].is_empty());
         assert_eq!(bodies[2], vec![7u8; 300]);
+        assert_eq!(d.buffered(), 0);
+    }
+
+    /// Every frame the scanner sees, as (length, head), feeding `chunk` bytes at a time.
+    fn scan(stream: &[u8], chunk: usize, keep: usize) -> Result<Vec<(usize, Vec<u8>)>> {
+        let mut s = FrameScanner::new(1024, keep);
+        let mut out = Vec::new();
+        for mut part in stream.chunks(chunk) {
+            while !part.is_empty() {
+                let used = s.handle_bytes(part)?;
+                part = &part[used..];
+                if let Some(f) = s.poll_frame() {
+                    out.push((f.len, f.head.to_vec()));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn the_scanner_sees_the_decoders_frames_keeping_only_their_heads() {
+        let mut stream = encode(b"hello").unwrap();
+        stream.extend(encode(b"").unwrap());
+        stream.extend(encode(&[7u8; 300]).unwrap());
+        stream.extend(encode(b"abc").unwrap());
+        for chunk in [1, 2, 3, 5, 64, 1000] {
+            let frames = scan(&stream, chunk, 4).unwrap();
+            assert_eq!(
+                frames,
+                vec![
+                    (5, b"hell".to_vec()),
+                    (0, vec![]),
+                    (300, vec![7; 4]),
+                    (3, b"abc".to_vec())
+                ],
+                "chunks of {chunk}"
+            );
+        }
+        // A frame waiting to be polled holds the rest of the input back.
+        let mut s = FrameScanner::new(1024, 4);
+        assert_eq!(s.handle_bytes(&stream).unwrap(), 9);
+        assert_eq!(s.handle_bytes(&stream[9..]).unwrap(), 0);
+        assert_eq!(s.poll_frame().map(|f| f.len), Some(5));
+        assert_eq!(s.poll_frame(), None);
+        let mut big = encode(&[1u8; 2000]).unwrap();
+        big.extend(encode(b"x").unwrap());
+        assert!(scan(&big, 7, 16).is_err());
+    }
+
+    #[test]
+    fn take_buffered_hands_over_the_unread_rest() {
+        let mut d = FrameDecoder::new(1024);
+        let mut stream = encode(b"attach").unwrap();
+        stream.extend(encode(b"data").unwrap());
+        d.handle_bytes(&stream[..13]);
+        assert_eq!(d.poll_frame().unwrap(), Some(&b"attach"[..]));
+        assert_eq!(d.take_buffered(), stream[10..13].to_vec());
         assert_eq!(d.buffered(), 0);
     }
 

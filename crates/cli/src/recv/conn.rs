@@ -242,6 +242,10 @@ fn control_session(
             summary: serde_json::to_value(&r.summary).unwrap_or_default(),
             malformed: r.malformed,
             rtp: r.rtp.and_then(|j| serde_json::to_value(j).ok()),
+            intervals: r
+                .intervals
+                .as_ref()
+                .and_then(|i| serde_json::to_value(i).ok()),
         })
         .collect();
     stream.set_read_timeout(Some(shared.handshake_timeout))?;
@@ -343,56 +347,47 @@ fn data_stream(
     let meta_ok = netio::tcp::enable_recv_meta(&stream).is_ok();
     stream.set_read_timeout(Some(Duration::from_millis(200)))?;
     stream.set_write_timeout(Some(shared.handshake_timeout))?;
+    let mut rx = DataRx {
+        shared,
+        flow_id,
+        meta_ok,
+        unwrapper: SeqUnwrapper::default(),
+        records: Vec::new(),
+    };
+    if meter == Meter::Owd {
+        return rx.scan(stream, decoder);
+    }
     // The same decoder goes on, with the data limit, over bytes already read past the attach.
     let mut data = decoder;
     data.set_max_len(frame::MAX_DATA_LEN);
-    let mut unwrapper = SeqUnwrapper::default();
-    let mut buf = vec![0u8; 256 * 1024];
+    let mut buf = vec![0u8; DATA_READ_LEN];
     let mut echo_out: Vec<u8> = Vec::new();
-    let mut records: Vec<RxRecord> = Vec::new();
     loop {
-        let rx_ns = netio::clock::wall_ns();
-        let meta = if meta_ok {
-            netio::tcp::last_recv_meta(&stream).ok()
-        } else {
-            None
-        };
+        let (rx_ns, meta) = rx.stamp(&stream);
         let mut malformed = 0;
         loop {
             match data.poll_frame() {
-                Ok(Some(body)) => match Packet::new_checked(body).and_then(|p| Repr::parse(&p)) {
-                    Ok(repr) if !repr.echo && repr.flow == flow_id => {
-                        records.push(RxRecord {
-                            flow: u32::from(flow_id),
-                            seq: unwrapper.unwrap(repr.seq),
-                            size_bytes: body.len() as u32,
-                            tx_ns: repr.tx_ns,
-                            rx_ns,
-                            tos: meta.and_then(|m| m.tos),
-                            hop_limit: meta.and_then(|m| m.hop_limit),
-                            flow_label: meta.and_then(|m| m.flow_label),
-                            kernel_ts: false,
-                        });
-                        if meter == Meter::Rtt {
-                            let start = echo_out.len();
-                            echo_out.extend_from_slice(&[0; frame::PREFIX_LEN]);
-                            echo_out.extend_from_slice(body);
-                            let _ = frame::emit_prefix(body.len(), &mut echo_out[start..]);
-                            Packet::new_unchecked(&mut echo_out[start + frame::PREFIX_LEN..])
-                                .make_echo(rx_ns, netio::clock::wall_ns());
-                        }
+                Ok(Some(body)) => {
+                    if !rx.record(body, body.len(), rx_ns, meta) {
+                        malformed += 1;
+                        continue;
                     }
-                    _ => malformed += 1,
-                },
+                    let start = echo_out.len();
+                    echo_out.extend_from_slice(&[0; frame::PREFIX_LEN]);
+                    echo_out.extend_from_slice(body);
+                    let _ = frame::emit_prefix(body.len(), &mut echo_out[start..]);
+                    Packet::new_unchecked(&mut echo_out[start + frame::PREFIX_LEN..])
+                        .make_echo(rx_ns, netio::clock::wall_ns());
+                }
                 Ok(None) => break,
                 Err(_) => {
-                    flush_records(shared, flow_id, &mut records, malformed + 1);
+                    rx.flush(malformed + 1);
                     bail!("flow {flow_id}: oversized TCP message");
                 }
             }
         }
         // Records first: a failed echo write must not lose them.
-        flush_records(shared, flow_id, &mut records, malformed);
+        rx.flush(malformed);
         if !echo_out.is_empty() {
             stream.write_all(&echo_out).context("writing echoes")?;
             echo_out.clear();
@@ -406,6 +401,103 @@ fn data_stream(
                 }
             }
             Err(e) => return Err(e).context("reading the TCP data stream"),
+        }
+    }
+}
+
+/// Bytes read per `read` on a TCP data stream.
+const DATA_READ_LEN: usize = 256 * 1024;
+
+/// What a TCP data stream has received so far, before it goes into the flow table.
+struct DataRx<'a> {
+    shared: &'a Shared,
+    flow_id: u16,
+    meta_ok: bool,
+    unwrapper: SeqUnwrapper,
+    records: Vec<RxRecord>,
+}
+
+impl DataRx<'_> {
+    /// The receive time and header fields of what the last read returned.
+    fn stamp(&self, stream: &TcpStream) -> (u64, Option<netio::tcp::TcpRecvMeta>) {
+        let rx_ns = netio::clock::wall_ns();
+        let meta = if self.meta_ok {
+            netio::tcp::last_recv_meta(stream).ok()
+        } else {
+            None
+        };
+        (rx_ns, meta)
+    }
+
+    /// Record a message of `len` bytes whose body starts with `head`; false if it is not
+    /// a data probe of this flow.
+    fn record(
+        &mut self,
+        head: &[u8],
+        len: usize,
+        rx_ns: u64,
+        meta: Option<netio::tcp::TcpRecvMeta>,
+    ) -> bool {
+        match Packet::new_checked(head).and_then(|p| Repr::parse(&p)) {
+            Ok(repr) if !repr.echo && repr.flow == self.flow_id => {
+                self.records.push(RxRecord {
+                    flow: u32::from(self.flow_id),
+                    seq: self.unwrapper.unwrap(repr.seq),
+                    size_bytes: len as u32,
+                    tx_ns: repr.tx_ns,
+                    rx_ns,
+                    tos: meta.and_then(|m| m.tos),
+                    hop_limit: meta.and_then(|m| m.hop_limit),
+                    flow_label: meta.and_then(|m| m.flow_label),
+                    kernel_ts: false,
+                });
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn flush(&mut self, malformed: u64) {
+        flush_records(self.shared, self.flow_id, &mut self.records, malformed);
+    }
+
+    /// The one-way path: nothing is echoed, so only each message's probe is looked at
+    /// and the rest of the stream is never copied ([`frame::FrameScanner`]); bulk TCP
+    /// runs at memory speed.
+    fn scan(&mut self, mut stream: TcpStream, mut decoder: FrameDecoder) -> Result<()> {
+        let mut scanner = frame::FrameScanner::new(frame::MAX_DATA_LEN, wire::probe::HEADER_LEN);
+        // Bytes read past the attach message come first.
+        let mut buf = decoder.take_buffered();
+        let mut n = buf.len();
+        buf.resize(DATA_READ_LEN.max(n), 0);
+        loop {
+            let (rx_ns, meta) = self.stamp(&stream);
+            let mut malformed = 0;
+            let mut rest = &buf[..n];
+            while !rest.is_empty() {
+                let Ok(used) = scanner.handle_bytes(rest) else {
+                    self.flush(malformed + 1);
+                    bail!("flow {}: oversized TCP message", self.flow_id);
+                };
+                rest = &rest[used..];
+                if let Some(f) = scanner.poll_frame() {
+                    if !self.record(f.head, f.len, rx_ns, meta) {
+                        malformed += 1;
+                    }
+                }
+            }
+            self.flush(malformed);
+            n = match stream.read(&mut buf) {
+                Ok(0) => return Ok(()),
+                Ok(n) => n,
+                Err(e) if is_timeout(&e) => {
+                    if self.shared.stop.load(Ordering::Relaxed) {
+                        return Ok(());
+                    }
+                    0
+                }
+                Err(e) => return Err(e).context("reading the TCP data stream"),
+            };
         }
     }
 }

@@ -196,6 +196,9 @@ impl FlowState {
 /// Why a flow announcement is refused, if it is.
 fn check_announce(a: &FlowAnnounce, peer_ip: IpAddr) -> Result<(), String> {
     let i = a.index;
+    if a.interval_ns.is_some_and(|w| w < 1_000_000) {
+        return Err(format!("flow {i}: an interval below 1 ms"));
+    }
     if (a.size_bytes as usize) < wire::probe::HEADER_LEN {
         return Err(format!(
             "flow {i}: size {} is below the 16-byte probe",
@@ -308,6 +311,8 @@ pub(crate) struct FlowReport {
     pub(crate) summary: FlowSummary,
     /// For RTP flows: the RFC 3550 jitter against the RTP timestamps.
     pub(crate) rtp: Option<meter::RtpJitterSummary>,
+    /// The series the sender asked for, in windows from the flow's first arrival.
+    pub(crate) intervals: Option<Vec<meter::Interval>>,
 }
 
 pub(crate) struct Shared {
@@ -371,6 +376,10 @@ impl Shared {
                 malformed: state.malformed,
                 summary: meter::summarize(&state.records, sent),
                 rtp: state.rtp.as_ref().and_then(meter::RtpJitter::summary),
+                intervals: state.announce.interval_ns.map(|w| {
+                    let origin = state.records.iter().map(|r| r.rx_ns).min().unwrap_or(0);
+                    meter::intervals(&state.records, w, origin)
+                }),
             };
             out.push(report);
         }

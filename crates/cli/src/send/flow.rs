@@ -51,7 +51,9 @@ pub(super) struct FlowRun {
     pub(super) pacing: Pacing,
     /// Set when the user interrupts or the receiver goes away.
     pub(super) halt: Arc<AtomicBool>,
+    /// Packets and payload bytes handed to the kernel so far, all flows together.
     pub(super) progress: Arc<AtomicU64>,
+    pub(super) progress_bytes: Arc<AtomicU64>,
 }
 
 /// What a flow measured; `error` says why it ended early, if it did.
@@ -111,8 +113,12 @@ impl Sink for UdpSink {
 
 struct TcpSink {
     stream: TcpStream,
-    /// The batch's messages back to back, each a length prefix and a payload.
+    /// The batch's messages back to back, each a length prefix and a payload. The buffer
+    /// is reused without clearing: only prefixes and probes are written, the padding is
+    /// whatever it held (bulk transfers then cost one copy into the kernel, no more).
     buf: Vec<u8>,
+    /// Bytes of `buf` the current batch uses.
+    used: usize,
     /// Where each slot's message starts and ends in `buf`.
     spans: Vec<(usize, usize)>,
     capacity: usize,
@@ -124,15 +130,19 @@ impl Sink for TcpSink {
     }
     fn prepare(&mut self, i: usize, len: usize) -> &mut [u8] {
         if i == 0 {
-            self.buf.clear();
+            self.used = 0;
             self.spans.clear();
         }
-        let start = self.buf.len();
-        self.buf.resize(start + frame::PREFIX_LEN + len, 0);
+        let start = self.used;
+        let end = start + frame::PREFIX_LEN + len;
+        if self.buf.len() < end {
+            self.buf.resize(end, 0);
+        }
         // Sizes were checked against MAX_DATA_LEN; a prefix always fits.
         let _ = frame::emit_prefix(len, &mut self.buf[start..]);
-        self.spans.push((start, self.buf.len()));
-        &mut self.buf[start + frame::PREFIX_LEN..]
+        self.spans.push((start, end));
+        self.used = end;
+        &mut self.buf[start + frame::PREFIX_LEN..end]
     }
     fn slot(&mut self, i: usize) -> &mut [u8] {
         let (start, end) = self.spans[i];
@@ -189,6 +199,7 @@ pub(super) fn run_flow(run: &FlowRun, conn: Conn) -> FlowResult {
                 Box::new(TcpSink {
                     stream,
                     buf: Vec::new(),
+                    used: 0,
                     spans: Vec::with_capacity(capacity),
                     capacity,
                 }),
@@ -288,7 +299,7 @@ fn pace(run: &FlowRun, sink: &mut dyn Sink) -> (Vec<TxRecord>, Option<String>) {
                     .scheduled
                     .saturating_duration_since(sched.start())
                     .as_nanos();
-                let _ = stream.next(media_ns, t.seq == 0).emit(slot);
+                let _ = stream.next(media_ns, t.marker).emit(slot);
             }
             // The slot holds the probe behind any RTP header (sizes checked in to_spec).
             let _ = repr.emit(&mut slot[probe_at..]);
@@ -335,6 +346,8 @@ fn pace(run: &FlowRun, sink: &mut dyn Sink) -> (Vec<TxRecord>, Option<String>) {
             }
         }
         run.progress.fetch_add(n as u64, Ordering::Relaxed);
+        let bytes: u64 = pending.iter().map(|p| u64::from(p.2)).sum();
+        run.progress_bytes.fetch_add(bytes, Ordering::Relaxed);
     }
     (tx, None)
 }

@@ -39,7 +39,11 @@ use crate::usage;
   dualperf send 127.0.0.1 --rate 30000pps --size 64 --duration 10s
   dualperf send ::1 --tcp --rate 10mbit --size 1024 --meter rtt --dscp EF
   dualperf send [::1]:4646 --flows flows.txt --json
-  dualperf send ::1 --meter rtt --dscp EF --ecn ect1 --ttl 7 --flow-label 0x12345")]
+  dualperf send ::1 --meter rtt --dscp EF --ecn ect1 --ttl 7 --flow-label 0x12345
+  dualperf send ::1 --voip g711.1 --vad onoff        # talk spurts and silences (ITU-T P.59)
+  dualperf send ::1 --stream h261 --dscp AF41        # H.261 CIF video over RTP
+  dualperf send ::1 --tcp --bulk --parallel 4 --congestion bbr --interval 1s
+  dualperf send 127.0.0.1 --udp --bulk --rate 100mbit --interval 1s")]
 pub(crate) struct SendArgs {
     /// Receiver: an address, a name, HOST:PORT or [IPv6]:PORT.
     dest: String,
@@ -80,6 +84,10 @@ pub(crate) struct SendArgs {
     /// every packet on its own deadline; a late sender still batches what is due.
     #[arg(long, default_value = "0", value_parser = crate::args::duration, value_name = "DURATION")]
     batch_window: Duration,
+    /// Print the throughput sent in each interval while the flows run, and report the
+    /// receiver's series in these windows (like iperf3 -i): 1s, 500ms.
+    #[arg(short, long, value_parser = crate::args::duration, value_name = "DURATION")]
+    interval: Option<Duration>,
 }
 
 /// The options of one flow, shared by the command line and flow files.
@@ -92,17 +100,41 @@ pub(crate) struct FlowArgs {
     #[arg(long)]
     tcp: bool,
     /// Send rate: packets per second (30000pps) or payload bits per second (10mbit, 64kbit;
-    /// a bare K/M/G suffix means bits, as in iperf: 10M).
-    #[arg(short, long, default_value = "1000pps")]
-    rate: Rate,
-    /// Payload bytes per packet (UDP payload, or TCP message body). At least 16: the
-    /// probe header.
-    #[arg(short, long, default_value_t = 512, value_name = "BYTES")]
-    size: u32,
+    /// a bare K/M/G suffix means bits, as in iperf: 10M). Default 1000pps; with --bulk, a
+    /// cap (TCP) or the target (UDP).
+    #[arg(short, long)]
+    rate: Option<Rate>,
+    /// Payload bytes per packet (UDP payload, or TCP message body; 64k, 1M). At least 16:
+    /// the probe header. Default 512; with --bulk 128KiB on TCP (as iperf3), 1400 on UDP.
+    #[arg(short, long, value_parser = crate::args::byte_count, value_name = "BYTES")]
+    size: Option<u64>,
+    /// Bulk load: TCP as fast as the window allows (or capped by --rate), UDP at the
+    /// --rate given; meant for background traffic and throughput, like iperf3. See
+    /// --parallel, --congestion and --interval.
+    #[arg(long, conflicts_with_all = ["voip", "app", "stream", "idt"])]
+    bulk: bool,
+    /// Run N identical copies of this flow at once, each on its own connection (iperf3 -P).
+    #[arg(short = 'P', long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u16).range(1..=256))]
+    parallel: u16,
+    /// TCP congestion control: cubic, bbr, reno… (see
+    /// /proc/sys/net/ipv4/tcp_available_congestion_control). Default: the kernel's.
+    #[arg(long, value_name = "NAME", requires = "tcp")]
+    congestion: Option<String>,
     /// VoIP as D-ITG models it: g711.1, g711.2, g723.1, g729.2 or g729.3 sets the packet
     /// rate and payload size (UDP). See --voip-header and --vad.
-    #[arg(long, value_name = "CODEC", conflicts_with_all = ["rate", "size", "tcp"])]
+    #[arg(long, alias = "codec", value_name = "CODEC", conflicts_with_all = ["rate", "size", "tcp"])]
     voip: Option<traffic::voip::Codec>,
+    /// An RTP stream of the seed studies, with a real RTP header: g711 (µ-law, 64 kbit/s,
+    /// 20 ms packets; see --ptime), webaudio (1250 B every 50 ms, 200 kbit/s) or h261
+    /// (CIF video, 384 kbit/s in the mean, frames cut into ≤1400-byte packets).
+    #[arg(long, value_name = "STREAM",
+          conflicts_with_all = ["rate", "size", "tcp", "voip", "app", "idt", "size_dist"])]
+    stream: Option<traffic::stream::Stream>,
+    /// Packetisation time of --stream g711 (10ms, 20ms, 30ms…). Seed 000's 294-byte IPv4
+    /// frames are 30 ms packets.
+    #[arg(long, value_parser = crate::args::duration, value_name = "DURATION", requires = "stream")]
+    ptime: Option<Duration>,
     /// An application model of D-ITG: telnet (TCP), dns (UDP, or TCP with --tcp),
     /// quake3, csa (Counter-Strike active) or csi (idle): gaps and sizes from its fitted
     /// distributions.
@@ -124,10 +156,12 @@ pub(crate) struct FlowArgs {
     /// Header bytes D-ITG's VoIP model counts in the payload: rtp (12), crtp (2) or none.
     #[arg(long, default_value = "rtp", value_parser = parse_voip_header, requires = "voip")]
     voip_header: traffic::voip::VoipHeader,
-    /// Voice activity: ditg scales every packet's codec bytes by 0.65, as D-ITG's -VAD
-    /// does (not talk spurts and silences).
-    #[arg(long, value_parser = ["ditg"], requires = "voip")]
-    vad: Option<String>,
+    /// Voice activity, for --voip and the audio --stream presets. onoff: talk spurts and
+    /// silences, exponential with ITU-T P.59's means (1.004 s and 1.587 s, 38.75 %
+    /// activity), no packets in a silence; onoff:SPURT,PAUSE sets the means in seconds.
+    /// ditg: D-ITG's -VAD, every packet's codec bytes times 0.65 (--voip only).
+    #[arg(long, value_parser = parse_vad, value_name = "MODEL")]
+    vad: Option<Vad>,
     /// Stop after this long (10s, 500ms, 2m). Default 10s when no stop is given. A sender
     /// that cannot keep up stops at this plus 1 % and reports the shortfall.
     #[arg(short = 't', long, value_parser = crate::args::duration, value_name = "DURATION")]
@@ -173,32 +207,54 @@ struct FlowLine {
 }
 
 impl FlowArgs {
+    /// The flows these options describe: one, or `--parallel` copies.
+    fn to_specs(&self, default_label: String) -> Result<Vec<FlowSpec>> {
+        let spec = self.to_spec(default_label)?;
+        if self.parallel == 1 {
+            return Ok(vec![spec]);
+        }
+        let n = self.parallel;
+        Ok((0..n)
+            .map(|i| FlowSpec {
+                label: format!("{} [{}/{n}]", spec.label, i + 1),
+                // Copies of a random model draw different samples.
+                seed: spec.seed.wrapping_add(u64::from(i)),
+                ..spec.clone()
+            })
+            .collect())
+    }
+
     fn to_spec(&self, default_label: String) -> Result<FlowSpec> {
-        let min = probe::HEADER_LEN as u32;
-        if self.size < min {
-            usage!(
-                "--size {} is too small: the probe header needs {min} bytes",
-                self.size
-            );
+        let min = probe::HEADER_LEN as u64;
+        let size = self.size.unwrap_or(match (self.bulk, self.tcp) {
+            (true, true) => 128 * 1024,
+            (true, false) => 1400,
+            (false, _) => 512,
+        });
+        if size < min {
+            usage!("--size {size} is too small: the probe header needs {min} bytes");
         }
-        if !self.tcp && self.size > 65_507 {
-            usage!(
-                "--size {} exceeds the largest UDP payload (65507 bytes)",
-                self.size
-            );
+        if !self.tcp && size > 65_507 {
+            usage!("--size {size} exceeds the largest UDP payload (65507 bytes)");
         }
-        if self.tcp && self.size as usize > wire::frame::MAX_DATA_LEN {
+        if self.tcp && size > wire::frame::MAX_DATA_LEN as u64 {
             usage!(
-                "--size {} exceeds the largest TCP message ({} bytes)",
-                self.size,
+                "--size {size} exceeds the largest TCP message ({} bytes)",
                 wire::frame::MAX_DATA_LEN
             );
         }
+        let size = size as u32;
         if self.tcp && self.ecn.is_some() {
             usage!("--ecn applies to UDP only: on TCP the kernel sets the ECN bits");
         }
         if self.count == Some(0) || self.bytes == Some(0) || self.duration == Some(Duration::ZERO) {
             usage!("a stop condition of zero sends nothing: give --count, --bytes or --duration above 0");
+        }
+        if self.bulk && self.meter == Meter::Rtt {
+            usage!("--bulk measures throughput one way: leave --meter at owd");
+        }
+        if self.bulk && !self.tcp && self.rate.is_none() {
+            usage!("--bulk on UDP needs --rate (e.g. 100mbit): UDP has no congestion control to find the rate");
         }
         let mut protocol = if self.tcp {
             Protocol::Tcp
@@ -229,28 +285,83 @@ impl FlowArgs {
                 }
             }
         }
-        let (rate, size, label, rtp) = match self.voip {
-            Some(codec) => {
-                let vad = self.vad.is_some();
-                let size = codec.payload_bytes(self.voip_header, vad);
-                let header = format!("{:?}", self.voip_header).to_lowercase();
-                let label = format!("voip {codec} {header}{}", if vad { " vad" } else { "" });
-                // The 12 bytes D-ITG counts for RTP become a real RTP header when the
-                // probe still fits behind it.
-                let real_rtp = self.voip_header == traffic::voip::VoipHeader::Rtp;
-                let rtp = if real_rtp && size as usize >= RTP_PROBE_MIN {
-                    Some(codec.rtp())
-                } else {
-                    if real_rtp {
-                        eprintln!(
-                            "dualperf send: note: {label}: {size}-byte payloads leave no room for an RTP header and the probe ({RTP_PROBE_MIN} bytes); sending the probe alone"
-                        );
-                    }
-                    None
-                };
-                (codec.rate(), size, label, rtp)
+        let talk_spurts = match self.vad {
+            Some(Vad::OnOff { spurt_s, pause_s }) => {
+                if self.voip.is_none()
+                    && !matches!(
+                        self.stream,
+                        Some(traffic::stream::Stream::G711 | traffic::stream::Stream::WebAudio)
+                    )
+                {
+                    usage!("--vad onoff applies to --voip and the audio streams (--stream g711 or webaudio)");
+                }
+                Some(traffic::voip::talk_spurts(spurt_s, pause_s))
             }
-            None => (self.rate, self.size, default_label, None),
+            Some(Vad::Ditg) if self.voip.is_none() => {
+                usage!("--vad ditg applies to --voip only (D-ITG's codec models)");
+            }
+            _ => None,
+        };
+        let vad_label = match self.vad {
+            Some(Vad::Ditg) => " vad",
+            Some(Vad::OnOff { .. }) => " vad-onoff",
+            None => "",
+        };
+        let mut video = None;
+        let (rate, size, label, rtp) = if let Some(codec) = self.voip {
+            let ditg_vad = self.vad == Some(Vad::Ditg);
+            let size = codec.payload_bytes(self.voip_header, ditg_vad);
+            let header = format!("{:?}", self.voip_header).to_lowercase();
+            let label = format!("voip {codec} {header}{vad_label}");
+            // The 12 bytes D-ITG counts for RTP become a real RTP header when the
+            // probe still fits behind it.
+            let real_rtp = self.voip_header == traffic::voip::VoipHeader::Rtp;
+            let rtp = if real_rtp && size as usize >= RTP_PROBE_MIN {
+                Some(codec.rtp())
+            } else {
+                if real_rtp {
+                    eprintln!(
+                        "dualperf send: note: {label}: {size}-byte payloads leave no room for an RTP header and the probe ({RTP_PROBE_MIN} bytes); sending the probe alone"
+                    );
+                }
+                None
+            };
+            (codec.rate(), size, label, rtp)
+        } else if let Some(stream) = self.stream {
+            let ptime_ms = match self.ptime {
+                None => None,
+                Some(p) if stream != traffic::stream::Stream::G711 => {
+                    usage!("--ptime applies to --stream g711 only, not {stream} ({p})")
+                }
+                Some(p) => {
+                    let ms = p.as_nanos() / 1_000_000;
+                    if p.as_nanos() % 1_000_000 != 0 || !(1..=1000).contains(&ms) {
+                        usage!("--ptime must be whole milliseconds from 1ms to 1s, not {p}");
+                    }
+                    Some(ms as u32)
+                }
+            };
+            let model = stream.model(ptime_ms);
+            video = model.video;
+            let ptime = ptime_ms.map_or(String::new(), |p| format!(" {p}ms"));
+            (
+                model.rate,
+                model.size_bytes,
+                format!("stream {stream}{ptime}{vad_label}"),
+                Some(model.rtp),
+            )
+        } else {
+            let label = if self.bulk {
+                format!("bulk {}", if self.tcp { "tcp" } else { "udp" })
+            } else {
+                default_label
+            };
+            (
+                self.rate.unwrap_or(Rate::MilliPps(1_000_000)),
+                size,
+                label,
+                None,
+            )
         };
         let mut stop = StopSpec {
             duration: self.duration,
@@ -281,7 +392,48 @@ impl FlowArgs {
             seed: self
                 .seed
                 .unwrap_or_else(|| u64::from_ne_bytes(crate::session::random_bytes())),
+            talk_spurts,
+            video,
+            unpaced: self.bulk && self.tcp && self.rate.is_none(),
+            congestion: self.congestion.clone(),
         })
+    }
+}
+
+/// A voice activity model.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Vad {
+    /// D-ITG's constant 0.65 factor.
+    Ditg,
+    /// Exponential talk spurts and silences with these means.
+    OnOff { spurt_s: f64, pause_s: f64 },
+}
+
+fn parse_vad(s: &str) -> Result<Vad, String> {
+    use traffic::voip::{P59_PAUSE_S, P59_TALK_SPURT_S};
+    let lower = s.to_ascii_lowercase();
+    match lower.split_once(':') {
+        None if lower == "ditg" => Ok(Vad::Ditg),
+        None if lower == "onoff" => Ok(Vad::OnOff {
+            spurt_s: P59_TALK_SPURT_S,
+            pause_s: P59_PAUSE_S,
+        }),
+        Some(("onoff", means)) => {
+            let parse = |v: Option<&str>| {
+                v.and_then(|v| v.trim().parse::<f64>().ok())
+                    .filter(|v| v.is_finite() && *v > 0.0)
+            };
+            let mut it = means.split(',');
+            match (parse(it.next()), parse(it.next()), it.next()) {
+                (Some(spurt_s), Some(pause_s), None) => Ok(Vad::OnOff { spurt_s, pause_s }),
+                _ => Err(format!(
+                    "'{s}': onoff:SPURT,PAUSE takes two mean durations in seconds above 0, e.g. onoff:1.004,1.587"
+                )),
+            }
+        }
+        _ => Err(format!(
+            "unknown voice activity model '{s}': use onoff, onoff:SPURT,PAUSE or ditg"
+        )),
     }
 }
 
@@ -320,6 +472,10 @@ pub(crate) struct SendConfig {
     pub(crate) batch_window: Duration,
     pub(crate) log: Option<PathBuf>,
     pub(crate) progress: bool,
+    /// The receiver's series in these windows, and live per-interval throughput lines
+    /// on stdout when `live` is set.
+    pub(crate) interval: Option<Duration>,
+    pub(crate) live: bool,
 }
 
 impl SendConfig {
@@ -333,6 +489,8 @@ impl SendConfig {
             batch_window: Duration::ZERO,
             log: None,
             progress: false,
+            interval: None,
+            live: false,
         }
     }
 }
@@ -346,7 +504,7 @@ pub(crate) fn run(args: SendArgs) -> Result<()> {
     let dest = resolve(&args.dest, args.port, family)?;
     let flows = match &args.flows {
         Some(path) => read_flow_file(path)?,
-        None => vec![args.flow.to_spec("flow 0".into())?],
+        None => args.flow.to_specs("flow 0".into())?,
     };
     for f in &flows {
         if f.marking.flow_label.is_some() && dest.is_ipv4() {
@@ -358,7 +516,10 @@ pub(crate) fn run(args: SendArgs) -> Result<()> {
         spin: args.spin,
         batch_window: args.batch_window,
         log: args.log,
-        progress: std::io::stderr().is_terminal() && !args.json,
+        progress: std::io::stderr().is_terminal() && !args.json && args.interval.is_none(),
+        interval: args.interval,
+        // As iperf3 -J: JSON alone on stdout.
+        live: !args.json,
         ..SendConfig::new(dest, flows)
     };
     let outcome = run_session(&config, &crate::interrupt::flag());
@@ -397,14 +558,14 @@ fn read_flow_file(path: &Path) -> Result<Vec<FlowSpec>> {
                 e.to_string().trim().trim_start_matches("error: ")
             )))
         })?;
-        let spec = parsed
+        let specs = parsed
             .flow
-            .to_spec(format!("line {}", n + 1))
+            .to_specs(format!("line {}", n + 1))
             .map_err(|e| match e.downcast::<crate::UsageError>() {
                 Ok(u) => anyhow::Error::new(crate::UsageError(format!("{at}: {u}"))),
                 Err(e) => e.context(at.clone()),
             })?;
-        flows.push(spec);
+        flows.extend(specs);
     }
     if flows.is_empty() {
         usage!("flow file {} lists no flows", path.display());

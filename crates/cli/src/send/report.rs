@@ -15,6 +15,11 @@ pub(crate) struct SentStats {
     pub(crate) bytes: u64,
     /// First to last actual send time; `None` with fewer than two packets.
     pub(crate) duration_ns: Option<u64>,
+    /// Actual send time of the first and the last packet (monotonic clock).
+    #[serde(skip)]
+    pub(crate) first_ns: Option<u64>,
+    #[serde(skip)]
+    pub(crate) last_ns: Option<u64>,
     /// Achieved send rate, `packets / duration` over first→last send, the same
     /// definition as the receiver's rate (D-ITG's "Average packet rate").
     pub(crate) rate_pps: Option<f64>,
@@ -64,6 +69,8 @@ pub(crate) struct FlowOutcome {
     pub(crate) rtt: Option<FlowSummary>,
     /// Receiver hold time of echoes (--meter rtt).
     pub(crate) receiver_hold: Option<HoldStats>,
+    /// The receiver's series in `--interval` windows from the flow's first arrival.
+    pub(crate) intervals: Option<Vec<meter::Interval>>,
     /// Malformed messages the receiver saw on this flow; `None` if it did not report.
     pub(crate) malformed_at_receiver: Option<u64>,
     /// Why the flow ended early, if it did.
@@ -77,7 +84,67 @@ pub(crate) struct SendReport {
     pub(crate) tool: String,
     pub(crate) dest: SocketAddr,
     pub(crate) interrupted: bool,
+    /// Every flow together.
+    pub(crate) sum: SumStats,
     pub(crate) flows: Vec<FlowOutcome>,
+}
+
+/// Every flow of a session together (iperf3's SUM), each side over its own span: the
+/// earliest first packet to the latest last packet of any flow.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct SumStats {
+    pub(crate) flows: usize,
+    pub(crate) sent: SideSum,
+    /// `None` when the receiver reported no flow.
+    pub(crate) received: Option<SideSum>,
+}
+
+/// One side's totals.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct SideSum {
+    pub(crate) packets: u64,
+    pub(crate) bytes: u64,
+    /// First to last packet over all flows; `None` when undefined.
+    pub(crate) duration_ns: Option<u64>,
+    /// `bytes · 8 / duration` (payload bits, as per flow).
+    pub(crate) bitrate_bps: Option<f64>,
+}
+
+impl SideSum {
+    fn new(packets: u64, bytes: u64, first: Option<u64>, last: Option<u64>) -> Self {
+        let duration_ns = first.zip(last).and_then(|(a, b)| (b > a).then_some(b - a));
+        Self {
+            packets,
+            bytes,
+            duration_ns,
+            bitrate_bps: duration_ns.map(|d| bytes as f64 * 8e9 / d as f64),
+        }
+    }
+}
+
+impl SumStats {
+    pub(crate) fn of(flows: &[FlowOutcome]) -> Self {
+        let sent = SideSum::new(
+            flows.iter().map(|f| f.sent.packets).sum(),
+            flows.iter().map(|f| f.sent.bytes).sum(),
+            flows.iter().filter_map(|f| f.sent.first_ns).min(),
+            flows.iter().filter_map(|f| f.sent.last_ns).max(),
+        );
+        let rx: Vec<&FlowSummary> = flows.iter().filter_map(|f| f.received.as_ref()).collect();
+        let received = (!rx.is_empty()).then(|| {
+            SideSum::new(
+                rx.iter().map(|r| r.packets).sum(),
+                rx.iter().map(|r| r.bytes).sum(),
+                rx.iter().filter_map(|r| r.first_rx_ns).min(),
+                rx.iter().filter_map(|r| r.last_rx_ns).max(),
+            )
+        });
+        Self {
+            flows: flows.len(),
+            sent,
+            received,
+        }
+    }
 }
 
 pub(crate) fn sent_stats(spec: &FlowSpec, tx: &[TxRecord]) -> SentStats {
@@ -94,11 +161,14 @@ pub(crate) fn sent_stats(spec: &FlowSpec, tx: &[TxRecord]) -> SentStats {
         packets,
         bytes,
         duration_ns,
+        first_ns: tx.first().map(|t| t.actual_ns),
+        last_ns: tx.last().map(|t| t.actual_ns),
         rate_pps: per_second(packets as f64),
         bitrate_bps: per_second(bytes as f64 * 8.0),
         requested_pps: super::session::requested_pps(spec),
         planned_packets: super::session::planned_packets(spec),
-        schedule_error: meter::schedule_error(tx),
+        // An unpaced (bulk) flow has no schedule to miss.
+        schedule_error: (!spec.unpaced).then(|| meter::schedule_error(tx)).flatten(),
     }
 }
 
@@ -169,6 +239,33 @@ impl SendReport {
                     h.max_ns as f64 / 1e3
                 ))
             ));
+        }
+        if self.flows.len() > 1 {
+            let mbit =
+                |b: Option<f64>| b.map_or_else(|| "-".to_owned(), |b| format!("{:.3}", b / 1e6));
+            s.push_str(&format!(
+                "sum of {} flows: sent {} Mbit/s, received {} Mbit/s\n",
+                self.sum.flows,
+                mbit(self.sum.sent.bitrate_bps),
+                mbit(self.sum.received.as_ref().and_then(|r| r.bitrate_bps)),
+            ));
+        }
+        for f in &self.flows {
+            let Some(series) = &f.intervals else {
+                continue;
+            };
+            s.push_str(&format!("flow {}: received per interval\n", f.id));
+            let origin = series.first().map_or(0, |i| i.start_ns);
+            for i in series {
+                s.push_str(&format!(
+                    "  [{:7.2}-{:7.2} s] {:>12} bytes {:>10} Mbit/s\n",
+                    (i.start_ns - origin) as f64 / 1e9,
+                    (i.end_ns - origin) as f64 / 1e9,
+                    i.bytes,
+                    i.bitrate_bps
+                        .map_or_else(|| "-".to_owned(), |b| format!("{:.3}", b / 1e6)),
+                ));
+            }
         }
         for f in &self.flows {
             if let Some(e) = &f.error {

@@ -19,7 +19,7 @@ use wire::control::{
 use wire::time::Instant;
 
 use super::flow::{run_flow, Conn, FlowRun, Pacing};
-use super::report::{sent_stats, FlowOutcome, SendReport};
+use super::report::{sent_stats, FlowOutcome, SendReport, SumStats};
 use super::SendConfig;
 use crate::session::{write_msg, MsgReader};
 
@@ -91,6 +91,7 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
     let origin = Instant::from_nanos(netio::clock::mono_ns() + 20_000_000);
     let halt = Arc::new(AtomicBool::new(false));
     let progress = Arc::new(AtomicU64::new(0));
+    let progress_bytes = Arc::new(AtomicU64::new(0));
     let pacing = Pacing {
         spin: config.spin,
         batch_window: config.batch_window,
@@ -104,6 +105,7 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
             pacing,
             halt: halt.clone(),
             progress: progress.clone(),
+            progress_bytes: progress_bytes.clone(),
         };
         handles.push(
             std::thread::Builder::new()
@@ -113,7 +115,17 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
     }
     let total_planned: Option<u64> = config.flows.iter().map(planned_packets).sum();
     let mut last_print = std::time::Instant::now();
+    let mut live = config
+        .interval
+        .filter(|_| config.live)
+        .map(|w| LiveIntervals::new(w, origin, config.flows.len()));
     while !handles.iter().all(std::thread::JoinHandle::is_finished) {
+        if let Some(live) = live.as_mut() {
+            live.poll(
+                netio::clock::mono_ns(),
+                progress_bytes.load(Ordering::Relaxed),
+            );
+        }
         std::thread::sleep(StdDuration::from_millis(20));
         if stop.load(Ordering::Relaxed) || watcher_done.load(Ordering::Relaxed) {
             halt.store(true, Ordering::SeqCst);
@@ -132,6 +144,12 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
     }
     if config.progress {
         eprintln!();
+    }
+    if let Some(live) = live.as_mut() {
+        live.finish(
+            netio::clock::mono_ns(),
+            progress_bytes.load(Ordering::Relaxed),
+        );
     }
     let mut results = Vec::new();
     for h in handles {
@@ -192,7 +210,7 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
         }
     };
 
-    let flows = config
+    let flows: Vec<FlowOutcome> = config
         .flows
         .iter()
         .zip(&grants)
@@ -211,6 +229,9 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
                 received_rtp: r
                     .and_then(|r| r.rtp.clone())
                     .and_then(|v| serde_json::from_value(v).ok()),
+                intervals: r
+                    .and_then(|r| r.intervals.clone())
+                    .and_then(|v| serde_json::from_value(v).ok()),
                 receiver_hold: res.hold,
                 malformed_at_receiver: r.map(|r| r.malformed),
                 error: res.error,
@@ -222,6 +243,7 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
         tool: format!("dualperf {}", env!("CARGO_PKG_VERSION")),
         dest,
         interrupted: stop.load(Ordering::SeqCst),
+        sum: SumStats::of(&flows),
         flows,
     };
     if errors.is_empty() {
@@ -305,6 +327,7 @@ fn register(
             src_port,
             label: spec.label.clone(),
             rtp_clock_hz: spec.rtp.map(|r| r.clock_rate_hz),
+            interval_ns: config.interval.map(wire::time::Duration::as_nanos),
         });
     }
     write_msg(ctrl, &Msg::Register { flows: announces })?;
@@ -330,10 +353,16 @@ fn register(
             dest,
             &marking_of(spec),
             spec.nodelay,
-            None,
+            spec.congestion.as_deref(),
             StdDuration::from_secs(5),
         )
-        .with_context(|| format!("flow {}: cannot open the TCP data connection", grant.id))?;
+        .with_context(|| match &spec.congestion {
+            Some(cc) => format!(
+                "flow {}: cannot open the TCP data connection with congestion control {cc} (is it in /proc/sys/net/ipv4/tcp_available_congestion_control?)",
+                grant.id
+            ),
+            None => format!("flow {}: cannot open the TCP data connection", grant.id),
+        })?;
         write_msg(
             &mut stream,
             &Msg::Attach {
@@ -349,13 +378,9 @@ fn register(
     Ok((conns, grants))
 }
 
-/// The mean packet rate a flow asks for: its constant rate, or 1000 / the mean of its
-/// inter-departure times in ms; `None` when that has no mean (heavy tails).
+/// The mean packet rate a flow asks for ([`FlowSpec::mean_pps`]).
 pub(crate) fn requested_pps(spec: &FlowSpec) -> Option<f64> {
-    match &spec.idt_ms {
-        None => Some(spec.rate.pps(spec.size_bytes)),
-        Some(d) => d.mean().filter(|m| *m > 0.0).map(|m| 1000.0 / m),
-    }
+    spec.mean_pps()
 }
 
 /// Packets the stop conditions allow (the least of rate × duration, count and bytes), in
@@ -404,4 +429,71 @@ fn write_sender_log(
     log.flush()
         .with_context(|| format!("writing {}", path.display()))?;
     Ok(())
+}
+
+/// The live lines of `--interval`: what every flow together handed to the kernel in each
+/// window since the flows' common start (the sender's side, as iperf3's client prints;
+/// the receiver's series comes with the results).
+struct LiveIntervals {
+    window_ns: u64,
+    origin_ns: u64,
+    flows: usize,
+    /// End of the window being counted, and the byte count at its start.
+    next_ns: u64,
+    last_bytes: u64,
+}
+
+impl LiveIntervals {
+    fn new(window: wire::time::Duration, origin: Instant, flows: usize) -> Self {
+        let window_ns = window.as_nanos().max(1);
+        Self {
+            window_ns,
+            origin_ns: origin.as_nanos(),
+            flows,
+            next_ns: origin.as_nanos() + window_ns,
+            last_bytes: 0,
+        }
+    }
+
+    fn line(&self, from_ns: u64, to_ns: u64, bytes: u64) {
+        use std::io::Write;
+        let secs = |t: u64| t.saturating_sub(self.origin_ns) as f64 / 1e9;
+        let span = (to_ns - from_ns) as f64 / 1e9;
+        let mbit = bytes as f64 * 8.0 / span / 1e6;
+        let who = if self.flows > 1 {
+            format!(" ({} flows)", self.flows)
+        } else {
+            String::new()
+        };
+        // A closed stdout ends the program at the report; here it only loses lines.
+        let _ = writeln!(
+            std::io::stdout(),
+            "[{:7.2}-{:7.2} s] {:>12} bytes {:10.3} Mbit/s sent{who}",
+            secs(from_ns),
+            secs(to_ns),
+            bytes,
+            mbit
+        );
+    }
+
+    fn poll(&mut self, now_ns: u64, bytes: u64) {
+        while now_ns >= self.next_ns {
+            self.line(
+                self.next_ns - self.window_ns,
+                self.next_ns,
+                bytes - self.last_bytes,
+            );
+            self.last_bytes = bytes;
+            self.next_ns += self.window_ns;
+        }
+    }
+
+    /// The last, partial window.
+    fn finish(&mut self, now_ns: u64, bytes: u64) {
+        self.poll(now_ns, bytes);
+        let from = self.next_ns - self.window_ns;
+        if bytes > self.last_bytes && now_ns > from {
+            self.line(from, now_ns, bytes - self.last_bytes);
+        }
+    }
 }
