@@ -194,7 +194,13 @@ pub(super) fn run_flow(run: &FlowRun, conn: Conn) -> FlowResult {
                 Some(Err(e)) => return FlowResult::failed(format!("cannot read echoes: {e}")),
                 None => None,
             };
-            let capacity = (TCP_BATCH_BYTES / (frame::PREFIX_LEN + size)).clamp(1, BATCH);
+            // Paced messages that are due together go out in one write; an unpaced (bulk)
+            // flow writes one message per call, so --size is the write size, as iperf3's -l.
+            let capacity = if run.spec.unpaced {
+                1
+            } else {
+                (TCP_BATCH_BYTES / (frame::PREFIX_LEN + size)).clamp(1, BATCH)
+            };
             (
                 Box::new(TcpSink {
                     stream,

@@ -105,7 +105,8 @@ pub(crate) struct FlowArgs {
     #[arg(short, long)]
     rate: Option<Rate>,
     /// Payload bytes per packet (UDP payload, or TCP message body; 64k, 1M). At least 16:
-    /// the probe header. Default 512; with --bulk 128KiB on TCP (as iperf3), 1400 on UDP.
+    /// the probe header. Default 512; with --bulk 128KiB on TCP (one message per write,
+    /// like iperf3's -l), 1400 on UDP.
     #[arg(short, long, value_parser = crate::args::byte_count, value_name = "BYTES")]
     size: Option<u64>,
     /// Bulk load: TCP as fast as the window allows (or capped by --rate), UDP at the
