@@ -164,7 +164,7 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
         idt_ms: None,
         size_dist: None,
         seed: 0,
-        talk_spurts: None,
+        on_off_ms: None,
         video: None,
         unpaced: false,
         congestion: None,

@@ -113,11 +113,12 @@ pub struct FlowSpec {
     /// Seed of the distributions, recorded with the results.
     #[serde(default)]
     pub seed: u64,
-    /// Talk spurts and silences: packets are sent only during ON periods (durations in
-    /// seconds), as a codec with silence suppression does; the first packet of each
-    /// talk spurt carries the RTP marker bit (RFC 3551 §4.1).
+    /// ON/OFF gating, period durations in milliseconds: packets are sent only during ON
+    /// periods. Talk spurts and silences (`--vad onoff`, as a codec with silence
+    /// suppression; the first packet of each spurt carries the RTP marker bit, RFC 3551
+    /// §4.1), or bursts (`--on`/`--off`, D-ITG's `-B`).
     #[serde(default)]
-    pub talk_spurts: Option<OnOff>,
+    pub on_off_ms: Option<OnOff>,
     /// Frame-by-frame video instead of one packet per deadline.
     #[serde(default)]
     pub video: Option<VideoSpec>,
@@ -147,7 +148,7 @@ impl FlowSpec {
         if let Some(v) = &self.video {
             pps *= v.mean_packets_per_frame()?;
         }
-        if let Some(t) = &self.talk_spurts {
+        if let Some(t) = &self.on_off_ms {
             pps *= t.duty_cycle()?;
         }
         Some(pps)

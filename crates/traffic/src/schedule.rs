@@ -13,9 +13,10 @@
 //! a little late from losing its last packets.
 //!
 //! Three shapes sit on the same deadlines:
-//! - **talk spurts** ([`FlowSpec::talk_spurts`]): deadlines that fall in a silence are
-//!   skipped, as a codec with silence suppression does; sequence numbers stay
-//!   contiguous (a silence is not loss) and the first packet of each spurt is marked;
+//! - **on/off gating** ([`FlowSpec::on_off_ms`]: talk spurts, bursts): deadlines that
+//!   fall in an OFF period (a silence) are skipped, as a codec with silence suppression
+//!   does; sequence numbers stay contiguous (a silence is not loss) and the first packet
+//!   of each ON period (spurt) is marked;
 //! - **video frames** ([`FlowSpec::video`]): each deadline is a frame, cut into packets
 //!   that are all due at the frame's deadline, the last one marked;
 //! - **unpaced** ([`FlowSpec::unpaced`], bulk transfer): every packet is due when asked
@@ -31,7 +32,7 @@ use crate::flow::{FlowSpec, StopSpec, VideoSpec};
 
 /// Mixed into the seed of the size stream, so gaps and sizes are independent.
 const SIZE_STREAM: u64 = 0x5151_5151_5151_5151;
-/// Mixed into the seed of the talk-spurt process.
+/// Mixed into the seed of the on/off process.
 const TALK_STREAM: u64 = 0x7A1C_7A1C_7A1C_7A1C;
 /// Mixed into the seed of the DAR(1) coin of video frame sizes.
 const COIN_STREAM: u64 = 0xC011_C011_C011_C011;
@@ -164,9 +165,9 @@ impl Schedule {
             .map(|d| Sampler::new(d.clone(), spec.seed ^ SIZE_STREAM).map(|s| (s, min, max)))
             .transpose()?;
         let talk = spec
-            .talk_spurts
+            .on_off_ms
             .as_ref()
-            .map(|t| OnOffProcess::new(t.clone(), spec.seed ^ TALK_STREAM))
+            .map(|t| OnOffProcess::with_unit(t.clone(), spec.seed ^ TALK_STREAM, 1e6))
             .transpose()?;
         let frames = spec
             .video
@@ -441,7 +442,7 @@ mod tests {
             idt_ms: None,
             size_dist: None,
             seed: 0,
-            talk_spurts: None,
+            on_off_ms: None,
             video: None,
             unpaced: false,
             congestion: None,
@@ -740,7 +741,7 @@ mod tests {
                 ..Default::default()
             },
         );
-        s.talk_spurts = Some(crate::voip::talk_spurts(1.004, 1.587));
+        s.on_off_ms = Some(crate::voip::talk_spurts(1.004, 1.587));
         s.seed = 3;
         let sent = drain(&mut Schedule::new(&s, Instant::ZERO).unwrap());
         assert!(sent.iter().enumerate().all(|(i, t)| t.seq == i as u64));

@@ -181,7 +181,7 @@ mod tests {
             idt_ms: None,
             size_dist: None,
             seed: 11,
-            talk_spurts: None,
+            on_off_ms: None,
             video: m.video.clone(),
             unpaced: false,
             congestion: None,

@@ -82,12 +82,17 @@ pub const P59_TALK_SPURT_S: f64 = 1.004;
 /// Mean pause of ITU-T P.59's one-talker model, seconds.
 pub const P59_PAUSE_S: f64 = 1.587;
 
-/// Exponential talk spurts and silences with these means (seconds); see the module
+/// Exponential talk spurts and silences with these means in seconds, as an on/off
+/// process in milliseconds ([`crate::FlowSpec::on_off_ms`]); see the module
 /// documentation for the source of the defaults.
 pub fn talk_spurts(spurt_s: f64, pause_s: f64) -> crate::dist::OnOff {
     crate::dist::OnOff {
-        on: crate::dist::Dist::Exponential { mean: spurt_s },
-        off: crate::dist::Dist::Exponential { mean: pause_s },
+        on: crate::dist::Dist::Exponential {
+            mean: spurt_s * 1000.0,
+        },
+        off: crate::dist::Dist::Exponential {
+            mean: pause_s * 1000.0,
+        },
     }
 }
 

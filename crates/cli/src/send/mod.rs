@@ -6,6 +6,7 @@
 //! - `flow.rs`: one flow's pacing loop and its echo reader;
 //! - `report.rs`: what is printed.
 
+mod ditg;
 mod flow;
 mod report;
 mod session;
@@ -62,8 +63,14 @@ pub(crate) struct SendArgs {
     /// written with the same flow options as this command (e.g. `--tcp --rate 100pps
     /// --size 512 --dscp AF41 --start 2s --duration 5s`); `#` starts a comment. Flows run
     /// concurrently, each on its own thread and socket.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "ditg_script")]
     flows: Option<PathBuf>,
+    /// Run the flows of a D-ITG script (ITGSend's multi-flow file, one flow per line:
+    /// `-a ADDR -T UDP -C 100 -c 512 -t 10000`, `VoIP -x G.711.1 -h RTP`, `CSa`…),
+    /// translated option by option; `-a` must name DEST, ports and log options are
+    /// dualperf's own and left out. An option dualperf cannot honour is an error.
+    #[arg(long, value_name = "FILE")]
+    ditg_script: Option<PathBuf>,
     /// Shared secret of a receiver started with --key.
     #[arg(long, env = "DUALPERF_KEY", hide_env_values = true)]
     key: Option<String>,
@@ -151,6 +158,14 @@ pub(crate) struct FlowArgs {
     /// --idt); truncated and clamped to what the probe and the protocol allow.
     #[arg(long, value_name = "DIST", value_parser = parse_dist, conflicts_with = "size")]
     size_dist: Option<traffic::dist::Dist>,
+    /// Send only during ON periods of an on/off process whose ON and OFF durations, in
+    /// milliseconds, come from these distributions (same spelling as --idt; D-ITG's -B):
+    /// --on exp:1000 --off const:2000.
+    #[arg(long, value_name = "DIST", value_parser = parse_dist, requires = "off", conflicts_with = "vad")]
+    on: Option<traffic::dist::Dist>,
+    /// OFF durations in milliseconds; see --on.
+    #[arg(long, value_name = "DIST", value_parser = parse_dist, requires = "on")]
+    off: Option<traffic::dist::Dist>,
     /// Seed of --idt, --size-dist and --app (default: random; the seed used is in the results).
     #[arg(long)]
     seed: Option<u64>,
@@ -286,7 +301,7 @@ impl FlowArgs {
                 }
             }
         }
-        let talk_spurts = match self.vad {
+        let mut on_off_ms = match self.vad {
             Some(Vad::OnOff { spurt_s, pause_s }) => {
                 if self.voip.is_none()
                     && !matches!(
@@ -303,6 +318,16 @@ impl FlowArgs {
             }
             _ => None,
         };
+        if let (Some(on), Some(off)) = (&self.on, &self.off) {
+            let process = traffic::dist::OnOff {
+                on: on.clone(),
+                off: off.clone(),
+            };
+            if let Err(e) = process.validate() {
+                usage!("--on/--off: {e}");
+            }
+            on_off_ms = Some(process);
+        }
         let vad_label = match self.vad {
             Some(Vad::Ditg) => " vad",
             Some(Vad::OnOff { .. }) => " vad-onoff",
@@ -393,7 +418,7 @@ impl FlowArgs {
             seed: self
                 .seed
                 .unwrap_or_else(|| u64::from_ne_bytes(crate::session::random_bytes())),
-            talk_spurts,
+            on_off_ms,
             video,
             unpaced: self.bulk && self.tcp && self.rate.is_none(),
             congestion: self.congestion.clone(),
@@ -503,9 +528,24 @@ pub(crate) fn run(args: SendArgs) -> Result<()> {
         _ => Family::Any,
     };
     let dest = resolve(&args.dest, args.port, family)?;
-    let flows = match &args.flows {
-        Some(path) => read_flow_file(path)?,
-        None => args.flow.to_specs("flow 0".into())?,
+    let flows = match (&args.flows, &args.ditg_script) {
+        (Some(path), _) => read_flow_file(path, |line| Ok(line.to_owned()))?,
+        (None, Some(path)) => read_flow_file(path, |line| {
+            let t = ditg::translate(line)?;
+            if let Some(a) = &t.dest {
+                match resolve(a, args.port, family) {
+                    Ok(addr) if addr.ip() == dest.ip() => {}
+                    _ => {
+                        return Err(format!(
+                            "-a {a} is not {}: one script goes to one receiver (DEST)",
+                            dest.ip()
+                        ))
+                    }
+                }
+            }
+            Ok(t.args.join(" "))
+        })?,
+        (None, None) => args.flow.to_specs("flow 0".into())?,
     };
     for f in &flows {
         if f.marking.flow_label.is_some() && dest.is_ipv4() {
@@ -543,7 +583,12 @@ pub(crate) fn run(args: SendArgs) -> Result<()> {
     }
 }
 
-fn read_flow_file(path: &Path) -> Result<Vec<FlowSpec>> {
+/// The flows of a file, one per line (`#` starts a comment); `translate` turns a line
+/// into dualperf's flow options (the identity for flow files, D-ITG's for scripts).
+fn read_flow_file(
+    path: &Path,
+    translate: impl Fn(&str) -> Result<String, String>,
+) -> Result<Vec<FlowSpec>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read flow file {}", path.display()))?;
     let mut flows = Vec::new();
@@ -553,6 +598,8 @@ fn read_flow_file(path: &Path) -> Result<Vec<FlowSpec>> {
             continue;
         }
         let at = format!("{}:{}", path.display(), n + 1);
+        let line = translate(line)
+            .map_err(|e| anyhow::Error::new(crate::UsageError(format!("{at}: {e}"))))?;
         let parsed = FlowLine::try_parse_from(line.split_whitespace()).map_err(|e| {
             anyhow::Error::new(crate::UsageError(format!(
                 "{at}: {}",

@@ -139,3 +139,63 @@ fn a_missing_flow_file_is_reported() {
         out.stderr
     );
 }
+
+/// A D-ITG script runs line by line: each ITGSend option becomes dualperf's own, and the
+/// receiver sees what D-ITG's model asks for.
+#[test]
+fn a_ditg_script_runs_translated_line_by_line() {
+    let dir = TempDir::new("ditg-script");
+    let file = dir.path("script.txt");
+    std::fs::write(
+        &file,
+        "-a ::1 -rp 9501 -T UDP -C 200 -c 100 -z 50 -b 184\n\
+         -a ::1 -T TCP -z 40 -c 64 -C 400 -D\n\
+         -a ::1 VoIP -x G.711.2 -h RTP -z 30\n\
+         -a ::1 -T UDP -C 1000 -c 32 -t 2000 -B C 100 C 400\n",
+    )
+    .unwrap();
+    let rx = Receiver::start(&["--json", "--sessions", "1"]);
+    let out = send(
+        "::1",
+        rx.port,
+        &["--ditg-script", path_str(&file), "--json"],
+    );
+    out.assert_success();
+    let report = out.json();
+    let flows = report["flows"].as_array().expect("flows");
+    assert_eq!(flows.len(), 4, "{report:#}");
+    // -C 200 -c 100 -z 50 -b 184 (EF).
+    assert_eq!(flows[0]["spec"]["rate"], "200pps");
+    assert_eq!(u(&flows[0], "/received/packets"), 50);
+    assert_eq!(u(&flows[0], "/received/bytes"), 5000);
+    assert_eq!(
+        hist(&flows[0], "/received/marking/dscp_seen"),
+        only("46", 50)
+    );
+    // -T TCP -D.
+    assert_eq!(flows[1]["spec"]["protocol"], "tcp");
+    assert_eq!(flows[1]["spec"]["nodelay"], true);
+    assert_eq!(u(&flows[1], "/received/packets"), 40);
+    // VoIP -x G.711.2 -h RTP: 172-byte payloads at 50 pkt/s.
+    assert_eq!(u(&flows[2], "/spec/size_bytes"), 172);
+    assert_eq!(u(&flows[2], "/received/packets"), 30);
+    // -B C 100 C 400: 100 ms on, 400 ms off over 2 s at 1000 pkt/s: four bursts of 100.
+    assert_eq!(u(&flows[3], "/sent/packets"), 400);
+    assert_eq!(u(&flows[3], "/received/packets"), 400);
+    assert_eq!(u(&flows[3], "/received/loss/lost"), 0);
+    rx.finish().finished.assert_success();
+
+    // A line for another receiver, or an option dualperf cannot honour, names the line.
+    for (script, want) in [
+        (
+            "-a 127.0.0.2 -C 10\n",
+            "script.txt:1: -a 127.0.0.2 is not ::1",
+        ),
+        ("-C 10\n-T SCTP\n", "script.txt:2: D-ITG -T SCTP"),
+    ] {
+        std::fs::write(&file, script).unwrap();
+        let out = send("::1", 9, &["--ditg-script", path_str(&file)]);
+        assert_eq!(out.code(), Some(2), "{}", out.stderr);
+        assert!(out.stderr.contains(want), "{}", out.stderr);
+    }
+}

@@ -1,0 +1,372 @@
+//! D-ITG script lines translated into dualperf flow options, so an `ITGSend` script (one
+//! flow per line, D-ITG's multi-flow mode) runs here line by line: `send --ditg-script`.
+//!
+//! | D-ITG | dualperf | note |
+//! |---|---|---|
+//! | `-a ADDR` | (DEST) | must name DEST: one script goes to one receiver |
+//! | `-T UDP\|TCP` | `--udp`/`--tcp` | ICMP, SCTP and DCCP are refused |
+//! | `-C r` | `--rate r pps` | exact deadlines instead of a constant 1000/r ms gap |
+//! | `-U -E -N -O -V -Y -G -W a [b]` | `--idt DIST` | D-ITG's meanings ([`traffic::dist::from_ditg_idt`]) |
+//! | `-c s` | `--size s` | |
+//! | `-u -e -n -o -v -y -g -w a [b]` | `--size-dist DIST` | [`traffic::dist::from_ditg_size`] |
+//! | `-Ft FILE`, `-Fs FILE` | `--idt file:FILE`, `--size-dist file:FILE` | |
+//! | `-B D1 p… D2 p…` | `--on DIST --off DIST` | ON/OFF durations in ms |
+//! | `-t ms`, `-z n`, `-k KB` | `--duration`, `--count`, `--bytes` | a KByte taken as 1024 bytes |
+//! | `-d ms` | `--start` | |
+//! | `-b DS` | `--dscp DS>>2 --ecn DS&3` | the whole DS byte, as D-ITG sets it |
+//! | `-f TTL` | `--ttl` | also the IPv6 hop limit (D-ITG leaves that at 64) |
+//! | `-m owdm\|rttm` | `--meter owd\|rtt` | |
+//! | `-D` | `--nodelay` | |
+//! | `-s SEED` | `--seed` | D-ITG's seed is a real in [0, 1]: its bits become ours |
+//! | `VoIP -x C -h RTP\|CRTP [-VAD]` | `--voip C --voip-header rtp\|crtp [--vad ditg]` | |
+//! | `Telnet`, `DNS`, `Quake3`, `CSa`, `CSi` | `--app …` | |
+//! | `-sp -rp -sa -i -j -poll -p -l -x -L -X -Sda -Sdp -Ssp -Sdi` | (none) | ports, logs, signalling: dualperf's own |
+//!
+//! Anything else is an error naming the option: a script is never half understood.
+
+use traffic::dist::{from_ditg_idt, from_ditg_onoff_period, from_ditg_size, Dist};
+
+/// One script line, translated.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Translated {
+    /// The flow options, in dualperf's spelling.
+    pub(super) args: Vec<String>,
+    /// The line's `-a`, if it has one.
+    pub(super) dest: Option<String>,
+}
+
+/// Options dualperf has its own mechanism for, with their argument counts.
+const IGNORED: [(&str, usize); 15] = [
+    ("-sp", 1),
+    ("-rp", 1),
+    ("-sa", 1),
+    ("-i", 1),
+    ("-j", 1),
+    ("-p", 1),
+    ("-l", 1),
+    ("-x", 1),
+    ("-L", 2),
+    ("-X", 2),
+    ("-Sda", 1),
+    ("-Sdp", 1),
+    ("-Ssp", 1),
+    ("-Sdi", 1),
+    ("-poll", 0),
+];
+
+/// Arguments of a distribution letter (`C`, `U`, … upper- or lower-case).
+fn dist_arity(letter: char) -> Option<usize> {
+    match letter.to_ascii_uppercase() {
+        'C' | 'E' | 'O' => Some(1),
+        'U' | 'N' | 'V' | 'Y' | 'G' | 'W' => Some(2),
+        _ => None,
+    }
+}
+
+/// Translate one `ITGSend` script line.
+pub(super) fn translate(line: &str) -> Result<Translated, String> {
+    let tokens: Vec<&str> = line.split_whitespace().collect();
+    let mut out = Translated {
+        args: Vec::new(),
+        dest: None,
+    };
+    let mut i = 0;
+    let push = |args: &mut Vec<String>, parts: &[&str]| {
+        args.extend(parts.iter().map(|s| (*s).to_owned()));
+    };
+    let take = |i: usize, n: usize, opt: &str| -> Result<Vec<&str>, String> {
+        tokens
+            .get(i + 1..i + 1 + n)
+            .map(<[&str]>::to_vec)
+            .ok_or_else(|| format!("D-ITG option {opt} needs {n} argument(s)"))
+    };
+    let numbers = |v: &[&str], opt: &str| -> Result<Vec<f64>, String> {
+        v.iter()
+            .map(|s| {
+                s.parse::<f64>()
+                    .map_err(|_| format!("D-ITG option {opt}: '{s}' is not a number"))
+            })
+            .collect()
+    };
+    while i < tokens.len() {
+        let tok = tokens[i];
+        if let Some(&(_, n)) = IGNORED.iter().find(|(name, _)| *name == tok) {
+            take(i, n, tok)?;
+            i += 1 + n;
+            continue;
+        }
+        let one = |i: usize| take(i, 1, tok).map(|v| v[0]);
+        match tok {
+            "-a" => {
+                out.dest = Some(one(i)?.to_owned());
+                i += 2;
+            }
+            "-T" => {
+                match one(i)?.to_ascii_uppercase().as_str() {
+                    "UDP" => push(&mut out.args, &["--udp"]),
+                    "TCP" => push(&mut out.args, &["--tcp"]),
+                    other => {
+                        return Err(format!("D-ITG -T {other}: dualperf sends UDP and TCP only"))
+                    }
+                }
+                i += 2;
+            }
+            "-t" | "-d" => {
+                let ms = numbers(&[one(i)?], tok)?[0];
+                let flag = if tok == "-t" { "--duration" } else { "--start" };
+                push(&mut out.args, &[flag, &format!("{ms}ms")]);
+                i += 2;
+            }
+            "-z" => {
+                push(&mut out.args, &["--count", one(i)?]);
+                i += 2;
+            }
+            "-k" => {
+                let kb = numbers(&[one(i)?], tok)?[0];
+                push(
+                    &mut out.args,
+                    &["--bytes", &format!("{}", (kb * 1024.0).round())],
+                );
+                i += 2;
+            }
+            "-b" => {
+                let ds = one(i)?.parse::<u8>().map_err(|_| {
+                    format!("D-ITG -b takes a DS byte 0-255, not '{}'", tokens[i + 1])
+                })?;
+                push(&mut out.args, &["--dscp", &(ds >> 2).to_string()]);
+                if ds & 3 != 0 {
+                    push(&mut out.args, &["--ecn", &(ds & 3).to_string()]);
+                }
+                i += 2;
+            }
+            "-f" => {
+                push(&mut out.args, &["--ttl", one(i)?]);
+                i += 2;
+            }
+            "-m" => {
+                push(&mut out.args, &["--meter", one(i)?]);
+                i += 2;
+            }
+            "-D" => {
+                push(&mut out.args, &["--nodelay"]);
+                i += 1;
+            }
+            "-s" => {
+                let seed = numbers(&[one(i)?], tok)?[0];
+                push(&mut out.args, &["--seed", &seed.to_bits().to_string()]);
+                i += 2;
+            }
+            "-Ft" | "-Fs" => {
+                let flag = if tok == "-Ft" { "--idt" } else { "--size-dist" };
+                push(&mut out.args, &[flag, &format!("file:{}", one(i)?)]);
+                i += 2;
+            }
+            "-C" => {
+                let r = numbers(&[one(i)?], tok)?[0];
+                if !(r.is_finite() && r > 0.0) {
+                    return Err(format!("D-ITG -C {r}: the rate must be above 0"));
+                }
+                push(&mut out.args, &["--rate", &format!("{r}pps")]);
+                i += 2;
+            }
+            "-B" => {
+                let mut parts = Vec::new();
+                let mut j = i + 1;
+                for _ in 0..2 {
+                    let letter = tokens
+                        .get(j)
+                        .and_then(|t| t.chars().next().filter(|_| t.len() == 1))
+                        .ok_or("D-ITG -B takes two distributions: -B C 1000 C 2000")?;
+                    let n = dist_arity(letter)
+                        .ok_or_else(|| format!("D-ITG -B: unknown distribution '{letter}'"))?;
+                    let args = numbers(&take(j, n, "-B")?, "-B")?;
+                    let d = from_ditg_onoff_period(letter, &args)
+                        .map_err(|e| format!("D-ITG -B: {e}"))?;
+                    parts.push(d);
+                    j += 1 + n;
+                }
+                push(
+                    &mut out.args,
+                    &[
+                        "--on",
+                        &parts[0].to_string(),
+                        "--off",
+                        &parts[1].to_string(),
+                    ],
+                );
+                i = j;
+            }
+            "VoIP" => {
+                push(&mut out.args, &["--voip", "g711.1"]);
+                let at = out.args.len() - 1;
+                i += 1;
+                while let Some(&t) = tokens.get(i) {
+                    match t {
+                        "-x" => {
+                            out.args[at] = one(i)?.to_owned();
+                            i += 2;
+                        }
+                        "-h" => {
+                            push(
+                                &mut out.args,
+                                &["--voip-header", &one(i)?.to_ascii_lowercase()],
+                            );
+                            i += 2;
+                        }
+                        "-VAD" => {
+                            push(&mut out.args, &["--vad", "ditg"]);
+                            i += 1;
+                        }
+                        _ => break,
+                    }
+                }
+            }
+            "Telnet" | "DNS" | "Quake3" | "CSa" | "CSi" => {
+                push(&mut out.args, &["--app", &tok.to_ascii_lowercase()]);
+                i += 1;
+            }
+            _ => {
+                let letter = tok
+                    .strip_prefix('-')
+                    .filter(|l| l.len() == 1)
+                    .and_then(|l| l.chars().next());
+                let Some(n) = letter.and_then(dist_arity) else {
+                    return Err(format!("D-ITG option '{tok}' is not understood"));
+                };
+                let letter = letter.unwrap_or_default();
+                let args = numbers(&take(i, n, tok)?, tok)?;
+                let (flag, d): (&str, Result<Dist, _>) = if letter.is_ascii_uppercase() {
+                    ("--idt", from_ditg_idt(letter, &args))
+                } else if letter == 'c' {
+                    push(&mut out.args, &["--size", &format!("{}", args[0])]);
+                    i += 1 + n;
+                    continue;
+                } else {
+                    ("--size-dist", from_ditg_size(letter, &args))
+                };
+                let d = d.map_err(|e| format!("D-ITG {tok}: {e}"))?;
+                push(&mut out.args, &[flag, &d.to_string()]);
+                i += 1 + n;
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(line: &str) -> Vec<String> {
+        translate(line).unwrap().args
+    }
+
+    #[test]
+    fn generic_flows_translate_option_by_option() {
+        let t = translate(
+            "-a 127.0.0.1 -rp 9501 -T UDP -C 100 -c 512 -t 10000 -b 184 -f 7 -m rttm -poll",
+        )
+        .unwrap();
+        assert_eq!(t.dest.as_deref(), Some("127.0.0.1"));
+        assert_eq!(
+            t.args,
+            [
+                "--udp",
+                "--rate",
+                "100pps",
+                "--size",
+                "512",
+                "--duration",
+                "10000ms",
+                "--dscp",
+                "46",
+                "--ttl",
+                "7",
+                "--meter",
+                "rttm"
+            ]
+        );
+        // The DS byte's low bits are the ECN field.
+        assert_eq!(args("-b 185"), ["--dscp", "46", "--ecn", "1"]);
+        assert_eq!(
+            args("-T TCP -D -z 50 -k 2 -d 500"),
+            [
+                "--tcp",
+                "--nodelay",
+                "--count",
+                "50",
+                "--bytes",
+                "2048",
+                "--start",
+                "500ms"
+            ]
+        );
+    }
+
+    #[test]
+    fn distributions_keep_ditgs_meanings() {
+        // -E is a rate (mean gap 1000/r ms); -W's arguments are (scale, shape).
+        assert_eq!(
+            args("-E 50 -u 100 300"),
+            ["--idt", "exp:20", "--size-dist", "uniform:100,300"]
+        );
+        let w = args("-W 2 1.5");
+        let d: Dist = w[1].parse().unwrap();
+        assert_eq!(
+            d,
+            Dist::Weibull {
+                shape: 1.5,
+                scale: 2.0
+            }
+        );
+        assert_eq!(args("-Ft gaps.txt"), ["--idt", "file:gaps.txt"]);
+        let b = args("-B C 1000 E 2000");
+        assert_eq!(b[0], "--on");
+        assert_eq!(b[2], "--off");
+        assert_eq!(
+            b[1].parse::<Dist>().unwrap(),
+            Dist::Constant { value: 1000.0 }
+        );
+        assert_eq!(
+            b[3].parse::<Dist>().unwrap(),
+            Dist::Exponential { mean: 2000.0 }
+        );
+    }
+
+    #[test]
+    fn presets_translate_to_their_models() {
+        assert_eq!(
+            args("-a ::1 VoIP -x G.729.3 -h CRTP -VAD -t 5000"),
+            [
+                "--voip",
+                "G.729.3",
+                "--voip-header",
+                "crtp",
+                "--vad",
+                "ditg",
+                "--duration",
+                "5000ms"
+            ]
+        );
+        assert_eq!(args("VoIP"), ["--voip", "g711.1"]);
+        assert_eq!(args("-T TCP DNS"), ["--tcp", "--app", "dns"]);
+        assert_eq!(args("CSa"), ["--app", "csa"]);
+    }
+
+    #[test]
+    fn what_dualperf_cannot_do_is_an_error_naming_it() {
+        for (line, want) in [
+            ("-T ICMP", "UDP and TCP only"),
+            ("-Q", "'-Q' is not understood"),
+            ("-C", "needs 1 argument"),
+            ("-C x", "not a number"),
+            ("-C 0", "above 0"),
+            ("-B C 1000", "two distributions"),
+            ("-b 300", "DS byte"),
+            ("-W -1 2", "D-ITG -W"),
+        ] {
+            let e = translate(line).unwrap_err();
+            assert!(e.contains(want), "{line}: {e}");
+        }
+    }
+}
