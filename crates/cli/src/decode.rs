@@ -18,7 +18,8 @@ use crate::usage;
 #[command(after_help = "Examples:
   dualperf decode recv.dplog
   dualperf decode recv.dplog --flow 2 --json
-  dualperf decode recv.dplog --interval 100ms --csv > series.csv")]
+  dualperf decode recv.dplog --interval 100ms --csv > series.csv
+  dualperf decode send.dplog --packets > packets.csv")]
 pub(crate) struct DecodeArgs {
     /// The log file.
     log: PathBuf,
@@ -35,6 +36,11 @@ pub(crate) struct DecodeArgs {
     /// Only this flow.
     #[arg(long, value_name = "ID")]
     flow: Option<u32>,
+    /// Print every record as CSV instead of summaries (as ITGDec -l): received packets
+    /// (`rx`: send and receive stamps, header fields) and sent ones (`tx`: scheduled and
+    /// actual send time).
+    #[arg(long, conflicts_with_all = ["json", "csv", "interval"])]
+    packets: bool,
 }
 
 pub(crate) fn run(args: DecodeArgs) -> Result<()> {
@@ -56,18 +62,38 @@ pub(crate) fn run(args: DecodeArgs) -> Result<()> {
             usage!("flow {id} has no records in {}", args.log.display());
         }
     }
+    if args.packets {
+        return crate::out::print(packet_csv(&contents));
+    }
     // Sent counts: from the flow info the writer recorded, else from the sender's own
-    // records (a sender log of an interrupted run has no count in its info).
-    let mut sent: BTreeMap<u32, u64> = contents
+    // records (a sender log of an interrupted run has no count in its info). A sender's
+    // log holds arrivals only for round-trip flows (the echoes): for its one-way flows
+    // there is nothing to lose, and counting their packets as sent would report them all
+    // lost.
+    let meta: serde_json::Value =
+        serde_json::from_str(&contents.meta_json).unwrap_or(serde_json::Value::Null);
+    let sender_log = meta["tool"] == "dualperf send";
+    let info: BTreeMap<u32, serde_json::Value> = contents
         .flows
         .iter()
-        .filter_map(|(id, json)| {
-            let info: serde_json::Value = serde_json::from_str(json).ok()?;
-            Some((*id, info.get("sent_packets")?.as_u64()?))
+        .map(|(id, j)| {
+            (
+                *id,
+                serde_json::from_str(j).unwrap_or(serde_json::Value::Null),
+            )
         })
         .collect();
+    let arrivals_expected =
+        |id: u32| !sender_log || info.get(&id).is_some_and(|i| i["spec"]["meter"] == "rtt");
+    let mut sent: BTreeMap<u32, u64> = info
+        .iter()
+        .filter(|(id, _)| arrivals_expected(**id))
+        .filter_map(|(id, i)| Some((*id, i.get("sent_packets")?.as_u64()?)))
+        .collect();
     for (id, n) in meter::sent_by_flow(&contents.tx) {
-        sent.entry(id).or_insert(n);
+        if arrivals_expected(id) {
+            sent.entry(id).or_insert(n);
+        }
     }
     let summary = meter::summarize_all(&contents.rx, &sent);
     let intervals = match args.interval {
@@ -80,6 +106,7 @@ pub(crate) fn run(args: DecodeArgs) -> Result<()> {
         None => None,
     };
     let mut schedule: BTreeMap<u32, meter::ScheduleError> = BTreeMap::new();
+    let mut sent_side: BTreeMap<u32, meter::SentSummary> = BTreeMap::new();
     let mut by_flow: BTreeMap<u32, Vec<meter::TxRecord>> = BTreeMap::new();
     for t in &contents.tx {
         by_flow.entry(t.flow).or_default().push(*t);
@@ -88,28 +115,18 @@ pub(crate) fn run(args: DecodeArgs) -> Result<()> {
         if let Some(e) = meter::schedule_error(tx) {
             schedule.insert(*id, e);
         }
+        sent_side.insert(*id, meter::sent_summary(tx));
     }
 
     let mut out = String::new();
     if args.json {
-        let meta: serde_json::Value =
-            serde_json::from_str(&contents.meta_json).unwrap_or(serde_json::Value::Null);
-        let flows: BTreeMap<u32, serde_json::Value> = contents
-            .flows
-            .iter()
-            .map(|(id, j)| {
-                (
-                    *id,
-                    serde_json::from_str(j).unwrap_or(serde_json::Value::Null),
-                )
-            })
-            .collect();
         let doc = serde_json::json!({
             "format_version": 1,
             "log": args.log,
             "meta": meta,
-            "flow_info": flows,
+            "flow_info": info,
             "summary": summary,
+            "sent": sent_side,
             "schedule_error": schedule,
             "intervals": intervals,
         });
@@ -120,7 +137,25 @@ pub(crate) fn run(args: DecodeArgs) -> Result<()> {
             None => write!(out, "{}", meter::text::csv_summary(&summary))?,
         }
     } else {
-        write!(out, "{}", meter::text::itgdec_text(&summary))?;
+        if !contents.rx.is_empty() || contents.tx.is_empty() {
+            write!(out, "{}", meter::text::itgdec_text(&summary))?;
+        } else {
+            writeln!(
+                out,
+                "No received packets in this log (a sender's log of one-way flows: the receiver's log has the arrivals)."
+            )?;
+        }
+        let na = || "-".to_owned();
+        for (id, s) in &sent_side {
+            writeln!(
+                out,
+                "Flow {id} sent: {} packets, {} bytes, {} pkt/s, {} kbit/s (first to last send)",
+                s.packets,
+                s.bytes,
+                s.rate_pps.map_or_else(na, |r| format!("{r:.3}")),
+                s.bitrate_bps.map_or_else(na, |b| format!("{:.3}", b / 1e3)),
+            )?;
+        }
         for (id, e) in &schedule {
             writeln!(
                 out,
@@ -136,4 +171,35 @@ pub(crate) fn run(args: DecodeArgs) -> Result<()> {
         }
     }
     crate::out::print(out)
+}
+
+/// Every record of the log as CSV, received ones then sent ones; an unknown field is empty.
+fn packet_csv(contents: &meter::log::LogContents) -> String {
+    let opt = |v: Option<u64>| v.map_or(String::new(), |v| v.to_string());
+    let mut out = String::from(
+        "kind,flow,seq,size_bytes,tx_ns,rx_ns,scheduled_ns,actual_ns,tos,hop_limit,flow_label,kernel_ts\n",
+    );
+    for r in &contents.rx {
+        let _ = writeln!(
+            out,
+            "rx,{},{},{},{},{},,,{},{},{},{}",
+            r.flow,
+            r.seq,
+            r.size_bytes,
+            r.tx_ns,
+            r.rx_ns,
+            opt(r.tos.map(u64::from)),
+            opt(r.hop_limit.map(u64::from)),
+            opt(r.flow_label.map(u64::from)),
+            u8::from(r.kernel_ts),
+        );
+    }
+    for t in &contents.tx {
+        let _ = writeln!(
+            out,
+            "tx,{},{},{},,,{},{},,,,",
+            t.flow, t.seq, t.size_bytes, t.scheduled_ns, t.actual_ns
+        );
+    }
+    out
 }

@@ -69,7 +69,9 @@ pub use loss::{DitgLoss, Loss};
 pub use marking::Marking;
 pub use record::{RxRecord, TxRecord};
 pub use rtp::{RtpJitter, RtpJitterSummary};
-pub use schedule::{schedule_error, schedule_error_with, sent_by_flow, ScheduleError};
+pub use schedule::{
+    schedule_error, schedule_error_with, sent_by_flow, sent_summary, ScheduleError, SentSummary,
+};
 pub use stats::{percentile_nearest_rank, Stats};
 pub use summary::{summarize, summarize_all, DelayStats, FlowSummary, Summary, TOTAL_FLOW};
 pub use text::{csv_intervals, csv_summary, itgdec_text, itgdec_text_with, ItgdecOptions};

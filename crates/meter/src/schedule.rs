@@ -79,6 +79,47 @@ pub fn sent_by_flow(tx: &[TxRecord]) -> BTreeMap<u32, u64> {
     sent
 }
 
+/// What a sender handed to the kernel: counts, and rates over its first→last actual
+/// send time, the span D-ITG's ITGDec divides by on either side (`ITGDecod.cpp` line 809).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SentSummary {
+    /// Records.
+    pub packets: u64,
+    /// Payload bytes.
+    pub bytes: u64,
+    /// Earliest and latest actual send time (monotonic clock); `None` when empty.
+    pub first_ns: Option<u64>,
+    /// See `first_ns`.
+    pub last_ns: Option<u64>,
+    /// `last_ns − first_ns`; `None` when fewer than two records or no time passed.
+    pub duration_ns: Option<u64>,
+    /// `packets / duration`; `None` with `duration_ns`.
+    pub rate_pps: Option<f64>,
+    /// `bytes · 8 / duration`; `None` with `duration_ns`.
+    pub bitrate_bps: Option<f64>,
+}
+
+/// The [`SentSummary`] of `tx` (one flow, or several taken together).
+pub fn sent_summary(tx: &[TxRecord]) -> SentSummary {
+    let packets = tx.len() as u64;
+    let bytes = tx.iter().map(|t| u64::from(t.size_bytes)).sum::<u64>();
+    let first_ns = tx.iter().map(|t| t.actual_ns).min();
+    let last_ns = tx.iter().map(|t| t.actual_ns).max();
+    let duration_ns = first_ns
+        .zip(last_ns)
+        .and_then(|(a, b)| (packets >= 2 && b > a).then_some(b - a));
+    let per_second = |count: f64| duration_ns.map(|d| count * 1e9 / d as f64);
+    SentSummary {
+        packets,
+        bytes,
+        first_ns,
+        last_ns,
+        duration_ns,
+        rate_pps: per_second(packets as f64),
+        bitrate_bps: per_second(bytes as f64 * 8.0),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,5 +176,21 @@ mod tests {
     fn counts_sent_packets_per_flow() {
         let records = [tx(1, 0, 0, 0), tx(2, 0, 0, 0), tx(1, 1, 0, 0)];
         assert_eq!(sent_by_flow(&records), BTreeMap::from([(1, 2), (2, 1)]));
+    }
+
+    #[test]
+    fn sent_summary_divides_by_the_first_to_last_send_time() {
+        let t = [tx(1, 0, 0, 1_000), tx(1, 1, 0, 3_000), tx(1, 2, 0, 501_000)];
+        let s = sent_summary(&t);
+        assert_eq!((s.packets, s.bytes), (3, 192));
+        assert_eq!(
+            (s.first_ns, s.last_ns, s.duration_ns),
+            (Some(1_000), Some(501_000), Some(500_000))
+        );
+        assert_eq!(s.rate_pps, Some(6000.0));
+        assert_eq!(s.bitrate_bps, Some(3_072_000.0));
+        let one = sent_summary(&t[..1]);
+        assert_eq!((one.duration_ns, one.rate_pps), (None, None));
+        assert_eq!(sent_summary(&[]).first_ns, None);
     }
 }

@@ -148,23 +148,15 @@ impl SumStats {
 }
 
 pub(crate) fn sent_stats(spec: &FlowSpec, tx: &[TxRecord]) -> SentStats {
-    let packets = tx.len() as u64;
-    let bytes = tx.iter().map(|t| u64::from(t.size_bytes)).sum::<u64>();
-    let duration_ns = match (tx.first(), tx.last()) {
-        (Some(a), Some(b)) if packets >= 2 && b.actual_ns > a.actual_ns => {
-            Some(b.actual_ns - a.actual_ns)
-        }
-        _ => None,
-    };
-    let per_second = |count: f64| duration_ns.map(|d| count * 1e9 / d as f64);
+    let s = meter::sent_summary(tx);
     SentStats {
-        packets,
-        bytes,
-        duration_ns,
-        first_ns: tx.first().map(|t| t.actual_ns),
-        last_ns: tx.last().map(|t| t.actual_ns),
-        rate_pps: per_second(packets as f64),
-        bitrate_bps: per_second(bytes as f64 * 8.0),
+        packets: s.packets,
+        bytes: s.bytes,
+        duration_ns: s.duration_ns,
+        first_ns: s.first_ns,
+        last_ns: s.last_ns,
+        rate_pps: s.rate_pps,
+        bitrate_bps: s.bitrate_bps,
         requested_pps: super::session::requested_pps(spec),
         planned_packets: super::session::planned_packets(spec),
         // An unpaced (bulk) flow has no schedule to miss.

@@ -190,6 +190,47 @@ fn decode_of_a_sender_log_counts_the_schedule_and_the_echoes() {
     assert_eq!(schedule.len(), 1);
 }
 
+/// A sender's log of a one-way flow has no arrivals: decode reports what was sent, and
+/// never the 100 % loss that counting its packets as sent would fabricate.
+#[test]
+fn decode_of_a_one_way_sender_log_reports_the_sent_side_and_no_loss() {
+    let dir = TempDir::new("decode-sender-owd");
+    let log = dir.path("send.dplog");
+    let rx = Receiver::start(&["--json", "--sessions", "1"]);
+    let args = ["--rate", "500pps", "--size", "80", "--count", "50", "--log"];
+    let mut args = args.to_vec();
+    args.push(path_str(&log));
+    send("::1", rx.port, &args).assert_success();
+    rx.finish().finished.assert_success();
+    let doc = decode(&log, &["--json"]).assert_success().json();
+    assert!(
+        doc["summary"]["flows"].as_array().unwrap().is_empty(),
+        "{doc:#}"
+    );
+    let sent = doc["sent"].as_object().expect("sent");
+    assert_eq!(sent.len(), 1);
+    let flow = sent.values().next().unwrap();
+    assert_eq!(u(flow, "/packets"), 50);
+    assert_eq!(u(flow, "/bytes"), 4000);
+    let text = decode(&log, &[]).assert_success().stdout.clone();
+    assert!(text.contains("No received packets in this log"), "{text}");
+    assert!(text.contains("sent: 50 packets, 4000 bytes"), "{text}");
+    assert!(!text.contains("100.00 %"), "{text}");
+    // Every record as CSV: a header and one tx row per packet, sequence 0..49.
+    let csv = decode(&log, &["--packets"]).assert_success().stdout.clone();
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(rows.len(), 51);
+    assert!(rows[0].starts_with("kind,flow,seq,size_bytes"));
+    for (i, row) in rows[1..].iter().enumerate() {
+        let f: Vec<&str> = row.split(',').collect();
+        assert_eq!(
+            (f[0], f[2], f[3]),
+            ("tx", i.to_string().as_str(), "80"),
+            "{row}"
+        );
+    }
+}
+
 #[test]
 fn decode_of_a_garbage_file_fails_with_a_clear_message() {
     let dir = TempDir::new("decode-garbage");
