@@ -76,7 +76,8 @@ pub(crate) struct Point {
     pub(crate) name: String,
     pub(crate) protocol: Protocol,
     pub(crate) size_bytes: u32,
-    pub(crate) rate: Rate,
+    /// The constant rate of the test; `None` for the game models' random gaps.
+    pub(crate) rate: Option<Rate>,
     pub(crate) ipv4: Option<Side>,
     pub(crate) ipv6: Option<Side>,
     /// (IPv6 − IPv4) / IPv4 × 100 per metric.
@@ -101,6 +102,8 @@ struct CompareReport {
     sizes_bytes: Vec<u32>,
     duration_ns: u64,
     interrupted: bool,
+    /// `--quick` gives each VoIP and game test half a second.
+    quick: bool,
     points: Vec<Point>,
 }
 
@@ -180,7 +183,9 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
             });
         }
     }
-    if !args.no_voip {
+    // VoIP and the games are UDP models: they run when UDP is among the protocols.
+    let udp = protocols.contains(&Protocol::Udp);
+    if udp && !args.no_voip {
         // D-ITG's VoIP models with a real RTP header, at their own rates.
         for codec in traffic::voip::Codec::ALL {
             tests.push(FlowSpec {
@@ -201,7 +206,7 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
             });
         }
     }
-    if !args.no_games {
+    if udp && !args.no_games {
         use traffic::app::App;
         for app in [App::Quake3, App::Csa, App::Csi] {
             let model = app.model();
@@ -232,7 +237,7 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
             name: spec.label.clone(),
             protocol: spec.protocol,
             size_bytes: spec.size_bytes,
-            rate: spec.rate,
+            rate: spec.idt_ms.is_none().then_some(spec.rate),
             ipv4: None,
             ipv6: None,
             delta_pct: Delta::default(),
@@ -289,6 +294,7 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
         sizes_bytes: args.sizes.clone(),
         duration_ns: duration.as_nanos(),
         interrupted: stop.load(Ordering::SeqCst),
+        quick: args.quick,
         points,
     };
     if args.json {
@@ -366,11 +372,12 @@ fn render(r: &CompareReport) -> String {
         ]);
     }
     format!(
-        "dualperf compare: IPv4 (127.0.0.1) vs IPv6 (::1), round-trip meter, {} per test; sizes {} B at {}, VoIP at its codec's rate{}\n{}\
+        "dualperf compare: IPv4 (127.0.0.1) vs IPv6 (::1), round-trip meter, {} per test{}; sizes {} B at {}, VoIP at its codec's rate, games by their models{}\n{}\
          Throughput: receiver payload bit rate. RTT: mean of sender-measured round trips less the time the receiver held\n\
          each probe (as irtt does). Jitter: mean |ΔRTT| in arrival order (D-ITG).\n\
          Δ % = (IPv6 − IPv4) / IPv4. Loopback has no wire: differences reflect the stacks, not headers on a link.\n",
         Duration::from_nanos(r.duration_ns),
+        if r.quick { " (VoIP and games 0.5 s)" } else { "" },
         r.sizes_bytes.iter().map(u32::to_string).collect::<Vec<_>>().join("/"),
         r.rate,
         if r.interrupted { " (interrupted)" } else { "" },

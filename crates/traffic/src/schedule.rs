@@ -37,6 +37,9 @@ const TALK_STREAM: u64 = 0x7A1C_7A1C_7A1C_7A1C;
 /// Mixed into the seed of the DAR(1) coin of video frame sizes.
 const COIN_STREAM: u64 = 0xC011_C011_C011_C011;
 
+/// OFF periods crossed in one search for a deadline inside an ON period.
+const MAX_SKIPPED_PERIODS: u32 = 1_000_000;
+
 /// The least time a late sender may run past `--duration` to send what is due.
 pub const MIN_GRACE: Duration = Duration::from_millis(10);
 
@@ -164,6 +167,13 @@ impl Schedule {
             .as_ref()
             .map(|d| Sampler::new(d.clone(), spec.seed ^ SIZE_STREAM).map(|s| (s, min, max)))
             .transpose()?;
+        if spec
+            .on_off_ms
+            .as_ref()
+            .is_some_and(|t| !t.on.can_be_positive())
+        {
+            return Err(DistError::NeverOn);
+        }
         let talk = spec
             .on_off_ms
             .as_ref()
@@ -297,14 +307,23 @@ impl Schedule {
         self.next_deadline += Duration::from_nanos(step);
     }
 
-    /// With talk spurts: move past deadlines that fall in a silence, and mark the first
-    /// packet after one.
+    /// With on/off gating: move past deadlines that fall in an OFF period, and mark the
+    /// first packet after one. A constant-rate flow keeps its grid (a codec's frames stay
+    /// on the media clock) and resumes at the first deadline of the grid in the next ON
+    /// period; a flow with random gaps resumes with a packet at the start of the ON
+    /// period, then draws gaps afresh, as D-ITG restarts its inter-departure time at each
+    /// ON start. Each OFF period is crossed in one step, whatever its length.
     fn skip_silence(&mut self) {
         if self.talk.is_none() {
             return;
         }
         let end = self.stop.duration.map(|d| self.start + d);
-        loop {
+        // ON periods too short to hold a deadline are skipped one by one; a process that
+        // never holds one for this long is as good as silent.
+        for _ in 0..MAX_SKIPPED_PERIODS {
+            if end.is_some_and(|e| self.next_deadline >= e) {
+                return;
+            }
             let t = self
                 .next_deadline
                 .saturating_duration_since(self.start)
@@ -321,18 +340,48 @@ impl Schedule {
                 return;
             }
             self.spurt_start = true;
-            let resume = self.start + Duration::from_nanos(period.end_ns);
-            while self.next_deadline < resume {
-                if end.is_some_and(|e| self.next_deadline >= e) {
-                    return;
-                }
-                self.step();
+            if !self.resume_at(period.end_ns) {
+                self.stopped = true;
+                return;
             }
         }
+        self.stopped = true;
+    }
+
+    /// Move `next_deadline` to the first slot at or after `start + offset_ns`; false if
+    /// that cannot be represented.
+    fn resume_at(&mut self, offset_ns: u64) -> bool {
+        if self.gaps.is_some() {
+            self.slot += 1;
+            self.next_deadline = self.start + Duration::from_nanos(offset_ns);
+            return true;
+        }
+        // Slot k is due at start + ⌊k·num/den⌋, which is ≥ start + r exactly when
+        // k·num/den ≥ r: the first such k is ⌈r·den/num⌉.
+        let (num, den) = self.interval;
+        let Some(k) = u128::from(offset_ns)
+            .checked_mul(den)
+            .map(|x| x.div_ceil(num.max(1)))
+        else {
+            return false;
+        };
+        let Some(at) = k.checked_mul(num) else {
+            return false;
+        };
+        let (Ok(slot), Ok(offset)) = (u64::try_from(k), u64::try_from(at / den)) else {
+            return false;
+        };
+        self.slot = slot.max(self.slot + 1);
+        self.remainder = at % den;
+        self.next_deadline = self.start + Duration::from_nanos(offset);
+        true
     }
 
     /// When the next packet is due; `None` once the flow has ended. A soft deadline:
-    /// calling [`Self::poll_transmit`] earlier is harmless, later delays packets.
+    /// calling [`Self::poll_transmit`] earlier is harmless, later delays packets. An
+    /// unpaced flow is always due (this is its start): it ends when the count or bytes
+    /// run out, or when `poll_transmit` is called at or after `start + duration`, so a
+    /// caller must let time advance.
     pub fn poll_timeout(&self) -> Option<Instant> {
         (!self.is_finished()).then_some(self.next_deadline)
     }
@@ -800,5 +849,70 @@ mod tests {
         assert_eq!(n, 2_000_000);
         assert_eq!(sched.bytes(), 2_000_000 * 131_072);
         assert_eq!(sched.poll_timeout(), None);
+    }
+
+    #[test]
+    fn on_off_gating_terminates_for_degenerate_processes() {
+        use crate::dist::{Dist, OnOff};
+        let mut s = spec(
+            Rate::MilliPps(1_000_000),
+            64,
+            StopSpec {
+                count: Some(10),
+                ..Default::default()
+            },
+        );
+        // ON periods always zero: refused, not an endless search.
+        s.on_off_ms = Some(OnOff {
+            on: Dist::Constant { value: 0.0 },
+            off: Dist::Constant { value: 1000.0 },
+        });
+        assert_eq!(
+            Schedule::new(&s, Instant::ZERO).unwrap_err(),
+            DistError::NeverOn
+        );
+        // Zero gaps with long silences: each silence is crossed in one step.
+        s.idt_ms = Some(Dist::Constant { value: 0.0 });
+        s.on_off_ms = Some(OnOff {
+            on: Dist::Constant { value: 1.0 },
+            off: Dist::Constant { value: 3_600_000.0 },
+        });
+        let sent = drain(&mut Schedule::new(&s, Instant::ZERO).unwrap());
+        assert_eq!(sent.len(), 10);
+        // All ten in the first 1 ms ON period (zero gaps), marked once.
+        assert!(sent
+            .iter()
+            .all(|t| t.scheduled == Instant::from_nanos(5_000_000)));
+        assert_eq!(sent.iter().filter(|t| t.marker).count(), 1);
+        // A constant grid resumes on the grid: 1000 pkt/s, ON 2.5 ms, OFF 1 h, twice.
+        s.idt_ms = None;
+        s.stop.count = Some(6);
+        s.on_off_ms = Some(OnOff {
+            on: Dist::Constant { value: 2.5 },
+            off: Dist::Constant { value: 3_600_000.0 },
+        });
+        let sent = drain(&mut Schedule::new(&s, Instant::ZERO).unwrap());
+        let at: Vec<u64> = sent
+            .iter()
+            .map(|t| t.scheduled.as_nanos() - 5_000_000)
+            .collect();
+        // ON [0, 2.5 ms) holds 0, 1 and 2 ms; the next ON, [3600.0025 s, 3600.005 s),
+        // holds the grid points 3600.003 and 3600.004 s; the third starts on one.
+        assert_eq!(
+            at,
+            [
+                0,
+                1_000_000,
+                2_000_000,
+                3_600_003_000_000,
+                3_600_004_000_000,
+                7_200_005_000_000
+            ]
+        );
+        assert_eq!(
+            sent.iter().map(|t| t.seq).collect::<Vec<_>>(),
+            [0, 1, 2, 3, 4, 5]
+        );
+        assert_eq!(sent.iter().filter(|t| t.marker).count(), 3);
     }
 }

@@ -68,8 +68,10 @@ pub struct StreamModel {
 const RTP: u32 = wire::rtp::HEADER_LEN as u32;
 /// H.261 mean video rate, bit/s.
 pub const H261_MEAN_BPS: f64 = 384_000.0;
-/// H.261 frame rate, thousandths of a frame per second (30000/1001/2 = 14.985015).
-pub const H261_FRAME_MILLI_FPS: u64 = 14_985;
+/// H.261 frame interval: two pictures of the 30000/1001 Hz picture clock, 66 733 333.3 ns,
+/// rounded down to whole ns (14.985 frames/s); the 90 kHz timestamps (6006 ticks a frame)
+/// lose one tick in about 18 minutes.
+pub const H261_FRAME_NS: u64 = 66_733_333;
 /// H.261 gamma shape of frame sizes.
 pub const H261_GAMMA_SHAPE: f64 = 4.0;
 /// Largest H.261 packet payload (UDP), bytes: fits a 1500-byte MTU on IPv6.
@@ -87,7 +89,9 @@ impl Stream {
             Self::G711 => {
                 let ptime = ptime_ms.unwrap_or(20).max(1);
                 StreamModel {
-                    rate: Rate::MilliPps(1_000_000 / u64::from(ptime)),
+                    // Exactly one packet per ptime, so the 8 kHz timestamps step by
+                    // 8·ptime without drift.
+                    rate: Rate::EveryNs(u64::from(ptime) * 1_000_000),
                     size_bytes: RTP + 8 * ptime,
                     rtp: RtpSpec {
                         payload_type: 0,
@@ -106,9 +110,10 @@ impl Stream {
                 video: None,
             },
             Self::H261 => {
-                let mean_frame = H261_MEAN_BPS / 8.0 / (H261_FRAME_MILLI_FPS as f64 / 1000.0);
+                let mean_frame = H261_MEAN_BPS / 8.0 * (H261_FRAME_NS as f64 / 1e9);
                 StreamModel {
-                    rate: Rate::MilliPps(H261_FRAME_MILLI_FPS),
+                    // 1001·2/30000 s per frame, exactly: 6006 ticks of the 90 kHz clock.
+                    rate: Rate::EveryNs(H261_FRAME_NS),
                     size_bytes: H261_MAX_PAYLOAD,
                     rtp: RtpSpec {
                         payload_type: 31,
@@ -197,6 +202,14 @@ mod tests {
         // G.711: 64 kbit/s of audio; seed 000's 294-byte IPv4 frames are 30 ms packets.
         let g = Stream::G711.model(None);
         assert_eq!((g.rate.pps(1), g.size_bytes), (50.0, 172));
+        // 30 ms packets are exactly 30 ms apart, so RTP timestamps step by 240, always.
+        let mut g30s = spec(&Stream::G711.model(Some(30)), 100);
+        g30s.rtp = Some(g.rtp);
+        let sent = drain(&mut Schedule::new(&g30s, Instant::ZERO).unwrap());
+        assert_eq!(sent.len(), 3334);
+        assert!(sent
+            .windows(2)
+            .all(|w| w[1].scheduled - w[0].scheduled == Duration::from_millis(30)));
         assert_eq!(f64::from(g.size_bytes - 12) * 8.0 * g.rate.pps(1), 64_000.0);
         let g30 = Stream::G711.model(Some(30));
         assert_eq!(g30.size_bytes + 8 + 20 + 14, 294);
@@ -220,11 +233,11 @@ mod tests {
         let m = Stream::H261.model(None);
         let s = spec(&m, 600);
         let sent = drain(&mut Schedule::new(&s, Instant::ZERO).unwrap());
-        // 600 s at 14.985 frames/s: frames are runs of packets sharing a deadline, the
-        // last of each run marked.
+        // 600 s at one frame per 66 733 333 ns: frames 0..=8991 start before the end.
+        // Frames are runs of packets sharing a deadline, the last of each run marked.
         let frames: Vec<&[crate::Transmit]> =
             sent.chunk_by(|a, b| a.scheduled == b.scheduled).collect();
-        assert_eq!(frames.len(), 8991);
+        assert_eq!(frames.len(), 8992);
         for f in &frames {
             assert!(f.last().unwrap().marker);
             assert!(f[..f.len() - 1].iter().all(|t| !t.marker));

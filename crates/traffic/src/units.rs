@@ -2,7 +2,8 @@
 //!
 //! Rates take an explicit unit so a number is never ambiguous: `30000pps`, `0.56pps`,
 //! `64kbit`, `10mbit`, `1.5gbit`, `1000bit` (SI prefixes, powers of 1000, as iperf and tc
-//! use for bit rates). Durations: `10s`, `250ms`, `100us`, `1m`, `1.5s`; a bare number is
+//! use for bit rates), or one packet per exact interval, `every:30ms` (a media clock's
+//! packetisation, which no whole number of milli-packets per second hits exactly). Durations: `10s`, `250ms`, `100us`, `1m`, `1.5s`; a bare number is
 //! seconds. Byte counts: `1472`, `64k`/`64KB` (×1000), `1KiB` (×1024), `10M`, `1G`.
 
 use core::fmt;
@@ -14,7 +15,7 @@ use wire::time::Duration;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum UnitError {
     /// A rate without a known unit or with a bad number.
-    #[error("invalid rate '{0}': use e.g. 30000pps, 0.56pps, 64kbit, 10mbit, 1gbit")]
+    #[error("invalid rate '{0}': use e.g. 30000pps, 0.56pps, 64kbit, 10mbit, 1gbit, every:30ms")]
     Rate(String),
     /// A bad duration.
     #[error("invalid duration '{0}': use e.g. 10s, 250ms, 100us, 2m")]
@@ -32,6 +33,8 @@ pub enum Rate {
     MilliPps(u64),
     /// Payload bits per second.
     Bps(u64),
+    /// One packet every this many nanoseconds, exactly.
+    EveryNs(u64),
 }
 
 impl Rate {
@@ -40,6 +43,7 @@ impl Rate {
         match self {
             Self::MilliPps(m) => m as f64 / 1000.0,
             Self::Bps(b) => b as f64 / (8.0 * f64::from(size_bytes.max(1))),
+            Self::EveryNs(ns) => 1e9 / ns.max(1) as f64,
         }
     }
 
@@ -51,6 +55,7 @@ impl Rate {
                 u128::from(size_bytes.max(1)) * 8 * 1_000_000_000,
                 u128::from(b.max(1)),
             ),
+            Self::EveryNs(ns) => (u128::from(ns.max(1)), 1),
         }
     }
 }
@@ -61,6 +66,9 @@ impl fmt::Display for Rate {
             Self::MilliPps(m) if m % 1000 == 0 => write!(f, "{}pps", m / 1000),
             Self::MilliPps(m) => write!(f, "{}pps", m as f64 / 1000.0),
             Self::Bps(b) => write!(f, "{b}bit"),
+            Self::EveryNs(ns) if ns % 1_000_000 == 0 => write!(f, "every:{}ms", ns / 1_000_000),
+            Self::EveryNs(ns) if ns % 1_000 == 0 => write!(f, "every:{}us", ns / 1_000),
+            Self::EveryNs(ns) => write!(f, "every:{ns}ns"),
         }
     }
 }
@@ -94,6 +102,14 @@ impl FromStr for Rate {
     type Err = UnitError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let err = || UnitError::Rate(s.to_owned());
+        if let Some(gap) = s.trim().strip_prefix("every:") {
+            let ns = parse_duration(gap).map_err(|_| err())?.as_nanos();
+            return if ns == 0 {
+                Err(err())
+            } else {
+                Ok(Self::EveryNs(ns))
+            };
+        }
         let (value, unit) = split_number(s).ok_or_else(err)?;
         let rate = match unit.as_str() {
             "pps" | "pkt/s" | "p/s" => Self::MilliPps((value * 1000.0).round() as u64),
@@ -196,5 +212,19 @@ mod tests {
         assert_eq!(parse_bytes("64k").unwrap(), 64_000);
         assert_eq!(parse_bytes("1KiB").unwrap(), 1024);
         assert!(parse_bytes("x").is_err());
+    }
+
+    #[test]
+    fn every_is_an_exact_interval_that_round_trips() {
+        let r: Rate = "every:30ms".parse().unwrap();
+        assert_eq!(r, Rate::EveryNs(30_000_000));
+        assert_eq!(r.interval_ns(172), (30_000_000, 1));
+        assert_eq!(r.to_string(), "every:30ms");
+        for text in ["every:125us", "every:7ns", "every:1ms"] {
+            let r: Rate = text.parse().unwrap();
+            assert_eq!(r.to_string(), text);
+        }
+        assert!("every:0ms".parse::<Rate>().is_err());
+        assert!("every:soon".parse::<Rate>().is_err());
     }
 }

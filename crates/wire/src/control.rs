@@ -126,6 +126,9 @@ pub struct FlowResult {
     /// The interval series asked for with `interval_ns` (`meter::Interval`s as JSON).
     #[serde(default)]
     pub intervals: Option<serde_json::Value>,
+    /// Why the series asked for is missing (too many windows).
+    #[serde(default)]
+    pub intervals_error: Option<String>,
 }
 
 /// A control message.

@@ -246,6 +246,7 @@ fn control_session(
                 .intervals
                 .as_ref()
                 .and_then(|i| serde_json::to_value(i).ok()),
+            intervals_error: r.intervals_error.clone(),
         })
         .collect();
     stream.set_read_timeout(Some(shared.handshake_timeout))?;
@@ -465,7 +466,9 @@ impl DataRx<'_> {
     /// and the rest of the stream is never copied ([`frame::FrameScanner`]); bulk TCP
     /// runs at memory speed.
     fn scan(&mut self, mut stream: TcpStream, mut decoder: FrameDecoder) -> Result<()> {
-        let mut scanner = frame::FrameScanner::new(frame::MAX_DATA_LEN, wire::probe::HEADER_LEN);
+        // Keep what the full decoder's path would parse: the probe with its extension.
+        let mut scanner =
+            frame::FrameScanner::new(frame::MAX_DATA_LEN, wire::probe::EXT_HEADER_LEN);
         // Bytes read past the attach message come first.
         let mut buf = decoder.take_buffered();
         let mut n = buf.len();

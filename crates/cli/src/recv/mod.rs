@@ -193,6 +193,10 @@ impl FlowState {
     }
 }
 
+/// Most interval windows a session's results may carry, all flows together (the sender
+/// checks the same bound for flows with a duration).
+const MAX_SESSION_WINDOWS: u64 = crate::send::MAX_SESSION_WINDOWS;
+
 /// Why a flow announcement is refused, if it is.
 fn check_announce(a: &FlowAnnounce, peer_ip: IpAddr) -> Result<(), String> {
     let i = a.index;
@@ -313,6 +317,8 @@ pub(crate) struct FlowReport {
     pub(crate) rtp: Option<meter::RtpJitterSummary>,
     /// The series the sender asked for, in windows from the flow's first arrival.
     pub(crate) intervals: Option<Vec<meter::Interval>>,
+    /// Why the series asked for is missing.
+    pub(crate) intervals_error: Option<String>,
 }
 
 pub(crate) struct Shared {
@@ -345,6 +351,8 @@ impl Shared {
             states
         };
         let mut out = Vec::new();
+        // The series of one session travel in one results message: bound them together.
+        let mut windows_left = MAX_SESSION_WINDOWS;
         for (state, sent, id) in states {
             if let Some(log) = &self.log {
                 let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
@@ -376,11 +384,24 @@ impl Shared {
                 malformed: state.malformed,
                 summary: meter::summarize(&state.records, sent),
                 rtp: state.rtp.as_ref().and_then(meter::RtpJitter::summary),
-                intervals: state.announce.interval_ns.map(|w| {
-                    let origin = state.records.iter().map(|r| r.rx_ns).min().unwrap_or(0);
-                    meter::intervals(&state.records, w, origin)
-                }),
+                intervals: None,
+                intervals_error: None,
             };
+            let mut report = report;
+            if let Some(w) = state.announce.interval_ns {
+                let first = state.records.iter().map(|r| r.rx_ns).min().unwrap_or(0);
+                let last = state.records.iter().map(|r| r.rx_ns).max().unwrap_or(0);
+                let windows = (last - first) / w.max(1) + 1;
+                if windows > windows_left {
+                    report.intervals_error = Some(format!(
+                        "{windows} windows of {} exceed the {windows_left} left of the {MAX_SESSION_WINDOWS} a session may report: use a longer --interval",
+                        wire::time::Duration::from_nanos(w)
+                    ));
+                } else {
+                    windows_left -= windows;
+                    report.intervals = Some(meter::intervals(&state.records, w, first));
+                }
+            }
             out.push(report);
         }
         self.reports

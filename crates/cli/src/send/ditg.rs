@@ -9,20 +9,27 @@
 //! | `-U -E -N -O -V -Y -G -W a [b]` | `--idt DIST` | D-ITG's meanings ([`traffic::dist::from_ditg_idt`]) |
 //! | `-c s` | `--size s` | |
 //! | `-u -e -n -o -v -y -g -w a [b]` | `--size-dist DIST` | [`traffic::dist::from_ditg_size`] |
-//! | `-Ft FILE`, `-Fs FILE` | `--idt file:FILE`, `--size-dist file:FILE` | |
-//! | `-B D1 p… D2 p…` | `--on DIST --off DIST` | ON/OFF durations in ms |
+//! | `-Ft FILE`, `-Fs FILE` | `--idt file:FILE`, `--size-dist file:FILE` | D-ITG takes `-Ft`'s first value as a start delay; here every value is a gap (use `--start`) |
+//! | `-B D1 p… D2 p…` | `--on DIST --off DIST` | ON/OFF durations in ms; see below |
 //! | `-t ms`, `-z n`, `-k KB` | `--duration`, `--count`, `--bytes` | a KByte taken as 1024 bytes |
 //! | `-d ms` | `--start` | |
-//! | `-b DS` | `--dscp DS>>2 --ecn DS&3` | the whole DS byte, as D-ITG sets it |
+//! | `-b DS` | `--dscp DS>>2 --ecn DS&3` | the whole DS byte, as D-ITG sets it; `0xb8` and octal `0270` read as C's strtol does |
 //! | `-f TTL` | `--ttl` | also the IPv6 hop limit (D-ITG leaves that at 64) |
 //! | `-m owdm\|rttm` | `--meter owd\|rtt` | |
-//! | `-D` | `--nodelay` | |
+//! | `-D` | `--nodelay` | not with Telnet or DNS, whose Nagle D-ITG never turns off |
 //! | `-s SEED` | `--seed` | D-ITG's seed is a real in [0, 1]: its bits become ours |
 //! | `VoIP -x C -h RTP\|CRTP [-VAD]` | `--voip C --voip-header rtp\|crtp [--vad ditg]` | |
 //! | `Telnet`, `DNS`, `Quake3`, `CSa`, `CSi` | `--app …` | |
-//! | `-sp -rp -sa -i -j -poll -p -l -x -L -X -Sda -Sdp -Ssp -Sdi` | (none) | ports, logs, signalling: dualperf's own |
+//! | `-sp -rp -sa -i -j -poll -p -Sda -Sdp -Ssa -Ssp -Si` | (none) | ports, interfaces, signalling: dualperf's own |
+//! | `-l -x -L -X -q` | refused | D-ITG refuses them in a script file too |
 //!
 //! Anything else is an error naming the option: a script is never half understood.
+//!
+//! `-B` is the one approximate translation. Both tools send only during ON periods, but
+//! D-ITG restarts its inter-departure time at each ON start and always sends at least one
+//! packet per ON period, while dualperf keeps a constant rate on its grid (a flow with
+//! random gaps starts each ON period with a packet): with ON periods shorter than the
+//! gap, D-ITG sends more packets than dualperf.
 
 use traffic::dist::{from_ditg_idt, from_ditg_onoff_period, from_ditg_size, Dist};
 
@@ -36,23 +43,35 @@ pub(super) struct Translated {
 }
 
 /// Options dualperf has its own mechanism for, with their argument counts.
-const IGNORED: [(&str, usize); 15] = [
+const IGNORED: [(&str, usize); 12] = [
     ("-sp", 1),
     ("-rp", 1),
     ("-sa", 1),
     ("-i", 1),
     ("-j", 1),
     ("-p", 1),
-    ("-l", 1),
-    ("-x", 1),
-    ("-L", 2),
-    ("-X", 2),
     ("-Sda", 1),
     ("-Sdp", 1),
+    ("-Ssa", 1),
     ("-Ssp", 1),
-    ("-Sdi", 1),
+    ("-Si", 1),
     ("-poll", 0),
 ];
+
+/// Options D-ITG itself refuses in a script file.
+const REFUSED: [&str; 5] = ["-l", "-x", "-L", "-X", "-q"];
+
+/// An integer as C's `strtol(s, NULL, 0)` reads it: `0x` hexadecimal, a leading `0`
+/// octal, else decimal.
+fn c_int(s: &str) -> Option<u64> {
+    if let Some(hex) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        u64::from_str_radix(hex, 16).ok()
+    } else if s.len() > 1 && s.starts_with('0') {
+        u64::from_str_radix(&s[1..], 8).ok()
+    } else {
+        s.parse().ok()
+    }
+}
 
 /// Arguments of a distribution letter (`C`, `U`, … upper- or lower-case).
 fn dist_arity(letter: char) -> Option<usize> {
@@ -90,6 +109,11 @@ pub(super) fn translate(line: &str) -> Result<Translated, String> {
     };
     while i < tokens.len() {
         let tok = tokens[i];
+        if REFUSED.contains(&tok) {
+            return Err(format!(
+                "D-ITG option {tok} is not allowed in a script file (nor by ITGSend); dualperf's logs are --log"
+            ));
+        }
         if let Some(&(_, n)) = IGNORED.iter().find(|(name, _)| *name == tok) {
             take(i, n, tok)?;
             i += 1 + n;
@@ -130,9 +154,10 @@ pub(super) fn translate(line: &str) -> Result<Translated, String> {
                 i += 2;
             }
             "-b" => {
-                let ds = one(i)?.parse::<u8>().map_err(|_| {
-                    format!("D-ITG -b takes a DS byte 0-255, not '{}'", tokens[i + 1])
-                })?;
+                let arg = one(i)?;
+                let ds = c_int(arg)
+                    .and_then(|v| u8::try_from(v).ok())
+                    .ok_or_else(|| format!("D-ITG -b takes a DS byte 0-255, not '{arg}'"))?;
                 push(&mut out.args, &["--dscp", &(ds >> 2).to_string()]);
                 if ds & 3 != 0 {
                     push(&mut out.args, &["--ecn", &(ds & 3).to_string()]);
@@ -140,7 +165,9 @@ pub(super) fn translate(line: &str) -> Result<Translated, String> {
                 i += 2;
             }
             "-f" => {
-                push(&mut out.args, &["--ttl", one(i)?]);
+                let arg = one(i)?;
+                let ttl = c_int(arg).ok_or_else(|| format!("D-ITG -f takes a TTL, not '{arg}'"))?;
+                push(&mut out.args, &["--ttl", &ttl.to_string()]);
                 i += 2;
             }
             "-m" => {
@@ -250,6 +277,14 @@ pub(super) fn translate(line: &str) -> Result<Translated, String> {
             }
         }
     }
+    // D-ITG leaves Nagle on for Telnet and DNS whatever -D says.
+    let nagle_kept = out
+        .args
+        .windows(2)
+        .any(|w| w[0] == "--app" && (w[1] == "telnet" || w[1] == "dns"));
+    if nagle_kept {
+        out.args.retain(|a| a != "--nodelay");
+    }
     Ok(out)
 }
 
@@ -351,6 +386,20 @@ mod tests {
         assert_eq!(args("VoIP"), ["--voip", "g711.1"]);
         assert_eq!(args("-T TCP DNS"), ["--tcp", "--app", "dns"]);
         assert_eq!(args("CSa"), ["--app", "csa"]);
+    }
+
+    #[test]
+    fn ditg_quirks_carry_over() {
+        // strtol base 0 for -b and -f; Nagle stays on for Telnet and DNS.
+        assert_eq!(args("-b 0xb8 -f 010"), ["--dscp", "46", "--ttl", "8"]);
+        assert_eq!(args("-D -T TCP DNS"), ["--tcp", "--app", "dns"]);
+        assert_eq!(args("Telnet -D"), ["--app", "telnet"]);
+        // Signalling options are dualperf's own; -x outside VoIP is not swallowed.
+        assert_eq!(args("-Ssa ::1 -Si lo -C 5"), ["--rate", "5pps"]);
+        assert!(translate("VoIP -t 5000 -x G.729.2")
+            .unwrap_err()
+            .contains("-x"));
+        assert!(translate("-L -T TCP").unwrap_err().contains("not allowed"));
     }
 
     #[test]

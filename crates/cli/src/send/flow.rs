@@ -169,6 +169,11 @@ pub(super) fn run_flow(run: &FlowRun, conn: Conn) -> FlowResult {
         (Some(_), wire::control::Protocol::Udp) => 65_507,
         (Some(_), wire::control::Protocol::Tcp) => frame::MAX_DATA_LEN,
     };
+    // A video packet is a payload header and a chunk of a frame (clamped like any size).
+    let size = match &run.spec.video {
+        Some(v) => size.max((v.header_bytes as usize + v.max_chunk_bytes as usize).min(65_507)),
+        None => size,
+    };
     let echo_state = Arc::new(EchoState::default());
     let (mut sink, echo_thread): (Box<dyn Sink>, _) = match conn {
         Conn::Udp(sock) => {

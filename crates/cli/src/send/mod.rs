@@ -127,7 +127,7 @@ pub(crate) struct FlowArgs {
     parallel: u16,
     /// TCP congestion control: cubic, bbr, reno… (see
     /// /proc/sys/net/ipv4/tcp_available_congestion_control). Default: the kernel's.
-    #[arg(long, value_name = "NAME", requires = "tcp")]
+    #[arg(long, value_name = "NAME")]
     congestion: Option<String>,
     /// VoIP as D-ITG models it: g711.1, g711.2, g723.1, g729.2 or g729.3 sets the packet
     /// rate and payload size (UDP). See --voip-header and --vad.
@@ -319,14 +319,29 @@ impl FlowArgs {
             _ => None,
         };
         if let (Some(on), Some(off)) = (&self.on, &self.off) {
-            let process = traffic::dist::OnOff {
+            on_off_ms = Some(traffic::dist::OnOff {
                 on: on.clone(),
                 off: off.clone(),
+            });
+        }
+        if let Some(process) = &on_off_ms {
+            let flags = if self.vad.is_some() {
+                "--vad"
+            } else {
+                "--on/--off"
             };
             if let Err(e) = process.validate() {
-                usage!("--on/--off: {e}");
+                usage!("{flags}: {e}");
             }
-            on_off_ms = Some(process);
+            if !process.on.can_be_positive() {
+                usage!("{flags}: {}", traffic::dist::DistError::NeverOn);
+            }
+            if self.bulk && self.tcp && self.rate.is_none() {
+                usage!("{flags} gates paced flows; an unpaced --bulk flow has no deadlines to gate (give --rate)");
+            }
+        }
+        if self.congestion.is_some() && protocol != Protocol::Tcp {
+            usage!("--congestion applies to TCP flows (--tcp, --app telnet, --app dns --tcp)");
         }
         let vad_label = match self.vad {
             Some(Vad::Ditg) => " vad",
@@ -528,6 +543,11 @@ pub(crate) fn run(args: SendArgs) -> Result<()> {
         _ => Family::Any,
     };
     let dest = resolve(&args.dest, args.port, family)?;
+    if (args.flows.is_some() || args.ditg_script.is_some())
+        && format!("{:?}", args.flow) != format!("{:?}", default_flow_args())
+    {
+        usage!("flow options on the command line do not apply to the flows of --flows or --ditg-script: write them on the file's lines");
+    }
     let flows = match (&args.flows, &args.ditg_script) {
         (Some(path), _) => read_flow_file(path, |line| Ok(line.to_owned()))?,
         (None, Some(path)) => read_flow_file(path, |line| {
@@ -558,7 +578,7 @@ pub(crate) fn run(args: SendArgs) -> Result<()> {
         batch_window: args.batch_window,
         log: args.log,
         progress: std::io::stderr().is_terminal() && !args.json && args.interval.is_none(),
-        interval: args.interval,
+        interval: check_interval(args.interval, &flows)?,
         // As iperf3 -J: JSON alone on stdout.
         live: !args.json,
         ..SendConfig::new(dest, flows)
@@ -581,6 +601,45 @@ pub(crate) fn run(args: SendArgs) -> Result<()> {
         Some(e) => Err(anyhow::anyhow!(e)),
         None => Ok(()),
     }
+}
+
+/// Flow options as no option sets them.
+fn default_flow_args() -> FlowArgs {
+    FlowLine::try_parse_from(std::iter::empty::<&str>())
+        .map(|l| l.flow)
+        .unwrap_or_else(|e| unreachable!("flow options have defaults: {e}"))
+}
+
+/// Shortest `--interval`: windows of at least this, so a window holds a meaningful count.
+const MIN_INTERVAL: Duration = Duration::from_millis(10);
+/// Longest `--interval`.
+const MAX_INTERVAL: Duration = Duration::from_secs(24 * 3600);
+/// Most windows a session may ask the receiver for, all flows together: the series
+/// travel in one results message (about 300 bytes of JSON a window, under its 16 MiB).
+pub(crate) const MAX_SESSION_WINDOWS: u64 = 30_000;
+
+/// Check `--interval` against its bounds and, for flows with a duration, the number of
+/// windows the receiver would report.
+fn check_interval(interval: Option<Duration>, flows: &[FlowSpec]) -> Result<Option<Duration>> {
+    let Some(w) = interval else {
+        return Ok(None);
+    };
+    if w < MIN_INTERVAL || w > MAX_INTERVAL {
+        usage!("--interval {w} is outside {MIN_INTERVAL} to 24 h");
+    }
+    let windows: u64 = flows
+        .iter()
+        .filter_map(|f| f.stop.duration)
+        .map(|d| {
+            (d + Duration::from_nanos(d.as_nanos() / 100) + traffic::schedule::MIN_GRACE).as_nanos()
+                / w.as_nanos()
+                + 1
+        })
+        .sum();
+    if windows > MAX_SESSION_WINDOWS {
+        usage!("--interval {w} over these flows makes {windows} windows; the receiver reports at most {MAX_SESSION_WINDOWS} per session: use a longer interval");
+    }
+    Ok(Some(w))
 }
 
 /// The flows of a file, one per line (`#` starts a comment); `translate` turns a line

@@ -71,6 +71,8 @@ pub(crate) struct FlowOutcome {
     pub(crate) receiver_hold: Option<HoldStats>,
     /// The receiver's series in `--interval` windows from the flow's first arrival.
     pub(crate) intervals: Option<Vec<meter::Interval>>,
+    /// Why the receiver did not report the series, if it did not.
+    pub(crate) intervals_error: Option<String>,
     /// Malformed messages the receiver saw on this flow; `None` if it did not report.
     pub(crate) malformed_at_receiver: Option<u64>,
     /// Why the flow ended early, if it did.
@@ -243,6 +245,9 @@ impl SendReport {
             ));
         }
         for f in &self.flows {
+            if let Some(e) = &f.intervals_error {
+                s.push_str(&format!("flow {}: no interval series: {e}\n", f.id));
+            }
             let Some(series) = &f.intervals else {
                 continue;
             };

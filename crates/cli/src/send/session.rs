@@ -120,13 +120,15 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
         .filter(|_| config.live)
         .map(|w| LiveIntervals::new(w, origin, config.flows.len()));
     while !handles.iter().all(std::thread::JoinHandle::is_finished) {
+        // Wake every 20 ms, or at the next window edge of --interval if that is sooner,
+        // so each live line counts what was handed to the kernel up to its edge.
+        let mut nap = StdDuration::from_millis(20);
         if let Some(live) = live.as_mut() {
-            live.poll(
-                netio::clock::mono_ns(),
-                progress_bytes.load(Ordering::Relaxed),
-            );
+            let now = netio::clock::mono_ns();
+            live.poll(now, progress_bytes.load(Ordering::Relaxed));
+            nap = nap.min(StdDuration::from_nanos(live.next_ns.saturating_sub(now)));
         }
-        std::thread::sleep(StdDuration::from_millis(20));
+        std::thread::sleep(nap);
         if stop.load(Ordering::Relaxed) || watcher_done.load(Ordering::Relaxed) {
             halt.store(true, Ordering::SeqCst);
         }
@@ -232,6 +234,7 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
                 intervals: r
                     .and_then(|r| r.intervals.clone())
                     .and_then(|v| serde_json::from_value(v).ok()),
+                intervals_error: r.and_then(|r| r.intervals_error.clone()),
                 receiver_hold: res.hold,
                 malformed_at_receiver: r.map(|r| r.malformed),
                 error: res.error,
@@ -356,12 +359,21 @@ fn register(
             spec.congestion.as_deref(),
             StdDuration::from_secs(5),
         )
-        .with_context(|| match &spec.congestion {
-            Some(cc) => format!(
-                "flow {}: cannot open the TCP data connection with congestion control {cc} (is it in /proc/sys/net/ipv4/tcp_available_congestion_control?)",
-                grant.id
-            ),
-            None => format!("flow {}: cannot open the TCP data connection", grant.id),
+        .map_err(|e| {
+            // TCP_CONGESTION fails with ENOENT for an algorithm the kernel does not have
+            // and EPERM for one an unprivileged user may not choose.
+            let cc_refused = matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
+            );
+            match &spec.congestion {
+                Some(cc) if cc_refused => anyhow::anyhow!(
+                    "flow {}: congestion control {cc} refused ({e}): see /proc/sys/net/ipv4/tcp_available_congestion_control (and, unprivileged, tcp_allowed_congestion_control)",
+                    grant.id
+                ),
+                _ => anyhow::Error::new(e)
+                    .context(format!("flow {}: cannot open the TCP data connection", grant.id)),
+            }
         })?;
         write_msg(
             &mut stream,
@@ -450,7 +462,7 @@ impl LiveIntervals {
             window_ns,
             origin_ns: origin.as_nanos(),
             flows,
-            next_ns: origin.as_nanos() + window_ns,
+            next_ns: origin.as_nanos().saturating_add(window_ns),
             last_bytes: 0,
         }
     }
@@ -484,7 +496,10 @@ impl LiveIntervals {
                 bytes - self.last_bytes,
             );
             self.last_bytes = bytes;
-            self.next_ns += self.window_ns;
+            self.next_ns = self.next_ns.saturating_add(self.window_ns);
+            if self.next_ns == u64::MAX {
+                break;
+            }
         }
     }
 

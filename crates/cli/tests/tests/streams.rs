@@ -140,7 +140,19 @@ fn bulk_refuses_what_it_cannot_do() {
         ),
         (
             &["--bulk", "--rate", "1mbit", "--congestion", "bbr"],
-            "--tcp",
+            "applies to TCP",
+        ),
+        (
+            &["--tcp", "--bulk", "--on", "exp:10", "--off", "exp:90"],
+            "no deadlines to gate",
+        ),
+        (&["--on", "const:0", "--off", "const:10"], "always zero"),
+        (&["--voip", "g711.1", "--vad", "onoff:1e306,1"], "--vad"),
+        (&["--interval", "1ms"], "--interval"),
+        (&["--interval", "10ms", "--duration", "1h"], "windows"),
+        (
+            &["--flows", "/dev/null", "--dscp", "EF"],
+            "write them on the file",
         ),
     ] {
         let out = send("::1", 9, args);

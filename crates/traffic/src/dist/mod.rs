@@ -131,6 +131,10 @@ pub enum DistError {
     /// An on/off process whose on and off periods are both always zero.
     #[error("on/off process: on and off periods cannot both be always zero")]
     DegenerateOnOff,
+    /// An on/off process gating a flow whose on periods are always zero: it would never
+    /// send.
+    #[error("on/off process: the on periods are always zero, so nothing would be sent")]
+    NeverOn,
 }
 
 /// How an empirical distribution yields its values.
@@ -640,7 +644,7 @@ impl Dist {
     }
 
     /// Whether a draw can be `> 0` (used to reject on/off processes that never advance).
-    fn can_be_positive(&self) -> bool {
+    pub fn can_be_positive(&self) -> bool {
         match self {
             Dist::Constant { value } => *value > 0.0,
             Dist::Uniform { max, .. } => *max > 0.0,
