@@ -152,8 +152,29 @@ pub fn set_marking(stream: &TcpStream, marking: &Marking) -> io::Result<()> {
 /// Enables what [`last_recv_meta`] reads: `IP_RECVTOS` and `IP_RECVTTL`
 /// (IPv4, and v4-mapped peers of an `AF_INET6` socket), and on an `AF_INET6`
 /// socket also `IPV6_RECVTCLASS`, `IPV6_RECVHOPLIMIT` and `IPV6_FLOWINFO`.
+///
+/// The price on IPv6: the kernel keeps a clone of the last segment received
+/// (`np->pktoptions`, what `IPV6_2292PKTOPTIONS` returns), charged to the
+/// receive buffer until the next segment replaces it. On loopback a segment
+/// carries up to 64 KB, so the clone can hold most of the default 128 KiB
+/// buffer; when what is left is under one MSS the receiver advertises a zero
+/// window (its silly-window avoidance), no segment comes to replace the clone,
+/// and the connection stalls for good. A stream that receives bulk data with
+/// this enabled needs a larger buffer: [`set_recv_buffer`].
 pub fn enable_recv_meta(stream: &TcpStream) -> io::Result<()> {
     enable_on(stream)
+}
+
+/// Sets the receive buffer (`SO_RCVBUFFORCE`, or `SO_RCVBUF` without
+/// CAP_NET_ADMIN; the kernel doubles the value for its bookkeeping). This also
+/// ends the kernel's autotuning of the buffer for this socket.
+pub fn set_recv_buffer(stream: &TcpStream, bytes: usize) -> io::Result<()> {
+    sys::set_buffer_size(stream, libc::SO_RCVBUFFORCE, libc::SO_RCVBUF, bytes)
+}
+
+/// The receive buffer the kernel granted (`SO_RCVBUF`, doubled as it keeps it).
+pub fn recv_buffer(stream: &TcpStream) -> io::Result<usize> {
+    sys::getsockopt_int(stream, libc::SOL_SOCKET, libc::SO_RCVBUF).map(|v| v.max(0) as usize)
 }
 
 /// Like [`enable_recv_meta`] on a listener: accepted sockets inherit it, and

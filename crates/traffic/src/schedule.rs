@@ -223,18 +223,11 @@ impl Schedule {
         if self.is_finished() {
             return None;
         }
-        if let Some(d) = self.stop.duration {
-            // An unpaced flow has no schedule to fall behind: it ends on time.
-            let grace = if self.unpaced {
-                Duration::ZERO
-            } else {
-                Duration::from_nanos((d.as_nanos() / 100).max(MIN_GRACE.as_nanos()))
-            };
-            if now >= self.start + d + grace {
-                // Time is up: what was not sent by now is the sender's shortfall.
-                self.stopped = true;
-                return None;
-            }
+        // An unpaced flow has no schedule to fall behind: it ends on time.
+        if self.end().is_some_and(|end| now >= end) {
+            // Time is up: what was not sent by now is the sender's shortfall.
+            self.stopped = true;
+            return None;
         }
         let scheduled = if self.unpaced {
             self.start.max(now)
@@ -466,6 +459,18 @@ impl Schedule {
     /// When the first packet is due.
     pub fn start(&self) -> Instant {
         self.start
+    }
+
+    /// The time from which nothing more is sent, if the flow has a duration: its start
+    /// plus the duration, plus the grace a late paced sender gets (none if unpaced).
+    pub fn end(&self) -> Option<Instant> {
+        let d = self.stop.duration?;
+        let grace = if self.unpaced {
+            Duration::ZERO
+        } else {
+            Duration::from_nanos((d.as_nanos() / 100).max(MIN_GRACE.as_nanos()))
+        };
+        Some(self.start + d + grace)
     }
 }
 

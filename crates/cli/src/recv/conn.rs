@@ -346,6 +346,11 @@ fn data_stream(
         netio::tcp::set_marking(&stream, &echo_marking).context("marking the echo stream")?;
     }
     let meta_ok = netio::tcp::enable_recv_meta(&stream).is_ok();
+    // With the header fields enabled, an IPv6 socket pins a clone of the last segment in
+    // its receive buffer; with loopback's 64 KB segments and the default 128 KiB buffer
+    // that can close the window for good (netio::tcp::enable_recv_meta). A fixed 4 MiB
+    // (8 MiB as the kernel counts it) leaves room for the clone and a full window.
+    let _ = netio::tcp::set_recv_buffer(&stream, DATA_RECV_BUFFER);
     stream.set_read_timeout(Some(Duration::from_millis(200)))?;
     stream.set_write_timeout(Some(shared.handshake_timeout))?;
     let mut rx = DataRx {
@@ -405,6 +410,9 @@ fn data_stream(
         }
     }
 }
+
+/// Receive buffer of a TCP data stream.
+const DATA_RECV_BUFFER: usize = 4 << 20;
 
 /// Bytes read per `read` on a TCP data stream.
 const DATA_READ_LEN: usize = 256 * 1024;

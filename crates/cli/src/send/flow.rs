@@ -119,6 +119,10 @@ struct TcpSink {
     buf: Vec<u8>,
     /// Bytes of `buf` the current batch uses.
     used: usize,
+    /// Bytes of the batch already written: a write that timed out resumes here, so a
+    /// message is never sent twice or cut (the stream has a write timeout, so a full
+    /// window never keeps the flow from seeing a stop).
+    written: usize,
     /// Where each slot's message starts and ends in `buf`.
     spans: Vec<(usize, usize)>,
     capacity: usize,
@@ -131,6 +135,7 @@ impl Sink for TcpSink {
     fn prepare(&mut self, i: usize, len: usize) -> &mut [u8] {
         if i == 0 {
             self.used = 0;
+            self.written = 0;
             self.spans.clear();
         }
         let start = self.used;
@@ -150,7 +155,20 @@ impl Sink for TcpSink {
     }
     fn send(&mut self, from: usize, to: usize) -> std::io::Result<usize> {
         let (start, end) = (self.spans[from].0, self.spans[to - 1].1);
-        self.stream.write_all(&self.buf[start..end])?;
+        let mut at = start.max(self.written);
+        while at < end {
+            match self.stream.write(&self.buf[at..end]) {
+                Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    at += n;
+                    self.written = at;
+                }
+                // The window stayed full for a write timeout: let the flow check for a
+                // stop, then resume where the write left off.
+                Err(e) if crate::session::is_timeout(&e) => return Ok(0),
+                Err(e) => return Err(e),
+            }
+        }
         Ok(to - from)
     }
     fn finish(&mut self) {
@@ -206,11 +224,15 @@ pub(super) fn run_flow(run: &FlowRun, conn: Conn) -> FlowResult {
             } else {
                 (TCP_BATCH_BYTES / (frame::PREFIX_LEN + size)).clamp(1, BATCH)
             };
+            if let Err(e) = stream.set_write_timeout(Some(StdDuration::from_millis(100))) {
+                return FlowResult::failed(format!("cannot set a write timeout: {e}"));
+            }
             (
                 Box::new(TcpSink {
                     stream,
                     buf: Vec::new(),
                     used: 0,
+                    written: 0,
                     spans: Vec::with_capacity(capacity),
                     capacity,
                 }),
@@ -318,17 +340,27 @@ fn pace(run: &FlowRun, sink: &mut dyn Sink) -> (Vec<TxRecord>, Option<String>) {
         }
         let n = pending.len();
         let mut off = 0;
+        // Where the probes were last stamped: a retry after a partial TCP write must not
+        // restamp bytes that may already be on the stream.
+        let mut stamped = None;
+        let mut actual = 0;
         while off < n {
             // One reading of each clock right before the call: the wall clock goes into
             // the probes (one-way delay), the monotonic one into the schedule record.
-            let wall = netio::clock::wall_ns();
-            let actual = netio::clock::mono_ns();
-            for i in off..n {
-                Packet::new_unchecked(&mut sink.slot(i)[probe_at..]).set_tx_ns(wall);
+            if stamped != Some(off) {
+                let wall = netio::clock::wall_ns();
+                actual = netio::clock::mono_ns();
+                for i in off..n {
+                    Packet::new_unchecked(&mut sink.slot(i)[probe_at..]).set_tx_ns(wall);
+                }
+                stamped = Some(off);
             }
             match sink.send(off, n) {
                 Ok(0) => {
-                    if run.halt.load(Ordering::Relaxed) {
+                    // Nothing went out (a full window or socket buffer): stop if asked to
+                    // or if the run's time is up, else try again.
+                    let now = Instant::from_nanos(netio::clock::mono_ns());
+                    if run.halt.load(Ordering::Relaxed) || sched.end().is_some_and(|e| now >= e) {
                         return (tx, None);
                     }
                     std::thread::yield_now();
