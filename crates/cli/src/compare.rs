@@ -185,20 +185,21 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
     }
     // VoIP and the games are UDP models: they run when UDP is among the protocols.
     let udp = protocols.contains(&Protocol::Udp);
+    // A quick battery gives each of them half a second (13 to 72 packets).
+    let model_stop = StopSpec {
+        duration: Some(if args.quick {
+            Duration::from_millis(500)
+        } else {
+            duration
+        }),
+        ..Default::default()
+    };
     if udp && !args.no_voip {
         // D-ITG's VoIP models with a real RTP header, at their own rates.
         for codec in traffic::voip::Codec::ALL {
             tests.push(FlowSpec {
                 rate: codec.rate(),
-                // A quick battery gives each codec half a second (13 to 50 packets).
-                stop: StopSpec {
-                    duration: Some(if args.quick {
-                        Duration::from_millis(500)
-                    } else {
-                        duration
-                    }),
-                    ..Default::default()
-                },
+                stop: model_stop,
                 size_bytes: codec.payload_bytes(traffic::voip::VoipHeader::Rtp, false),
                 label: format!("VoIP {codec}"),
                 rtp: Some(codec.rtp()),
@@ -211,14 +212,7 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
         for app in [App::Quake3, App::Csa, App::Csi] {
             let model = app.model();
             tests.push(FlowSpec {
-                stop: StopSpec {
-                    duration: Some(if args.quick {
-                        Duration::from_millis(500)
-                    } else {
-                        duration
-                    }),
-                    ..Default::default()
-                },
+                stop: model_stop,
                 // Sizes come from the model; the table shows their mean.
                 size_bytes: model.size.mean().map_or(64, |m| m.round() as u32),
                 label: format!("game {app}"),
