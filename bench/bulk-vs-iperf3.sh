@@ -102,62 +102,8 @@ RESULTS=$WORK/results.jsonl
 FAIL=0
 BG_PIDS=()
 
-alive() {
-    local st
-    st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1) || return 1
-    [[ -n $st && $st != Z && $st != X ]]
-}
-
-forget_pid() {
-    local p keep=()
-    for p in "${BG_PIDS[@]}"; do [[ $p == "$1" ]] || keep+=("$p"); done
-    BG_PIDS=("${keep[@]}")
-}
-
-# Stop one process we started: TERM, up to 5 s grace, then KILL; reap it.
-stop_pid() {
-    local pid=$1 i
-    if alive "$pid"; then
-        kill -TERM "$pid" 2>/dev/null
-        for ((i = 0; i < 50; i++)); do alive "$pid" || break; sleep 0.1; done
-        if alive "$pid"; then
-            log "pid $pid ignored SIGTERM, sending SIGKILL"
-            kill -KILL "$pid" 2>/dev/null
-        fi
-    fi
-    wait "$pid" 2>/dev/null
-    forget_pid "$pid"
-}
-
-# shellcheck disable=SC2317 # invoked via trap
-cleanup() {
-    local rc=$? pid
-    trap - EXIT INT TERM
-    for pid in "${BG_PIDS[@]}"; do stop_pid "$pid"; done
-    if [[ $KEEP_WORK == 1 || $FAIL != 0 ]]; then
-        log "work dir kept (raw outputs): $WORK"
-    else
-        rm -rf "$WORK"
-    fi
-    exit "$rc"
-}
-trap cleanup EXIT
-trap 'log "interrupted"; exit 130' INT
-trap 'log "terminated"; exit 143' TERM
-
-# Run a command with a time limit, in the background so that the traps fire
-# at once on INT/TERM.  Redirections are the caller's.
-run_limited() {
-    local limit=$1 pid rc
-    shift
-    timeout --kill-after=5 "$limit" "$@" &
-    pid=$!
-    BG_PIDS+=("$pid")
-    wait "$pid"
-    rc=$?
-    forget_pid "$pid"
-    return "$rc"
-}
+# shellcheck source-path=SCRIPTDIR source=lib/procs.sh
+. "$HERE/lib/procs.sh"
 
 tail_of() { tail -n "${2:-5}" "$1" 2>/dev/null | sed 's/^/    /' >&3; }
 
