@@ -11,6 +11,7 @@ mod compare;
 mod decode;
 mod interrupt;
 mod out;
+mod overhead;
 mod recv;
 mod send;
 mod session;
@@ -44,6 +45,7 @@ enum Command {
     Recv(recv::RecvArgs),
     Decode(decode::DecodeArgs),
     Compare(compare::CompareArgs),
+    Overhead(overhead::OverheadArgs),
     Clock(clock::ClockArgs),
 }
 
@@ -54,6 +56,7 @@ fn main() {
         Command::Recv(args) => recv::run(args),
         Command::Decode(args) => decode::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::Overhead(args) => overhead::run(args),
         Command::Clock(args) => clock::run(args),
     };
     if let Err(err) = result {

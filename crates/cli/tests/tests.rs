@@ -24,6 +24,8 @@ mod interrupt;
 mod loopback;
 #[path = "tests/marking.rs"]
 mod marking;
+#[path = "tests/overhead.rs"]
+mod overhead;
 #[path = "tests/presets.rs"]
 mod presets;
 #[path = "tests/raw_protocol.rs"]

@@ -150,6 +150,60 @@ impl Codec {
     }
 }
 
+/// The bandwidth of a VoIP flow as D-ITG models it, at each layer, over one IP version.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Bandwidth {
+    /// UDP payload bytes per packet (codec bytes and the RTP/CRTP header D-ITG counts).
+    pub payload_bytes: u32,
+    /// Packets per second.
+    pub pps: f64,
+    /// Payload bits per second (D-ITG's figure: 73.6 kbit/s for G.711.1 with RTP).
+    pub payload_bps: f64,
+    /// IP packet bits per second (payload, UDP and IP headers).
+    pub ip_bps: f64,
+    /// Ethernet frame bits per second (header, FCS, padding to 64 bytes).
+    pub frame_bps: f64,
+    /// Bits per second on the wire (frames, preamble, inter-frame gap).
+    pub wire_bps: f64,
+    /// Headers (IP, UDP and the RTP or CRTP header) as a share of each IP packet, the
+    /// definition of seed 004 §2: a 40-byte voice sample behind RTP is 40/80 = 50 % over
+    /// IPv4 and 60/100 over IPv6.
+    pub header_pct: f64,
+}
+
+impl Codec {
+    /// The flow's bandwidth over `ip` (no fragmentation: every preset fits one packet).
+    pub fn bandwidth(
+        self,
+        header: VoipHeader,
+        ditg_vad: bool,
+        ip: wire::overhead::Ip,
+    ) -> Bandwidth {
+        use wire::overhead::{carry, Transport, ETHERNET_MTU};
+        let payload = self.payload_bytes(header, ditg_vad);
+        let pps = self.rate().pps(payload);
+        // The presets' payloads are tens to hundreds of bytes: always carried.
+        let c = carry(ip, Transport::Udp, payload, ETHERNET_MTU)
+            .unwrap_or_else(|e| unreachable!("a VoIP payload always fits: {e}"));
+        let rtp = match header {
+            VoipHeader::Rtp => 12,
+            VoipHeader::Crtp => 2,
+            VoipHeader::None => 0,
+        }
+        .min(payload);
+        let per_second = |bytes: u64| bytes as f64 * 8.0 * pps;
+        Bandwidth {
+            payload_bytes: payload,
+            pps,
+            payload_bps: per_second(u64::from(payload)),
+            ip_bps: per_second(c.ip_bytes),
+            frame_bps: per_second(c.frame_bytes),
+            wire_bps: per_second(c.wire_bytes),
+            header_pct: (c.header_bytes + u64::from(rtp)) as f64 * 100.0 / c.ip_bytes as f64,
+        }
+    }
+}
+
 impl fmt::Display for Codec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -232,6 +286,30 @@ mod tests {
         assert!(t.validate().is_ok());
         let duty = t.duty_cycle().unwrap();
         assert!((duty - 1.004 / 2.591).abs() < 1e-12, "{duty}");
+    }
+
+    #[test]
+    fn bandwidth_at_each_layer() {
+        use wire::overhead::Ip;
+        // G.711.1 with RTP: 92-byte payloads at 100 pkt/s. IP adds 28 or 48 bytes: the
+        // 96.0 and 112.0 kbit/s of reference/peer-tools.md §3.2.
+        let v4 = Codec::G711x1.bandwidth(VoipHeader::Rtp, false, Ip::V4);
+        let v6 = Codec::G711x1.bandwidth(VoipHeader::Rtp, false, Ip::V6);
+        assert_eq!(
+            (v4.payload_bps, v4.ip_bps, v6.ip_bps),
+            (73_600.0, 96_000.0, 112_000.0)
+        );
+        // Ethernet: +18 bytes a frame; on the wire +20 more.
+        assert_eq!(v4.frame_bps, (92.0 + 28.0 + 18.0) * 800.0);
+        assert_eq!(v4.wire_bps, (92.0 + 28.0 + 38.0) * 800.0);
+        // Seed 004 §2's arithmetic: 40 bytes of voice behind RTP, UDP and IP.
+        assert_eq!(v4.header_pct, 40.0 * 100.0 / 120.0);
+        let g729 = Codec::G729x2.bandwidth(VoipHeader::Rtp, false, Ip::V4);
+        assert_eq!(g729.payload_bytes, 32);
+        assert_eq!(g729.header_pct, 40.0 * 100.0 / 60.0);
+        // The small frames are padded to 64 bytes: 20 + 8 + 16 + 18 = 62 → 64.
+        let tiny = Codec::G729x2.bandwidth(VoipHeader::Crtp, true, Ip::V4);
+        assert_eq!(tiny.frame_bps, 64.0 * 8.0 * 50.0);
     }
 
     #[test]

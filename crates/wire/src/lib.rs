@@ -14,6 +14,7 @@
 //! - [`probe`]: the measurement probe header carried at the start of every payload.
 //! - [`rtp`]: the RFC 3550 RTP fixed header and a sans-IO stream numberer/timestamper.
 //! - [`frame`]: length-prefixed framing for message boundaries on TCP.
+//! - [`overhead`]: header overhead, fragmentation and Ethernet framing of IPv4 and IPv6.
 //! - [`control`]: the control-channel messages and the HMAC handshake.
 //!
 //! This crate never touches a socket and never reads a clock.
@@ -23,6 +24,7 @@
 pub mod control;
 pub mod ds;
 pub mod frame;
+pub mod overhead;
 pub mod probe;
 pub mod rtp;
 pub mod time;
