@@ -13,6 +13,7 @@ mod interrupt;
 mod out;
 mod overhead;
 mod recv;
+mod run;
 mod send;
 mod session;
 mod table;
@@ -46,6 +47,7 @@ enum Command {
     Decode(decode::DecodeArgs),
     Compare(compare::CompareArgs),
     Overhead(overhead::OverheadArgs),
+    Run(run::RunArgs),
     Clock(clock::ClockArgs),
 }
 
@@ -57,6 +59,7 @@ fn main() {
         Command::Decode(args) => decode::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Overhead(args) => overhead::run(args),
+        Command::Run(args) => run::run(args),
         Command::Clock(args) => clock::run(args),
     };
     if let Err(err) = result {

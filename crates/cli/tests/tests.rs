@@ -26,6 +26,8 @@ mod loopback;
 mod marking;
 #[path = "tests/overhead.rs"]
 mod overhead;
+#[path = "tests/plan_run.rs"]
+mod plan_run;
 #[path = "tests/presets.rs"]
 mod presets;
 #[path = "tests/raw_protocol.rs"]

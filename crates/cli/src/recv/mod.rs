@@ -65,10 +65,22 @@ pub(crate) struct RecvArgs {
     /// Time a new connection has to say who it is and authenticate.
     #[arg(long, default_value = "5s", value_parser = crate::args::std_duration, value_name = "DURATION")]
     handshake_timeout: Duration,
+    /// Stop when standard input closes: a receiver started by `dualperf run` ends with
+    /// its parent, even one killed with SIGKILL.
+    #[arg(long, hide = true)]
+    stdin_lifeline: bool,
 }
 
 pub(crate) fn run(args: RecvArgs) -> Result<()> {
     let stop = crate::interrupt::flag();
+    if args.stdin_lifeline {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            // Read until end of file (or an error): the parent is gone.
+            let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
+            stop.store(true, Ordering::SeqCst);
+        });
+    }
     let bind_ip = args.bind.unwrap_or(IpAddr::V6(Ipv6Addr::UNSPECIFIED));
     let config = ReceiverConfig {
         bind: SocketAddr::new(bind_ip, args.port),

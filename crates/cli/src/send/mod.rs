@@ -603,6 +603,21 @@ pub(crate) fn run(args: SendArgs) -> Result<()> {
     }
 }
 
+/// Check flow options as `send` would read them (a plan's points, before anything runs);
+/// the error is send's own message.
+pub(crate) fn check_flow_args(args: &[String]) -> std::result::Result<(), String> {
+    let line = FlowLine::try_parse_from(args).map_err(|e| {
+        e.to_string()
+            .trim()
+            .trim_start_matches("error: ")
+            .to_owned()
+    })?;
+    line.flow
+        .to_specs("check".into())
+        .map(|_| ())
+        .map_err(|e| format!("{e:#}"))
+}
+
 /// Flow options as no option sets them.
 fn default_flow_args() -> FlowArgs {
     FlowLine::try_parse_from(std::iter::empty::<&str>())

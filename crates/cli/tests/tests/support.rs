@@ -98,6 +98,12 @@ impl Proc {
         assert_eq!(rc, 0, "kill -INT {}", self.pid());
     }
 
+    /// SIGKILL, and reap it.
+    pub fn kill9(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// Whether the process is still running.
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))

@@ -1,0 +1,244 @@
+//! `dualperf run`: measure every run of a plan into a run directory.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use lab::plan::Plan;
+use lab::runner::{execute, RunConfig, RunError};
+use lab::store::Store;
+
+use crate::usage;
+
+/// Run an experiment plan: its points over IPv4 and IPv6, repeated, interleaved, into a
+/// run directory that `dualperf report` reads.
+///
+/// Each run is one `dualperf send --json` against a receiver this command starts on
+/// loopback; its result is stored as soon as it ends. Ctrl-C (or a kill) loses nothing
+/// finished, and `--resume` measures only what is missing. The plan format is described
+/// in `crates/lab/src/plan.rs` and the shipped plans in `plans/`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  dualperf run plans/sharma2013.toml --quick --dry-run
+  dualperf run plans/sharma2013.toml --dir results/sharma
+  dualperf run plans/sharma2013.toml --dir results/sharma --resume")]
+pub(crate) struct RunArgs {
+    /// The plan (TOML).
+    plan: PathBuf,
+    /// The run directory (default: results/NAME-UNIXTIME).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Go on with an interrupted run directory: measure only the runs it lacks.
+    #[arg(long, requires = "dir")]
+    resume: bool,
+    /// Apply the plan's [quick] table (fewer repetitions, shorter runs).
+    #[arg(long)]
+    quick: bool,
+    /// Print the runs and the estimated time; measure nothing.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+pub(crate) fn run(args: RunArgs) -> Result<()> {
+    let text = std::fs::read_to_string(&args.plan)
+        .with_context(|| format!("cannot read the plan {}", args.plan.display()))?;
+    let at = |line: Option<usize>| match line {
+        Some(l) => format!("{}:{l}", args.plan.display()),
+        None => args.plan.display().to_string(),
+    };
+    let plan = match Plan::parse(&text, args.quick) {
+        Ok(p) => p,
+        Err(e) => usage!("{}: {}", at(e.line), e.message),
+    };
+    // Every point's options are checked as send reads them before anything runs.
+    for point in &plan.points {
+        if let Err(e) = crate::send::check_flow_args(&point.args()) {
+            // clap's first line names the option; the rest is usage.
+            let e = e.lines().next().unwrap_or_default().to_owned();
+            let line = point
+                .settings
+                .iter()
+                .find(|s| e.contains(&format!("--{}", s.key.replace('_', "-"))))
+                .and_then(|s| s.line);
+            usage!("{}: point '{}': {e}", at(line), point.id);
+        }
+    }
+    if args.dry_run {
+        return crate::out::print(dry_run(&plan));
+    }
+    let dir = args.dir.clone().unwrap_or_else(|| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        PathBuf::from("results").join(format!("{}-{now}", plan.name))
+    });
+    let store = Store::create(&dir)?;
+    if store.has_runs()? && !args.resume {
+        usage!(
+            "{} already holds runs: give --resume to go on with it, or another --dir",
+            dir.display()
+        );
+    }
+    let resolved = resolved(&plan, args.quick);
+    if args.resume {
+        // Resuming under another plan would mix two experiments in one directory.
+        let before = std::fs::read(dir.join("resolved.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+        if before.is_some_and(|b| b != resolved) {
+            usage!(
+                "{} was started with another plan (or without/with --quick): resume it with the same one",
+                dir.display()
+            );
+        }
+    }
+    store.write_file("plan.toml", text.as_bytes())?;
+    store.write_json("resolved.json", &resolved)?;
+    store.write_json("host.json", &host_metadata())?;
+    let stop = crate::interrupt::flag();
+    let tty = std::io::stderr().is_terminal();
+    let started = std::time::Instant::now();
+    let progress = |done: usize, total: usize, run: &lab::plan::Run| {
+        let eta = plan.estimated(total - done);
+        let msg = format!(
+            "dualperf run: {}/{} {} (about {} left; {:.0} s so far)",
+            done + 1,
+            total,
+            run.id,
+            eta,
+            started.elapsed().as_secs_f64()
+        );
+        if tty {
+            eprint!("\r\x1b[2K{msg}");
+        } else {
+            eprintln!("{msg}");
+        }
+    };
+    let exe = std::env::current_exe().context("cannot find the dualperf binary")?;
+    let outcome = execute(
+        &plan,
+        &store,
+        &RunConfig {
+            exe,
+            resume: args.resume,
+            stop: &stop,
+            progress: &progress,
+        },
+    );
+    if tty {
+        eprintln!();
+    }
+    match outcome {
+        Ok(o) => {
+            eprintln!(
+                "dualperf run: {} runs measured, {} already there, {} with errors; results in {}",
+                o.measured,
+                o.skipped,
+                o.failed,
+                dir.display()
+            );
+            if o.failed > 0 {
+                anyhow::bail!(
+                    "{} runs reported errors (see their stderr in {}/runs)",
+                    o.failed,
+                    dir.display()
+                );
+            }
+            Ok(())
+        }
+        Err(e @ RunError::Usage { .. }) => Err(crate::UsageError(format!("{e}")).into()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn dry_run(plan: &Plan) -> String {
+    let mut s = format!(
+        "plan {}: {} points × {} families × {} repetitions = {} runs of {}, about {} in all\n",
+        plan.name,
+        plan.points.len(),
+        plan.families.len(),
+        plan.repetitions,
+        plan.runs.len(),
+        plan.duration,
+        plan.estimated(plan.runs.len())
+    );
+    for r in &plan.runs {
+        let p = &plan.points[r.point];
+        s.push_str(&format!(
+            "{}  dualperf send {} {}\n",
+            r.id,
+            if r.family == 4 { "127.0.0.1" } else { "::1" },
+            p.args()
+                .iter()
+                .map(|a| if a.contains(' ') {
+                    format!("'{a}'")
+                } else {
+                    a.clone()
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        ));
+    }
+    s
+}
+
+fn resolved(plan: &Plan, quick: bool) -> serde_json::Value {
+    serde_json::json!({
+        "format_version": lab::store::FORMAT_VERSION,
+        "quick": quick,
+        "plan": plan,
+        "point_args": plan.points.iter().map(|p| p.args()).collect::<Vec<_>>(),
+    })
+}
+
+/// What the host was: kernel, CPU, the sysctls that change IPv4/IPv6 results, loopback's
+/// qdisc, the dualperf version (flent's metadata, for one host).
+fn host_metadata() -> serde_json::Value {
+    let read = |p: &str| {
+        std::fs::read_to_string(Path::new(p))
+            .ok()
+            .map(|s| s.trim().to_owned())
+    };
+    let cpu = read("/proc/cpuinfo").and_then(|c| {
+        c.lines()
+            .find(|l| l.starts_with("model name"))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_owned())
+    });
+    let sysctls: serde_json::Map<String, serde_json::Value> = [
+        "net/ipv6/auto_flowlabels",
+        "net/ipv6/flowlabel_reflect",
+        "net/ipv6/flowlabel_consistency",
+        "net/ipv4/tcp_congestion_control",
+        "net/ipv4/tcp_rmem",
+        "net/ipv4/tcp_wmem",
+        "net/core/default_qdisc",
+        "net/core/rmem_max",
+        "net/core/wmem_max",
+    ]
+    .iter()
+    .map(|k| {
+        (
+            k.replace('/', "."),
+            read(&format!("/proc/sys/{k}")).map_or(serde_json::Value::Null, Into::into),
+        )
+    })
+    .collect();
+    let qdisc_lo = std::process::Command::new("tc")
+        .args(["qdisc", "show", "dev", "lo"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+    serde_json::json!({
+        "format_version": lab::store::FORMAT_VERSION,
+        "dualperf": env!("CARGO_PKG_VERSION"),
+        "kernel": read("/proc/sys/kernel/osrelease"),
+        "hostname": read("/proc/sys/kernel/hostname"),
+        "cpu": cpu,
+        "cpus": std::thread::available_parallelism().map(|n| n.get()).ok(),
+        "sysctls": sysctls,
+        "qdisc_lo": qdisc_lo,
+        "target": "loopback",
+    })
+}

@@ -1,0 +1,142 @@
+//! `dualperf run`: a plan's runs land in a run directory, a kill loses nothing finished,
+//! and `--resume` measures only what is missing.
+
+use std::time::{Duration, Instant};
+
+use crate::support::{path_str, run, Proc, TempDir};
+
+const PLAN: &str = r#"version = 1
+name = "tiny"
+repetitions = 2
+duration = "300ms"
+
+[flow]
+udp = true
+rate = "200pps"
+
+[factors]
+size = [64, 256]
+"#;
+
+fn result_ids(dir: &std::path::Path) -> Vec<String> {
+    let mut ids: Vec<String> = std::fs::read_dir(dir.join("runs"))
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.ends_with(".json"))
+                .collect()
+        })
+        .unwrap_or_default();
+    ids.sort();
+    ids
+}
+
+fn children(pid: i32) -> Vec<i32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+#[test]
+fn a_killed_run_resumes_without_measuring_twice() {
+    let tmp = TempDir::new("plan-run");
+    let plan = tmp.path("tiny.toml");
+    std::fs::write(&plan, PLAN).unwrap();
+    let dir = tmp.path("results");
+    let dry = run(&["run", path_str(&plan), "--dry-run"])
+        .assert_success()
+        .stdout
+        .clone();
+    assert!(
+        dry.starts_with("plan tiny: 2 points × 2 families × 2 repetitions = 8 runs"),
+        "{dry}"
+    );
+
+    // Kill -9 after a few runs are stored.
+    let proc = Proc::spawn(&["run", path_str(&plan), "--dir", path_str(&dir)]);
+    let t0 = Instant::now();
+    while result_ids(&dir).len() < 3 {
+        assert!(t0.elapsed() < Duration::from_secs(60), "no results appear");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let kids = children(proc.pid());
+    proc.kill9();
+    let stored = result_ids(&dir);
+    assert!(stored.len() >= 3 && stored.len() < 8, "{stored:?}");
+    // The receiver it started ends with it (its stdin lifeline closes).
+    let t1 = Instant::now();
+    while kids
+        .iter()
+        .any(|k| std::path::Path::new(&format!("/proc/{k}")).exists())
+    {
+        assert!(
+            t1.elapsed() < Duration::from_secs(5),
+            "a child of the killed run lives on"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    // A fresh run into the same directory is refused; --resume measures the rest.
+    let again = run(&["run", path_str(&plan), "--dir", path_str(&dir)]);
+    assert_eq!(again.code(), Some(2), "{}", again.stderr);
+    let resumed = run(&["run", path_str(&plan), "--dir", path_str(&dir), "--resume"]);
+    resumed.assert_success();
+    let all = result_ids(&dir);
+    assert_eq!(all.len(), 8, "{all:?}");
+    // Nothing measured twice: the runs kept before the kill are the same files.
+    for id in &stored {
+        assert!(all.contains(id));
+    }
+    let said = format!(
+        "{} runs measured, {} already there",
+        8 - stored.len(),
+        stored.len()
+    );
+    assert!(resumed.stderr.contains(&said), "{}", resumed.stderr);
+    // Each result is the sender's report of its own run.
+    for id in &all {
+        let text = std::fs::read_to_string(dir.join("runs").join(id)).unwrap();
+        let rec: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(rec["exit_code"], 0, "{id}");
+        let family = rec["run"]["family"].as_u64().unwrap();
+        let dest = rec["report"]["dest"].as_str().unwrap();
+        assert_eq!(dest.starts_with('['), family == 6, "{id}: {dest}");
+        assert!(
+            rec["report"]["flows"][0]["received"]["packets"]
+                .as_u64()
+                .unwrap()
+                > 0
+        );
+    }
+    // Resuming under another plan is refused.
+    std::fs::write(&plan, PLAN.replace("[64, 256]", "[64, 512]")).unwrap();
+    let other = run(&["run", path_str(&plan), "--dir", path_str(&dir), "--resume"]);
+    assert_eq!(other.code(), Some(2), "{}", other.stderr);
+}
+
+#[test]
+fn plan_mistakes_name_the_file_and_line() {
+    let tmp = TempDir::new("plan-bad");
+    let plan = tmp.path("bad.toml");
+    for (text, want) in [
+        (
+            PLAN.replace("duration = \"300ms\"", "duration = \"later\""),
+            "bad.toml:4: duration 'later'",
+        ),
+        (
+            PLAN.replace("rate = \"200pps\"", "rate = \"fast\""),
+            "bad.toml:8: point 'size=64'",
+        ),
+        (
+            PLAN.replace("udp = true", "udp = true\ncolor = \"red\""),
+            "bad.toml:8",
+        ),
+    ] {
+        std::fs::write(&plan, &text).unwrap();
+        let out = run(&["run", path_str(&plan), "--dry-run"]);
+        assert_eq!(out.code(), Some(2), "{}", out.stderr);
+        assert!(out.stderr.contains(want), "want {want}: {}", out.stderr);
+    }
+}

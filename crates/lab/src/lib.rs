@@ -1,0 +1,16 @@
+//! dualperf's experiment runner: plans, run lists and result directories.
+//!
+//! - [`plan`]: a TOML plan → validated points and the ordered list of runs;
+//! - [`store`]: the run directory of versioned, self-describing files, written so that a
+//!   killed run loses nothing it had finished and resumes without measuring twice;
+//! - [`runner`]: measures a plan's runs with `dualperf` processes (a receiver, one sender
+//!   per run), as the lab will inside namespaces.
+//!
+//! The lab never links `netio`: it runs the `dualperf` binary as processes and reads
+//! their JSON.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod plan;
+pub mod runner;
+pub mod store;

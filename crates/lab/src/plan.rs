@@ -1,0 +1,673 @@
+//! Experiment plans: a TOML file that names a base flow, the factors to sweep, the
+//! repetitions and the order, expanded into the list of runs to measure.
+//!
+//! ```toml
+//! version = 1                      # plan format
+//! name = "udp-sizes"
+//! description = "UDP at three sizes, IPv4 against IPv6"
+//! repetitions = 15
+//! duration = "60s"                 # of each run
+//! order = "interleaved"            # IPv4 and IPv6 alternate (ABAB…); or "random"
+//! seed = 1                         # of "random"
+//! target = "loopback"              # the namespace lab arrives with a later issue
+//!
+//! [flow]                           # the base flow: `dualperf send` options
+//! udp = true
+//! rate = "30000pps"
+//! meter = "rtt"
+//!
+//! [factors]                        # swept as a cross product, in this order
+//! size = [64, 512, 1024]           # any send option; `ip = [4, 6]` (the default) too
+//!
+//! [[points]]                       # extra points beside the sweep
+//! label = "VoIP G.711.1"
+//! voip = "g711.1"
+//!
+//! [quick]                          # what `--quick` changes
+//! repetitions = 1
+//! duration = "2s"
+//! ```
+//!
+//! A flow option `key = value` becomes `--key value` (`true` a bare `--key`, `false`
+//! nothing); underscores become dashes. Runs are ordered repetition by repetition; within
+//! a repetition each point runs over IPv4 then IPv6 (interleaved), or all of the
+//! repetition's runs are shuffled with `seed` (random), so drift of the host does not
+//! fall on one family. Every run has a stable id, so an interrupted plan resumes where
+//! it stopped.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+use traffic::units::parse_duration;
+use wire::time::Duration;
+
+/// The plan format this build reads.
+pub const PLAN_VERSION: u32 = 1;
+
+/// A plan that cannot be used, with the line it comes from when known.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}{message}", line.map_or(String::new(), |l| format!("line {l}: ")))]
+pub struct PlanError {
+    /// 1-based line in the plan file.
+    pub line: Option<usize>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl PlanError {
+    fn at(line: Option<usize>, message: impl Into<String>) -> Self {
+        Self {
+            line,
+            message: message.into(),
+        }
+    }
+}
+
+/// The order of runs within a repetition.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Order {
+    /// Each point over IPv4 then IPv6.
+    #[default]
+    Interleaved,
+    /// Shuffled with the plan's seed.
+    Random,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlanFile {
+    version: Spanned<u32>,
+    name: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    repetitions: Option<Spanned<u32>>,
+    duration: Spanned<String>,
+    #[serde(default)]
+    order: Order,
+    #[serde(default)]
+    seed: u64,
+    #[serde(default)]
+    target: Option<Spanned<String>>,
+    #[serde(default)]
+    flow: Option<Spanned<toml::Table>>,
+    #[serde(default)]
+    factors: Option<Spanned<toml::Table>>,
+    #[serde(default)]
+    points: Vec<Spanned<toml::Table>>,
+    #[serde(default)]
+    quick: Option<QuickFile>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QuickFile {
+    #[serde(default)]
+    repetitions: Option<Spanned<u32>>,
+    #[serde(default)]
+    duration: Option<Spanned<String>>,
+    #[serde(default)]
+    factors: Option<Spanned<toml::Table>>,
+}
+
+/// One option of a point, and where the plan sets it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Setting {
+    /// The option, as `dualperf send` spells it without dashes (`size`, `voip_header`).
+    pub key: String,
+    /// Its value as text; `None` for a flag without a value (`udp = true`).
+    pub value: Option<String>,
+    /// 1-based line in the plan.
+    pub line: Option<usize>,
+}
+
+/// One combination of options, measured over each family in every repetition.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Point {
+    /// Stable id: the swept values, or the extra point's label.
+    pub id: String,
+    /// For tables: the swept values (`size=64`) or the label.
+    pub factors: BTreeMap<String, String>,
+    /// The flow's options, base flow first, then the swept or extra values.
+    pub settings: Vec<Setting>,
+}
+
+impl Point {
+    /// The options as `dualperf send` arguments. `protocol = "tcp"` is `--tcp` and
+    /// replaces any `udp`/`tcp` option of the base flow.
+    pub fn args(&self) -> Vec<String> {
+        let swept_protocol = self.settings.iter().any(|s| s.key == "protocol");
+        let mut out = Vec::new();
+        for s in &self.settings {
+            if s.value.as_deref() == Some("false")
+                || swept_protocol && (s.key == "udp" || s.key == "tcp")
+            {
+                continue;
+            }
+            if s.key == "protocol" {
+                out.push(format!("--{}", s.value.as_deref().unwrap_or_default()));
+                continue;
+            }
+            out.push(format!("--{}", s.key.replace('_', "-")));
+            if let Some(v) = &s.value {
+                out.push(v.clone());
+            }
+        }
+        out
+    }
+}
+
+/// One measurement: a point over one family in one repetition.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Run {
+    /// Stable id, also the result file's name.
+    pub id: String,
+    /// Index into [`Plan::points`].
+    pub point: usize,
+    /// 4 or 6.
+    pub family: u8,
+    /// From 1.
+    pub repetition: u32,
+}
+
+/// A validated, expanded plan.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Plan {
+    /// Plan name.
+    pub name: String,
+    /// What it reproduces.
+    pub description: String,
+    /// Repetitions of every point and family.
+    pub repetitions: u32,
+    /// Length of each run.
+    #[serde(rename = "duration_ns")]
+    pub duration: Duration,
+    /// Order of runs within a repetition.
+    pub order: Order,
+    /// Seed of the random order.
+    pub seed: u64,
+    /// Where the flows go: `loopback`.
+    pub target: String,
+    /// The points.
+    pub points: Vec<Point>,
+    /// The families measured, from the `ip` factor.
+    pub families: Vec<u8>,
+    /// Every run, in the order they are measured.
+    pub runs: Vec<Run>,
+}
+
+/// What one run costs beyond its duration: starting the sender, the control session,
+/// waiting for the last echoes (an estimate for `--dry-run`, measured on loopback).
+pub const RUN_OVERHEAD: Duration = Duration::from_millis(700);
+
+impl Plan {
+    /// Parse and expand a plan; `quick` applies its `[quick]` table.
+    pub fn parse(text: &str, quick: bool) -> Result<Self, PlanError> {
+        let line_at =
+            |offset: usize| Some(text[..offset.min(text.len())].matches('\n').count() + 1);
+        let file: PlanFile = toml::from_str(text).map_err(|e| {
+            PlanError::at(
+                e.span().and_then(|s| line_at(s.start)),
+                e.message().to_owned(),
+            )
+        })?;
+        if *file.version.get_ref() != PLAN_VERSION {
+            return Err(PlanError::at(
+                line_at(file.version.span().start),
+                format!(
+                    "plan format version {} is not {PLAN_VERSION}, the one this dualperf reads",
+                    file.version.get_ref()
+                ),
+            ));
+        }
+        let target = match &file.target {
+            None => "loopback".to_owned(),
+            Some(t) if t.get_ref() == "loopback" => "loopback".to_owned(),
+            Some(t) => {
+                return Err(PlanError::at(
+                    line_at(t.span().start),
+                    format!(
+                        "target '{}': only \"loopback\" is built yet (the namespace lab comes with a later issue)",
+                        t.get_ref()
+                    ),
+                ))
+            }
+        };
+        let quick_file = if quick { file.quick.as_ref() } else { None };
+        let repetitions = quick_file
+            .and_then(|q| q.repetitions.as_ref())
+            .or(file.repetitions.as_ref());
+        let repetitions = match repetitions {
+            None => 1,
+            Some(r) if *r.get_ref() == 0 => {
+                return Err(PlanError::at(
+                    line_at(r.span().start),
+                    "repetitions must be at least 1",
+                ))
+            }
+            Some(r) => *r.get_ref(),
+        };
+        let duration_text = quick_file
+            .and_then(|q| q.duration.as_ref())
+            .unwrap_or(&file.duration);
+        let duration = parse_duration(duration_text.get_ref())
+            .ok()
+            .filter(|d| *d > Duration::ZERO)
+            .ok_or_else(|| {
+                PlanError::at(
+                    line_at(duration_text.span().start),
+                    format!(
+                        "duration '{}' is not a length above 0 (e.g. 10s, 500ms)",
+                        duration_text.get_ref()
+                    ),
+                )
+            })?;
+
+        let settings_of = |table: &Spanned<toml::Table>| -> Result<Vec<Setting>, PlanError> {
+            let mut out = Vec::new();
+            for (key, value) in table.get_ref() {
+                let line = key_line(text, table.span(), key);
+                out.push(Setting {
+                    key: key.clone(),
+                    value: scalar(value, line, key)?,
+                    line,
+                });
+            }
+            Ok(out)
+        };
+        let base = match &file.flow {
+            Some(t) => settings_of(t)?,
+            None => Vec::new(),
+        };
+        if let Some(s) = base.iter().find(|s| s.key == "ip") {
+            return Err(PlanError::at(
+                s.line,
+                "ip is a factor (ip = [4, 6]), not a flow option",
+            ));
+        }
+        let factors_table = quick_file
+            .and_then(|q| q.factors.as_ref())
+            .or(file.factors.as_ref());
+        let mut families = vec![4, 6];
+        let mut factors: Vec<(String, Vec<Option<String>>, Option<usize>)> = Vec::new();
+        if let Some(t) = factors_table {
+            for (key, value) in t.get_ref() {
+                let line = key_line(text, t.span(), key);
+                let toml::Value::Array(values) = value else {
+                    return Err(PlanError::at(
+                        line,
+                        format!("factor {key} must be a list of values"),
+                    ));
+                };
+                if values.is_empty() {
+                    return Err(PlanError::at(line, format!("factor {key} has no values")));
+                }
+                let values = values
+                    .iter()
+                    .map(|v| scalar(v, line, key))
+                    .collect::<Result<Vec<_>, _>>()?;
+                if key == "ip" {
+                    families = values
+                        .iter()
+                        .map(|v| match v.as_deref() {
+                            Some("4") => Ok(4),
+                            Some("6") => Ok(6),
+                            _ => Err(PlanError::at(line, "ip takes 4 and/or 6")),
+                        })
+                        .collect::<Result<_, _>>()?;
+                    families.dedup();
+                    continue;
+                }
+                factors.push((key.clone(), values, line));
+            }
+        }
+        let mut points = Vec::new();
+        // The cross product of the factors, the first factor varying slowest.
+        let combos: usize = factors.iter().map(|(_, v, _)| v.len()).product();
+        if !factors.is_empty() {
+            for mut index in 0..combos {
+                let mut chosen = Vec::new();
+                for (key, values, line) in factors.iter().rev() {
+                    let v = &values[index % values.len()];
+                    index /= values.len();
+                    chosen.push((key.clone(), v.clone(), *line));
+                }
+                chosen.reverse();
+                let mut settings = base.clone();
+                let mut named = BTreeMap::new();
+                for (key, value, line) in chosen {
+                    named.insert(key.clone(), value.clone().unwrap_or_else(|| "true".into()));
+                    settings.retain(|s| s.key != key);
+                    settings.push(Setting { key, value, line });
+                }
+                let id = named
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(",");
+                points.push(Point {
+                    id,
+                    factors: named,
+                    settings,
+                });
+            }
+        }
+        for p in &file.points {
+            let mut extra = settings_of(p)?;
+            let label = match extra.iter().position(|s| s.key == "label") {
+                Some(i) => extra.remove(i),
+                None => {
+                    return Err(PlanError::at(
+                        line_at(p.span().start),
+                        "every [[points]] entry needs a label",
+                    ))
+                }
+            };
+            let label_text = label.value.clone().unwrap_or_default();
+            let mut settings = base.clone();
+            for s in extra {
+                settings.retain(|b| b.key != s.key);
+                settings.push(s);
+            }
+            settings.push(Setting {
+                key: "label".into(),
+                value: Some(label_text.clone()),
+                line: label.line,
+            });
+            points.push(Point {
+                id: label_text.clone(),
+                factors: BTreeMap::from([("point".to_owned(), label_text)]),
+                settings,
+            });
+        }
+        if points.is_empty() {
+            // No sweep and no extra point: the base flow alone.
+            points.push(Point {
+                id: "flow".into(),
+                factors: BTreeMap::new(),
+                settings: base,
+            });
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for p in &points {
+            if !seen.insert(p.id.clone()) {
+                return Err(PlanError::at(
+                    None,
+                    format!("two points are both named '{}'", p.id),
+                ));
+            }
+        }
+        let runs = order_runs(
+            points.len(),
+            &families,
+            repetitions,
+            file.order,
+            file.seed,
+            &points,
+        );
+        Ok(Self {
+            name: file.name,
+            description: file.description,
+            repetitions,
+            duration,
+            order: file.order,
+            seed: file.seed,
+            target,
+            points,
+            families,
+            runs,
+        })
+    }
+
+    /// How long measuring every run takes, roughly (for `--dry-run` and the ETA).
+    pub fn estimated(&self, runs: usize) -> Duration {
+        let each = self.duration + RUN_OVERHEAD;
+        Duration::from_nanos(each.as_nanos().saturating_mul(runs as u64))
+    }
+}
+
+/// A value as `dualperf send` takes it on the command line.
+fn scalar(
+    value: &toml::Value,
+    line: Option<usize>,
+    key: &str,
+) -> Result<Option<String>, PlanError> {
+    match value {
+        toml::Value::String(s) => Ok(Some(s.clone())),
+        toml::Value::Integer(i) => Ok(Some(i.to_string())),
+        toml::Value::Float(f) => Ok(Some(f.to_string())),
+        toml::Value::Boolean(true) => Ok(None),
+        toml::Value::Boolean(false) => Ok(Some("false".into())),
+        _ => Err(PlanError::at(
+            line,
+            format!("{key}: a flow option takes a string, a number or true/false"),
+        )),
+    }
+}
+
+/// The line of `key = …` inside a table's span.
+fn key_line(text: &str, span: std::ops::Range<usize>, key: &str) -> Option<usize> {
+    let start = span.start.min(text.len());
+    let end = span.end.min(text.len());
+    let body = &text[start..end];
+    let mut offset = start;
+    for line in body.split_inclusive('\n') {
+        let t = line.trim_start();
+        if t.strip_prefix(key)
+            .is_some_and(|rest| rest.trim_start().starts_with('='))
+        {
+            return Some(text[..offset].matches('\n').count() + 1);
+        }
+        offset += line.len();
+    }
+    Some(text[..start].matches('\n').count() + 1)
+}
+
+/// Runs repetition by repetition: interleaved (each point over the families in turn) or
+/// shuffled within the repetition by a seeded Fisher–Yates.
+fn order_runs(
+    points: usize,
+    families: &[u8],
+    repetitions: u32,
+    order: Order,
+    seed: u64,
+    named: &[Point],
+) -> Vec<Run> {
+    let mut runs = Vec::new();
+    let mut state = seed;
+    for repetition in 1..=repetitions {
+        let mut rep: Vec<Run> = (0..points)
+            .flat_map(|point| families.iter().map(move |&family| (point, family)))
+            .map(|(point, family)| Run {
+                id: run_id(repetition, &named[point].id, family),
+                point,
+                family,
+                repetition,
+            })
+            .collect();
+        if order == Order::Random {
+            for i in (1..rep.len()).rev() {
+                let j = (splitmix64(&mut state) % (i as u64 + 1)) as usize;
+                rep.swap(i, j);
+            }
+        }
+        runs.extend(rep);
+    }
+    runs
+}
+
+/// A file-name-safe run id.
+fn run_id(repetition: u32, point: &str, family: u8) -> String {
+    let safe: String = point
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '=' || c == ',' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("rep{repetition:03}-{safe}-ipv{family}")
+}
+
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PLAN: &str = r#"version = 1
+name = "sizes"
+repetitions = 2
+duration = "5s"
+
+[flow]
+udp = true
+rate = "1000pps"
+meter = "rtt"
+
+[factors]
+protocol = ["udp", "tcp"]
+size = [64, 512]
+
+[[points]]
+label = "g711"
+voip = "g711.1"
+
+[quick]
+repetitions = 1
+duration = "1s"
+"#;
+
+    #[test]
+    fn factors_expand_as_a_cross_product_and_runs_interleave_the_families() {
+        let p = Plan::parse(PLAN, false).unwrap();
+        let ids: Vec<&str> = p.points.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "protocol=udp,size=64",
+                "protocol=udp,size=512",
+                "protocol=tcp,size=64",
+                "protocol=tcp,size=512",
+                "g711"
+            ]
+        );
+        assert_eq!(
+            p.points[2].args(),
+            ["--rate", "1000pps", "--meter", "rtt", "--tcp", "--size", "64"]
+        );
+        assert_eq!(
+            p.points[4].args()[5..],
+            ["--voip", "g711.1", "--label", "g711"]
+        );
+        // 5 points × 2 families × 2 repetitions, ABAB within each repetition.
+        assert_eq!(p.runs.len(), 20);
+        let fams: Vec<u8> = p.runs[..4].iter().map(|r| r.family).collect();
+        assert_eq!(fams, [4, 6, 4, 6]);
+        assert_eq!(p.runs[0].id, "rep001-protocol=udp,size=64-ipv4");
+        assert_eq!(p.runs[19].repetition, 2);
+        assert_eq!(p.duration, Duration::from_secs(5));
+        assert_eq!(p.estimated(20), Duration::from_millis(20 * 5700));
+        let q = Plan::parse(PLAN, true).unwrap();
+        assert_eq!((q.runs.len(), q.duration), (10, Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn a_random_order_shuffles_within_each_repetition_and_replays_with_its_seed() {
+        let text = PLAN.replace(
+            "repetitions = 2",
+            "repetitions = 3\norder = \"random\"\nseed = 9",
+        );
+        let a = Plan::parse(&text, false).unwrap();
+        let b = Plan::parse(&text, false).unwrap();
+        assert_eq!(a.runs, b.runs);
+        for rep in 1..=3 {
+            let mut ids: Vec<&str> = a
+                .runs
+                .iter()
+                .filter(|r| r.repetition == rep)
+                .map(|r| r.id.as_str())
+                .collect();
+            assert_eq!(ids.len(), 10);
+            ids.sort_unstable();
+            ids.dedup();
+            assert_eq!(ids.len(), 10, "each run once per repetition");
+        }
+        let interleaved = Plan::parse(PLAN, false).unwrap();
+        assert_ne!(a.runs[..10], interleaved.runs[..10]);
+    }
+
+    #[test]
+    fn mistakes_name_their_line() {
+        for (text, line, want) in [
+            (
+                PLAN.replace("version = 1", "version = 2"),
+                Some(1),
+                "version 2",
+            ),
+            (
+                PLAN.replace("duration = \"5s\"", "duration = \"soon\""),
+                Some(4),
+                "duration 'soon'",
+            ),
+            (
+                PLAN.replace("size = [64, 512]", "size = 64"),
+                Some(13),
+                "must be a list",
+            ),
+            (
+                PLAN.replace("rate = \"1000pps\"", "rate = [1]"),
+                Some(8),
+                "rate: a flow option",
+            ),
+            (
+                PLAN.replace("name = \"sizes\"", "name = \"sizes\"\ncolour = 1"),
+                Some(3),
+                "unknown field",
+            ),
+            (
+                PLAN.replace("label = \"g711\"\n", ""),
+                Some(15),
+                "needs a label",
+            ),
+            (
+                PLAN.replace("protocol = [\"udp\", \"tcp\"]", "ip = [4, 5]"),
+                Some(12),
+                "ip takes 4",
+            ),
+            (
+                PLAN.replace(
+                    "name = \"sizes\"",
+                    "name = \"sizes\"\ntarget = \"lab:two-hop.toml\"",
+                ),
+                Some(3),
+                "only \"loopback\"",
+            ),
+        ] {
+            let e = Plan::parse(&text, false).unwrap_err();
+            if line.is_some() {
+                assert_eq!(e.line, line, "{e}");
+            }
+            assert!(e.to_string().contains(want), "{e}");
+        }
+    }
+
+    #[test]
+    fn the_ip_factor_chooses_the_families() {
+        let text = PLAN.replace("protocol = [\"udp\", \"tcp\"]", "ip = [6]");
+        let p = Plan::parse(&text, false).unwrap();
+        assert_eq!(p.families, [6]);
+        assert!(p.runs.iter().all(|r| r.family == 6));
+        assert_eq!(p.points[0].id, "size=64");
+    }
+}

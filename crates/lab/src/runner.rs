@@ -1,0 +1,222 @@
+//! Measures a plan's runs with `dualperf` processes: one receiver for the whole plan on a
+//! free loopback port, one `dualperf send --json` per run, each result stored as soon as
+//! its run ends.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::plan::{Plan, Run};
+use crate::store::{RunRecord, Store, StoreError, FORMAT_VERSION};
+
+/// Why a plan stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The run directory.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A process could not be started or read.
+    #[error("{what}: {source}")]
+    Process {
+        /// Which.
+        what: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The receiver did not say where it listens.
+    #[error("the receiver did not start: {0}")]
+    Receiver(String),
+    /// A sender refused its options: the plan is wrong, and so is every later run.
+    #[error("run {run}: dualperf send refused the options: {stderr}")]
+    Usage {
+        /// The run.
+        run: String,
+        /// What the sender said.
+        stderr: String,
+    },
+    /// Interrupted; what was finished is stored.
+    #[error("interrupted after {done} of {total} runs; `--resume` goes on from there")]
+    Interrupted {
+        /// Runs stored.
+        done: usize,
+        /// Runs in the plan.
+        total: usize,
+    },
+}
+
+/// How to measure.
+pub struct RunConfig<'a> {
+    /// The `dualperf` binary.
+    pub exe: PathBuf,
+    /// Skip runs already stored.
+    pub resume: bool,
+    /// Set on Ctrl-C.
+    pub stop: &'a AtomicBool,
+    /// Called before each run: (runs done, runs to do in all, the run).
+    pub progress: &'a dyn Fn(usize, usize, &Run),
+}
+
+/// What a plan measured.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    /// Runs measured now.
+    pub measured: usize,
+    /// Runs found already stored (with `--resume`).
+    pub skipped: usize,
+    /// Runs whose sender exited 1 (their partial results are stored).
+    pub failed: usize,
+}
+
+/// The receiver process, stopped when dropped. It holds the write end of the receiver's
+/// standard input: if this process dies, even by SIGKILL, the pipe closes and the
+/// receiver (`--stdin-lifeline`) stops by itself.
+struct Receiver {
+    child: Child,
+    port: u16,
+    _lifeline: Option<std::process::ChildStdin>,
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_receiver(exe: &PathBuf) -> Result<Receiver, RunError> {
+    let mut child = Command::new(exe)
+        .args(["recv", "--port", "0", "--stdin-lifeline"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|source| RunError::Process {
+            what: format!("starting {} recv", exe.display()),
+            source,
+        })?;
+    let stderr = child
+        .stderr
+        .take()
+        .ok_or_else(|| RunError::Receiver("no stderr".into()))?;
+    let mut lines = BufReader::new(stderr).lines();
+    // "dualperf recv: listening on [::]:PORT (UDP and TCP)"
+    let first = lines.next().and_then(Result::ok).unwrap_or_default();
+    let port = first
+        .split_once("listening on ")
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .and_then(|addr| addr.rsplit_once(':'))
+        .and_then(|(_, p)| p.parse::<u16>().ok());
+    let lifeline = child.stdin.take();
+    let mut receiver = Receiver {
+        child,
+        port: 0,
+        _lifeline: lifeline,
+    };
+    let Some(port) = port else {
+        return Err(RunError::Receiver(first));
+    };
+    receiver.port = port;
+    // Keep draining its stderr so it never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    Ok(receiver)
+}
+
+/// Measure every run of `plan` not yet in `store`.
+pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Outcome, RunError> {
+    let receiver = start_receiver(&config.exe)?;
+    let mut outcome = Outcome::default();
+    let todo: Vec<&Run> = plan
+        .runs
+        .iter()
+        .filter(|r| !(config.resume && store.has_run(&r.id)))
+        .collect();
+    outcome.skipped = plan.runs.len() - todo.len();
+    for (i, run) in todo.iter().enumerate() {
+        if config.stop.load(Ordering::SeqCst) {
+            return Err(RunError::Interrupted {
+                done: outcome.skipped + outcome.measured,
+                total: plan.runs.len(),
+            });
+        }
+        (config.progress)(i, todo.len(), run);
+        let point = &plan.points[run.point];
+        let addr = if run.family == 4 { "127.0.0.1" } else { "::1" };
+        let mut argv: Vec<String> = vec![
+            "send".into(),
+            addr.into(),
+            "--port".into(),
+            receiver.port.to_string(),
+        ];
+        argv.extend(point.args());
+        argv.extend([
+            "--duration".into(),
+            format!("{}ns", plan.duration.as_nanos()),
+            "--json".into(),
+        ]);
+        let started_unix_ns = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let mut child = Command::new(&config.exe)
+            .args(&argv)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|source| RunError::Process {
+                what: format!("starting {} send", config.exe.display()),
+                source,
+            })?;
+        let mut stderr_pipe = child.stderr.take();
+        let err_reader = std::thread::spawn(move || {
+            let mut s = String::new();
+            if let Some(p) = stderr_pipe.as_mut() {
+                let _ = p.read_to_string(&mut s);
+            }
+            s
+        });
+        let mut stdout = String::new();
+        if let Some(mut out) = child.stdout.take() {
+            let _ = out.read_to_string(&mut stdout);
+        }
+        let status = child.wait().map_err(|source| RunError::Process {
+            what: "waiting for dualperf send".into(),
+            source,
+        })?;
+        let stderr = err_reader.join().unwrap_or_default();
+        if config.stop.load(Ordering::SeqCst) {
+            // A run cut short by Ctrl-C is not a measurement of the plan's duration:
+            // not stored, measured again on --resume.
+            return Err(RunError::Interrupted {
+                done: outcome.skipped + outcome.measured,
+                total: plan.runs.len(),
+            });
+        }
+        let code = status.code().unwrap_or(-1);
+        if code == 2 {
+            return Err(RunError::Usage {
+                run: run.id.clone(),
+                stderr: stderr.trim().to_owned(),
+            });
+        }
+        let report: serde_json::Value =
+            serde_json::from_str(&stdout).unwrap_or(serde_json::Value::Null);
+        if code != 0 {
+            outcome.failed += 1;
+        }
+        store.put_run(&RunRecord {
+            format_version: FORMAT_VERSION,
+            run: (*run).clone(),
+            point: point.id.clone(),
+            argv,
+            started_unix_ns,
+            exit_code: code,
+            stderr,
+            report,
+        })?;
+        outcome.measured += 1;
+    }
+    drop(receiver);
+    Ok(outcome)
+}

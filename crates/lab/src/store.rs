@@ -1,0 +1,223 @@
+//! The run directory: versioned, self-describing files, each written whole or not at all.
+//!
+//! ```text
+//! RUN_DIR/
+//!   plan.toml          the plan as given
+//!   resolved.json      the expanded plan: points, their send arguments, the run order
+//!   host.json          where it ran: kernel, CPU, sysctls, qdiscs, dualperf version
+//!   runs/ID.json       one finished run: which, the command, and `dualperf send --json`
+//! ```
+//!
+//! A result file is written to `ID.json.tmp` and renamed into place, so a run killed
+//! mid-measurement leaves no file that looks finished; `--resume` measures exactly the
+//! runs without one.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::plan::Run;
+
+/// Version of the files in a run directory.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// A run directory that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A file is not what this version writes.
+    #[error("{path}: {message}")]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
+    move |source| StoreError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// One finished run, as stored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// [`FORMAT_VERSION`].
+    pub format_version: u32,
+    /// Which run.
+    pub run: Run,
+    /// The point's id.
+    pub point: String,
+    /// The sender's command line (after `dualperf`).
+    pub argv: Vec<String>,
+    /// Wall-clock start, ns since the Unix epoch.
+    pub started_unix_ns: u64,
+    /// The sender's exit status: 0 measured, 1 measured with an error (see `stderr`).
+    pub exit_code: i32,
+    /// What the sender said on stderr.
+    pub stderr: String,
+    /// `dualperf send --json`.
+    pub report: serde_json::Value,
+}
+
+/// A run directory.
+#[derive(Clone, Debug)]
+pub struct Store {
+    dir: PathBuf,
+}
+
+impl Store {
+    /// A store in `dir`, created if missing.
+    pub fn create(dir: &Path) -> Result<Self, StoreError> {
+        std::fs::create_dir_all(dir.join("runs")).map_err(io(dir))?;
+        Ok(Self {
+            dir: dir.to_owned(),
+        })
+    }
+
+    /// An existing store, for reading.
+    pub fn open(dir: &Path) -> Result<Self, StoreError> {
+        let runs = dir.join("runs");
+        if !runs.is_dir() {
+            return Err(StoreError::Format {
+                path: dir.to_owned(),
+                message: "not a dualperf run directory (no runs/)".into(),
+            });
+        }
+        Ok(Self {
+            dir: dir.to_owned(),
+        })
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Whether the directory holds anything measured.
+    pub fn has_runs(&self) -> Result<bool, StoreError> {
+        let runs = self.dir.join("runs");
+        let mut entries = std::fs::read_dir(&runs).map_err(io(&runs))?;
+        Ok(entries.any(|e| e.is_ok_and(|e| e.path().extension().is_some_and(|x| x == "json"))))
+    }
+
+    /// Write `name` whole: to a temporary file first, then renamed into place.
+    pub fn write_file(&self, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        let path = self.dir.join(name);
+        let tmp = self.dir.join(format!("{name}.tmp"));
+        let mut f = std::fs::File::create(&tmp).map_err(io(&tmp))?;
+        f.write_all(bytes).map_err(io(&tmp))?;
+        f.sync_all().map_err(io(&tmp))?;
+        std::fs::rename(&tmp, &path).map_err(io(&path))
+    }
+
+    /// Write `name` as pretty JSON, whole.
+    pub fn write_json(&self, name: &str, value: &impl Serialize) -> Result<(), StoreError> {
+        let text = serde_json::to_vec_pretty(value).map_err(|e| StoreError::Format {
+            path: self.dir.join(name),
+            message: e.to_string(),
+        })?;
+        self.write_file(name, &text)
+    }
+
+    fn run_name(id: &str) -> String {
+        format!("runs/{id}.json")
+    }
+
+    /// Whether run `id` is finished.
+    pub fn has_run(&self, id: &str) -> bool {
+        self.dir.join(Self::run_name(id)).is_file()
+    }
+
+    /// Store a finished run.
+    pub fn put_run(&self, record: &RunRecord) -> Result<(), StoreError> {
+        self.write_json(&Self::run_name(&record.run.id), record)
+    }
+
+    /// Every finished run, in file-name order.
+    pub fn runs(&self) -> Result<Vec<RunRecord>, StoreError> {
+        let dir = self.dir.join("runs");
+        let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .map_err(io(&dir))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        paths.sort();
+        paths
+            .iter()
+            .map(|p| {
+                let text = std::fs::read(p).map_err(io(p))?;
+                let record: RunRecord =
+                    serde_json::from_slice(&text).map_err(|e| StoreError::Format {
+                        path: p.clone(),
+                        message: e.to_string(),
+                    })?;
+                if record.format_version != FORMAT_VERSION {
+                    return Err(StoreError::Format {
+                        path: p.clone(),
+                        message: format!(
+                            "format version {} is not {FORMAT_VERSION}",
+                            record.format_version
+                        ),
+                    });
+                }
+                Ok(record)
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("dualperf-store-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    #[test]
+    fn runs_are_written_whole_and_read_back() {
+        let dir = temp("rw");
+        let s = Store::create(&dir).unwrap();
+        assert!(!s.has_runs().unwrap());
+        let record = RunRecord {
+            format_version: FORMAT_VERSION,
+            run: Run {
+                id: "rep001-size=64-ipv4".into(),
+                point: 0,
+                family: 4,
+                repetition: 1,
+            },
+            point: "size=64".into(),
+            argv: vec!["send".into()],
+            started_unix_ns: 1,
+            exit_code: 0,
+            stderr: String::new(),
+            report: serde_json::json!({"flows": []}),
+        };
+        s.put_run(&record).unwrap();
+        assert!(s.has_run("rep001-size=64-ipv4"));
+        assert!(!s.has_run("rep002-size=64-ipv4"));
+        // A leftover temporary file of a killed write is not a finished run.
+        std::fs::write(dir.join("runs/rep002-size=64-ipv4.json.tmp"), b"{").unwrap();
+        assert!(!s.has_run("rep002-size=64-ipv4"));
+        assert_eq!(Store::open(&dir).unwrap().runs().unwrap(), vec![record]);
+        std::fs::write(dir.join("runs/bad.json"), b"{").unwrap();
+        assert!(s.runs().is_err());
+        assert!(Store::open(&dir.join("nowhere")).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
