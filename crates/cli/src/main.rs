@@ -13,6 +13,7 @@ mod interrupt;
 mod out;
 mod overhead;
 mod recv;
+mod report;
 mod run;
 mod send;
 mod session;
@@ -48,6 +49,7 @@ enum Command {
     Compare(compare::CompareArgs),
     Overhead(overhead::OverheadArgs),
     Run(run::RunArgs),
+    Report(report::ReportArgs),
     Clock(clock::ClockArgs),
 }
 
@@ -60,6 +62,7 @@ fn main() {
         Command::Compare(args) => compare::run(args),
         Command::Overhead(args) => overhead::run(args),
         Command::Run(args) => run::run(args),
+        Command::Report(args) => report::run(args),
         Command::Clock(args) => clock::run(args),
     };
     if let Err(err) = result {

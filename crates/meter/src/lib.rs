@@ -19,6 +19,8 @@
 //! - Aggregates: [`summary`] ([`summarize`], [`summarize_all`] → per-flow
 //!   [`FlowSummary`] and a D-ITG-style total) and [`interval`] ([`intervals`]:
 //!   per-window series where an empty window is `null`, not 0).
+//! - Across runs: [`repeat`] (mean, standard deviation and Student-t
+//!   confidence interval of repetitions; Welch's t-test of IPv6 against IPv4).
 //! - Formats: [`log`] (versioned binary per-packet log, safe on untrusted
 //!   input) and [`text`] (ITGDec-compatible report, CSV).
 //!
@@ -56,6 +58,7 @@ pub mod log;
 pub mod loss;
 pub mod marking;
 pub mod record;
+pub mod repeat;
 pub mod rtp;
 pub mod schedule;
 pub mod stats;
@@ -68,6 +71,7 @@ pub use log::{Entry, LogError, LogReader, LogWriter};
 pub use loss::{DitgLoss, Loss};
 pub use marking::Marking;
 pub use record::{RxRecord, TxRecord};
+pub use repeat::{compare, Comparison, Sample, Verdict};
 pub use rtp::{RtpJitter, RtpJitterSummary};
 pub use schedule::{
     schedule_error, schedule_error_with, sent_by_flow, sent_summary, ScheduleError, SentSummary,

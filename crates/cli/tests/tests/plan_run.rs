@@ -110,6 +110,31 @@ fn a_killed_run_resumes_without_measuring_twice() {
                 > 0
         );
     }
+    // The report: every point and metric over both families, two repetitions each.
+    let doc = run(&["report", path_str(&dir), "--json"])
+        .assert_success()
+        .json();
+    let rows = doc["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2 * 4, "{doc:#}");
+    for r in rows {
+        assert_eq!(r["ipv4"]["n"], 2, "{r:#}");
+        assert_eq!(r["ipv6"]["n"], 2, "{r:#}");
+    }
+    let tp = rows
+        .iter()
+        .find(|r| r["point"] == "size=256" && r["metric"] == "throughput")
+        .unwrap();
+    // 200 pkt/s of 256 bytes: 409.6 kbit/s (over first→last arrival: a little more).
+    let mean = tp["ipv4"]["mean"].as_f64().unwrap();
+    assert!((409_600.0..420_000.0).contains(&mean), "{mean}");
+    assert!(tp["ipv4"]["ci_low"].as_f64().unwrap() <= mean);
+    assert!(tp["ipv6_vs_ipv4"]["verdict"].is_string());
+    let md = run(&["report", path_str(&dir), "--markdown"])
+        .assert_success()
+        .stdout
+        .clone();
+    assert!(md.contains("### Throughput (Mbit/s)"), "{md}");
+    assert!(md.contains("| size 256 |"), "{md}");
     // Resuming under another plan is refused.
     std::fs::write(&plan, PLAN.replace("[64, 256]", "[64, 512]")).unwrap();
     let other = run(&["run", path_str(&plan), "--dir", path_str(&dir), "--resume"]);
