@@ -44,6 +44,10 @@ use wire::time::Duration;
 
 /// The plan format this build reads.
 pub const PLAN_VERSION: u32 = 1;
+/// Most points a plan may sweep.
+pub const MAX_POINTS: usize = 100_000;
+/// Most runs a plan may have.
+pub const MAX_RUNS: u64 = 1_000_000;
 
 /// A plan that cannot be used, with the line it comes from when known.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -325,7 +329,16 @@ impl Plan {
         }
         let mut points = Vec::new();
         // The cross product of the factors, the first factor varying slowest.
-        let combos: usize = factors.iter().map(|(_, v, _)| v.len()).product();
+        let combos = factors
+            .iter()
+            .try_fold(1usize, |n, (_, v, _)| n.checked_mul(v.len()))
+            .filter(|n| *n <= MAX_POINTS)
+            .ok_or_else(|| {
+                PlanError::at(
+                    factors_table.and_then(|t| line_at(t.span().start)),
+                    format!("the factors make more than {MAX_POINTS} points"),
+                )
+            })?;
         if !factors.is_empty() {
             for mut index in 0..combos {
                 let mut chosen = Vec::new();
@@ -398,6 +411,13 @@ impl Plan {
                     format!("two points are both named '{}'", p.id),
                 ));
             }
+        }
+        let total = (points.len() as u64) * (families.len() as u64) * u64::from(repetitions);
+        if total > MAX_RUNS {
+            return Err(PlanError::at(
+                None,
+                format!("{total} runs: a plan may have at most {MAX_RUNS}"),
+            ));
         }
         let runs = order_runs(
             points.len(),
@@ -660,6 +680,23 @@ duration = "1s"
             }
             assert!(e.to_string().contains(want), "{e}");
         }
+    }
+
+    #[test]
+    fn huge_sweeps_are_refused_before_anything_is_allocated() {
+        let many: Vec<String> = (0..1000).map(|i| i.to_string()).collect();
+        let list = format!("[{}]", many.join(","));
+        let text = PLAN.replace(
+            "size = [64, 512]",
+            &format!("size = {list}\nttl = {list}\ncount = {list}"),
+        );
+        let e = Plan::parse(&text, false).unwrap_err();
+        assert!(e.to_string().contains("more than 100000 points"), "{e}");
+        let text = PLAN.replace("repetitions = 2", "repetitions = 4000000000");
+        assert!(Plan::parse(&text, false)
+            .unwrap_err()
+            .to_string()
+            .contains("at most"));
     }
 
     #[test]
