@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use lab::store::{RunRecord, Store};
 use meter::repeat::{compare, Comparison, Sample, Verdict, DEFAULT_ALPHA, DEFAULT_LEVEL};
 use serde::Serialize;
@@ -23,7 +23,8 @@ use crate::usage;
 #[command(after_help = "Examples:
   dualperf report results/sharma2013-1795360000
   dualperf report results/a results/b --markdown > tables.md
-  dualperf report results/a --csv > tables.csv")]
+  dualperf report results/a --csv > tables.csv
+  dualperf report results/a --html report.html --svg plots/")]
 pub(crate) struct ReportArgs {
     /// Run directories written by `dualperf run`.
     #[arg(required = true)]
@@ -37,6 +38,13 @@ pub(crate) struct ReportArgs {
     /// JSON with every figure.
     #[arg(long)]
     json: bool,
+    /// Also write one self-contained HTML page with every table and plot (inline SVG,
+    /// no network requests) to this file.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// Also write every plot as an SVG file into this directory.
+    #[arg(long, value_name = "DIR")]
+    svg: Option<PathBuf>,
 }
 
 /// A metric read from each run's report.
@@ -167,6 +175,24 @@ pub(crate) fn run(args: ReportArgs) -> Result<()> {
             });
         }
     }
+    if args.html.is_some() || args.svg.is_some() {
+        let groups = groups(&rows);
+        let plots: Vec<(String, String)> = groups.iter().map(|g| plot(g, &rows)).collect();
+        if let Some(dir) = &args.svg {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+            for (name, svg) in &plots {
+                let path = dir.join(format!("{name}.svg"));
+                std::fs::write(&path, svg)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+            }
+        }
+        if let Some(path) = &args.html {
+            let page = html(&args.dirs, &groups, &rows, &plots, records.len());
+            std::fs::write(path, page)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+    }
     if args.json {
         return crate::out::print_json(&serde_json::json!({
             "format_version": 1,
@@ -221,26 +247,10 @@ fn tables(rows: &[Row], runs: usize, markdown: bool) -> String {
          Δ % = (IPv6 − IPv4) / IPv4; p from Welch's t-test; \"not significant\" at p ≥ {DEFAULT_ALPHA} whatever Δ.\n\n",
         DEFAULT_LEVEL * 100.0
     );
-    let mut groups: Vec<(String, &'static str)> = Vec::new();
-    for r in rows {
-        let g = r
-            .factors
-            .get("protocol")
-            .map_or_else(String::new, |p| p.to_uppercase());
-        if !groups.iter().any(|(x, m)| *x == g && *m == r.metric) {
-            groups.push((g, r.metric));
-        }
-    }
-    for (group, metric) in groups {
-        let m = METRICS
-            .iter()
-            .find(|m| m.key == metric)
-            .unwrap_or(&METRICS[0]);
-        let title = if group.is_empty() {
-            format!("{} ({})", m.title, m.unit)
-        } else {
-            format!("{group} – {} ({})", m.title, m.unit)
-        };
+    for g in groups(rows) {
+        let (group, metric) = (g.protocol.clone(), g.metric);
+        let m = g.m();
+        let title = g.title();
         let fmt = |s: &Option<Sample>| match s {
             Some(s) => {
                 let v = s.mean / m.scale;
@@ -259,22 +269,7 @@ fn tables(rows: &[Row], runs: usize, markdown: bool) -> String {
                     .map_or_else(String::new, |p| p.to_uppercase())
                     == group
         }) {
-            let label: String = if r.factors.is_empty() {
-                r.point.clone()
-            } else {
-                r.factors
-                    .iter()
-                    .filter(|(k, _)| *k != "protocol")
-                    .map(|(k, v)| {
-                        if k == "point" {
-                            v.clone()
-                        } else {
-                            format!("{k} {v}")
-                        }
-                    })
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
+            let label = row_label(r);
             let c = r.ipv6_vs_ipv4.as_ref();
             body.push(vec![
                 label,
@@ -306,5 +301,202 @@ fn tables(rows: &[Row], runs: usize, markdown: bool) -> String {
             out.push('\n');
         }
     }
+    out
+}
+
+/// A table and its plot: one metric over the points of one protocol (or of none).
+struct Group {
+    protocol: String,
+    metric: &'static str,
+}
+
+impl Group {
+    fn m(&self) -> &'static Metric {
+        METRICS
+            .iter()
+            .find(|m| m.key == self.metric)
+            .unwrap_or(&METRICS[0])
+    }
+
+    fn title(&self) -> String {
+        let m = self.m();
+        if self.protocol.is_empty() {
+            format!("{} ({})", m.title, m.unit)
+        } else {
+            format!("{} – {} ({})", self.protocol, m.title, m.unit)
+        }
+    }
+
+    fn rows<'a>(&'a self, rows: &'a [Row]) -> impl Iterator<Item = &'a Row> + 'a {
+        rows.iter()
+            .filter(move |r| r.metric == self.metric && protocol_of(r) == self.protocol)
+    }
+}
+
+fn protocol_of(r: &Row) -> String {
+    r.factors
+        .get("protocol")
+        .map_or_else(String::new, |p| p.to_uppercase())
+}
+
+fn groups(rows: &[Row]) -> Vec<Group> {
+    let mut out: Vec<Group> = Vec::new();
+    for r in rows {
+        let protocol = protocol_of(r);
+        if !out
+            .iter()
+            .any(|g| g.protocol == protocol && g.metric == r.metric)
+        {
+            out.push(Group {
+                protocol,
+                metric: r.metric,
+            });
+        }
+    }
+    out
+}
+
+fn estimate(s: &Option<Sample>, scale: f64) -> Option<lab::plot::Estimate> {
+    s.as_ref().map(|s| lab::plot::Estimate {
+        value: s.mean / scale,
+        interval: s.ci_low.zip(s.ci_high).map(|(a, b)| (a / scale, b / scale)),
+    })
+}
+
+/// The plot of a group, and a file name for it: a line chart against the payload size
+/// when every point of the group has a numeric size, else bars per point.
+fn plot(g: &Group, rows: &[Row]) -> (String, String) {
+    let m = g.m();
+    let mine: Vec<&Row> = g.rows(rows).collect();
+    let prefix = if g.protocol.is_empty() {
+        "points".to_owned()
+    } else {
+        g.protocol.to_lowercase()
+    };
+    let name = format!("{prefix}-{}", g.metric);
+    let sizes: Option<Vec<f64>> = mine
+        .iter()
+        .map(|r| r.factors.get("size").and_then(|v| v.parse::<f64>().ok()))
+        .collect();
+    let svg = match sizes.filter(|s| s.len() >= 2) {
+        Some(xs) => {
+            let line = |family: &str, pick: fn(&Row) -> &Option<Sample>| lab::plot::Line {
+                name: family.into(),
+                points: mine
+                    .iter()
+                    .zip(&xs)
+                    .filter_map(|(r, x)| estimate(pick(r), m.scale).map(|e| (*x, e)))
+                    .collect(),
+            };
+            lab::plot::line_chart(
+                &g.title(),
+                "payload size (bytes)",
+                m.unit,
+                &[line("IPv4", |r| &r.ipv4), line("IPv6", |r| &r.ipv6)],
+            )
+        }
+        None => {
+            let cats: Vec<String> = mine.iter().map(|r| row_label(r)).collect();
+            let bars = |family: &str, pick: fn(&Row) -> &Option<Sample>| lab::plot::Bars {
+                name: family.into(),
+                values: mine.iter().map(|r| estimate(pick(r), m.scale)).collect(),
+            };
+            lab::plot::bar_chart(
+                &g.title(),
+                m.unit,
+                &cats,
+                &[bars("IPv4", |r| &r.ipv4), bars("IPv6", |r| &r.ipv6)],
+            )
+        }
+    };
+    (name, svg)
+}
+
+fn row_label(r: &Row) -> String {
+    if r.factors.is_empty() {
+        return r.point.clone();
+    }
+    r.factors
+        .iter()
+        .filter(|(k, _)| *k != "protocol")
+        .map(|(k, v)| {
+            if k == "point" {
+                v.clone()
+            } else {
+                format!("{k} {v}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// One page, nothing fetched: styles inline, plots as inline SVG.
+fn html(
+    dirs: &[PathBuf],
+    groups: &[Group],
+    rows: &[Row],
+    plots: &[(String, String)],
+    runs: usize,
+) -> String {
+    let mut out = String::from(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>dualperf report</title>\
+         <style>body{font-family:sans-serif;max-width:60em;margin:2em auto;padding:0 1em}\
+         table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:right}\
+         td:first-child,th:first-child{text-align:left}.ns{color:#777}</style></head><body>\n",
+    );
+    let _ = write!(
+        out,
+        "<h1>dualperf report</h1><p>{runs} runs from {}. Each cell is the mean over repetitions ± the half-width \
+         of its {:.0} % confidence interval (Student t). Δ % = (IPv6 − IPv4) / IPv4; p from Welch's t-test; a \
+         difference with p ≥ {DEFAULT_ALPHA} is <em>not significant</em>, whatever its size.</p>\n",
+        esc(&dirs
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")),
+        DEFAULT_LEVEL * 100.0
+    );
+    for (g, (_, svg)) in groups.iter().zip(plots) {
+        let m = g.m();
+        let _ = write!(
+            out,
+            "<h2>{}</h2>\n<table><tr><th>point</th><th>IPv4</th><th>IPv6</th><th>Δ %</th><th>p</th>\
+             <th>IPv6 vs IPv4</th></tr>\n",
+            esc(&g.title())
+        );
+        let cell = |s: &Option<Sample>| match s {
+            Some(s) => match s.ci_high {
+                Some(h) => format!("{:.3} ± {:.3}", s.mean / m.scale, (h - s.mean) / m.scale),
+                None => format!("{:.3} (n={})", s.mean / m.scale, s.n),
+            },
+            None => "–".into(),
+        };
+        for r in g.rows(rows) {
+            let c = r.ipv6_vs_ipv4.as_ref();
+            let v = c.map_or("undefined", |c| verdict(c.verdict));
+            let _ = write!(
+                out,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}</td></tr>\n",
+                esc(&row_label(r)),
+                cell(&r.ipv4),
+                cell(&r.ipv6),
+                c.and_then(|c| c.rel_diff_pct)
+                    .map_or("–".into(), |d| format!("{d:+.2}")),
+                c.and_then(|c| c.p).map_or("–".into(), |p| format!("{p:.3}")),
+                if v == "significant" { "" } else { "ns" },
+                v
+            );
+        }
+        out.push_str("</table>\n");
+        out.push_str(svg);
+        out.push('\n');
+    }
+    out.push_str("</body></html>\n");
     out
 }

@@ -3,6 +3,7 @@
 //! - [`plan`]: a TOML plan → validated points and the ordered list of runs;
 //! - [`store`]: the run directory of versioned, self-describing files, written so that a
 //!   killed run loses nothing it had finished and resumes without measuring twice;
+//! - [`plot`]: standalone SVG line and bar charts with confidence bands and error bars;
 //! - [`runner`]: measures a plan's runs with `dualperf` processes (a receiver, one sender
 //!   per run), as the lab will inside namespaces.
 //!
@@ -12,5 +13,6 @@
 #![warn(missing_docs)]
 
 pub mod plan;
+pub mod plot;
 pub mod runner;
 pub mod store;

@@ -135,6 +135,29 @@ fn a_killed_run_resumes_without_measuring_twice() {
         .clone();
     assert!(md.contains("### Throughput (Mbit/s)"), "{md}");
     assert!(md.contains("| size 256 |"), "{md}");
+    // One self-contained page: a table and a plot per metric, nothing to fetch.
+    let page = tmp.path("report.html");
+    let svgs = tmp.path("svg");
+    run(&[
+        "report",
+        path_str(&dir),
+        "--html",
+        path_str(&page),
+        "--svg",
+        path_str(&svgs),
+    ])
+    .assert_success();
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(html.matches("<svg ").count(), 4, "one plot per metric");
+    assert_eq!(html.matches("<table>").count(), 4);
+    assert_eq!(
+        html.matches("http").count(),
+        html.matches("xmlns=\"http://www.w3.org/2000/svg\"").count(),
+        "no URL but the SVG namespace"
+    );
+    assert!(!html.contains("NaN"));
+    let files = std::fs::read_dir(&svgs).unwrap().count();
+    assert_eq!(files, 4);
     // Resuming under another plan is refused.
     std::fs::write(&plan, PLAN.replace("[64, 256]", "[64, 512]")).unwrap();
     let other = run(&["run", path_str(&plan), "--dir", path_str(&dir), "--resume"]);

@@ -1,0 +1,361 @@
+//! Plots as standalone SVG, drawn here without a plotting library or fonts to embed:
+//! line charts of a metric against a numeric factor with confidence bands, and bar
+//! charts per point with error bars. Every plot has a title, labelled axes with units,
+//! and a legend; the SVG references nothing outside itself.
+
+use std::fmt::Write;
+
+/// One value with its confidence interval.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Estimate {
+    /// The mean.
+    pub value: f64,
+    /// Lower and upper ends of its interval, when there is one.
+    pub interval: Option<(f64, f64)>,
+}
+
+/// A line: its name in the legend, and (x, estimate) points in x order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Line {
+    /// Legend entry.
+    pub name: String,
+    /// The points.
+    pub points: Vec<(f64, Estimate)>,
+}
+
+/// Bars: one series per family, one value per category.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bars {
+    /// Legend entry.
+    pub name: String,
+    /// One value per category; `None` where there is none.
+    pub values: Vec<Option<Estimate>>,
+}
+
+const W: f64 = 720.0;
+const H: f64 = 420.0;
+const LEFT: f64 = 80.0;
+const RIGHT: f64 = 24.0;
+const TOP: f64 = 48.0;
+const BOTTOM: f64 = 64.0;
+/// IPv4 blue and IPv6 orange, then more (Okabe–Ito, readable by colour-blind readers).
+const COLOURS: [&str; 4] = ["#0072B2", "#E69F00", "#009E73", "#CC79A7"];
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Round numbers for an axis from `lo` to `hi`: about five ticks at 1, 2 or 5 × 10^k.
+fn ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let span = (hi - lo).abs().max(f64::MIN_POSITIVE);
+    let raw = span / 5.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| span / s <= 6.0)
+        .unwrap_or(10.0 * mag);
+    let first = (lo / step).ceil() * step;
+    (0..=20)
+        .map(|i| first + step * f64::from(i))
+        .take_while(|t| *t <= hi + step * 1e-9)
+        .collect()
+}
+
+fn label(v: f64) -> String {
+    if v == 0.0 {
+        return "0".into();
+    }
+    let a = v.abs();
+    if a >= 1e4 || a < 1e-3 {
+        format!("{v:.2e}")
+    } else if v.fract().abs() < 1e-9 {
+        format!("{v:.0}")
+    } else {
+        let s = format!("{v:.3}");
+        s.trim_end_matches('0').trim_end_matches('.').to_owned()
+    }
+}
+
+/// The y range of the values and their intervals, from 0 when all are positive.
+fn y_range(values: impl Iterator<Item = Estimate>) -> (f64, f64) {
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for e in values {
+        let (a, b) = e.interval.unwrap_or((e.value, e.value));
+        for v in [e.value, a, b] {
+            if v.is_finite() {
+                lo = lo.min(v);
+                hi = hi.max(v);
+            }
+        }
+    }
+    if !lo.is_finite() {
+        return (0.0, 1.0);
+    }
+    let lo = if lo >= 0.0 { 0.0 } else { lo };
+    let hi = if hi <= lo {
+        lo + 1.0
+    } else {
+        hi + (hi - lo) * 0.05
+    };
+    (lo, hi)
+}
+
+fn frame(out: &mut String, title: &str, x_label: &str, y_label: &str, y: (f64, f64)) {
+    let _ = write!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12" role="img"><title>{t}</title><rect width="{W}" height="{H}" fill="white"/><text x="{cx}" y="24" text-anchor="middle" font-size="15" font-weight="bold">{t}</text><text x="{cx}" y="{xl}" text-anchor="middle">{x}</text><text transform="translate(18 {cy}) rotate(-90)" text-anchor="middle">{yl}</text>"#,
+        t = esc(title),
+        cx = LEFT + (W - LEFT - RIGHT) / 2.0,
+        xl = H - 14.0,
+        x = esc(x_label),
+        cy = TOP + (H - TOP - BOTTOM) / 2.0,
+        yl = esc(y_label),
+    );
+    for t in ticks(y.0, y.1) {
+        let py = py(t, y);
+        let _ = write!(
+            out,
+            r##"<line x1="{LEFT}" x2="{x2}" y1="{py:.1}" y2="{py:.1}" stroke="#ddd"/><text x="{lx}" y="{ty:.1}" text-anchor="end">{v}</text>"##,
+            x2 = W - RIGHT,
+            lx = LEFT - 6.0,
+            ty = py + 4.0,
+            v = label(t)
+        );
+    }
+    let _ = write!(
+        out,
+        r##"<line x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{b}" stroke="#333"/><line x1="{LEFT}" x2="{r}" y1="{b}" y2="{b}" stroke="#333"/>"##,
+        b = H - BOTTOM,
+        r = W - RIGHT
+    );
+}
+
+fn py(v: f64, y: (f64, f64)) -> f64 {
+    H - BOTTOM - (v - y.0) / (y.1 - y.0) * (H - TOP - BOTTOM)
+}
+
+fn legend(out: &mut String, names: &[&str]) {
+    for (i, name) in names.iter().enumerate() {
+        let x = W - RIGHT - 150.0;
+        let y = TOP + 8.0 + 18.0 * i as f64;
+        let _ = write!(
+            out,
+            r#"<rect x="{x}" y="{y}" width="14" height="10" fill="{c}"/><text x="{tx}" y="{ty}">{n}</text>"#,
+            c = COLOURS[i % COLOURS.len()],
+            tx = x + 20.0,
+            ty = y + 9.0,
+            n = esc(name)
+        );
+    }
+}
+
+/// A line chart: each line's points joined, its confidence interval a shaded band.
+pub fn line_chart(title: &str, x_label: &str, y_label: &str, lines: &[Line]) -> String {
+    let xs = lines.iter().flat_map(|l| l.points.iter().map(|p| p.0));
+    let (x_lo, x_hi) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+        (a.min(x), b.max(x))
+    });
+    let (x_lo, x_hi) = if x_lo.is_finite() && x_hi > x_lo {
+        (x_lo, x_hi)
+    } else {
+        (0.0, 1.0)
+    };
+    let y = y_range(lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)));
+    let px = |x: f64| LEFT + (x - x_lo) / (x_hi - x_lo) * (W - LEFT - RIGHT);
+    let mut out = String::new();
+    frame(&mut out, title, x_label, y_label, y);
+    for t in ticks(x_lo, x_hi) {
+        let _ = write!(
+            out,
+            r#"<text x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
+            px(t),
+            H - BOTTOM + 18.0,
+            label(t)
+        );
+    }
+    for (i, line) in lines.iter().enumerate() {
+        let c = COLOURS[i % COLOURS.len()];
+        let band: Vec<(f64, f64, f64)> = line
+            .points
+            .iter()
+            .filter_map(|(x, e)| e.interval.map(|(a, b)| (*x, a, b)))
+            .collect();
+        if band.len() >= 2 {
+            let mut d = String::new();
+            for (x, _, hi) in &band {
+                let _ = write!(d, "{:.1},{:.1} ", px(*x), py(*hi, y));
+            }
+            for (x, lo, _) in band.iter().rev() {
+                let _ = write!(d, "{:.1},{:.1} ", px(*x), py(*lo, y));
+            }
+            let _ = write!(
+                out,
+                r#"<polygon points="{d}" fill="{c}" fill-opacity="0.2"/>"#
+            );
+        }
+        let pts: String = line
+            .points
+            .iter()
+            .map(|(x, e)| format!("{:.1},{:.1} ", px(*x), py(e.value, y)))
+            .collect();
+        let _ = write!(
+            out,
+            r#"<polyline points="{pts}" fill="none" stroke="{c}" stroke-width="2"/>"#
+        );
+        for (x, e) in &line.points {
+            let _ = write!(
+                out,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{c}"/>"#,
+                px(*x),
+                py(e.value, y)
+            );
+        }
+    }
+    legend(
+        &mut out,
+        &lines.iter().map(|l| l.name.as_str()).collect::<Vec<_>>(),
+    );
+    out.push_str("</svg>");
+    out
+}
+
+/// A bar chart: for each category a group of bars, one per series, with error bars.
+pub fn bar_chart(title: &str, y_label: &str, categories: &[String], series: &[Bars]) -> String {
+    let y = y_range(
+        series
+            .iter()
+            .flat_map(|s| s.values.iter().flatten().copied()),
+    );
+    let mut out = String::new();
+    frame(&mut out, title, "", y_label, y);
+    let n = categories.len().max(1) as f64;
+    let group = (W - LEFT - RIGHT) / n;
+    let bar = (group * 0.8) / series.len().max(1) as f64;
+    for (ci, cat) in categories.iter().enumerate() {
+        let gx = LEFT + group * ci as f64 + group * 0.1;
+        let _ = write!(
+            out,
+            r#"<text x="{:.1}" y="{}" text-anchor="middle" font-size="11">{}</text>"#,
+            gx + group * 0.4,
+            H - BOTTOM + 16.0,
+            esc(cat)
+        );
+        for (si, s) in series.iter().enumerate() {
+            let Some(Some(e)) = s.values.get(ci) else {
+                continue;
+            };
+            let c = COLOURS[si % COLOURS.len()];
+            let x = gx + bar * si as f64;
+            let (top, base) = (py(e.value.max(y.0), y), py(y.0.max(0.0).min(y.1), y));
+            let _ = write!(
+                out,
+                r#"<rect x="{x:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{c}"/>"#,
+                top.min(base),
+                bar * 0.9,
+                (base - top).abs()
+            );
+            if let Some((a, b)) = e.interval {
+                let mx = x + bar * 0.45;
+                let _ = write!(
+                    out,
+                    r##"<line x1="{mx:.1}" x2="{mx:.1}" y1="{:.1}" y2="{:.1}" stroke="#222"/>"##,
+                    py(a, y),
+                    py(b, y)
+                );
+            }
+        }
+    }
+    legend(
+        &mut out,
+        &series.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+    );
+    out.push_str("</svg>");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn est(value: f64, half: f64) -> Estimate {
+        Estimate {
+            value,
+            interval: Some((value - half, value + half)),
+        }
+    }
+
+    #[test]
+    fn ticks_are_round_and_cover_the_range() {
+        assert_eq!(ticks(0.0, 10.0), [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
+        assert_eq!(ticks(0.0, 1536.0), [0.0, 500.0, 1000.0, 1500.0]);
+        assert_eq!(label(1500.0), "1500");
+        assert_eq!(label(0.25), "0.25");
+        assert_eq!(label(25_000.0), "2.50e4");
+    }
+
+    #[test]
+    fn a_line_chart_has_its_title_axes_legend_bands_and_nothing_external() {
+        let lines = [
+            Line {
+                name: "IPv4".into(),
+                points: vec![(64.0, est(15.0, 0.5)), (1536.0, est(368.0, 2.0))],
+            },
+            Line {
+                name: "IPv6 <&>".into(),
+                points: vec![(64.0, est(15.1, 0.5)), (1536.0, est(367.0, 2.0))],
+            },
+        ];
+        let svg = line_chart("UDP – Throughput", "payload (bytes)", "Mbit/s", &lines);
+        assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+        assert!(svg.ends_with("</svg>"));
+        for want in [
+            "UDP – Throughput",
+            "payload (bytes)",
+            "Mbit/s",
+            "IPv4",
+            "IPv6 &lt;&amp;&gt;",
+            "<polygon",
+            "<polyline",
+        ] {
+            assert!(svg.contains(want), "{want}");
+        }
+        assert_eq!(svg.matches("<polygon").count(), 2);
+        assert_eq!(svg.matches("<circle").count(), 4);
+        // The only URL is the SVG namespace: nothing is fetched.
+        assert_eq!(svg.matches("http").count(), 1);
+        assert!(!svg.contains("NaN"));
+    }
+
+    #[test]
+    fn a_bar_chart_skips_missing_values_and_draws_error_bars() {
+        let cats = vec!["G.711.1".to_owned(), "DNS".to_owned()];
+        let series = [
+            Bars {
+                name: "IPv4".into(),
+                values: vec![Some(est(73.6, 0.1)), None],
+            },
+            Bars {
+                name: "IPv6".into(),
+                values: vec![
+                    Some(est(73.6, 0.1)),
+                    Some(Estimate {
+                        value: 0.9,
+                        interval: None,
+                    }),
+                ],
+            },
+        ];
+        let svg = bar_chart("VoIP – Throughput", "kbit/s", &cats, &series);
+        // Three bars, two error bars (legend swatches are rects too).
+        assert_eq!(svg.matches("<rect").count(), 1 + 3 + 2);
+        assert_eq!(svg.matches("stroke=\"#222\"").count(), 2);
+        assert!(!svg.contains("NaN"));
+        // No data at all still draws a frame.
+        assert!(bar_chart("empty", "x", &[], &[]).contains("empty"));
+        assert!(line_chart("empty", "x", "y", &[]).contains("empty"));
+    }
+}
