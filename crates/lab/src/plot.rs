@@ -70,7 +70,7 @@ fn label(v: f64) -> String {
         return "0".into();
     }
     let a = v.abs();
-    if a >= 1e4 || a < 1e-3 {
+    if !(1e-3..1e4).contains(&a) {
         format!("{v:.2e}")
     } else if v.fract().abs() < 1e-9 {
         format!("{v:.0}")
