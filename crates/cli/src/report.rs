@@ -450,11 +450,11 @@ fn html(
          table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:right}\
          td:first-child,th:first-child{text-align:left}.ns{color:#777}</style></head><body>\n",
     );
-    let _ = write!(
+    let _ = writeln!(
         out,
         "<h1>dualperf report</h1><p>{runs} runs from {}. Each cell is the mean over repetitions ± the half-width \
          of its {:.0} % confidence interval (Student t). Δ % = (IPv6 − IPv4) / IPv4; p from Welch's t-test; a \
-         difference with p ≥ {DEFAULT_ALPHA} is <em>not significant</em>, whatever its size.</p>\n",
+         difference with p ≥ {DEFAULT_ALPHA} is <em>not significant</em>, whatever its size.</p>",
         esc(&dirs
             .iter()
             .map(|d| d.display().to_string())
@@ -480,9 +480,9 @@ fn html(
         for r in g.rows(rows) {
             let c = r.ipv6_vs_ipv4.as_ref();
             let v = c.map_or("undefined", |c| verdict(c.verdict));
-            let _ = write!(
+            let _ = writeln!(
                 out,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}</td></tr>\n",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}</td></tr>",
                 esc(&row_label(r)),
                 cell(&r.ipv4),
                 cell(&r.ipv6),
