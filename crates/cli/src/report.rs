@@ -248,7 +248,6 @@ fn tables(rows: &[Row], runs: usize, markdown: bool) -> String {
         DEFAULT_LEVEL * 100.0
     );
     for g in groups(rows) {
-        let (group, metric) = (g.protocol.clone(), g.metric);
         let m = g.m();
         let title = g.title();
         let fmt = |s: &Option<Sample>| match s {
@@ -262,13 +261,7 @@ fn tables(rows: &[Row], runs: usize, markdown: bool) -> String {
             None => "-".into(),
         };
         let mut body: Vec<Vec<String>> = Vec::new();
-        for r in rows.iter().filter(|r| {
-            r.metric == metric
-                && r.factors
-                    .get("protocol")
-                    .map_or_else(String::new, |p| p.to_uppercase())
-                    == group
-        }) {
+        for r in g.rows(rows) {
             let label = row_label(r);
             let c = r.ipv6_vs_ipv4.as_ref();
             body.push(vec![
@@ -333,10 +326,13 @@ impl Group {
     }
 }
 
+/// The table a row goes in: the point's `group`, else its swept protocol, else none.
 fn protocol_of(r: &Row) -> String {
     r.factors
-        .get("protocol")
-        .map_or_else(String::new, |p| p.to_uppercase())
+        .get("group")
+        .cloned()
+        .or_else(|| r.factors.get("protocol").map(|p| p.to_uppercase()))
+        .unwrap_or_default()
 }
 
 fn groups(rows: &[Row]) -> Vec<Group> {
@@ -418,7 +414,7 @@ fn row_label(r: &Row) -> String {
     }
     r.factors
         .iter()
-        .filter(|(k, _)| *k != "protocol")
+        .filter(|(k, _)| *k != "protocol" && *k != "group")
         .map(|(k, v)| {
             if k == "point" {
                 v.clone()

@@ -21,6 +21,7 @@
 //!
 //! [[points]]                       # extra points beside the sweep
 //! label = "VoIP G.711.1"
+//! group = "VoIP"                   # the report table it goes in (default: one for all)
 //! voip = "g711.1"
 //!
 //! [quick]                          # what `--quick` changes
@@ -379,6 +380,12 @@ impl Plan {
                 }
             };
             let label_text = label.value.clone().unwrap_or_default();
+            // `group` names the report table the point belongs to; it is not a flow option.
+            let group = extra
+                .iter()
+                .position(|s| s.key == "group")
+                .map(|i| extra.remove(i))
+                .and_then(|g| g.value);
             let mut settings = base.clone();
             for s in extra {
                 settings.retain(|b| b.key != s.key);
@@ -389,9 +396,13 @@ impl Plan {
                 value: Some(label_text.clone()),
                 line: label.line,
             });
+            let mut named = BTreeMap::from([("point".to_owned(), label_text.clone())]);
+            if let Some(g) = group {
+                named.insert("group".to_owned(), g);
+            }
             points.push(Point {
-                id: label_text.clone(),
-                factors: BTreeMap::from([("point".to_owned(), label_text)]),
+                id: label_text,
+                factors: named,
                 settings,
             });
         }
@@ -561,6 +572,7 @@ size = [64, 512]
 
 [[points]]
 label = "g711"
+group = "VoIP"
 voip = "g711.1"
 
 [quick]
@@ -590,6 +602,7 @@ duration = "1s"
             p.points[4].args()[5..],
             ["--voip", "g711.1", "--label", "g711"]
         );
+        assert_eq!(p.points[4].factors["group"], "VoIP");
         // 5 points × 2 families × 2 repetitions, ABAB within each repetition.
         assert_eq!(p.runs.len(), 20);
         let fams: Vec<u8> = p.runs[..4].iter().map(|r| r.family).collect();
