@@ -32,6 +32,8 @@ mod plan_run;
 mod presets;
 #[path = "tests/raw_protocol.rs"]
 mod raw_protocol;
+#[path = "tests/report_html.rs"]
+mod report_html;
 #[path = "tests/rtp_capture.rs"]
 mod rtp_capture;
 #[path = "tests/streams.rs"]
