@@ -124,9 +124,25 @@ fn a_killed_run_resumes_without_measuring_twice() {
         .iter()
         .find(|r| r["point"] == "size=256" && r["metric"] == "throughput")
         .unwrap();
-    // 200 pkt/s of 256 bytes: 409.6 kbit/s (over first→last arrival: a little more).
+    // The report's mean is the mean of the two runs' own receiver bit rates.
+    let per_run: Vec<f64> = all
+        .iter()
+        .filter(|id| id.contains("size=256-ipv4"))
+        .map(|id| {
+            let text = std::fs::read_to_string(dir.join("runs").join(id)).unwrap();
+            let rec: serde_json::Value = serde_json::from_str(&text).unwrap();
+            rec["report"]["flows"][0]["received"]["bitrate_bps"]
+                .as_f64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(per_run.len(), 2);
     let mean = tp["ipv4"]["mean"].as_f64().unwrap();
-    assert!((409_600.0..420_000.0).contains(&mean), "{mean}");
+    assert!(
+        (mean - (per_run[0] + per_run[1]) / 2.0).abs() <= 1e-9 * mean,
+        "{mean} {per_run:?}"
+    );
+    assert_eq!(tp["unit"], "bit/s");
     assert!(tp["ipv4"]["ci_low"].as_f64().unwrap() <= mean);
     assert!(tp["ipv6_vs_ipv4"]["verdict"].is_string());
     let md = run(&["report", path_str(&dir), "--markdown"])
