@@ -61,8 +61,9 @@ struct Metric {
 }
 
 fn summary(flow: &serde_json::Value) -> &serde_json::Value {
-    // The round-trip figures with --meter rtt, else the receiver's one-way ones.
-    if flow["spec"]["meter"] == "rtt" && !flow["rtt"].is_null() {
+    // The round-trip figures with --meter rtt, else the receiver's one-way ones; never
+    // one for the other (a run without them has no value, not the other kind's).
+    if flow["spec"]["meter"] == "rtt" {
         &flow["rtt"]
     } else {
         &flow["received"]
@@ -187,8 +188,9 @@ pub(crate) fn run(args: ReportArgs) -> Result<()> {
         if let Some(dir) = &args.svg {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
-            for (name, svg) in &plots {
-                let path = dir.join(format!("{name}.svg"));
+            for (i, (name, svg)) in plots.iter().enumerate() {
+                // Numbered, so two groups alike once made safe never overwrite each other.
+                let path = dir.join(format!("{i:02}-{name}.svg"));
                 std::fs::write(&path, svg)
                     .with_context(|| format!("cannot write {}", path.display()))?;
             }
@@ -375,20 +377,50 @@ fn plot(g: &Group, rows: &[Row]) -> (String, String) {
     } else {
         g.protocol.to_lowercase()
     };
+    // The group comes from the plan: only safe characters reach a file name.
+    let prefix: String = prefix
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
     let name = format!("{prefix}-{}", g.metric);
     let sizes: Option<Vec<f64>> = mine
         .iter()
-        .map(|r| r.factors.get("size").and_then(|v| v.parse::<f64>().ok()))
+        .map(|r| {
+            r.factors
+                .get("size")
+                .and_then(|v| v.parse::<f64>().ok())
+                .filter(|x| x.is_finite())
+        })
         .collect();
+    // A line needs the size to be the only thing that changes along it.
+    let one_factor = mine
+        .iter()
+        .all(|r| r.factors.len() == mine[0].factors.len())
+        && mine.iter().all(|r| {
+            r.factors
+                .iter()
+                .all(|(k, v)| k == "size" || mine[0].factors.get(k) == Some(v))
+        });
+    let sizes = sizes.filter(|_| one_factor && !mine.is_empty());
     let svg = match sizes.filter(|s| s.len() >= 2) {
         Some(xs) => {
-            let line = |family: &str, pick: fn(&Row) -> &Option<Sample>| lab::plot::Line {
-                name: family.into(),
-                points: mine
+            let line = |family: &str, pick: fn(&Row) -> &Option<Sample>| {
+                let mut points: Vec<(f64, lab::plot::Estimate)> = mine
                     .iter()
                     .zip(&xs)
                     .filter_map(|(r, x)| estimate(pick(r), m.scale).map(|e| (*x, e)))
-                    .collect(),
+                    .collect();
+                points.sort_by(|a, b| a.0.total_cmp(&b.0));
+                lab::plot::Line {
+                    name: family.into(),
+                    points,
+                }
             };
             lab::plot::line_chart(
                 &g.title(),

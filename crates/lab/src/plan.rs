@@ -322,7 +322,12 @@ impl Plan {
                             _ => Err(PlanError::at(line, "ip takes 4 and/or 6")),
                         })
                         .collect::<Result<_, _>>()?;
-                    families.dedup();
+                    let mut seen = Vec::new();
+                    families.retain(|f| {
+                        let first = !seen.contains(f);
+                        seen.push(*f);
+                        first
+                    });
                     continue;
                 }
                 factors.push((key.clone(), values, line));
@@ -416,10 +421,14 @@ impl Plan {
         }
         let mut seen = std::collections::BTreeSet::new();
         for p in &points {
-            if !seen.insert(p.id.clone()) {
+            // Run ids (file names) are the point ids made safe: they must stay apart.
+            if !seen.insert(run_id(1, &p.id, 4)) {
                 return Err(PlanError::at(
                     None,
-                    format!("two points are both named '{}'", p.id),
+                    format!(
+                        "two points are both named '{}' (or alike once made a file name)",
+                        p.id
+                    ),
                 ));
             }
         }
@@ -710,6 +719,22 @@ duration = "1s"
             .unwrap_err()
             .to_string()
             .contains("at most"));
+    }
+
+    #[test]
+    fn repeated_families_and_points_alike_as_file_names_are_caught() {
+        let text = PLAN.replace("protocol = [\"udp\", \"tcp\"]", "ip = [4, 6, 4]");
+        let p = Plan::parse(&text, false).unwrap();
+        assert_eq!(p.families, [4, 6]);
+        let mut ids: Vec<&str> = p.runs.iter().map(|r| r.id.as_str()).collect();
+        let n = ids.len();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), n, "every run once");
+        let text = format!("{PLAN}\n[[points]]\nlabel = \"g/711\"\nvoip = \"g711.2\"\n")
+            .replace("label = \"g711\"", "label = \"g 711\"");
+        let e = Plan::parse(&text, false).unwrap_err();
+        assert!(e.to_string().contains("alike once made a file name"), "{e}");
     }
 
     #[test]

@@ -58,6 +58,9 @@ pub struct RunConfig<'a> {
     pub progress: &'a dyn Fn(usize, usize, &Run),
 }
 
+/// How long a sender may run beyond its duration before it is killed.
+const SEND_MARGIN: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// What a plan measured.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Outcome {
@@ -65,7 +68,8 @@ pub struct Outcome {
     pub measured: usize,
     /// Runs found already stored (with `--resume`).
     pub skipped: usize,
-    /// Runs whose sender exited 1 (their partial results are stored).
+    /// Runs whose sender failed (kept as `runs/ID.failed.json`, measured again on
+    /// `--resume`).
     pub failed: usize,
 }
 
@@ -125,7 +129,7 @@ fn start_receiver(exe: &PathBuf) -> Result<Receiver, RunError> {
 
 /// Measure every run of `plan` not yet in `store`.
 pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Outcome, RunError> {
-    let receiver = start_receiver(&config.exe)?;
+    let mut receiver = start_receiver(&config.exe)?;
     let mut outcome = Outcome::default();
     let todo: Vec<&Run> = plan
         .runs
@@ -139,6 +143,12 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
                 done: outcome.skipped + outcome.measured,
                 total: plan.runs.len(),
             });
+        }
+        if let Ok(Some(status)) = receiver.child.try_wait() {
+            return Err(RunError::Receiver(format!(
+                "the receiver exited ({status}) after {} runs",
+                outcome.skipped + outcome.measured
+            )));
         }
         (config.progress)(i, todo.len(), run);
         let point = &plan.points[run.point];
@@ -176,14 +186,37 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
             }
             s
         });
-        let mut stdout = String::new();
-        if let Some(mut out) = child.stdout.take() {
-            let _ = out.read_to_string(&mut stdout);
-        }
-        let status = child.wait().map_err(|source| RunError::Process {
-            what: "waiting for dualperf send".into(),
-            source,
-        })?;
+        let out_pipe = child.stdout.take();
+        let out_reader = std::thread::spawn(move || {
+            let mut s = String::new();
+            if let Some(mut p) = out_pipe {
+                let _ = p.read_to_string(&mut s);
+            }
+            s
+        });
+        // A sender gets its duration and a generous margin; a wedged one is killed and
+        // its run counts as failed.
+        let deadline = std::time::Instant::now()
+            + std::time::Duration::from_nanos(plan.duration.as_nanos())
+            + SEND_MARGIN;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break Some(status),
+                Ok(None) if std::time::Instant::now() >= deadline => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break None;
+                }
+                Ok(None) => std::thread::sleep(std::time::Duration::from_millis(20)),
+                Err(source) => {
+                    return Err(RunError::Process {
+                        what: "waiting for dualperf send".into(),
+                        source,
+                    })
+                }
+            }
+        };
+        let stdout = out_reader.join().unwrap_or_default();
         let stderr = err_reader.join().unwrap_or_default();
         if config.stop.load(Ordering::SeqCst) {
             // A run cut short by Ctrl-C is not a measurement of the plan's duration:
@@ -193,7 +226,7 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
                 total: plan.runs.len(),
             });
         }
-        let code = status.code().unwrap_or(-1);
+        let code = status.and_then(|s| s.code()).unwrap_or(-1);
         if code == 2 {
             return Err(RunError::Usage {
                 run: run.id.clone(),
@@ -202,10 +235,13 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
         }
         let report: serde_json::Value =
             serde_json::from_str(&stdout).unwrap_or(serde_json::Value::Null);
-        if code != 0 {
+        // A run counts as finished only with a report; a failed one is kept beside it
+        // for its stderr, and measured again on --resume.
+        let finished = code == 0 && !report.is_null();
+        if !finished {
             outcome.failed += 1;
         }
-        store.put_run(&RunRecord {
+        let record = RunRecord {
             format_version: FORMAT_VERSION,
             run: (*run).clone(),
             point: point.id.clone(),
@@ -214,8 +250,13 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
             exit_code: code,
             stderr,
             report,
-        })?;
-        outcome.measured += 1;
+        };
+        if finished {
+            store.put_run(&record)?;
+            outcome.measured += 1;
+        } else {
+            store.put_failed_run(&record)?;
+        }
     }
     drop(receiver);
     Ok(outcome)

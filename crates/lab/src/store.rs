@@ -145,6 +145,12 @@ impl Store {
         self.write_json(&Self::run_name(&record.run.id), record)
     }
 
+    /// Keep a failed run for its stderr, beside the finished ones; it does not count as
+    /// finished, so `--resume` measures it again.
+    pub fn put_failed_run(&self, record: &RunRecord) -> Result<(), StoreError> {
+        self.write_json(&format!("runs/{}.failed", record.run.id), record)
+    }
+
     /// Every finished run, in file-name order.
     pub fn runs(&self) -> Result<Vec<RunRecord>, StoreError> {
         let dir = self.dir.join("runs");

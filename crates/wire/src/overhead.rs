@@ -169,7 +169,12 @@ pub fn carry(
     // The IP packets: `count` of them, all `full` bytes long but the last, `last` bytes.
     let (count, full, last) = match transport {
         Transport::Tcp => {
-            let mss = mtu - ip.header() - TCP_HEADER;
+            // IPv4's Total Length caps a packet at 65535 bytes (RFC 791), whatever the MTU.
+            let largest = match ip {
+                Ip::V4 => mtu.min(65_535),
+                Ip::V6 => mtu,
+            };
+            let mss = largest - ip.header() - TCP_HEADER;
             let count = payload.div_ceil(mss).max(1);
             let headers = ip.header() + TCP_HEADER;
             (
@@ -310,5 +315,21 @@ mod tests {
             OverheadError::MtuTooSmall { mtu: 1000 }
         );
         assert!(carry(Ip::V4, Transport::Tcp, 0, 68).is_ok());
+        // Loopback's 65536-byte MTU: an IPv4 packet still ends at 65535 bytes.
+        let lo = carry(Ip::V4, Transport::Tcp, 100_000, 65_536).unwrap();
+        assert_eq!((lo.packets, lo.ip_bytes - lo.header_bytes), (2, 100_000));
+        assert_eq!(lo.header_bytes, 80);
+        assert!(
+            carry(Ip::V4, Transport::Tcp, 65_495, 65_536)
+                .unwrap()
+                .packets
+                == 1
+        );
+        assert!(
+            carry(Ip::V4, Transport::Tcp, 65_496, 65_536)
+                .unwrap()
+                .packets
+                == 2
+        );
     }
 }
