@@ -121,6 +121,7 @@ pub(crate) fn run(args: ReportArgs) -> Result<()> {
     let mut records: Vec<RunRecord> = Vec::new();
     let mut factors: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
     let mut order: Vec<String> = Vec::new();
+    let mut plan_seen: Option<serde_json::Value> = None;
     for dir in &args.dirs {
         let store = match Store::open(dir) {
             Ok(s) => s,
@@ -129,6 +130,16 @@ pub(crate) fn run(args: ReportArgs) -> Result<()> {
         // The points' factors and their order, from the resolved plan.
         if let Ok(text) = std::fs::read(dir.join("resolved.json")) {
             let resolved: serde_json::Value = serde_json::from_slice(&text).unwrap_or_default();
+            // Repetitions pool across directories only when they measured the same plan.
+            match &plan_seen {
+                Some(first) if *first != resolved => usage!(
+                    "{} measured another plan (or with/without --quick) than {}: report them separately",
+                    dir.display(),
+                    args.dirs[0].display()
+                ),
+                Some(_) => {}
+                None => plan_seen = Some(resolved.clone()),
+            }
             for p in resolved["plan"]["points"].as_array().into_iter().flatten() {
                 let Some(id) = p["id"].as_str() else { continue };
                 if !order.iter().any(|o| o == id) {
@@ -138,7 +149,7 @@ pub(crate) fn run(args: ReportArgs) -> Result<()> {
                 factors.insert(id.to_owned(), f);
             }
         }
-        records.extend(store.runs()?);
+        records.extend(store.runs()?.into_iter().filter(|r| r.exit_code == 0));
     }
     if records.is_empty() {
         usage!(

@@ -70,7 +70,19 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
-        PathBuf::from("results").join(format!("{}-{now}", plan.name))
+        // The name comes from the plan: only safe characters reach the path.
+        let name: String = plan
+            .name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        PathBuf::from("results").join(format!("{}-{now}", name.trim_start_matches('.')))
     });
     let store = Store::create(&dir)?;
     if store.has_runs()? && !args.resume {
@@ -94,7 +106,16 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
     }
     store.write_file("plan.toml", text.as_bytes())?;
     store.write_json("resolved.json", &resolved)?;
-    store.write_json("host.json", &host_metadata())?;
+    // The host a run directory was started on stays recorded; a resume adds its own.
+    let host_file = if dir.join("host.json").exists() {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        format!("host-resumed-{now}.json")
+    } else {
+        "host.json".to_owned()
+    };
+    store.write_json(&host_file, &host_metadata())?;
     let stop = crate::interrupt::flag();
     let tty = std::io::stderr().is_terminal();
     let started = std::time::Instant::now();
