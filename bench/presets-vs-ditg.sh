@@ -121,16 +121,6 @@ wait_bg() {
     return "$rc"
 }
 
-# ITGRecv writes its log when the flow ends: wait until the file stops growing.
-wait_stable() {
-    local f=$1 prev=-1 cur i
-    for ((i = 0; i < 40; i++)); do
-        cur=$(stat -c %s "$f" 2>/dev/null || echo 0)
-        [[ $cur == "$prev" ]] && return 0
-        prev=$cur
-        sleep 0.25
-    done
-}
 
 tail_of() { tail -n "${2:-5}" "$1" 2>/dev/null | tr -d '\r' | sed 's/^/    /' >&3; }
 

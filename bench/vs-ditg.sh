@@ -125,16 +125,6 @@ BG_PIDS=()
 # shellcheck source-path=SCRIPTDIR source=lib/procs.sh
 . "$HERE/lib/procs.sh"
 
-# Wait until a file stops growing (ITGRecv flushes its log when the flow ends).
-wait_stable() {
-    local f=$1 prev=-1 cur i
-    for ((i = 0; i < 40; i++)); do
-        cur=$(stat -c %s "$f" 2>/dev/null || echo 0)
-        [[ $cur == "$prev" ]] && return 0
-        prev=$cur
-        sleep 0.25
-    done
-}
 
 tail_of() { tail -n "${2:-5}" "$1" 2>/dev/null | tr -d '\r' | sed 's/^/    /' >&2; }
 

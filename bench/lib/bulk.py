@@ -16,27 +16,16 @@ rx_bps is the receiver-side payload rate each tool reports itself:
 
 import argparse
 import json
+import os
 import statistics
 import sys
 
 TOLERANCE = 0.10  # acceptance: dualperf within 10 % of iperf3
 
 
-class ContractError(Exception):
-    pass
-
-
-def get(obj, path):
-    cur, walked = obj, []
-    for key in path:
-        walked.append(str(key))
-        if isinstance(key, int):
-            if not isinstance(cur, list) or len(cur) <= key:
-                raise ContractError(f"missing '{'.'.join(walked)}'")
-        elif not isinstance(cur, dict) or key not in cur:
-            raise ContractError(f"missing field '{'.'.join(walked)}'")
-        cur = cur[key]
-    return cur
+# The JSON contract checks are benchtool's.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchtool import ContractError, _get as get  # noqa: E402
 
 
 def num(obj, path):

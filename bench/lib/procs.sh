@@ -62,3 +62,14 @@ run_limited() {
     forget_pid "$pid"
     return "$rc"
 }
+
+# Wait until a file stops growing (ITGRecv writes its log when the flow ends); at most 10 s.
+wait_stable() {
+    local f=$1 prev=-1 cur i
+    for ((i = 0; i < 40; i++)); do
+        cur=$(stat -c %s "$f" 2>/dev/null || echo 0)
+        [[ $cur == "$prev" ]] && return 0
+        prev=$cur
+        sleep 0.25
+    done
+}

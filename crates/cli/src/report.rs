@@ -389,16 +389,7 @@ fn plot(g: &Group, rows: &[Row]) -> (String, String) {
         g.protocol.to_lowercase()
     };
     // The group comes from the plan: only safe characters reach a file name.
-    let prefix: String = prefix
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let prefix = lab::store::file_safe(&prefix);
     let name = format!("{prefix}-{}", g.metric);
     let sizes: Option<Vec<f64>> = mine
         .iter()

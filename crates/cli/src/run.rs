@@ -71,18 +71,8 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
         // The name comes from the plan: only safe characters reach the path.
-        let name: String = plan
-            .name
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        PathBuf::from("results").join(format!("{}-{now}", name.trim_start_matches('.')))
+        let name = lab::store::file_safe(&plan.name);
+        PathBuf::from("results").join(format!("{name}-{now}"))
     });
     let store = Store::create(&dir)?;
     if store.has_runs()? && !args.resume {

@@ -540,16 +540,7 @@ fn order_runs(
 
 /// A file-name-safe run id.
 fn run_id(repetition: u32, point: &str, family: u8) -> String {
-    let safe: String = point
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '.' || c == '=' || c == ',' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let safe = crate::store::file_safe(point);
     format!("rep{repetition:03}-{safe}-ipv{family}")
 }
 

@@ -50,6 +50,23 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
     }
 }
 
+/// `s` as a file name: letters, digits and `. = , -` kept, anything else `_`, no
+/// leading dot (no hidden file, no `..`). Run ids, run directories and plot files all
+/// take names from plans, which are untrusted.
+pub fn file_safe(s: &str) -> String {
+    let safe: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '=' | ',' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    safe.trim_start_matches('.').to_owned()
+}
+
 /// One finished run, as stored.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
@@ -192,6 +209,14 @@ mod tests {
         let d = std::env::temp_dir().join(format!("dualperf-store-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         d
+    }
+
+    #[test]
+    fn names_from_plans_cannot_leave_their_directory() {
+        assert_eq!(file_safe("../../etc/passwd"), "_.._etc_passwd");
+        assert_eq!(file_safe("size=64,protocol=udp"), "size=64,protocol=udp");
+        assert_eq!(file_safe("VoIP G.711.1"), "VoIP_G.711.1");
+        assert_eq!(file_safe(".hidden"), "hidden");
     }
 
     #[test]
