@@ -1,5 +1,5 @@
 //! Arbitrary text as an experiment plan: parsing and expansion never panic, every run
-//! names a point that exists, and run ids are unique.
+//! names a point that exists, run ids are unique, and every declared table holds a point.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
@@ -18,6 +18,11 @@ fuzz_target!(|data: &[u8]| {
         }
         for point in &plan.points {
             let _ = point.args();
+        }
+        // Every table the plan declares holds at least one point.
+        for table in &plan.tables {
+            assert!(plan.points.iter().any(|p| table.holds(&p.factors)));
+            assert!(!table.metrics.is_empty());
         }
     }
 });

@@ -9,9 +9,11 @@ mod args;
 mod clock;
 mod compare;
 mod decode;
+mod export;
 mod interrupt;
 mod out;
 mod overhead;
+mod png;
 mod recv;
 mod report;
 mod run;
@@ -50,6 +52,7 @@ enum Command {
     Overhead(overhead::OverheadArgs),
     Run(run::RunArgs),
     Report(report::ReportArgs),
+    Export(export::ExportArgs),
     Clock(clock::ClockArgs),
 }
 
@@ -63,6 +66,7 @@ fn main() {
         Command::Overhead(args) => overhead::run(args),
         Command::Run(args) => run::run(args),
         Command::Report(args) => report::run(args),
+        Command::Export(args) => export::run(args),
         Command::Clock(args) => clock::run(args),
     };
     if let Err(err) = result {

@@ -37,6 +37,10 @@ pub(crate) struct RunArgs {
     /// Print the runs and the estimated time; measure nothing.
     #[arg(long)]
     dry_run: bool,
+    /// The SQLite index the run directory is recorded in for `dualperf export`
+    /// (default: index.sqlite in the run directory's parent).
+    #[arg(long, value_name = "FILE")]
+    index: Option<PathBuf>,
 }
 
 pub(crate) fn run(args: RunArgs) -> Result<()> {
@@ -110,19 +114,28 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
     let tty = std::io::stderr().is_terminal();
     let started = std::time::Instant::now();
     let progress = |done: usize, total: usize, run: &lab::plan::Run| {
-        let eta = plan.estimated(total - done);
-        let msg = format!(
-            "dualperf run: {}/{} {} (about {} left; {:.0} s so far)",
-            done + 1,
-            total,
-            run.id,
-            eta,
-            started.elapsed().as_secs_f64()
+        let elapsed = started.elapsed();
+        // Once runs have been measured, their pace predicts the rest better than the
+        // plan's estimate does.
+        let left = if done > 0 {
+            elapsed.mul_f64((total - done) as f64 / done as f64)
+        } else {
+            std::time::Duration::from_nanos(plan.estimated(total - done).as_nanos())
+        };
+        let point = &plan.points[run.point].id;
+        let what = format!(
+            "{point} · IPv{} · repetition {}/{}",
+            run.family, run.repetition, plan.repetitions
         );
         if tty {
-            eprint!("\r\x1b[2K{msg}");
+            eprint!("\r\x1b[2K{}", progress_bar(done, total, &what, left, 24));
         } else {
-            eprintln!("{msg}");
+            eprintln!(
+                "dualperf run: {}/{total} {what} (about {} left, {} so far)",
+                done + 1,
+                clock(left),
+                clock(elapsed)
+            );
         }
     };
     let exe = std::env::current_exe().context("cannot find the dualperf binary")?;
@@ -138,6 +151,16 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
     );
     if tty {
         eprintln!();
+    }
+    // The run directory is the record; the index is derived from it, so a failure here
+    // loses nothing (`dualperf export DIR` indexes it again).
+    let index_path = args
+        .index
+        .clone()
+        .unwrap_or_else(|| lab::index::default_path(&dir));
+    match lab::index::Index::open(&index_path).and_then(|mut i| i.put_store(&store)) {
+        Ok((_, n)) => eprintln!("dualperf run: {n} runs indexed in {}", index_path.display()),
+        Err(e) => eprintln!("dualperf run: warning: not indexed: {e}"),
     }
     match outcome {
         Ok(o) => {
@@ -159,6 +182,38 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         }
         Err(e @ RunError::Usage { .. }) => Err(crate::UsageError(format!("{e}")).into()),
         Err(e) => Err(e.into()),
+    }
+}
+
+/// `[#######.................]  12/46  size=512 · IPv6 · repetition 1/15  ETA 0:35`.
+fn progress_bar(
+    done: usize,
+    total: usize,
+    what: &str,
+    left: std::time::Duration,
+    width: usize,
+) -> String {
+    let filled = (done * width)
+        .checked_div(total)
+        .unwrap_or(width)
+        .min(width);
+    format!(
+        "[{}{}] {:>w$}/{total}  {what}  ETA {}",
+        "#".repeat(filled),
+        ".".repeat(width - filled),
+        done + 1,
+        clock(left),
+        w = total.to_string().len()
+    )
+}
+
+/// `1:02:03`, `2:03`, `0:07`.
+fn clock(d: std::time::Duration) -> String {
+    let s = d.as_secs_f64().round() as u64;
+    if s >= 3600 {
+        format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+    } else {
+        format!("{}:{:02}", s / 60, s % 60)
     }
 }
 
@@ -252,4 +307,23 @@ fn host_metadata() -> serde_json::Value {
         "qdisc_lo": qdisc_lo,
         "target": "loopback",
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn the_progress_bar_fills_with_the_runs_done() {
+        assert_eq!(
+            progress_bar(0, 4, "size=64 · IPv4", Duration::from_secs(7), 8),
+            "[........] 1/4  size=64 · IPv4  ETA 0:07"
+        );
+        assert_eq!(
+            progress_bar(23, 46, "p", Duration::from_secs(3725), 10),
+            "[#####.....] 24/46  p  ETA 1:02:05"
+        );
+        assert_eq!(clock(Duration::from_millis(59_600)), "1:00");
+    }
 }

@@ -1,8 +1,10 @@
 //! dualperf's experiment runner: plans, run lists and result directories.
 //!
+//! - [`index`]: the SQLite index of run directories, for queries across runs;
 //! - [`plan`]: a TOML plan → validated points and the ordered list of runs;
 //! - [`store`]: the run directory of versioned, self-describing files, written so that a
 //!   killed run loses nothing it had finished and resumes without measuring twice;
+//! - [`tables`]: the report tables a plan declares, with their metrics and units;
 //! - [`plot`]: standalone SVG line and bar charts with confidence bands and error bars;
 //! - [`runner`]: measures a plan's runs with `dualperf` processes (a receiver, one sender
 //!   per run), as the lab will inside namespaces.
@@ -12,7 +14,10 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "index")]
+pub mod index;
 pub mod plan;
 pub mod plot;
 pub mod runner;
 pub mod store;
+pub mod tables;

@@ -24,6 +24,11 @@
 //! group = "VoIP"                   # the report table it goes in (default: one for all)
 //! voip = "g711.1"
 //!
+//! [[tables]]                       # the report's tables (see `tables`)
+//! title = "Table 1. UDP throughput by size"
+//! where = { protocol = "udp" }
+//! metrics = ["throughput:Mbit/s"]
+//!
 //! [quick]                          # what `--quick` changes
 //! repetitions = 1
 //! duration = "2s"
@@ -40,6 +45,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
+
+use crate::tables::{parse_table, TableSpec};
 use traffic::units::parse_duration;
 use wire::time::Duration;
 
@@ -104,6 +111,8 @@ struct PlanFile {
     points: Vec<Spanned<toml::Table>>,
     #[serde(default)]
     quick: Option<QuickFile>,
+    #[serde(default)]
+    tables: Vec<Spanned<toml::Table>>,
 }
 
 #[derive(Deserialize)]
@@ -201,6 +210,8 @@ pub struct Plan {
     pub families: Vec<u8>,
     /// Every run, in the order they are measured.
     pub runs: Vec<Run>,
+    /// The report's tables, in order; none: one per metric and group.
+    pub tables: Vec<TableSpec>,
 }
 
 /// What one run costs beyond its duration: starting the sender, the control session,
@@ -439,6 +450,21 @@ impl Plan {
                 format!("{total} runs: a plan may have at most {MAX_RUNS}"),
             ));
         }
+        let mut tables = Vec::new();
+        for t in &file.tables {
+            let line = line_at(t.span().start);
+            let spec = parse_table(t.get_ref()).map_err(|e| PlanError::at(line, e.to_string()))?;
+            if !points.iter().any(|p| spec.holds(&p.factors)) {
+                return Err(PlanError::at(
+                    line,
+                    format!(
+                        "table '{}': no point has every factor its where names",
+                        spec.title
+                    ),
+                ));
+            }
+            tables.push(spec);
+        }
         let runs = order_runs(
             points.len(),
             &families,
@@ -458,6 +484,7 @@ impl Plan {
             points,
             families,
             runs,
+            tables,
         })
     }
 
@@ -735,5 +762,28 @@ duration = "1s"
         assert_eq!(p.families, [6]);
         assert!(p.runs.iter().all(|r| r.family == 6));
         assert_eq!(p.points[0].id, "size=64");
+    }
+
+    #[test]
+    fn tables_are_checked_against_the_points_with_their_line() {
+        let ok = format!(
+            "{PLAN}\n[[tables]]\ntitle = \"Table 6. UDP\"\nwhere = {{ protocol = \"udp\" }}\nmetrics = [\"throughput:Mbps\", \"loss\"]\n"
+        );
+        let p = Plan::parse(&ok, false).unwrap();
+        assert_eq!(p.tables.len(), 1);
+        let held: Vec<&str> = p
+            .points
+            .iter()
+            .filter(|pt| p.tables[0].holds(&pt.factors))
+            .map(|pt| pt.id.as_str())
+            .collect();
+        assert_eq!(held, ["protocol=udp,size=64", "protocol=udp,size=512"]);
+        let lines = PLAN.lines().count();
+        let e = Plan::parse(&ok.replace("\"udp\" }", "\"sctp\" }"), false).unwrap_err();
+        assert_eq!(e.line, Some(lines + 2), "{e}");
+        assert!(e.to_string().contains("no point has"), "{e}");
+        let e = Plan::parse(&ok.replace("Mbps", "furlongs"), false).unwrap_err();
+        assert_eq!(e.line, Some(lines + 2), "{e}");
+        assert!(e.to_string().contains("'furlongs' is not a unit"), "{e}");
     }
 }

@@ -36,8 +36,8 @@ const W: f64 = 720.0;
 const H: f64 = 420.0;
 const LEFT: f64 = 80.0;
 const RIGHT: f64 = 24.0;
-const TOP: f64 = 48.0;
-const BOTTOM: f64 = 64.0;
+const TOP: f64 = 60.0;
+const BOTTOM: f64 = 72.0;
 /// IPv4 blue and IPv6 orange, then more (Okabe–Ito, readable by colour-blind readers).
 const COLOURS: [&str; 4] = ["#0072B2", "#E69F00", "#009E73", "#CC79A7"];
 
@@ -138,18 +138,22 @@ fn py(v: f64, y: (f64, f64)) -> f64 {
     H - BOTTOM - (v - y.0) / (y.1 - y.0) * (H - TOP - BOTTOM)
 }
 
+/// The legend, in the margin above the plot, right-aligned, so it never hides data.
 fn legend(out: &mut String, names: &[&str]) {
+    // About 7 px a character at 12 px sans-serif, a swatch and a gap.
+    let width = |n: &str| 20.0 + 7.0 * n.chars().count() as f64 + 16.0;
+    let mut x = W - RIGHT - names.iter().map(|n| width(n)).sum::<f64>();
+    let y = TOP - 18.0;
     for (i, name) in names.iter().enumerate() {
-        let x = W - RIGHT - 150.0;
-        let y = TOP + 8.0 + 18.0 * i as f64;
         let _ = write!(
             out,
-            r#"<rect x="{x}" y="{y}" width="14" height="10" fill="{c}"/><text x="{tx}" y="{ty}">{n}</text>"#,
+            r#"<rect x="{x:.1}" y="{y}" width="14" height="10" fill="{c}"/><text x="{tx:.1}" y="{ty}">{n}</text>"#,
             c = COLOURS[i % COLOURS.len()],
             tx = x + 20.0,
             ty = y + 9.0,
             n = esc(name)
         );
+        x += width(name);
     }
 }
 
@@ -164,6 +168,9 @@ pub fn line_chart(title: &str, x_label: &str, y_label: &str, lines: &[Line]) -> 
     } else {
         (0.0, 1.0)
     };
+    // A little room on both sides, so the end points do not sit on the axes.
+    let pad = (x_hi - x_lo) * 0.03;
+    let (x_lo, x_hi) = (x_lo - pad, x_hi + pad);
     let y = y_range(lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)));
     let px = |x: f64| LEFT + (x - x_lo) / (x_hi - x_lo) * (W - LEFT - RIGHT);
     let mut out = String::new();
@@ -223,6 +230,47 @@ pub fn line_chart(title: &str, x_label: &str, y_label: &str, lines: &[Line]) -> 
     out
 }
 
+/// `text` in lines of at most `width` characters, broken between words (a word longer
+/// than a line is cut), at most three lines, the last ending in "…" if text remains.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut current = String::new();
+    for word in text.split_whitespace() {
+        let mut word: String = word.to_owned();
+        loop {
+            let len = current.chars().count();
+            let wlen = word.chars().count();
+            if len == 0 && wlen <= width {
+                current = word;
+                break;
+            }
+            if len > 0 && len + 1 + wlen <= width {
+                current.push(' ');
+                current.push_str(&word);
+                break;
+            }
+            if len > 0 {
+                lines.push(std::mem::take(&mut current));
+                continue;
+            }
+            // A word longer than a line.
+            let head: String = word.chars().take(width).collect();
+            word = word.chars().skip(width).collect();
+            lines.push(head);
+        }
+    }
+    if !current.is_empty() {
+        lines.push(current);
+    }
+    if lines.len() > 3 {
+        lines.truncate(3);
+        let last = &mut lines[2];
+        let keep = width.saturating_sub(1).min(last.chars().count());
+        *last = last.chars().take(keep).collect::<String>() + "…";
+    }
+    lines
+}
+
 /// A bar chart: for each category a group of bars, one per series, with error bars.
 pub fn bar_chart(title: &str, y_label: &str, categories: &[String], series: &[Bars]) -> String {
     let y = y_range(
@@ -239,11 +287,22 @@ pub fn bar_chart(title: &str, y_label: &str, categories: &[String], series: &[Ba
         let gx = LEFT + group * ci as f64 + group * 0.1;
         let _ = write!(
             out,
-            r#"<text x="{:.1}" y="{}" text-anchor="middle" font-size="11">{}</text>"#,
+            r#"<text x="{:.1}" y="{}" text-anchor="middle" font-size="11">"#,
             gx + group * 0.4,
             H - BOTTOM + 16.0,
-            esc(cat)
         );
+        // Long labels are wrapped to the group's width (about 6.5 px a character).
+        let chars = ((group * 0.95) / 6.5).floor().max(4.0) as usize;
+        for (li, line) in wrap(cat, chars).iter().enumerate() {
+            let _ = write!(
+                out,
+                r#"<tspan x="{:.1}" dy="{}">{}</tspan>"#,
+                gx + group * 0.4,
+                if li == 0 { 0 } else { 13 },
+                esc(line)
+            );
+        }
+        out.push_str("</text>");
         for (si, s) in series.iter().enumerate() {
             let Some(Some(e)) = s.values.get(ci) else {
                 continue;
@@ -251,12 +310,13 @@ pub fn bar_chart(title: &str, y_label: &str, categories: &[String], series: &[Ba
             let c = COLOURS[si % COLOURS.len()];
             let x = gx + bar * si as f64;
             let (top, base) = (py(e.value.max(y.0), y), py(y.0.max(0.0).min(y.1), y));
+            // A zero is drawn as a sliver on the axis, so it reads as 0, not as missing.
+            let height = (base - top).abs().max(1.5);
             let _ = write!(
                 out,
-                r#"<rect x="{x:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{c}"/>"#,
-                top.min(base),
+                r#"<rect x="{x:.1}" y="{:.1}" width="{:.1}" height="{height:.1}" fill="{c}"/>"#,
+                if top <= base { base - height } else { base },
                 bar * 0.9,
-                (base - top).abs()
             );
             if let Some((a, b)) = e.interval {
                 let mx = x + bar * 0.45;
@@ -286,6 +346,18 @@ mod tests {
             value,
             interval: Some((value - half, value + half)),
         }
+    }
+
+    #[test]
+    fn long_labels_wrap_between_words_in_at_most_three_lines() {
+        assert_eq!(
+            wrap("UDP 64 B at 10000 pkt/s", 12),
+            ["UDP 64 B at", "10000 pkt/s"]
+        );
+        assert_eq!(wrap("G.711.1", 12), ["G.711.1"]);
+        assert_eq!(wrap("abcdefghij", 4), ["abcd", "efgh", "ij"]);
+        assert_eq!(wrap("a b c d e f g h", 3), ["a b", "c d", "e …"]);
+        assert!(wrap("", 5).is_empty());
     }
 
     #[test]

@@ -105,13 +105,18 @@ fn start_receiver(exe: &PathBuf) -> Result<Receiver, RunError> {
         .take()
         .ok_or_else(|| RunError::Receiver("no stderr".into()))?;
     let mut lines = BufReader::new(stderr).lines();
-    // "dualperf recv: listening on [::]:PORT (UDP and TCP)"
-    let first = lines.next().and_then(Result::ok).unwrap_or_default();
-    let port = first
-        .split_once("listening on ")
-        .and_then(|(_, rest)| rest.split_whitespace().next())
-        .and_then(|addr| addr.rsplit_once(':'))
-        .and_then(|(_, p)| p.parse::<u16>().ok());
+    // "dualperf recv: listening on [::]:PORT (UDP and TCP)", after any warnings (IPv6
+    // unavailable, say); the receiver exits, ending its stderr, if it cannot listen.
+    let mut said = Vec::new();
+    let mut port = None;
+    for line in lines.by_ref().take(32) {
+        let Ok(line) = line else { break };
+        port = listening_port(&line);
+        said.push(line);
+        if port.is_some() {
+            break;
+        }
+    }
     let lifeline = child.stdin.take();
     let mut receiver = Receiver {
         child,
@@ -119,12 +124,23 @@ fn start_receiver(exe: &PathBuf) -> Result<Receiver, RunError> {
         _lifeline: lifeline,
     };
     let Some(port) = port else {
-        return Err(RunError::Receiver(first));
+        return Err(RunError::Receiver(said.join("; ")));
     };
     receiver.port = port;
     // Keep draining its stderr so it never blocks on a full pipe.
     std::thread::spawn(move || for _ in lines {});
     Ok(receiver)
+}
+
+/// The port of `dualperf recv`'s "listening on ADDR:PORT" line.
+fn listening_port(line: &str) -> Option<u16> {
+    line.strip_prefix("dualperf recv: listening on ")?
+        .split_whitespace()
+        .next()?
+        .rsplit_once(':')?
+        .1
+        .parse()
+        .ok()
 }
 
 /// Measure every run of `plan` not yet in `store`.
@@ -260,4 +276,31 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
     }
     drop(receiver);
     Ok(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_port_comes_from_the_listening_line_only() {
+        assert_eq!(
+            listening_port("dualperf recv: listening on [::]:40123 (UDP and TCP)"),
+            Some(40123)
+        );
+        assert_eq!(
+            listening_port("dualperf recv: listening on 0.0.0.0:7 (UDP and TCP)"),
+            Some(7)
+        );
+        assert_eq!(
+            listening_port(
+                "dualperf recv: warning: IPv6 is unavailable here (x); listening on IPv4 only"
+            ),
+            None
+        );
+        assert_eq!(
+            listening_port("dualperf recv: listening on [::]:99999"),
+            None
+        );
+    }
 }

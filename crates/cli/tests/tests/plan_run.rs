@@ -16,6 +16,10 @@ rate = "200pps"
 
 [factors]
 size = [64, 256]
+
+[[tables]]
+title = "Table 1. UDP by size"
+metrics = ["throughput:kbit/s", "loss"]
 "#;
 
 fn result_ids(dir: &std::path::Path) -> Vec<String> {
@@ -115,7 +119,9 @@ fn a_killed_run_resumes_without_measuring_twice() {
         .assert_success()
         .json();
     let rows = doc["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 2 * 4, "{doc:#}");
+    // Throughput, one-way delay, delay, jitter, loss: no rtt without --meter rtt.
+    assert_eq!(rows.len(), 2 * 5, "{doc:#}");
+    assert!(rows.iter().all(|r| r["metric"] != "rtt"));
     for r in rows {
         assert_eq!(r["ipv4"]["n"], 2, "{r:#}");
         assert_eq!(r["ipv6"]["n"], 2, "{r:#}");
@@ -145,15 +151,42 @@ fn a_killed_run_resumes_without_measuring_twice() {
     assert_eq!(tp["unit"], "bit/s");
     assert!(tp["ipv4"]["ci_low"].as_f64().unwrap() <= mean);
     assert!(tp["ipv6_vs_ipv4"]["verdict"].is_string());
+    // The plan's table: its title, its rows by payload size, kbit/s.
     let md = run(&["report", path_str(&dir), "--markdown"])
         .assert_success()
         .stdout
         .clone();
-    assert!(md.contains("### Throughput (Mbit/s)"), "{md}");
-    assert!(md.contains("| size 256 |"), "{md}");
-    // One self-contained page: a table and a plot per metric, nothing to fetch.
+    assert!(md.contains("### Table 1. UDP by size"), "{md}");
+    assert!(
+        md.contains("| Payload size (bytes) | Throughput (kbit/s): IPv4 | IPv6 | Δ % | Packet loss (%): IPv4 | IPv6 | Δ % |"),
+        "{md}"
+    );
+    assert_eq!(
+        md.matches("\n### ").count(),
+        1,
+        "the table holds every point: {md}"
+    );
+    // About 400 kbit/s: five significant digits, two decimals.
+    let kbit = format!("| 256 | {:.2} ± ", mean / 1e3);
+    assert!(md.contains(&kbit), "want {kbit}: {md}");
+    // CSV: the same table row in its unit.
+    let csv = run(&["report", path_str(&dir), "--csv"])
+        .assert_success()
+        .stdout
+        .clone();
+    let line = csv
+        .lines()
+        .find(|l| l.contains("\"256\"") && l.contains(",throughput,"))
+        .unwrap_or_else(|| panic!("{csv}"));
+    let cells: Vec<&str> = line.split(',').collect();
+    assert_eq!(cells[4], "\"kbit/s\"", "{line}");
+    let csv_mean: f64 = cells[6].parse().unwrap();
+    assert!((csv_mean - mean / 1e3).abs() <= 1e-9 * csv_mean, "{line}");
+    // One self-contained page: the table and a plot per metric, nothing to fetch; the
+    // same plots as SVG and PNG files.
     let page = tmp.path("report.html");
     let svgs = tmp.path("svg");
+    let pngs = tmp.path("png");
     run(&[
         "report",
         path_str(&dir),
@@ -161,19 +194,85 @@ fn a_killed_run_resumes_without_measuring_twice() {
         path_str(&page),
         "--svg",
         path_str(&svgs),
+        "--png",
+        path_str(&pngs),
     ])
     .assert_success();
     let html = std::fs::read_to_string(&page).unwrap();
-    assert_eq!(html.matches("<svg ").count(), 4, "one plot per metric");
-    assert_eq!(html.matches("<table>").count(), 4);
+    assert_eq!(html.matches("<svg ").count(), 2, "one plot per metric");
+    assert_eq!(html.matches("<table>").count(), 1);
     assert_eq!(
         html.matches("http").count(),
         html.matches("xmlns=\"http://www.w3.org/2000/svg\"").count(),
         "no URL but the SVG namespace"
     );
     assert!(!html.contains("NaN"));
-    let files = std::fs::read_dir(&svgs).unwrap().count();
-    assert_eq!(files, 4);
+    let names = |d: &std::path::Path| {
+        let mut n: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        n.sort();
+        n
+    };
+    assert_eq!(
+        names(&svgs),
+        [
+            "01-Table_1._UDP_by_size-throughput.svg",
+            "02-Table_1._UDP_by_size-loss.svg"
+        ]
+    );
+    let png_files = names(&pngs);
+    assert_eq!(png_files.len(), 2);
+    for f in png_files {
+        let bytes = std::fs::read(pngs.join(&f)).unwrap();
+        assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "{f}");
+        // IHDR: width and height, big-endian, after the signature and chunk header.
+        assert_eq!(&bytes[16..24], [0, 0, 5, 160, 0, 0, 3, 72], "{f}: 1440×840");
+    }
+    // The SQLite index beside the run directory, written by the resumed run: every run
+    // once, with the same figures as its file, however often it is indexed again.
+    assert!(tmp.path("index.sqlite").is_file());
+    for _ in 0..2 {
+        let rows = run(&["export", path_str(&dir), "--json"])
+            .assert_success()
+            .json();
+        let rows = rows.as_array().unwrap();
+        assert_eq!(rows.len(), 8, "{rows:#?}");
+        for r in rows {
+            let id = r["run_id"].as_str().unwrap();
+            let text =
+                std::fs::read_to_string(dir.join("runs").join(format!("{id}.json"))).unwrap();
+            let rec: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(
+                r["throughput_bps"], rec["report"]["flows"][0]["received"]["bitrate_bps"],
+                "{id}"
+            );
+            assert_eq!(r["plan"], "tiny");
+            assert_eq!(r["factors"]["size"], r["size_bytes"].to_string());
+        }
+    }
+    let counts = run(&[
+        "export",
+        "--index",
+        path_str(&tmp.path("index.sqlite")),
+        "--sql",
+        "SELECT family, count(*) AS runs FROM runs GROUP BY family ORDER BY family",
+    ])
+    .assert_success()
+    .stdout
+    .clone();
+    assert_eq!(counts, "family,runs\n4,4\n6,4\n");
+    // The index is opened read-only for queries.
+    let write = run(&[
+        "export",
+        "--index",
+        path_str(&tmp.path("index.sqlite")),
+        "--sql",
+        "DELETE FROM runs",
+    ]);
+    assert_eq!(write.code(), Some(1), "{}", write.stderr);
+    assert!(write.stderr.contains("readonly"), "{}", write.stderr);
     // Resuming under another plan is refused.
     std::fs::write(&plan, PLAN.replace("[64, 256]", "[64, 512]")).unwrap();
     let other = run(&["run", path_str(&plan), "--dir", path_str(&dir), "--resume"]);

@@ -1,0 +1,140 @@
+//! Plots as PNG: the report's SVG drawn by resvg (pure Rust) at twice its size, with
+//! the system's fonts, so a PNG and its SVG show the same picture.
+
+use anyhow::{bail, Context, Result};
+
+/// The fonts text is drawn with, loaded once for every plot.
+pub(crate) struct Fonts {
+    options: resvg::usvg::Options<'static>,
+}
+
+/// Sans-serif faces to draw with, best first (Debian's fonts-dejavu-core first).
+const PREFERRED: [&str; 5] = [
+    "DejaVu Sans",
+    "Liberation Sans",
+    "Noto Sans",
+    "FreeSans",
+    "Arial",
+];
+
+/// Pixels per SVG unit: 720×420 plots become 1440×840 PNGs.
+const SCALE: f32 = 2.0;
+
+impl Fonts {
+    /// The system's fonts; an error when there is none, since a plot without its title,
+    /// axes and legend would mislead.
+    pub(crate) fn system() -> Result<Self> {
+        let mut options = resvg::usvg::Options::default();
+        let db = options.fontdb_mut();
+        db.load_system_fonts();
+        // The plots ask for "sans-serif", which fontdb maps to Arial unless told: use a
+        // sans-serif face the system has, else any face.
+        let families: Vec<String> = db
+            .faces()
+            .flat_map(|f| f.families.iter().map(|(name, _)| name.clone()))
+            .collect();
+        let Some(family) = PREFERRED
+            .iter()
+            .find(|p| families.iter().any(|f| f == *p))
+            .map(|p| (*p).to_owned())
+            .or_else(|| families.first().cloned())
+        else {
+            bail!(
+                "no fonts found to draw the PNG plots' text (on Debian: apt-get install fonts-dejavu-core); \
+                 the SVG plots need none"
+            );
+        };
+        db.set_sans_serif_family(family.clone());
+        options.font_family = family;
+        Ok(Self { options })
+    }
+
+    /// The PNG file of one SVG plot.
+    pub(crate) fn render(&self, svg: &str) -> Result<Vec<u8>> {
+        let tree = resvg::usvg::Tree::from_str(svg, &self.options).context("reading the SVG")?;
+        let size = tree
+            .size()
+            .to_int_size()
+            .scale_by(SCALE)
+            .context("plot size")?;
+        let mut pixmap = resvg::tiny_skia::Pixmap::new(size.width(), size.height())
+            .context("allocating the image")?;
+        resvg::render(
+            &tree,
+            resvg::tiny_skia::Transform::from_scale(SCALE, SCALE),
+            &mut pixmap.as_mut(),
+        );
+        pixmap.encode_png().context("encoding the PNG")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Decodes a PNG into (width, height, RGBA pixels).
+    fn decode(png: &[u8]) -> (u32, u32, Vec<u8>) {
+        let mut reader = png::Decoder::new(std::io::Cursor::new(png))
+            .read_info()
+            .unwrap();
+        let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+        let info = reader.next_frame(&mut buf).unwrap();
+        assert_eq!(info.color_type, png::ColorType::Rgba);
+        buf.truncate(info.buffer_size());
+        (info.width, info.height, buf)
+    }
+
+    #[test]
+    fn a_plot_is_drawn_with_its_text_and_its_colours() {
+        // CI installs fonts-dejavu-core: without a font this fails rather than skips.
+        let fonts = Fonts::system().unwrap();
+        let est = |v: f64| lab::plot::Estimate {
+            value: v,
+            interval: Some((v - 1.0, v + 1.0)),
+        };
+        let lines = [
+            lab::plot::Line {
+                name: "IPv4".into(),
+                points: vec![(64.0, est(15.0)), (1536.0, est(368.0))],
+            },
+            lab::plot::Line {
+                name: "IPv6".into(),
+                points: vec![(64.0, est(14.0)), (1536.0, est(360.0))],
+            },
+        ];
+        let svg = lab::plot::line_chart("Table 6. UDP", "Payload size (bytes)", "Mbit/s", &lines);
+        let (w, h, px) = decode(&fonts.render(&svg).unwrap());
+        assert_eq!((w, h), (1440, 840));
+        let at = |x: u32, y: u32| {
+            let i = ((y * w + x) * 4) as usize;
+            [px[i], px[i + 1], px[i + 2]]
+        };
+        let count = |x0: u32, x1: u32, y0: u32, y1: u32, hit: &dyn Fn([u8; 3]) -> bool| {
+            (y0..y1)
+                .flat_map(|y| (x0..x1).map(move |x| (x, y)))
+                .filter(|&(x, y)| hit(at(x, y)))
+                .count()
+        };
+        let dark = |c: [u8; 3]| c.iter().all(|v| *v < 80);
+        // The title is text in the top 56 px (28 SVG units) and the axis label at the
+        // bottom: with no font drawn, both strips would be white.
+        assert!(count(300, 1140, 0, 56, &dark) > 500, "no title drawn");
+        assert!(
+            count(300, 1140, 790, 840, &dark) > 300,
+            "no x-axis label drawn"
+        );
+        // The IPv4 line's blue (#0072B2) and IPv6's orange (#E69F00) are there.
+        let near =
+            |want: [u8; 3]| move |c: [u8; 3]| c.iter().zip(want).all(|(a, b)| a.abs_diff(b) < 8);
+        assert!(count(0, w, 0, h, &near([0x00, 0x72, 0xB2])) > 1000);
+        assert!(count(0, w, 0, h, &near([0xE6, 0x9F, 0x00])) > 1000);
+        assert_eq!(at(5, 5), [255, 255, 255], "a white background");
+    }
+
+    #[test]
+    fn a_broken_svg_is_an_error_not_a_panic() {
+        let fonts = Fonts::system().unwrap();
+        assert!(fonts.render("<svg").is_err());
+        assert!(fonts.render("").is_err());
+    }
+}

@@ -1,0 +1,448 @@
+//! `dualperf report`: statistics across repetitions from run directories, IPv4 against
+//! IPv6 per point and metric, in the tables the plan declares. It never measures.
+
+mod render;
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use lab::store::{RunRecord, Store};
+use lab::tables::{Column, MetricKind, TableSpec};
+use meter::repeat::{compare, Comparison, Sample, DEFAULT_ALPHA, DEFAULT_LEVEL};
+use serde::Serialize;
+
+use crate::usage;
+
+/// Tables of a plan's results: for every point and metric, the mean over repetitions
+/// with its 95 % confidence interval (Student t) for IPv4 and IPv6, the relative
+/// difference, and Welch's t-test; a difference the data do not support is labelled
+/// "not significant", whatever its size.
+///
+/// The tables are those the plan declares ([[tables]]: title, points, metrics and units,
+/// e.g. "Table 3. IPv4 and IPv6 TCP Throughput" in Mbit/s by payload size); points no
+/// table holds get one table per metric and group. Metrics per run: throughput (the
+/// receiver's payload bit rate), rtt or one-way delay (mean), jitter (D-ITG's mean |ΔD|)
+/// and loss %.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  dualperf report results/sharma2013-1795360000
+  dualperf report results/a results/b --markdown > tables.md
+  dualperf report results/a --csv > tables.csv
+  dualperf report results/a --html report.html --png plots/ --svg plots/")]
+pub(crate) struct ReportArgs {
+    /// Run directories written by `dualperf run` (repetitions of the same plan pool).
+    #[arg(required = true)]
+    dirs: Vec<PathBuf>,
+    /// Markdown tables.
+    #[arg(long, conflicts_with_all = ["csv", "json"])]
+    markdown: bool,
+    /// CSV: one row per table row and metric, in the table's unit.
+    #[arg(long, conflicts_with = "json")]
+    csv: bool,
+    /// JSON with every figure, in the stored units (bit/s, ns, %), and the tables.
+    #[arg(long)]
+    json: bool,
+    /// Also write one self-contained HTML page with every table and plot (inline SVG,
+    /// no network requests) to this file.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// Also write every plot as an SVG file into this directory.
+    #[arg(long, value_name = "DIR")]
+    svg: Option<PathBuf>,
+    /// Also write every plot as a PNG file (1440×840) into this directory.
+    #[arg(long, value_name = "DIR")]
+    png: Option<PathBuf>,
+}
+
+/// One point's metric over both families, in the stored unit.
+#[derive(Clone, Serialize)]
+pub(crate) struct Row {
+    point: String,
+    factors: BTreeMap<String, String>,
+    metric: MetricKind,
+    unit: &'static str,
+    ipv4: Option<Sample>,
+    ipv6: Option<Sample>,
+    ipv6_vs_ipv4: Option<Comparison>,
+}
+
+/// A table as reported: its spec (declared or made up), its points in plan order, and
+/// what labels its rows.
+#[derive(Serialize)]
+pub(crate) struct Table {
+    title: String,
+    /// `true` when the plan declared it.
+    declared: bool,
+    metrics: Vec<Column>,
+    /// Heading of the first column: the factor that varies (`Payload size (bytes)`) or
+    /// `Point`.
+    label_heading: String,
+    rows: Vec<TableRow>,
+    /// The varying factor's numeric values when it is the only one (an x axis).
+    #[serde(skip)]
+    x: Option<Vec<f64>>,
+}
+
+#[derive(Serialize)]
+pub(crate) struct TableRow {
+    point: String,
+    label: String,
+}
+
+/// Everything `report` read: the statistics of every (point, metric).
+pub(crate) struct Results {
+    /// In plan order, point by point.
+    rows: Vec<Row>,
+    index: HashMap<(String, MetricKind), usize>,
+    pub(crate) runs: usize,
+}
+
+impl Results {
+    pub(crate) fn row(&self, point: &str, metric: MetricKind) -> Option<&Row> {
+        self.index
+            .get(&(point.to_owned(), metric))
+            .map(|i| &self.rows[*i])
+    }
+}
+
+pub(crate) fn run(args: ReportArgs) -> Result<()> {
+    let mut records: Vec<RunRecord> = Vec::new();
+    let mut factors: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    let mut order: Vec<String> = Vec::new();
+    let mut plan_seen: Option<serde_json::Value> = None;
+    let mut specs: Vec<TableSpec> = Vec::new();
+    for dir in &args.dirs {
+        let store = match Store::open(dir) {
+            Ok(s) => s,
+            Err(e) => usage!("{e}"),
+        };
+        // The points' factors and their order, from the resolved plan.
+        if let Ok(text) = std::fs::read(dir.join("resolved.json")) {
+            let resolved: serde_json::Value = serde_json::from_slice(&text).unwrap_or_default();
+            // Repetitions pool across directories only when they measured the same plan.
+            match &plan_seen {
+                Some(first) if *first != resolved => usage!(
+                    "{} measured another plan (or with/without --quick) than {}: report them separately",
+                    dir.display(),
+                    args.dirs[0].display()
+                ),
+                Some(_) => {}
+                None => {
+                    // A directory from before plans declared tables has none.
+                    specs = serde_json::from_value(resolved["plan"]["tables"].clone())
+                        .unwrap_or_default();
+                    plan_seen = Some(resolved.clone());
+                }
+            }
+            for p in resolved["plan"]["points"].as_array().into_iter().flatten() {
+                let Some(id) = p["id"].as_str() else { continue };
+                if !order.iter().any(|o| o == id) {
+                    order.push(id.to_owned());
+                }
+                let f = serde_json::from_value(p["factors"].clone()).unwrap_or_default();
+                factors.insert(id.to_owned(), f);
+            }
+        }
+        records.extend(store.runs()?.into_iter().filter(|r| r.exit_code == 0));
+    }
+    if records.is_empty() {
+        usage!(
+            "no finished runs in {}",
+            args.dirs
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    for r in &records {
+        if !order.contains(&r.point) {
+            order.push(r.point.clone());
+        }
+    }
+    let mut rows = Vec::new();
+    let mut index = HashMap::new();
+    for point in &order {
+        for m in MetricKind::ALL {
+            let values = |family: u8| -> Vec<f64> {
+                records
+                    .iter()
+                    .filter(|r| &r.point == point && r.run.family == family)
+                    .filter_map(|r| m.of(&r.report["flows"][0]))
+                    .collect()
+            };
+            let ipv4 = Sample::new(&values(4), DEFAULT_LEVEL);
+            let ipv6 = Sample::new(&values(6), DEFAULT_LEVEL);
+            if ipv4.is_none() && ipv6.is_none() {
+                continue;
+            }
+            let cmp = ipv4
+                .as_ref()
+                .zip(ipv6.as_ref())
+                .and_then(|(a, b)| compare(a, b, DEFAULT_ALPHA));
+            index.insert((point.clone(), m), rows.len());
+            rows.push(Row {
+                point: point.clone(),
+                factors: factors.get(point).cloned().unwrap_or_default(),
+                metric: m,
+                unit: m.base_unit(),
+                ipv4,
+                ipv6,
+                ipv6_vs_ipv4: cmp,
+            });
+        }
+    }
+    let results = Results {
+        rows,
+        index,
+        runs: records.len(),
+    };
+    let tables = tables(&specs, &order, &factors);
+
+    let plots = if args.html.is_some() || args.svg.is_some() || args.png.is_some() {
+        render::plots(&tables, &results)
+    } else {
+        Vec::new()
+    };
+    if let Some(dir) = &args.svg {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        for p in &plots {
+            let path = dir.join(format!("{}.svg", p.file));
+            std::fs::write(&path, &p.svg)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+    }
+    if let Some(dir) = &args.png {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let fonts = crate::png::Fonts::system()?;
+        for p in &plots {
+            let path = dir.join(format!("{}.png", p.file));
+            let png = fonts
+                .render(&p.svg)
+                .with_context(|| format!("cannot draw {}", path.display()))?;
+            std::fs::write(&path, png)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+    }
+    if let Some(path) = &args.html {
+        let page = render::html(&args.dirs, &tables, &results, &plots);
+        std::fs::write(path, page).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if args.json {
+        return crate::out::print_json(&serde_json::json!({
+            "format_version": 2,
+            "runs": results.runs,
+            "level": DEFAULT_LEVEL,
+            "alpha": DEFAULT_ALPHA,
+            "rows": results.rows,
+            "tables": tables,
+        }));
+    }
+    if args.csv {
+        return crate::out::print(csv(&tables, &results));
+    }
+    crate::out::print(render::text(&tables, &results, args.markdown))
+}
+
+/// The plan's tables over the points they hold, then, for the points none holds, one
+/// table per metric and group (the point's `group`, else its swept protocol).
+fn tables(
+    specs: &[TableSpec],
+    order: &[String],
+    factors: &BTreeMap<String, BTreeMap<String, String>>,
+) -> Vec<Table> {
+    let empty = BTreeMap::new();
+    let factors_of = |p: &str| factors.get(p).unwrap_or(&empty);
+    let mut out = Vec::new();
+    for spec in specs {
+        let points: Vec<&String> = order.iter().filter(|p| spec.holds(factors_of(p))).collect();
+        if points.is_empty() {
+            continue;
+        }
+        out.push(table(
+            spec.title.clone(),
+            true,
+            spec.metrics.clone(),
+            &spec.select,
+            &points,
+            factors,
+        ));
+    }
+    let mut loose: Vec<(String, Vec<&String>)> = Vec::new();
+    for p in order {
+        if specs.iter().any(|s| s.holds(factors_of(p))) {
+            continue;
+        }
+        let f = factors_of(p);
+        let group = f
+            .get("group")
+            .cloned()
+            .or_else(|| f.get("protocol").map(|p| p.to_uppercase()))
+            .unwrap_or_default();
+        match loose.iter_mut().find(|(g, _)| *g == group) {
+            Some((_, points)) => points.push(p),
+            None => loose.push((group, vec![p])),
+        }
+    }
+    for (group, points) in loose {
+        let select: BTreeMap<String, String> = ["group", "protocol"]
+            .into_iter()
+            .filter(|k| points.iter().all(|p| factors_of(p).contains_key(*k)))
+            .map(|k| (k.to_owned(), String::new()))
+            .collect();
+        for m in [
+            MetricKind::Throughput,
+            MetricKind::Delay,
+            MetricKind::Jitter,
+            MetricKind::Loss,
+        ] {
+            let column = Column {
+                metric: m,
+                unit: m.default_unit(),
+            };
+            let title = if group.is_empty() {
+                column.heading()
+            } else {
+                format!("{group} – {}", column.heading())
+            };
+            out.push(table(title, false, vec![column], &select, &points, factors));
+        }
+    }
+    out
+}
+
+fn table(
+    title: String,
+    declared: bool,
+    metrics: Vec<Column>,
+    select: &BTreeMap<String, String>,
+    points: &[&String],
+    factors: &BTreeMap<String, BTreeMap<String, String>>,
+) -> Table {
+    let empty = BTreeMap::new();
+    let f = |p: &str| factors.get(p).unwrap_or(&empty);
+    // The factors that tell the rows apart: present and not fixed by the table.
+    let mut keys: Vec<&String> = points
+        .iter()
+        .flat_map(|p| f(p).keys())
+        .filter(|k| !select.contains_key(*k) && k.as_str() != "group")
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let varying: Vec<&String> = keys
+        .into_iter()
+        .filter(|k| {
+            let first = f(points[0]).get(*k);
+            points.iter().any(|p| f(p).get(*k) != first)
+        })
+        .collect();
+    let single = match varying.as_slice() {
+        [k] if points.iter().all(|p| f(p).contains_key(*k)) => Some(*k),
+        _ => None,
+    };
+    let (label_heading, rows, x) = match single {
+        Some(k) => {
+            let labels: Vec<String> = points.iter().map(|p| f(p)[k].clone()).collect();
+            let x: Option<Vec<f64>> = labels
+                .iter()
+                .map(|l| l.parse::<f64>().ok().filter(|v| v.is_finite()))
+                .collect();
+            (factor_heading(k), labels, x)
+        }
+        None => (
+            "Point".to_owned(),
+            points.iter().map(|p| row_label(p, f(p))).collect(),
+            None,
+        ),
+    };
+    Table {
+        title,
+        declared,
+        metrics,
+        label_heading,
+        rows: points
+            .iter()
+            .zip(rows)
+            .map(|(p, label)| TableRow {
+                point: (*p).clone(),
+                label,
+            })
+            .collect(),
+        x: x.filter(|x| x.len() >= 2),
+    }
+}
+
+fn factor_heading(key: &str) -> String {
+    match key {
+        // D-ITG's -c and ours: the payload, headers excluded.
+        "size" => "Payload size (bytes)".into(),
+        "point" => "Point".into(),
+        "rate" => "Rate".into(),
+        "protocol" => "Protocol".into(),
+        other => other.replace('_', " "),
+    }
+}
+
+fn row_label(point: &str, factors: &BTreeMap<String, String>) -> String {
+    if factors.is_empty() {
+        return point.to_owned();
+    }
+    factors
+        .iter()
+        .filter(|(k, _)| *k != "protocol" && *k != "group")
+        .map(|(k, v)| {
+            if k == "point" {
+                v.clone()
+            } else {
+                format!("{k} {v}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// One CSV row per table row and metric, in the table's unit.
+fn csv(tables: &[Table], results: &Results) -> String {
+    let mut s = String::from(
+        "table,row,point,metric,unit,ipv4_n,ipv4_mean,ipv4_ci_low,ipv4_ci_high,ipv6_n,ipv6_mean,ipv6_ci_low,ipv6_ci_high,rel_diff_pct,p,verdict\n",
+    );
+    let q = |t: &str| format!("\"{}\"", t.replace('"', "\"\""));
+    for t in tables {
+        for r in &t.rows {
+            for c in &t.metrics {
+                let row = results.row(&r.point, c.metric);
+                let scaled =
+                    |v: Option<f64>| v.map_or(String::new(), |v| (v / c.unit.scale).to_string());
+                let side = |s: Option<&Sample>| match s {
+                    Some(s) => format!(
+                        "{},{},{},{}",
+                        s.n,
+                        scaled(Some(s.mean)),
+                        scaled(s.ci_low),
+                        scaled(s.ci_high)
+                    ),
+                    None => ",,,".into(),
+                };
+                let cmp = row.and_then(|r| r.ipv6_vs_ipv4.as_ref());
+                let o = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
+                let _ = writeln!(
+                    s,
+                    "{},{},{},{},{},{},{},{},{},{}",
+                    q(&t.title),
+                    q(&r.label),
+                    q(&r.point),
+                    c.metric.key(),
+                    q(&c.unit.name),
+                    side(row.and_then(|r| r.ipv4.as_ref())),
+                    side(row.and_then(|r| r.ipv6.as_ref())),
+                    o(cmp.and_then(|c| c.rel_diff_pct)),
+                    o(cmp.and_then(|c| c.p)),
+                    cmp.map_or("undefined", |c| render::verdict(c.verdict))
+                );
+            }
+        }
+    }
+    s
+}

@@ -1,0 +1,406 @@
+//! The SQLite index of run directories, for queries across runs and plans.
+//!
+//! The run directories stay the record ([`crate::store`]); the index is derived from
+//! them and can be rebuilt at any time: indexing a directory again replaces its rows,
+//! so it is idempotent. `dualperf run` indexes each run as it is stored.
+//!
+//! ```sql
+//! dirs(dir PRIMARY KEY, plan, description, quick, hostname, kernel, dualperf_version,
+//!      indexed_unix_ns)
+//! runs(dir, run_id, point, family, repetition, started_unix_ns, exit_code,
+//!      protocol, size_bytes, throughput_bps, rtt_ns, owd_ns, delay_ns, jitter_ns,
+//!      loss_pct, packets_sent, packets_received, argv; PRIMARY KEY (dir, run_id))
+//! factors(dir, point, key, value; PRIMARY KEY (dir, point, key))
+//! ```
+//!
+//! The metric columns are [`MetricKind::of`] of the run's first flow, in the stored
+//! units their names carry.
+
+use std::path::{Path, PathBuf};
+
+/// The parameters of [`Index::query`].
+pub use rusqlite::ToSql;
+use rusqlite::{params, Connection, OpenFlags};
+use serde_json::Value;
+
+use crate::store::{RunRecord, Store, StoreError};
+use crate::tables::MetricKind;
+
+/// The schema this build writes (`PRAGMA user_version`).
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// The index file `dualperf run` uses beside a run directory: in its parent.
+pub fn default_path(run_dir: &Path) -> PathBuf {
+    run_dir
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .join("index.sqlite")
+}
+
+/// Why the index cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    /// SQLite refused.
+    #[error("{path}: {source}")]
+    Sqlite {
+        /// The index file.
+        path: PathBuf,
+        /// What SQLite said.
+        source: rusqlite::Error,
+    },
+    /// The file holds another schema.
+    #[error("{path}: index schema {found} is not {SCHEMA_VERSION}, the one this dualperf writes (delete it and index the run directories again)")]
+    Schema {
+        /// The index file.
+        path: PathBuf,
+        /// Its `user_version`.
+        found: i64,
+    },
+    /// A run directory could not be read.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// An open index.
+pub struct Index {
+    conn: Connection,
+    path: PathBuf,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS dirs (
+    dir TEXT PRIMARY KEY,
+    plan TEXT NOT NULL,
+    description TEXT NOT NULL,
+    quick INTEGER NOT NULL,
+    hostname TEXT,
+    kernel TEXT,
+    dualperf_version TEXT,
+    indexed_unix_ns INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS runs (
+    dir TEXT NOT NULL REFERENCES dirs(dir) ON DELETE CASCADE,
+    run_id TEXT NOT NULL,
+    point TEXT NOT NULL,
+    family INTEGER NOT NULL,
+    repetition INTEGER NOT NULL,
+    started_unix_ns INTEGER NOT NULL,
+    exit_code INTEGER NOT NULL,
+    protocol TEXT,
+    size_bytes INTEGER,
+    throughput_bps REAL,
+    rtt_ns REAL,
+    owd_ns REAL,
+    delay_ns REAL,
+    jitter_ns REAL,
+    loss_pct REAL,
+    packets_sent INTEGER,
+    packets_received INTEGER,
+    argv TEXT NOT NULL,
+    PRIMARY KEY (dir, run_id)
+);
+CREATE TABLE IF NOT EXISTS factors (
+    dir TEXT NOT NULL REFERENCES dirs(dir) ON DELETE CASCADE,
+    point TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (dir, point, key)
+);
+CREATE INDEX IF NOT EXISTS runs_point ON runs (point, family);
+";
+
+impl Index {
+    /// Open (creating) the index at `path` for writing.
+    pub fn open(path: &Path) -> Result<Self, IndexError> {
+        let e = |source| IndexError::Sqlite {
+            path: path.to_owned(),
+            source,
+        };
+        let conn = Connection::open(path).map_err(e)?;
+        // A writer waits for another (a second `dualperf run` beside this one).
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(e)?;
+        let found: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(e)?;
+        if found != 0 && found != SCHEMA_VERSION {
+            return Err(IndexError::Schema {
+                path: path.to_owned(),
+                found,
+            });
+        }
+        conn.execute_batch(SCHEMA).map_err(e)?;
+        conn.execute_batch(&format!(
+            "PRAGMA user_version = {SCHEMA_VERSION}; PRAGMA foreign_keys = ON;"
+        ))
+        .map_err(e)?;
+        Ok(Self {
+            conn,
+            path: path.to_owned(),
+        })
+    }
+
+    /// Open an existing index for reading only (queries cannot change it).
+    pub fn open_read_only(path: &Path) -> Result<Self, IndexError> {
+        let e = |source| IndexError::Sqlite {
+            path: path.to_owned(),
+            source,
+        };
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(e)?;
+        let found: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(e)?;
+        if found != SCHEMA_VERSION {
+            return Err(IndexError::Schema {
+                path: path.to_owned(),
+                found,
+            });
+        }
+        Ok(Self {
+            conn,
+            path: path.to_owned(),
+        })
+    }
+
+    fn err(&self) -> impl Fn(rusqlite::Error) -> IndexError + '_ {
+        |source| IndexError::Sqlite {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// Record a run directory's plan, host and points' factors (replacing what the
+    /// index held of it, runs included). `dir` is made absolute, so one directory is one
+    /// row wherever it was named from.
+    pub fn put_dir(&mut self, dir: &Path) -> Result<PathBuf, IndexError> {
+        let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_owned());
+        let read = |name: &str| -> Value {
+            std::fs::read(dir.join(name))
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok())
+                .unwrap_or(Value::Null)
+        };
+        let resolved = read("resolved.json");
+        let host = read("host.json");
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+        let key = dir.to_string_lossy().into_owned();
+        let path = self.path.clone();
+        let err = |source| IndexError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(err)?;
+        tx.execute("DELETE FROM dirs WHERE dir = ?1", [&key])
+            .map_err(&err)?;
+        tx.execute(
+            "INSERT INTO dirs VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
+                key,
+                resolved["plan"]["name"].as_str().unwrap_or(""),
+                resolved["plan"]["description"].as_str().unwrap_or(""),
+                resolved["quick"].as_bool().unwrap_or(false),
+                host["hostname"].as_str(),
+                host["kernel"].as_str(),
+                host["dualperf_version"].as_str(),
+                now
+            ],
+        )
+        .map_err(&err)?;
+        for p in resolved["plan"]["points"].as_array().into_iter().flatten() {
+            let Some(point) = p["id"].as_str() else {
+                continue;
+            };
+            for (k, v) in p["factors"].as_object().into_iter().flatten() {
+                tx.execute(
+                    "INSERT OR REPLACE INTO factors VALUES (?1, ?2, ?3, ?4)",
+                    params![key, point, k, v.as_str().unwrap_or_default()],
+                )
+                .map_err(&err)?;
+            }
+        }
+        tx.commit().map_err(&err)?;
+        Ok(dir)
+    }
+
+    /// Record one run of a directory already recorded with [`Index::put_dir`].
+    pub fn put_run(&mut self, dir: &Path, record: &RunRecord) -> Result<(), IndexError> {
+        let flow = &record.report["flows"][0];
+        let metric = |m: MetricKind| m.of(flow);
+        let int = |v: &Value| v.as_u64().and_then(|v| i64::try_from(v).ok());
+        let err = self.err();
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO runs VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,
+                 ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+                params![
+                    dir.to_string_lossy(),
+                    record.run.id,
+                    record.point,
+                    record.run.family,
+                    record.run.repetition,
+                    i64::try_from(record.started_unix_ns).unwrap_or(i64::MAX),
+                    record.exit_code,
+                    flow["spec"]["protocol"].as_str(),
+                    int(&flow["spec"]["size_bytes"]),
+                    metric(MetricKind::Throughput),
+                    metric(MetricKind::Rtt),
+                    metric(MetricKind::Owd),
+                    metric(MetricKind::Delay),
+                    metric(MetricKind::Jitter),
+                    metric(MetricKind::Loss),
+                    int(&flow["sent"]["packets"]),
+                    int(&flow["received"]["packets"]),
+                    serde_json::to_string(&record.argv).unwrap_or_default(),
+                ],
+            )
+            .map_err(err)?;
+        Ok(())
+    }
+
+    /// Index a whole run directory: its plan, then every finished run it holds (a failed
+    /// run, kept as `runs/ID.failed` for its stderr, is not a result). Returns the
+    /// directory's absolute path and the number of runs.
+    pub fn put_store(&mut self, store: &Store) -> Result<(PathBuf, usize), IndexError> {
+        let records = store.runs()?;
+        let dir = self.put_dir(store.dir())?;
+        for r in &records {
+            self.put_run(&dir, r)?;
+        }
+        Ok((dir, records.len()))
+    }
+
+    /// Run one query; every value as JSON (NULL as null, BLOBs as hex text).
+    /// Returns the column names and the rows.
+    pub fn query(
+        &self,
+        sql: &str,
+        args: &[&dyn ToSql],
+    ) -> Result<(Vec<String>, Vec<Vec<Value>>), IndexError> {
+        let err = self.err();
+        let mut stmt = self.conn.prepare(sql).map_err(&err)?;
+        let columns: Vec<String> = stmt
+            .column_names()
+            .iter()
+            .map(|c| (*c).to_owned())
+            .collect();
+        let n = columns.len();
+        let rows = stmt
+            .query_map(args, |row| {
+                (0..n)
+                    .map(|i| {
+                        use rusqlite::types::ValueRef;
+                        Ok(match row.get_ref(i)? {
+                            ValueRef::Null => Value::Null,
+                            ValueRef::Integer(v) => Value::from(v),
+                            ValueRef::Real(v) => {
+                                serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number)
+                            }
+                            ValueRef::Text(t) => Value::from(String::from_utf8_lossy(t)),
+                            ValueRef::Blob(b) => Value::from(
+                                b.iter().map(|x| format!("{x:02x}")).collect::<String>(),
+                            ),
+                        })
+                    })
+                    .collect()
+            })
+            .map_err(&err)?
+            .collect::<Result<Vec<Vec<Value>>, _>>()
+            .map_err(&err)?;
+        Ok((columns, rows))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::Run;
+
+    fn record(id: &str, family: u8, bitrate: f64, code: i32) -> RunRecord {
+        RunRecord {
+            format_version: crate::store::FORMAT_VERSION,
+            run: Run {
+                id: id.into(),
+                point: 0,
+                family,
+                repetition: 1,
+            },
+            point: "size=64".into(),
+            argv: vec!["send".into(), "::1".into()],
+            started_unix_ns: 1_795_000_000_000_000_000,
+            exit_code: code,
+            stderr: String::new(),
+            report: serde_json::json!({"flows": [{
+                "spec": {"protocol": "udp", "meter": "owd", "size_bytes": 64},
+                "sent": {"packets": 1000},
+                "received": {"packets": 990, "bitrate_bps": bitrate,
+                             "delay": {"mean_ns": 12000.0},
+                             "jitter": {"ditg_ns": 800.0},
+                             "loss": {"loss_pct": 1.0}},
+                "rtt": null
+            }]}),
+        }
+    }
+
+    #[test]
+    fn a_directory_indexed_twice_is_one_set_of_rows() {
+        let tmp = std::env::temp_dir().join(format!("dualperf-index-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        let store = Store::create(&tmp.join("run-a")).unwrap();
+        store
+            .write_json(
+                "resolved.json",
+                &serde_json::json!({"quick": true, "plan": {"name": "tiny", "description": "d",
+                    "points": [{"id": "size=64", "factors": {"size": "64"}}]}}),
+            )
+            .unwrap();
+        store.put_run(&record("r4", 4, 5.0e6, 0)).unwrap();
+        store.put_run(&record("r6", 6, 4.9e6, 0)).unwrap();
+        store.put_failed_run(&record("r6b", 6, 0.0, 1)).unwrap();
+        let path = default_path(store.dir());
+        assert_eq!(path, tmp.join("index.sqlite"));
+        let mut index = Index::open(&path).unwrap();
+        for _ in 0..2 {
+            let (_, n) = index.put_store(&store).unwrap();
+            assert_eq!(n, 2);
+        }
+        let index = Index::open_read_only(&path).unwrap();
+        let (cols, rows) = index
+            .query(
+                "SELECT family, throughput_bps, owd_ns, rtt_ns, delay_ns, jitter_ns, loss_pct,
+                        packets_sent, packets_received, exit_code, d.plan, f.value
+                 FROM runs JOIN dirs d USING (dir) JOIN factors f USING (dir, point)
+                 WHERE f.key = 'size' ORDER BY run_id",
+                &[],
+            )
+            .unwrap();
+        assert_eq!(cols[0], "family");
+        assert_eq!(rows.len(), 2, "indexed twice, stored once: {rows:?}");
+        assert_eq!(
+            rows[0],
+            serde_json::json!([
+                4, 5.0e6, 12000.0, null, 12000.0, 800.0, 1.0, 1000, 990, 0, "tiny", "64"
+            ])
+            .as_array()
+            .unwrap()
+            .clone()
+        );
+        assert_eq!(rows[1][0], 6);
+        // Read-only means read-only.
+        assert!(index.query("DELETE FROM runs", &[]).is_err());
+        drop(index);
+        // Another schema is refused with what to do.
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch("PRAGMA user_version = 7").unwrap();
+        drop(conn);
+        let e = Index::open(&path).err().unwrap().to_string();
+        assert!(e.contains("schema 7"), "{e}");
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
+}
