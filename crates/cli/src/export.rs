@@ -18,7 +18,7 @@ use crate::usage;
 /// `dualperf run` indexes every run directory into index.sqlite beside it (in its parent
 /// directory). Naming run directories here indexes them again first (idempotent: a
 /// directory is replaced, never doubled) and exports only them; with none, everything
-/// the index holds is exported. The tables are dirs, runs and factors; the schema is in
+/// the index holds is exported. `--sql` runs only statements that change nothing. The tables are dirs, runs and factors; the schema is in
 /// crates/lab/src/index.rs.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
@@ -41,6 +41,9 @@ pub(crate) struct ExportArgs {
     /// Any read-only SQL query over the index instead of the run list.
     #[arg(long, value_name = "QUERY")]
     sql: Option<String>,
+    /// First forget the indexed run directories that no longer exist.
+    #[arg(long)]
+    prune: bool,
 }
 
 const RUNS: &str = "SELECT d.plan, r.dir, r.run_id, r.point, r.family, r.repetition,
@@ -59,6 +62,13 @@ pub(crate) fn run(args: ExportArgs) -> Result<()> {
             None => PathBuf::from("results/index.sqlite"),
         });
     let mut dirs = Vec::new();
+    if args.prune {
+        if !path.is_file() {
+            usage!("no index at {}", path.display());
+        }
+        let n = Index::open(&path)?.prune()?;
+        eprintln!("dualperf export: forgot {n} run directories that no longer exist");
+    }
     if !args.dirs.is_empty() {
         let mut index = Index::open(&path)?;
         for d in &args.dirs {
@@ -77,6 +87,16 @@ pub(crate) fn run(args: ExportArgs) -> Result<()> {
         );
     }
     let index = Index::open_read_only(&path)?;
+    if args.dirs.is_empty() && args.sql.is_none() {
+        let gone = index.missing_dirs()?;
+        if !gone.is_empty() {
+            eprintln!(
+                "dualperf export: note: {} indexed run directories no longer exist (their rows are exported; --prune forgets them): {}",
+                gone.len(),
+                gone.join(", ")
+            );
+        }
+    }
     let (columns, mut rows) = match &args.sql {
         Some(sql) => index.query(sql, &[])?,
         None => {

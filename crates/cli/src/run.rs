@@ -50,6 +50,13 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         Some(l) => format!("{}:{l}", args.plan.display()),
         None => args.plan.display().to_string(),
     };
+    // The whole plan is checked even under --quick, so a mistake in a table or a
+    // factor the quick variant leaves out is found before the long run.
+    if args.quick {
+        if let Err(e) = Plan::parse(&text, false) {
+            usage!("{}: {}", at(e.line), e.message);
+        }
+    }
     let plan = match Plan::parse(&text, args.quick) {
         Ok(p) => p,
         Err(e) => usage!("{}: {}", at(e.line), e.message),
@@ -91,7 +98,7 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         let before = std::fs::read(dir.join("resolved.json"))
             .ok()
             .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
-        if before.is_some_and(|b| b != resolved) {
+        if before.is_some_and(|b| !lab::plan::same_measurement(&b, &resolved)) {
             usage!(
                 "{} was started with another plan (or without/with --quick): resume it with the same one",
                 dir.display()

@@ -2,7 +2,8 @@
 //!
 //! The run directories stay the record ([`crate::store`]); the index is derived from
 //! them and can be rebuilt at any time: indexing a directory again replaces its rows,
-//! so it is idempotent. `dualperf run` indexes each run as it is stored.
+//! so it is idempotent. `dualperf run` indexes its directory when it ends (interrupted
+//! too); after a kill, `--resume` or `dualperf export DIR` brings the index up to date.
 //!
 //! ```sql
 //! dirs(dir PRIMARY KEY, plan, description, quick, hostname, kernel, dualperf_version,
@@ -13,8 +14,8 @@
 //! factors(dir, point, key, value; PRIMARY KEY (dir, point, key))
 //! ```
 //!
-//! The metric columns are [`MetricKind::of`] of the run's first flow, in the stored
-//! units their names carry.
+//! The metric columns are [`MetricKind::of`] of the run's report, in the stored units
+//! their names carry.
 
 use std::path::{Path, PathBuf};
 
@@ -23,7 +24,7 @@ pub use rusqlite::ToSql;
 use rusqlite::{params, Connection, OpenFlags};
 use serde_json::Value;
 
-use crate::store::{RunRecord, Store, StoreError};
+use crate::store::{Store, StoreError};
 use crate::tables::MetricKind;
 
 /// The schema this build writes (`PRAGMA user_version`).
@@ -57,6 +58,9 @@ pub enum IndexError {
         /// Its `user_version`.
         found: i64,
     },
+    /// A query that would write.
+    #[error("only read-only queries are run (SELECT …); refused: {0}")]
+    NotReadOnly(String),
     /// A run directory could not be read.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -152,6 +156,11 @@ impl Index {
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .map_err(e)?;
+        // Wait for a `dualperf run` that is indexing; attach no other database.
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(e)?;
+        conn.set_limit(rusqlite::limits::Limit::SQLITE_LIMIT_ATTACHED, 0)
+            .map_err(e)?;
         let found: i64 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .map_err(e)?;
@@ -174,11 +183,16 @@ impl Index {
         }
     }
 
-    /// Record a run directory's plan, host and points' factors (replacing what the
-    /// index held of it, runs included). `dir` is made absolute, so one directory is one
-    /// row wherever it was named from.
-    pub fn put_dir(&mut self, dir: &Path) -> Result<PathBuf, IndexError> {
-        let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_owned());
+    /// Index a whole run directory in one transaction: its plan, host and points'
+    /// factors, then every finished run it holds (a failed run, kept as `runs/ID.failed`
+    /// for its stderr, is not a result). What the index held of the directory is
+    /// replaced, so indexing again is idempotent and a run file removed since is gone
+    /// from the index; a reader sees the old rows or the new, never a mix. The directory
+    /// is keyed by its canonical path, so one directory is one key however it was named.
+    /// Returns that path and the number of runs.
+    pub fn put_store(&mut self, store: &Store) -> Result<(PathBuf, usize), IndexError> {
+        let records = store.runs()?;
+        let dir = std::fs::canonicalize(store.dir()).unwrap_or_else(|_| store.dir().to_owned());
         let read = |name: &str| -> Value {
             std::fs::read(dir.join(name))
                 .ok()
@@ -197,6 +211,7 @@ impl Index {
             source,
         };
         let tx = self.conn.transaction().map_err(err)?;
+        // The cascade removes the directory's runs and factors with it.
         tx.execute("DELETE FROM dirs WHERE dir = ?1", [&key])
             .map_err(&err)?;
         tx.execute(
@@ -208,7 +223,7 @@ impl Index {
                 resolved["quick"].as_bool().unwrap_or(false),
                 host["hostname"].as_str(),
                 host["kernel"].as_str(),
-                host["dualperf_version"].as_str(),
+                host["dualperf"].as_str(),
                 now
             ],
         )
@@ -225,22 +240,15 @@ impl Index {
                 .map_err(&err)?;
             }
         }
-        tx.commit().map_err(&err)?;
-        Ok(dir)
-    }
-
-    /// Record one run of a directory already recorded with [`Index::put_dir`].
-    pub fn put_run(&mut self, dir: &Path, record: &RunRecord) -> Result<(), IndexError> {
-        let flow = &record.report["flows"][0];
-        let metric = |m: MetricKind| m.of(flow);
-        let int = |v: &Value| v.as_u64().and_then(|v| i64::try_from(v).ok());
-        let err = self.err();
-        self.conn
-            .execute(
+        for record in &records {
+            let flow = &record.report["flows"][0];
+            let metric = |m: MetricKind| m.of(&record.report);
+            let int = |v: &Value| v.as_u64().and_then(|v| i64::try_from(v).ok());
+            tx.execute(
                 "INSERT OR REPLACE INTO runs VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,
                  ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
                 params![
-                    dir.to_string_lossy(),
+                    key,
                     record.run.id,
                     record.point,
                     record.run.family,
@@ -260,20 +268,32 @@ impl Index {
                     serde_json::to_string(&record.argv).unwrap_or_default(),
                 ],
             )
-            .map_err(err)?;
-        Ok(())
+            .map_err(&err)?;
+        }
+        tx.commit().map_err(&err)?;
+        Ok((dir, records.len()))
     }
 
-    /// Index a whole run directory: its plan, then every finished run it holds (a failed
-    /// run, kept as `runs/ID.failed` for its stderr, is not a result). Returns the
-    /// directory's absolute path and the number of runs.
-    pub fn put_store(&mut self, store: &Store) -> Result<(PathBuf, usize), IndexError> {
-        let records = store.runs()?;
-        let dir = self.put_dir(store.dir())?;
-        for r in &records {
-            self.put_run(&dir, r)?;
+    /// Indexed directories that no longer exist (moved or deleted).
+    pub fn missing_dirs(&self) -> Result<Vec<String>, IndexError> {
+        let (_, rows) = self.query("SELECT dir FROM dirs ORDER BY dir", &[])?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|r| r.first().and_then(Value::as_str).map(str::to_owned))
+            .filter(|d| !Path::new(d).is_dir())
+            .collect())
+    }
+
+    /// Forget the directories that no longer exist; returns how many.
+    pub fn prune(&mut self) -> Result<usize, IndexError> {
+        let gone = self.missing_dirs()?;
+        let err = self.err();
+        for d in &gone {
+            self.conn
+                .execute("DELETE FROM dirs WHERE dir = ?1", [d])
+                .map_err(&err)?;
         }
-        Ok((dir, records.len()))
+        Ok(gone.len())
     }
 
     /// Run one query; every value as JSON (NULL as null, BLOBs as hex text).
@@ -285,6 +305,11 @@ impl Index {
     ) -> Result<(Vec<String>, Vec<Vec<Value>>), IndexError> {
         let err = self.err();
         let mut stmt = self.conn.prepare(sql).map_err(&err)?;
+        // A read-only connection still lets `VACUUM INTO 'file'` write a new file:
+        // only statements that change nothing are run.
+        if !stmt.readonly() {
+            return Err(IndexError::NotReadOnly(sql.chars().take(80).collect()));
+        }
         let columns: Vec<String> = stmt
             .column_names()
             .iter()
@@ -321,6 +346,7 @@ impl Index {
 mod tests {
     use super::*;
     use crate::plan::Run;
+    use crate::store::RunRecord;
 
     fn record(id: &str, family: u8, bitrate: f64, code: i32) -> RunRecord {
         RunRecord {
@@ -360,14 +386,25 @@ mod tests {
                     "points": [{"id": "size=64", "factors": {"size": "64"}}]}}),
             )
             .unwrap();
+        store
+            .write_json(
+                "host.json",
+                &serde_json::json!({"dualperf": "0.1.0", "kernel": "6.1"}),
+            )
+            .unwrap();
         store.put_run(&record("r4", 4, 5.0e6, 0)).unwrap();
         store.put_run(&record("r6", 6, 4.9e6, 0)).unwrap();
+        store.put_run(&record("r6c", 6, 4.8e6, 0)).unwrap();
         store.put_failed_run(&record("r6b", 6, 0.0, 1)).unwrap();
         let path = default_path(store.dir());
         assert_eq!(path, tmp.join("index.sqlite"));
         let mut index = Index::open(&path).unwrap();
-        for _ in 0..2 {
-            let (_, n) = index.put_store(&store).unwrap();
+        assert_eq!(index.put_store(&store).unwrap().1, 3);
+        // A run file gone since (and the directory named another way) leaves no row.
+        std::fs::remove_file(store.dir().join("runs/r6c.json")).unwrap();
+        let other_name = Store::open(&tmp.join("run-a/../run-a")).unwrap();
+        for s in [&store, &other_name] {
+            let (_, n) = index.put_store(s).unwrap();
             assert_eq!(n, 2);
         }
         let index = Index::open_read_only(&path).unwrap();
@@ -392,8 +429,33 @@ mod tests {
             .clone()
         );
         assert_eq!(rows[1][0], 6);
-        // Read-only means read-only.
+        let (_, v) = index
+            .query("SELECT dualperf_version, kernel, count(*) FROM dirs", &[])
+            .unwrap();
+        assert_eq!(
+            v[0],
+            serde_json::json!(["0.1.0", "6.1", 1])
+                .as_array()
+                .unwrap()
+                .clone()
+        );
+        // Read-only means read-only, VACUUM INTO (which writes a new file) included.
         assert!(index.query("DELETE FROM runs", &[]).is_err());
+        let copy = tmp.join("copy.sqlite");
+        let e = index
+            .query(&format!("VACUUM INTO '{}'", copy.display()), &[])
+            .unwrap_err();
+        assert!(e.to_string().contains("only read-only"), "{e}");
+        assert!(!copy.exists());
+        drop(index);
+        // A directory moved away is reported, and pruned on request.
+        let mut index = Index::open(&path).unwrap();
+        assert!(index.missing_dirs().unwrap().is_empty());
+        std::fs::rename(tmp.join("run-a"), tmp.join("run-b")).unwrap();
+        assert_eq!(index.missing_dirs().unwrap().len(), 1);
+        assert_eq!(index.prune().unwrap(), 1);
+        let (_, n) = index.query("SELECT count(*) FROM runs", &[]).unwrap();
+        assert_eq!(n[0][0], 0, "the cascade took the runs");
         drop(index);
         // Another schema is refused with what to do.
         let conn = Connection::open(&path).unwrap();

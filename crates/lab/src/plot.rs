@@ -168,20 +168,41 @@ pub fn line_chart(title: &str, x_label: &str, y_label: &str, lines: &[Line]) -> 
     } else {
         (0.0, 1.0)
     };
+    // Sizes from 32 B to 64 KB on a linear axis would crowd most points into a corner:
+    // beyond a ratio of 100 the axis is log2, with ticks at powers of 2.
+    let log = x_lo > 0.0 && x_hi / x_lo > 100.0;
+    let fwd = |x: f64| if log { x.log2() } else { x };
+    let (a, b) = (fwd(x_lo), fwd(x_hi));
     // A little room on both sides, so the end points do not sit on the axes.
-    let pad = (x_hi - x_lo) * 0.03;
-    let (x_lo, x_hi) = (x_lo - pad, x_hi + pad);
+    let pad = (b - a) * 0.03;
+    let (a, b) = (a - pad, b + pad);
     let y = y_range(lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)));
-    let px = |x: f64| LEFT + (x - x_lo) / (x_hi - x_lo) * (W - LEFT - RIGHT);
+    let px = |x: f64| LEFT + (fwd(x) - a) / (b - a) * (W - LEFT - RIGHT);
     let mut out = String::new();
-    frame(&mut out, title, x_label, y_label, y);
-    for t in ticks(x_lo, x_hi) {
+    let x_label = if log {
+        format!("{x_label} (log scale)")
+    } else {
+        x_label.to_owned()
+    };
+    frame(&mut out, title, &x_label, y_label, y);
+    let x_ticks = if log {
+        let (first, last) = (x_lo.log2().ceil() as i32, x_hi.log2().floor() as i32);
+        let step = ((last - first) / 8 + 1).max(1);
+        (first..=last)
+            .step_by(step as usize)
+            .map(|k| 2f64.powi(k))
+            .collect()
+    } else {
+        ticks(a, b)
+    };
+    for t in x_ticks {
         let _ = write!(
             out,
             r#"<text x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
             px(t),
             H - BOTTOM + 18.0,
-            label(t)
+            // Powers of 2 in full: 32768, not 3.28e4.
+            if log { format!("{t:.0}") } else { label(t) }
         );
     }
     for (i, line) in lines.iter().enumerate() {
@@ -358,6 +379,39 @@ mod tests {
         assert_eq!(wrap("abcdefghij", 4), ["abcd", "efgh", "ij"]);
         assert_eq!(wrap("a b c d e f g h", 3), ["a b", "c d", "e …"]);
         assert!(wrap("", 5).is_empty());
+    }
+
+    #[test]
+    fn a_wide_size_range_is_drawn_on_a_log2_axis() {
+        let points = [32.0, 1024.0, 65496.0].map(|x| (x, est(1.0, 0.1))).to_vec();
+        let svg = line_chart(
+            "sizes",
+            "Payload size (bytes)",
+            "Mbit/s",
+            &[Line {
+                name: "IPv4".into(),
+                points,
+            }],
+        );
+        assert!(svg.contains("Payload size (bytes) (log scale)"));
+        for tick in [">32<", ">128<", ">512<", ">2048<", ">8192<", ">32768<"] {
+            assert!(svg.contains(tick), "{tick}");
+        }
+        // 1024 sits at log2 = 10 on the axis.
+        let cx: Vec<f64> = svg
+            .match_indices("<circle cx=\"")
+            .map(|(i, m)| {
+                let rest = &svg[i + m.len()..];
+                rest[..rest.find('"').unwrap()].parse().unwrap()
+            })
+            .collect();
+        let want = {
+            let (a, b) = (32f64.log2(), 65496f64.log2());
+            let pad = (b - a) * 0.03;
+            LEFT + (10.0 - (a - pad)) / (b - a + 2.0 * pad) * (W - LEFT - RIGHT)
+        };
+        assert!((cx[1] - want).abs() < 0.1, "{cx:?} {want}");
+        assert!(!line_chart("l", "x", "y", &[]).contains("log scale"));
     }
 
     #[test]

@@ -13,7 +13,7 @@
 //! metrics puts them side by side (seed 003's Table 2: throughput and loss by rate).
 //!
 //! The metrics and their stored units (what JSON and CSV carry):
-//! - `throughput`: the receiver's payload bit rate, bit/s;
+//! - `throughput`: the receiver's payload bit rate, bit/s (every flow of a run together);
 //! - `rtt`: mean round-trip time of the echoes (`--meter rtt`), ns;
 //! - `owd`: mean one-way delay at the receiver, ns;
 //! - `delay`: `rtt` for a flow metered round trip, else `owd`, ns;
@@ -100,11 +100,29 @@ impl MetricKind {
         })
     }
 
-    /// Its value in a flow of `dualperf send --json` (docs/output.md), in the stored
-    /// unit; `None` when the run has none. The round-trip figures count only for a flow
-    /// metered round trip and the one-way ones only from the receiver: never one for
-    /// the other.
-    pub fn of(self, flow: &serde_json::Value) -> Option<f64> {
+    /// How it is measured, for a table's caption.
+    pub fn definition(self) -> &'static str {
+        match self {
+            Self::Throughput => "the receiver's payload bit rate, first to last arrival",
+            Self::Rtt => "mean round trip of the echoes, the receiver's hold time taken out",
+            Self::Owd => "mean one-way delay, receiver clock minus sender clock (RFC 7679)",
+            Self::Delay => "mean round trip for a flow metered round trip, else mean one-way delay",
+            Self::Jitter => {
+                "D-ITG's mean |D(i) − D(i−1)| of consecutive delays (not RFC 3550's EWMA)"
+            }
+            Self::Loss => "packets the receiver never saw, % of those sent (RFC 7680)",
+        }
+    }
+
+    /// Its value in a run's `dualperf send --json` report (docs/output.md), in the
+    /// stored unit; `None` when the run has none.
+    ///
+    /// Throughput is the sum over every flow of the run (`sum`, as iperf3's SUM) when
+    /// it has several, so `--parallel` runs count whole; the other metrics are the
+    /// first flow's. The round-trip figures count only for a flow metered round trip
+    /// and the one-way ones only from the receiver: never one for the other.
+    pub fn of(self, report: &serde_json::Value) -> Option<f64> {
+        let flow = &report["flows"][0];
         let summary = if flow["spec"]["meter"] == "rtt" {
             &flow["rtt"]
         } else {
@@ -112,7 +130,10 @@ impl MetricKind {
         };
         match self {
             // Receiver's payload bits over its first-to-last arrival span.
-            Self::Throughput => flow["received"]["bitrate_bps"].as_f64(),
+            Self::Throughput => match report["flows"].as_array().map(Vec::len) {
+                Some(n) if n > 1 => report["sum"]["received"]["bitrate_bps"].as_f64(),
+                _ => flow["received"]["bitrate_bps"].as_f64(),
+            },
             // Mean of the per-packet round trips of the echoes (D-ITG's -m rttm).
             Self::Rtt => flow["rtt"]["delay"]["mean_ns"].as_f64(),
             // Mean one-way delay, RFC 7679's singleton per packet.
@@ -123,6 +144,15 @@ impl MetricKind {
             // Lost share of the sent packets, RFC 7680 (the sender's count is the total).
             Self::Loss => flow["received"]["loss"]["loss_pct"].as_f64(),
         }
+    }
+
+    /// Whether a table of this metric shows what `other` shows (delay is rtt or owd).
+    pub fn covers(self, other: Self) -> bool {
+        self == other
+            || matches!(
+                (self, other),
+                (Self::Rtt | Self::Owd, Self::Delay) | (Self::Delay, Self::Rtt | Self::Owd)
+            )
     }
 
     fn from_key(key: &str) -> Option<Self> {
@@ -144,11 +174,12 @@ impl Unit {
     /// printed as the SI ones.
     pub fn parse(metric: MetricKind, text: &str) -> Option<Self> {
         let (name, scale) = match metric {
-            MetricKind::Throughput => match text.to_ascii_lowercase().as_str() {
+            // Case matters: "MBps" would be megabytes, a factor of 8 off.
+            MetricKind::Throughput => match text {
                 "bit/s" | "bps" => ("bit/s", 1.0),
-                "kbit/s" | "kbps" => ("kbit/s", 1e3),
-                "mbit/s" | "mbps" => ("Mbit/s", 1e6),
-                "gbit/s" | "gbps" => ("Gbit/s", 1e9),
+                "kbit/s" | "kbps" | "Kbps" => ("kbit/s", 1e3),
+                "Mbit/s" | "Mbps" | "mbps" => ("Mbit/s", 1e6),
+                "Gbit/s" | "Gbps" | "gbps" => ("Gbit/s", 1e9),
                 _ => return None,
             },
             MetricKind::Rtt | MetricKind::Owd | MetricKind::Delay | MetricKind::Jitter => {
@@ -294,7 +325,7 @@ pub fn parse_table(table: &toml::Table) -> Result<TableSpec, TableError> {
                 metric: metric.key(),
                 unit: u.into(),
                 choices: match metric {
-                    MetricKind::Throughput => "bit/s, kbit/s, Mbit/s, Gbit/s",
+                    MetricKind::Throughput => "bit/s, kbit/s, Mbit/s, Gbit/s; Kbps, Mbps",
                     MetricKind::Loss => "%",
                     _ => "ns, µs, ms, s",
                 },
@@ -338,6 +369,10 @@ metrics = ["throughput:Mbps", "loss"]"#,
         assert!(!t.holds(&f));
         f.remove("size");
         assert!(!t.holds(&f), "a factor the point lacks does not match");
+        assert!(
+            table("title = \"T\"\nmetrics = [\"throughput:MBps\"]").is_err(),
+            "megabytes are not megabits"
+        );
         let t = table("title = \"T\"\nmetrics = [\"jitter: ms\", \"rtt\"]").unwrap();
         assert_eq!(
             (t.metrics[0].unit.scale, t.metrics[1].unit.name.as_str()),
@@ -369,5 +404,41 @@ metrics = ["throughput:Mbps", "loss"]"#,
             let e = table(text).unwrap_err().to_string();
             assert!(e.contains(want), "{text}: {e}");
         }
+    }
+
+    #[test]
+    fn values_come_from_the_meter_the_flow_used() {
+        let rtt = serde_json::json!({"flows": [{
+            "spec": {"meter": "rtt"},
+            "received": {"bitrate_bps": 1e6, "delay": {"mean_ns": 7.0},
+                         "jitter": {"ditg_ns": 1.0}, "loss": {"loss_pct": 0.5}},
+            "rtt": {"delay": {"mean_ns": 20.0}, "jitter": {"ditg_ns": 3.0}}
+        }]});
+        let get = |m: MetricKind, r: &serde_json::Value| m.of(r);
+        assert_eq!(get(MetricKind::Delay, &rtt), Some(20.0));
+        assert_eq!(get(MetricKind::Jitter, &rtt), Some(3.0));
+        assert_eq!(get(MetricKind::Rtt, &rtt), Some(20.0));
+        assert_eq!(get(MetricKind::Owd, &rtt), Some(7.0));
+        assert_eq!(get(MetricKind::Loss, &rtt), Some(0.5));
+        assert_eq!(get(MetricKind::Throughput, &rtt), Some(1e6));
+        let owd = serde_json::json!({"flows": [{
+            "spec": {"meter": "owd"},
+            "received": {"bitrate_bps": 1e6, "delay": {"mean_ns": 7.0}, "jitter": {"ditg_ns": 1.0}},
+            "rtt": null
+        }, {}], "sum": {"received": {"bitrate_bps": 3e6}}});
+        assert_eq!(get(MetricKind::Delay, &owd), Some(7.0));
+        assert_eq!(get(MetricKind::Jitter, &owd), Some(1.0));
+        assert_eq!(
+            get(MetricKind::Rtt, &owd),
+            None,
+            "no round trip without echoes"
+        );
+        assert_eq!(
+            get(MetricKind::Throughput, &owd),
+            Some(3e6),
+            "every flow counts"
+        );
+        assert!(MetricKind::Rtt.covers(MetricKind::Delay));
+        assert!(!MetricKind::Jitter.covers(MetricKind::Delay));
     }
 }

@@ -5,11 +5,11 @@ mod render;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use lab::store::{RunRecord, Store};
-use lab::tables::{Column, MetricKind, TableSpec};
+use lab::tables::{Column, MetricKind, TableSpec, Unit};
 use meter::repeat::{compare, Comparison, Sample, DEFAULT_ALPHA, DEFAULT_LEVEL};
 use serde::Serialize;
 
@@ -123,16 +123,16 @@ pub(crate) fn run(args: ReportArgs) -> Result<()> {
             let resolved: serde_json::Value = serde_json::from_slice(&text).unwrap_or_default();
             // Repetitions pool across directories only when they measured the same plan.
             match &plan_seen {
-                Some(first) if *first != resolved => usage!(
+                Some(first) if !lab::plan::same_measurement(first, &resolved) => usage!(
                     "{} measured another plan (or with/without --quick) than {}: report them separately",
                     dir.display(),
                     args.dirs[0].display()
                 ),
                 Some(_) => {}
                 None => {
-                    // A directory from before plans declared tables has none.
-                    specs = serde_json::from_value(resolved["plan"]["tables"].clone())
-                        .unwrap_or_default();
+                    // The first directory's tables; one from before plans declared
+                    // tables has none.
+                    specs = table_specs(dir, &resolved["plan"]["tables"]);
                     plan_seen = Some(resolved.clone());
                 }
             }
@@ -170,7 +170,7 @@ pub(crate) fn run(args: ReportArgs) -> Result<()> {
                 records
                     .iter()
                     .filter(|r| &r.point == point && r.run.family == family)
-                    .filter_map(|r| m.of(&r.report["flows"][0]))
+                    .filter_map(|r| m.of(&r.report))
                     .collect()
             };
             let ipv4 = Sample::new(&values(4), DEFAULT_LEVEL);
@@ -246,8 +246,44 @@ pub(crate) fn run(args: ReportArgs) -> Result<()> {
     crate::out::print(render::text(&tables, &results, args.markdown))
 }
 
-/// The plan's tables over the points they hold, then, for the points none holds, one
-/// table per metric and group (the point's `group`, else its swept protocol).
+/// The declared tables of a run directory's `resolved.json`, each checked as a plan's
+/// would be (the file may have been edited): an entry that does not read, or a unit its
+/// metric does not have, is left out with a warning.
+fn table_specs(dir: &Path, value: &serde_json::Value) -> Vec<TableSpec> {
+    let mut out = Vec::new();
+    for (i, v) in value.as_array().into_iter().flatten().enumerate() {
+        let spec = serde_json::from_value::<TableSpec>(v.clone())
+            .ok()
+            .filter(|t| !t.metrics.is_empty())
+            .and_then(|mut t| {
+                for c in &mut t.metrics {
+                    c.unit = Unit::parse(c.metric, &c.unit.name)?;
+                }
+                Some(t)
+            });
+        match spec {
+            Some(t) => out.push(t),
+            None => eprintln!(
+                "dualperf report: warning: {}: table {} in resolved.json does not read; left out",
+                dir.display(),
+                i + 1
+            ),
+        }
+    }
+    out
+}
+
+/// The metrics every point is reported in, declared or not.
+const DEFAULT_METRICS: [MetricKind; 4] = [
+    MetricKind::Throughput,
+    MetricKind::Delay,
+    MetricKind::Jitter,
+    MetricKind::Loss,
+];
+
+/// The plan's tables over the points they hold; then, so nothing measured goes
+/// unreported, one table per metric and group for every (point, metric) no declared
+/// table shows (the point's `group`, else its swept protocol).
 fn tables(
     specs: &[TableSpec],
     order: &[String],
@@ -270,47 +306,57 @@ fn tables(
             factors,
         ));
     }
-    let mut loose: Vec<(String, Vec<&String>)> = Vec::new();
-    for p in order {
-        if specs.iter().any(|s| s.holds(factors_of(p))) {
-            continue;
+    let shown = |p: &str, m: MetricKind| {
+        specs
+            .iter()
+            .any(|s| s.holds(factors_of(p)) && s.metrics.iter().any(|c| c.metric.covers(m)))
+    };
+    let declared = !out.is_empty();
+    for m in DEFAULT_METRICS {
+        let mut loose: Vec<(String, Vec<&String>)> = Vec::new();
+        for p in order.iter().filter(|p| !shown(p, m)) {
+            let f = factors_of(p);
+            let group = f
+                .get("group")
+                .cloned()
+                .or_else(|| f.get("protocol").map(|p| p.to_uppercase()))
+                .unwrap_or_default();
+            match loose.iter_mut().find(|(g, _)| *g == group) {
+                Some((_, points)) => points.push(p),
+                None => loose.push((group, vec![p])),
+            }
         }
-        let f = factors_of(p);
-        let group = f
-            .get("group")
-            .cloned()
-            .or_else(|| f.get("protocol").map(|p| p.to_uppercase()))
-            .unwrap_or_default();
-        match loose.iter_mut().find(|(g, _)| *g == group) {
-            Some((_, points)) => points.push(p),
-            None => loose.push((group, vec![p])),
-        }
-    }
-    for (group, points) in loose {
-        let select: BTreeMap<String, String> = ["group", "protocol"]
-            .into_iter()
-            .filter(|k| points.iter().all(|p| factors_of(p).contains_key(*k)))
-            .map(|k| (k.to_owned(), String::new()))
-            .collect();
-        for m in [
-            MetricKind::Throughput,
-            MetricKind::Delay,
-            MetricKind::Jitter,
-            MetricKind::Loss,
-        ] {
+        for (group, points) in loose {
+            let select: BTreeMap<String, String> = ["group", "protocol"]
+                .into_iter()
+                .filter(|k| points.iter().all(|p| factors_of(p).contains_key(*k)))
+                .map(|k| (k.to_owned(), String::new()))
+                .collect();
             let column = Column {
                 metric: m,
                 unit: m.default_unit(),
             };
-            let title = if group.is_empty() {
+            let mut title = if group.is_empty() {
                 column.heading()
             } else {
                 format!("{group} – {}", column.heading())
             };
+            if declared {
+                title = format!("Also measured: {title}");
+            }
             out.push(table(title, false, vec![column], &select, &points, factors));
         }
     }
-    out
+    // Declared tables first, in the plan's order; the rest by group, then metric.
+    let (decl, mut rest): (Vec<Table>, Vec<Table>) = out.into_iter().partition(|t| t.declared);
+    let group_rank = |t: &Table| {
+        order
+            .iter()
+            .position(|p| t.rows.first().is_some_and(|r| &r.point == p))
+            .unwrap_or(usize::MAX)
+    };
+    rest.sort_by_key(|t| group_rank(t));
+    decl.into_iter().chain(rest).collect()
 }
 
 fn table(
@@ -323,7 +369,7 @@ fn table(
 ) -> Table {
     let empty = BTreeMap::new();
     let f = |p: &str| factors.get(p).unwrap_or(&empty);
-    // The factors that tell the rows apart: present and not fixed by the table.
+    // The factors that tell the rows apart: present and not the same in every row.
     let mut keys: Vec<&String> = points
         .iter()
         .flat_map(|p| f(p).keys())
@@ -334,7 +380,7 @@ fn table(
     let varying: Vec<&String> = keys
         .into_iter()
         .filter(|k| {
-            let first = f(points[0]).get(*k);
+            let first = points.first().and_then(|p| f(p).get(*k));
             points.iter().any(|p| f(p).get(*k) != first)
         })
         .collect();
@@ -353,7 +399,10 @@ fn table(
         }
         None => (
             "Point".to_owned(),
-            points.iter().map(|p| row_label(p, f(p))).collect(),
+            points
+                .iter()
+                .map(|p| row_label(p, f(p), &varying))
+                .collect(),
             None,
         ),
     };
@@ -385,22 +434,28 @@ fn factor_heading(key: &str) -> String {
     }
 }
 
-fn row_label(point: &str, factors: &BTreeMap<String, String>) -> String {
-    if factors.is_empty() {
-        return point.to_owned();
-    }
-    factors
+/// A row's label from the factors that differ between the table's rows (the extra
+/// point's label as it is, the others as `key value`); the point's id when none do.
+fn row_label(point: &str, factors: &BTreeMap<String, String>, varying: &[&String]) -> String {
+    let parts: Vec<String> = varying
         .iter()
-        .filter(|(k, _)| *k != "protocol" && *k != "group")
-        .map(|(k, v)| {
-            if k == "point" {
+        .filter_map(|k| {
+            let v = factors.get(*k)?;
+            Some(if k.as_str() == "point" {
                 v.clone()
             } else {
                 format!("{k} {v}")
-            }
+            })
         })
-        .collect::<Vec<_>>()
-        .join(", ")
+        .collect();
+    if parts.is_empty() {
+        factors
+            .get("point")
+            .cloned()
+            .unwrap_or_else(|| point.to_owned())
+    } else {
+        parts.join(", ")
+    }
 }
 
 /// One CSV row per table row and metric, in the table's unit.
@@ -445,4 +500,122 @@ fn csv(tables: &[Table], results: &Results) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sweep() -> (Vec<String>, BTreeMap<String, BTreeMap<String, String>>) {
+        let mut order = Vec::new();
+        let mut factors = BTreeMap::new();
+        for proto in ["tcp", "udp"] {
+            for size in ["64", "512"] {
+                let id = format!("protocol={proto},size={size}");
+                order.push(id.clone());
+                factors.insert(
+                    id,
+                    BTreeMap::from([
+                        ("protocol".to_owned(), proto.to_owned()),
+                        ("size".to_owned(), size.to_owned()),
+                    ]),
+                );
+            }
+        }
+        order.push("VoIP".into());
+        factors.insert(
+            "VoIP".into(),
+            BTreeMap::from([
+                ("group".to_owned(), "VoIP".to_owned()),
+                ("point".to_owned(), "G.711.1".to_owned()),
+            ]),
+        );
+        (order, factors)
+    }
+
+    fn spec(title: &str, select: &[(&str, &str)], metrics: &[(MetricKind, &str)]) -> TableSpec {
+        TableSpec {
+            title: title.into(),
+            select: select
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            metrics: metrics
+                .iter()
+                .map(|(m, u)| Column {
+                    metric: *m,
+                    unit: Unit::parse(*m, u).unwrap(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn what_no_declared_table_shows_is_still_reported() {
+        let (order, factors) = sweep();
+        let specs = [spec(
+            "Table 3. TCP",
+            &[("protocol", "tcp")],
+            &[(MetricKind::Throughput, "Mbps"), (MetricKind::Rtt, "ms")],
+        )];
+        let t = tables(&specs, &order, &factors);
+        let titles: Vec<&str> = t.iter().map(|t| t.title.as_str()).collect();
+        assert_eq!(titles[0], "Table 3. TCP");
+        assert_eq!(t[0].label_heading, "Payload size (bytes)");
+        assert_eq!(t[0].x, Some(vec![64.0, 512.0]));
+        // TCP's jitter and loss, and everything of UDP and VoIP, in "Also measured".
+        for want in [
+            "Also measured: TCP – Jitter (µs)",
+            "Also measured: TCP – Packet loss (%)",
+            "Also measured: UDP – Throughput (Mbit/s)",
+            "Also measured: UDP – Delay (µs)",
+            "Also measured: VoIP – Throughput (Mbit/s)",
+        ] {
+            assert!(titles.contains(&want), "{want}: {titles:#?}");
+        }
+        assert!(
+            !titles.contains(&"Also measured: TCP – Delay (µs)"),
+            "rtt shows the delay: {titles:#?}"
+        );
+        // Every (point, default metric) appears somewhere.
+        for p in &order {
+            for m in DEFAULT_METRICS {
+                assert!(
+                    t.iter().any(|t| t.rows.iter().any(|r| &r.point == p)
+                        && t.metrics.iter().any(|c| c.metric.covers(m))),
+                    "{p} {m:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn rows_are_labelled_by_what_tells_them_apart() {
+        let (order, factors) = sweep();
+        let t = tables(
+            &[spec("All", &[], &[(MetricKind::Loss, "%")])],
+            &order,
+            &factors,
+        );
+        let labels: Vec<&str> = t[0].rows.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "protocol tcp, size 64",
+                "protocol tcp, size 512",
+                "protocol udp, size 64",
+                "protocol udp, size 512",
+                "G.711.1"
+            ]
+        );
+        assert_eq!(t[0].label_heading, "Point");
+        assert!(t[0].x.is_none(), "no single numeric factor, no line chart");
+        // One point alone is labelled by its name.
+        let t = tables(
+            &[spec("V", &[("group", "VoIP")], &[(MetricKind::Loss, "%")])],
+            &order,
+            &factors,
+        );
+        assert_eq!(t[0].rows[0].label, "G.711.1");
+    }
 }

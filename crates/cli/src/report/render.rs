@@ -68,7 +68,7 @@ fn cells(t: &Table, results: &Results, point: &str) -> Vec<String> {
             let mark = match cmp.map(|c| c.verdict) {
                 Some(Verdict::Significant) | None => "",
                 Some(Verdict::NotSignificant) => " (n.s.)",
-                Some(Verdict::Undefined) => "",
+                Some(Verdict::Undefined) => " (n/a)",
             };
             out.push(format!("{delta}{mark}"));
         }
@@ -89,18 +89,21 @@ fn header(t: &Table) -> Vec<String> {
     h
 }
 
-/// The line under a table's title: what the cells are.
-fn caption(t: &Table) -> String {
-    let what = t
-        .metrics
-        .iter()
-        .map(Column::heading)
-        .collect::<Vec<_>>()
-        .join(", ");
-    format!(
-        "{what}: mean ± half-width of the {:.0} % confidence interval over repetitions",
+/// The lines under a table's title: what the cells are and how each metric is measured.
+fn caption(t: &Table) -> Vec<String> {
+    let mut out = vec![format!(
+        "Mean ± half-width of the {:.0} % confidence interval over repetitions.",
         DEFAULT_LEVEL * 100.0
-    )
+    )];
+    for c in &t.metrics {
+        out.push(format!("{}: {}.", c.metric.title(), c.metric.definition()));
+    }
+    out
+}
+
+/// A Markdown cell: a `|` would end it.
+fn md(s: &str) -> String {
+    s.replace('|', "\\|")
 }
 
 pub(crate) fn text(tables: &[Table], results: &Results, markdown: bool) -> String {
@@ -122,15 +125,16 @@ pub(crate) fn text(tables: &[Table], results: &Results, markdown: bool) -> Strin
             })
             .collect();
         if markdown {
-            let _ = writeln!(out, "### {}\n\n{}\n", t.title, caption(t));
-            let _ = writeln!(out, "| {} |", header.join(" | "));
+            let _ = writeln!(out, "### {}\n\n{}\n", md(&t.title), caption(t).join(" "));
+            let cells = |r: &[String]| r.iter().map(|c| md(c)).collect::<Vec<_>>().join(" | ");
+            let _ = writeln!(out, "| {} |", cells(&header));
             let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
             for row in body {
-                let _ = writeln!(out, "| {} |", row.join(" | "));
+                let _ = writeln!(out, "| {} |", cells(&row));
             }
             out.push('\n');
         } else {
-            let _ = writeln!(out, "{}\n{}", t.title, caption(t));
+            let _ = writeln!(out, "{}\n{}", t.title, caption(t).join("\n"));
             let h: Vec<&str> = header.iter().map(String::as_str).collect();
             let mut table = crate::table::Table::new(&h);
             for row in body {
@@ -222,11 +226,12 @@ pub(crate) fn plots(tables: &[Table], results: &Results) -> Vec<Plot> {
             };
             // Numbered, so two titles alike once made safe never overwrite each other;
             // the title comes from the plan, so only safe characters reach a file name.
-            let file = format!(
-                "{:02}-{}",
-                out.len() + 1,
-                lab::store::file_safe(&format!("{}-{}", t.title, c.metric.key()))
-            );
+            // Cut to 100 characters: a long title must not make the name too long.
+            let name: String = lab::store::file_safe(&format!("{}-{}", t.title, c.metric.key()))
+                .chars()
+                .take(100)
+                .collect();
+            let file = format!("{:02}-{name}", out.len() + 1);
             out.push(Plot {
                 file,
                 svg,
@@ -275,7 +280,7 @@ pub(crate) fn html(
             out,
             "<h2>{}</h2>\n<table><caption>{}</caption><tr>",
             esc(&t.title),
-            esc(&caption(t))
+            esc(&caption(t).join(" "))
         );
         for h in header(t) {
             let _ = write!(out, "<th>{}</th>", esc(&h));
@@ -315,5 +320,10 @@ mod tests {
         assert_eq!(num(0.012, 85.0), "0.012");
         assert_eq!(num(0.0, 0.0), "0.000");
         assert_eq!(num(0.0000012, 0.0000012), "0.000001");
+    }
+
+    #[test]
+    fn markdown_cells_escape_their_bars() {
+        assert_eq!(md("a|b"), "a\\|b");
     }
 }
