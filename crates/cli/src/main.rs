@@ -11,11 +11,13 @@ mod compare;
 mod decode;
 mod export;
 mod interrupt;
+mod labcmd;
 mod out;
 mod overhead;
 mod png;
 mod recv;
 mod report;
+mod route;
 mod run;
 mod send;
 mod session;
@@ -53,6 +55,8 @@ enum Command {
     Run(run::RunArgs),
     Report(report::ReportArgs),
     Export(export::ExportArgs),
+    Route(route::RouteArgs),
+    Lab(labcmd::LabArgs),
     Clock(clock::ClockArgs),
 }
 
@@ -67,6 +71,8 @@ fn main() {
         Command::Run(args) => run::run(args),
         Command::Report(args) => report::run(args),
         Command::Export(args) => export::run(args),
+        Command::Route(args) => route::run(args),
+        Command::Lab(args) => labcmd::run(args),
         Command::Clock(args) => clock::run(args),
     };
     if let Err(err) = result {

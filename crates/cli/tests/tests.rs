@@ -1,5 +1,6 @@
-//! End-to-end tests of the `dualperf` binary over real kernel sockets on loopback only
-//! (127.0.0.1, ::1, ::ffff:127.0.0.1). They assert counts and exact values, never timings.
+//! End-to-end tests of the `dualperf` binary over real kernel sockets, on loopback
+//! (127.0.0.1, ::1, ::ffff:127.0.0.1) or inside network namespaces the tests create
+//! (`lab.rs`, addresses from 198.18.0.0/15 and 2001:2::/48). They assert counts and exact values, never timings.
 
 #![cfg(target_os = "linux")]
 
@@ -20,6 +21,8 @@ mod garbage;
 mod handshake;
 #[path = "tests/interrupt.rs"]
 mod interrupt;
+#[path = "tests/lab.rs"]
+mod lab;
 #[path = "tests/loopback.rs"]
 mod loopback;
 #[path = "tests/marking.rs"]

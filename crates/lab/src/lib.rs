@@ -16,8 +16,10 @@
 
 #[cfg(feature = "index")]
 pub mod index;
+pub mod netlab;
 pub mod plan;
 pub mod plot;
 pub mod runner;
 pub mod store;
 pub mod tables;
+pub mod topology;

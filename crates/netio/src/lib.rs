@@ -55,6 +55,33 @@
 //!   `last_recv_meta(&stream)`: header fields of received segments, per
 //!   segment on IPv6, handshake only on IPv4 (table in [`tcp`]).
 //!
+//! **Packet** ([`packet::PacketSocket`], raw Ethernet frames on one interface)
+//! - `open(ifname, &RingConfig)`: `AF_PACKET`/`SOCK_RAW`, `ETH_P_ALL`,
+//!   non-blocking, `TPACKET_V2` RX and TX rings in one mapping
+//!   ([`packet::RingConfig`]: `frame_size` 2048, 512 + 512 slots,
+//!   promiscuous), bound to the interface of the calling thread's namespace;
+//!   `PACKET_IGNORE_OUTGOING` where the kernel has it.
+//! - `recv_batch(max, |frame, RxInfo|) -> handed`: whole Ethernet frames
+//!   straight from the ring, with kernel receive time (`CLOCK_REALTIME`),
+//!   `pkt_type`, `truncated` (the caller drops such frames) and `losing`;
+//!   outgoing frames never come out. Never blocks: wait with `poll` on
+//!   `fd()`.
+//! - `send(frame) -> bool` queues into the TX ring (`false` = ring full,
+//!   flush and retry; too long or shorter than 14 bytes = `InvalidInput`);
+//!   `flush()` kicks the kernel (`EAGAIN`/`ENOBUFS` are `Ok`), dropping and
+//!   counting (`tx_wrong_format()`) frames the kernel refuses.
+//! - `fd`, `ifindex`, `mac` (`SIOCGIFHWADDR`), `mtu` (`SIOCGIFMTU`),
+//!   `max_frame_len`, `ring_frames`, `take_error` (`SO_ERROR`), and
+//!   `stats()` (`PACKET_STATISTICS`, reset by the kernel on every read).
+//!
+//! **Poll** ([`poll`]): `poll_readable(fds, timeout_ns) -> Vec<bool>`:
+//! `poll(2)` for `POLLIN` (errors and hang-ups count as readable), ns
+//! rounded up to ms, `None` = forever; `EINTR` = all `false`.
+//!
+//! **Namespaces** ([`netns`]): `enter(name)`: `setns(CLONE_NEWNET)` into
+//! `/var/run/netns/NAME` for the **calling thread only**; spawn a thread for
+//! it. Sockets keep the namespace they were created in.
+//!
 //! **Marking** ([`Marking`]): `tos` is the whole DS byte (`DSCP << 2 | ECN`,
 //! the traffic class on IPv6), `ttl` the TTL or unicast hop limit,
 //! `flow_label` 20 bits, IPv6 only. Misuse is an [`io::Error`](std::io::Error)
@@ -93,6 +120,9 @@
 pub mod clock;
 mod cmsg;
 mod marking;
+pub mod netns;
+pub mod packet;
+pub mod poll;
 mod sys;
 pub mod tcp;
 mod udp;

@@ -17,13 +17,32 @@
 //! - [`overhead`]: header overhead, fragmentation and Ethernet framing of IPv4 and IPv6.
 //! - [`control`]: the control-channel messages and the HMAC handshake.
 //!
+//! The L2/L3 formats of a userspace router:
+//! - [`checksum`]: the RFC 1071 Internet checksum, pseudo-headers and the RFC 1624
+//!   incremental update.
+//! - [`ethernet`]: Ethernet II frames and MAC addresses.
+//! - [`arp`]: ARP for IPv4 over Ethernet (RFC 826).
+//! - [`ipv4`]: the IPv4 header (RFC 791), with TTL decrement and incremental checksum.
+//! - [`ipv6`]: the IPv6 fixed header (RFC 8200) and solicited-node addresses.
+//! - [`icmp`]: ICMPv4 (RFC 792) and ICMPv6 (RFC 4443) views, and the Time Exceeded,
+//!   Fragmentation Needed / Packet Too Big and Echo Reply messages a router originates.
+//! - [`ndp`]: Neighbor Solicitation parsing and Neighbor Advertisement building
+//!   (RFC 4861).
+//!
 //! This crate never touches a socket and never reads a clock.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod arp;
+pub mod checksum;
 pub mod control;
 pub mod ds;
+pub mod ethernet;
 pub mod frame;
+pub mod icmp;
+pub mod ipv4;
+pub mod ipv6;
+pub mod ndp;
 pub mod overhead;
 pub mod probe;
 pub mod rtp;

@@ -1,0 +1,176 @@
+//! `dualperf lab`: a topology of hosts and `dualperf route` routers in network
+//! namespaces. The work is `lab::netlab`'s; this is the command line.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use lab::netlab;
+use lab::topology::Topology;
+
+use crate::usage;
+
+/// Build a dual-stack testbed in network namespaces: hosts, routers running
+/// `dualperf route` with emulated links, veth pairs, addresses from 198.18.0.0/15 and
+/// 2001:2::/48, static routes and neighbours, offloads off. Needs root.
+///
+/// `down` removes everything of the lab (processes, namespaces and with them the veths,
+/// state), also after a crash; `up` on a lab that is already up rebuilds it.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  sudo dualperf lab up plans/topologies/two-hop.toml
+  sudo dualperf lab exec two-hop receiver -- dualperf recv
+  sudo dualperf lab exec two-hop sender -- dualperf send 198.18.4.2 --rate 1000pps
+  sudo dualperf lab status two-hop
+  sudo dualperf lab down two-hop")]
+pub(crate) struct LabArgs {
+    #[command(subcommand)]
+    action: Action,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Action {
+    /// Build the topology (removing a lab of the same name first).
+    Up {
+        /// The topology (TOML), e.g. plans/topologies/two-hop.toml.
+        topology: PathBuf,
+        /// Capture every router interface into DIR/ROUTER/IFACE.pcap.
+        #[arg(long, value_name = "DIR")]
+        pcap: Option<PathBuf>,
+    },
+    /// Remove the lab: its processes, namespaces, veths and state.
+    Down {
+        /// The lab's name.
+        name: String,
+    },
+    /// The lab's nodes, addresses and routers' counters (JSON with --json).
+    Status {
+        /// The lab's name.
+        name: String,
+        /// JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a command inside a node's namespace.
+    Exec {
+        /// The lab's name.
+        name: String,
+        /// The node.
+        node: String,
+        /// The command and its arguments.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+}
+
+pub(crate) fn run(args: LabArgs) -> Result<()> {
+    match args.action {
+        Action::Up { topology, pcap } => {
+            let text = std::fs::read_to_string(&topology)
+                .with_context(|| format!("cannot read {}", topology.display()))?;
+            let t = match Topology::parse(&text) {
+                Ok(t) => t,
+                Err(e) => usage!(
+                    "{}{}: {}",
+                    topology.display(),
+                    e.line.map_or(String::new(), |l| format!(":{l}")),
+                    e.message
+                ),
+            };
+            let exe = std::env::current_exe().context("cannot find the dualperf binary")?;
+            let state = netlab::up(&t, &exe, pcap.as_deref())?;
+            print_nodes(&state);
+            eprintln!(
+                "dualperf lab: '{}' is up ({} namespaces, {} routers); `dualperf lab down {}` removes it",
+                t.name,
+                state.namespaces.len(),
+                state.routers.len(),
+                t.name
+            );
+            Ok(())
+        }
+        Action::Down { name } => {
+            let r = netlab::down(&name)?;
+            eprintln!(
+                "dualperf lab: '{name}' is down ({} namespaces removed, {} processes stopped)",
+                r.namespaces.len(),
+                r.processes.len()
+            );
+            Ok(())
+        }
+        Action::Status { name, json } => {
+            let Some(state) = netlab::state(&name)? else {
+                usage!("no lab '{name}' is up");
+            };
+            let routers: Vec<serde_json::Value> = state
+                .routers
+                .iter()
+                .map(|r| {
+                    let stats = std::fs::read(&r.stats)
+                        .ok()
+                        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+                    serde_json::json!({
+                        "node": r.node,
+                        "pid": r.pid,
+                        "running": std::path::Path::new(&format!("/proc/{}", r.pid)).exists(),
+                        "stats": stats,
+                    })
+                })
+                .collect();
+            if json {
+                return crate::out::print_json(&serde_json::json!({
+                    "topology": state.topology,
+                    "namespaces": state.namespaces,
+                    "routers": routers,
+                }));
+            }
+            print_nodes(&state);
+            for r in routers {
+                println!(
+                    "router {} pid {} {}",
+                    r["node"].as_str().unwrap_or_default(),
+                    r["pid"],
+                    if r["running"] == true {
+                        "running"
+                    } else {
+                        "NOT RUNNING"
+                    }
+                );
+            }
+            Ok(())
+        }
+        Action::Exec {
+            name,
+            node,
+            command,
+        } => {
+            let ns = match netlab::namespace_of(&name, &node) {
+                Ok(ns) => ns,
+                Err(e @ netlab::LabError::NotFound(_)) => usage!("{e}"),
+                Err(e) => return Err(e.into()),
+            };
+            let status = std::process::Command::new("ip")
+                .args(["netns", "exec", &ns])
+                .args(&command)
+                .status()
+                .context("cannot run ip netns exec")?;
+            std::process::exit(status.code().unwrap_or(1));
+        }
+    }
+}
+
+fn print_nodes(state: &netlab::LabState) {
+    let t = &state.topology;
+    for (i, n) in t.nodes.iter().enumerate() {
+        let addrs: Vec<String> = t
+            .ends_of(i)
+            .map(|(_, mine, _)| format!("{} {} {}", mine.ifname, mine.ipv4, mine.ipv6))
+            .collect();
+        println!(
+            "{:<10} {:<7} {}  {}",
+            n.name,
+            format!("{:?}", n.kind).to_lowercase(),
+            t.namespace(i),
+            addrs.join("; ")
+        );
+    }
+}

@@ -1,0 +1,348 @@
+//! `dualperf route`: a userspace IPv4/IPv6 router. The decisions are `qos`'s
+//! (`forward::Forwarder`, one `link::Link` per egress); this driver moves frames between
+//! them and `AF_PACKET` rings, and sleeps until the next frame or the next link event.
+
+mod pcap;
+
+use std::collections::VecDeque;
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use lab::topology::{Loss, RouterConfig};
+use netio::packet::{PacketSocket, RingConfig};
+use qos::forward::{Forwarder, Interface, Route};
+use qos::link::{Link, LinkParams, LossModel};
+use wire::ethernet;
+use wire::time::{Duration, Instant};
+
+use crate::usage;
+
+/// Forward IPv4 and IPv6 between interfaces, emulating each egress link.
+///
+/// Frames are read and written through AF_PACKET mmap rings on the configured
+/// interfaces (veths of a `dualperf lab`, or real NICs). The router decrements TTL and
+/// hop limit (IPv4 checksum updated incrementally, RFC 1624), answers ARP, neighbour
+/// solicitations and echo requests for its own addresses, and sends ICMP time exceeded,
+/// packet too big and fragmentation needed. Each egress is a link with a rate (counting
+/// Ethernet frame bytes), delay, jitter, random loss and a tail-drop queue; see
+/// crates/qos/src/link.rs. The kernel's own addresses and forwarding should be off on
+/// these interfaces (`dualperf lab up` does that).
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  dualperf route --config r1.toml --stats r1.stats.json
+  dualperf route --config r1.toml --pcap captures/
+
+The configuration is what `dualperf lab up` writes for each router (TOML: [[interface]]
+with name, ipv4, ipv6, mtu and emulation; [[route]]; [[neighbor]]); see
+crates/lab/src/topology.rs, RouterConfig.")]
+pub(crate) struct RouteArgs {
+    /// The router configuration (TOML).
+    #[arg(long, value_name = "FILE")]
+    config: PathBuf,
+    /// Keep the counters (JSON) in FILE, rewritten every 500 ms and at exit.
+    #[arg(long, value_name = "FILE")]
+    stats: Option<PathBuf>,
+    /// Capture every interface into DIR/IFACE.pcap (frames received and sent).
+    #[arg(long, value_name = "DIR")]
+    pcap: Option<PathBuf>,
+}
+
+/// Validated configuration: what the forwarder and the links are built from.
+struct Config {
+    names: Vec<String>,
+    ipv4: Vec<(std::net::Ipv4Addr, u8)>,
+    ipv6: Vec<(std::net::Ipv6Addr, u8)>,
+    mtu: Vec<u32>,
+    links: Vec<LinkParams>,
+    routes: Vec<Route>,
+    neighbors: Vec<(usize, IpAddr, ethernet::Address)>,
+    seed: u64,
+}
+
+fn prefix<A: std::str::FromStr>(s: &str) -> Option<(A, u8)> {
+    let (a, len) = s.split_once('/')?;
+    Some((a.parse().ok()?, len.parse().ok()?))
+}
+
+fn loss(l: Loss) -> LossModel {
+    match l {
+        Loss::None => LossModel::None,
+        Loss::Bernoulli { p } => LossModel::Bernoulli { p },
+        Loss::GilbertElliott {
+            p,
+            r,
+            loss_good,
+            loss_bad,
+        } => LossModel::GilbertElliott {
+            p,
+            r,
+            loss_good,
+            loss_bad,
+        },
+    }
+}
+
+fn config(file: &RouterConfig) -> std::result::Result<Config, String> {
+    let mut c = Config {
+        names: Vec::new(),
+        ipv4: Vec::new(),
+        ipv6: Vec::new(),
+        mtu: Vec::new(),
+        links: Vec::new(),
+        routes: Vec::new(),
+        neighbors: Vec::new(),
+        seed: file.seed,
+    };
+    if file.interfaces.is_empty() {
+        return Err("no [[interface]]".into());
+    }
+    for f in &file.interfaces {
+        c.names.push(f.name.clone());
+        c.ipv4.push(
+            prefix(&f.ipv4).ok_or_else(|| {
+                format!("interface {}: ipv4 '{}' is not ADDR/LEN", f.name, f.ipv4)
+            })?,
+        );
+        c.ipv6.push(
+            prefix(&f.ipv6).ok_or_else(|| {
+                format!("interface {}: ipv6 '{}' is not ADDR/LEN", f.name, f.ipv6)
+            })?,
+        );
+        c.mtu.push(f.mtu);
+        let e = &f.emulation;
+        let params = LinkParams {
+            rate_bps: e.rate_bps,
+            overhead_bytes: 0,
+            delay: Duration::from_nanos(e.delay_ns),
+            jitter: Duration::from_nanos(e.jitter_ns),
+            loss: loss(e.loss),
+            limit_packets: Some(e.limit_packets),
+            limit_bytes: e.limit_bytes,
+        };
+        params
+            .validate()
+            .map_err(|e| format!("interface {}: {e}", f.name))?;
+        c.links.push(params);
+    }
+    let iface = |name: &str| {
+        c.names
+            .iter()
+            .position(|n| n == name)
+            .ok_or_else(|| format!("no interface '{name}'"))
+    };
+    for r in &file.routes {
+        let (p, len) = prefix::<IpAddr>(&r.prefix)
+            .ok_or_else(|| format!("route prefix '{}' is not ADDR/LEN", r.prefix))?;
+        let via: IpAddr = r
+            .via
+            .parse()
+            .map_err(|_| format!("route via '{}' is not an address", r.via))?;
+        let i = iface(&r.interface)?;
+        c.routes.push(Route {
+            prefix: p,
+            len,
+            via: Some(via),
+            iface: i,
+        });
+    }
+    for n in &file.neighbors {
+        let ip: IpAddr =
+            n.ip.parse()
+                .map_err(|_| format!("neighbor ip '{}' is not an address", n.ip))?;
+        let mac: ethernet::Address = n
+            .mac
+            .parse()
+            .map_err(|_| format!("neighbor mac '{}' is not a MAC address", n.mac))?;
+        let i = iface(&n.interface)?;
+        c.neighbors.push((i, ip, mac));
+    }
+    Ok(c)
+}
+
+pub(crate) fn run(args: RouteArgs) -> Result<()> {
+    let text = std::fs::read_to_string(&args.config)
+        .with_context(|| format!("cannot read {}", args.config.display()))?;
+    let file: RouterConfig = match toml::from_str(&text) {
+        Ok(f) => f,
+        Err(e) => usage!("{}: {}", args.config.display(), e.message()),
+    };
+    let cfg = match config(&file) {
+        Ok(c) => c,
+        Err(e) => usage!("{}: {e}", args.config.display()),
+    };
+    let mut socks = Vec::new();
+    let mut ifaces = Vec::new();
+    for (i, name) in cfg.names.iter().enumerate() {
+        // A slot holds the frame after 66 bytes of ring header: room for the MTU.
+        let ring = RingConfig {
+            frame_size: (cfg.mtu[i] + 14 + 66).next_power_of_two().max(2048),
+            ..RingConfig::default()
+        };
+        let sock = PacketSocket::open(name, &ring)
+            .with_context(|| format!("cannot open AF_PACKET on {name}"))?;
+        let mac = ethernet::Address(sock.mac().with_context(|| format!("{name}: no MAC"))?);
+        ifaces.push(Interface {
+            name: name.clone(),
+            mac,
+            ipv4: Some(cfg.ipv4[i]),
+            ipv6: Some(cfg.ipv6[i]),
+            mtu: cfg.mtu[i],
+        });
+        socks.push(sock);
+    }
+    let mut fwd = match Forwarder::new(ifaces, cfg.routes.clone(), cfg.neighbors.clone()) {
+        Ok(f) => f,
+        Err(e) => usage!("{}: {e}", args.config.display()),
+    };
+    let mut links: Vec<Link> = cfg
+        .links
+        .iter()
+        .enumerate()
+        .map(|(i, p)| Link::new(p.clone(), cfg.seed.wrapping_mul(1000) + i as u64))
+        .collect::<std::result::Result<_, _>>()?;
+    let mut pcaps = Vec::new();
+    if let Some(dir) = &args.pcap {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        for name in &cfg.names {
+            let path = dir.join(format!("{}.pcap", lab::store::file_safe(name)));
+            let f = std::fs::File::create(&path)
+                .with_context(|| format!("cannot create {}", path.display()))?;
+            pcaps.push(pcap::PcapWriter::new(std::io::BufWriter::new(f))?);
+        }
+    }
+    let stop = crate::interrupt::flag();
+    // Frames a full TX ring could not take yet, per interface.
+    let mut pending: Vec<VecDeque<Vec<u8>>> = vec![VecDeque::new(); socks.len()];
+    let mut ring_full = vec![0u64; socks.len()];
+    let fds: Vec<_> = socks.iter().map(PacketSocket::fd).collect();
+    let started = netio::clock::mono_ns();
+    let mut next_stats = started;
+    eprintln!(
+        "dualperf route: forwarding between {} ({} routes)",
+        cfg.names.join(", "),
+        cfg.routes.len()
+    );
+    let write_stats =
+        |fwd: &Forwarder, links: &[Link], socks: &[PacketSocket], ring_full: &[u64]| {
+            let doc = stats_json(
+                fwd,
+                links,
+                socks,
+                ring_full,
+                netio::clock::mono_ns() - started,
+            );
+            if let Some(path) = &args.stats {
+                let tmp = path.with_extension("json.tmp");
+                let ok = std::fs::write(&tmp, serde_json::to_vec_pretty(&doc).unwrap_or_default())
+                    .and_then(|()| std::fs::rename(&tmp, path));
+                if let Err(e) = ok {
+                    eprintln!(
+                        "dualperf route: warning: cannot write {}: {e}",
+                        path.display()
+                    );
+                }
+            }
+            doc
+        };
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        let now_ns = netio::clock::mono_ns();
+        let now = Instant::from_nanos(now_ns);
+        for (i, sock) in socks.iter_mut().enumerate() {
+            let mut frames: Vec<Vec<u8>> = Vec::new();
+            sock.recv_batch(256, |frame, info| {
+                if let Some(p) = pcaps.get_mut(i) {
+                    let _ = p.write(info.timestamp_ns, frame);
+                }
+                if !info.truncated {
+                    frames.push(frame.to_vec());
+                }
+            })?;
+            for f in frames {
+                if let Some(out) = fwd.handle_frame(i, &f) {
+                    // A drop at the egress queue is counted in the link's stats.
+                    let _ = links[out.iface].enqueue(out.frame, now);
+                }
+            }
+        }
+        for (i, link) in links.iter_mut().enumerate() {
+            while let Some(f) = link.dequeue(now) {
+                pending[i].push_back(f);
+            }
+            while let Some(f) = pending[i].front() {
+                if socks[i].send(f)? {
+                    if let Some(p) = pcaps.get_mut(i) {
+                        let _ = p.write(netio::clock::wall_ns(), f);
+                    }
+                    pending[i].pop_front();
+                } else {
+                    ring_full[i] += 1;
+                    socks[i].flush()?;
+                    break;
+                }
+            }
+            socks[i].flush()?;
+        }
+        if now_ns >= next_stats {
+            write_stats(&fwd, &links, &socks, &ring_full);
+            next_stats = now_ns + 500_000_000;
+        }
+        // Sleep until a frame arrives, the next link event, or 100 ms (to see Ctrl-C
+        // and refresh the counters); at once while a TX ring is backed up.
+        let mut wake = now_ns + 100_000_000;
+        for l in &links {
+            if let Some(t) = l.poll_timeout() {
+                wake = wake.min(t.as_nanos());
+            }
+        }
+        if pending.iter().any(|p| !p.is_empty()) {
+            wake = now_ns;
+        }
+        let timeout = wake.saturating_sub(netio::clock::mono_ns());
+        netio::poll::poll_readable(&fds, Some(timeout))?;
+    }
+    for p in &mut pcaps {
+        p.flush()?;
+    }
+    let doc = write_stats(&fwd, &links, &socks, &ring_full);
+    if args.stats.is_none() {
+        eprintln!("{}", serde_json::to_string_pretty(&doc)?);
+    }
+    Ok(())
+}
+
+/// The counters: per interface what arrived (the forwarder's view) and what left (the
+/// egress link's view), plus the kernel's ring drops.
+fn stats_json(
+    fwd: &Forwarder,
+    links: &[Link],
+    socks: &[PacketSocket],
+    ring_full: &[u64],
+    uptime_ns: u64,
+) -> serde_json::Value {
+    let ifaces: Vec<serde_json::Value> = fwd
+        .interfaces()
+        .iter()
+        .zip(fwd.stats())
+        .zip(links)
+        .zip(socks)
+        .zip(ring_full)
+        .map(|((((f, rx), link), sock), full)| {
+            let kernel = sock.stats().ok();
+            serde_json::json!({
+                "name": f.name,
+                "mac": f.mac.to_string(),
+                "ingress": rx,
+                "egress": link.stats(),
+                "egress_link": link.params(),
+                "tx_ring_full": full,
+                "kernel_rx_drops": kernel.map(|k| k.drops),
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "format_version": 1,
+        "uptime_ns": uptime_ns,
+        "interfaces": ifaces,
+    })
+}

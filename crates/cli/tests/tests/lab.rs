@@ -1,0 +1,422 @@
+//! The namespace lab and `dualperf route`, for real: namespaces, veths, AF_PACKET rings,
+//! kernel TCP and UDP through two userspace routers and a 10 Mbit/s bottleneck. Each
+//! test builds its own copy of `plans/topologies/two-hop.toml` under a name of its own
+//! and removes it even when it fails. They need root; under `CI=true` a missing
+//! capability is a failure, elsewhere the test says it skipped.
+//!
+//! Addresses (two-hop): sender 198.18.1.1 / 2001:2:0:1::1, r1 198.18.1.2 and
+//! 198.18.3.1, r2 198.18.3.2 and 198.18.4.1, receiver 198.18.4.2 / 2001:2:0:4::2.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::support::{path_str, run, Proc, TempDir, BIN};
+
+const RECEIVER_V4: &str = "198.18.4.2";
+const RECEIVER_V6: &str = "2001:2:0:4::2";
+
+fn privileged() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let tools = [("ip", "-V"), ("ethtool", "--version")]
+        .iter()
+        .all(|(t, v)| {
+            Command::new(t)
+                .arg(v)
+                .output()
+                .is_ok_and(|o| o.status.success())
+        });
+    if root && tools {
+        return true;
+    }
+    let why = if root {
+        "ip (iproute2) and ethtool must be installed"
+    } else {
+        "the lab needs root (CAP_NET_ADMIN)"
+    };
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "under CI=true this test must run: {why}"
+    );
+    eprintln!("skipped: {why}");
+    false
+}
+
+/// A two-hop lab under its own name, removed on drop.
+struct Lab {
+    name: String,
+    _dir: TempDir,
+}
+
+impl Lab {
+    fn up(tag: &str, pcap: Option<&Path>) -> Self {
+        let name = format!("t{tag}-{}", std::process::id() % 100_000);
+        let dir = TempDir::new(&format!("lab-{tag}"));
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../plans/topologies/two-hop.toml"
+        ))
+        .unwrap()
+        .replace("name = \"two-hop\"", &format!("name = \"{name}\""));
+        let topo = dir.path("topo.toml");
+        std::fs::write(&topo, text).unwrap();
+        let mut args = vec!["lab", "up", path_str(&topo)];
+        if let Some(p) = pcap {
+            args.extend(["--pcap", path_str(p)]);
+        }
+        let lab = Self { name, _dir: dir };
+        run(&args).assert_success();
+        lab
+    }
+
+    /// `dualperf ARGS` inside `node`, to completion.
+    fn exec(&self, node: &str, args: &[&str]) -> crate::support::Finished {
+        let mut all = vec!["lab", "exec", &self.name, node, "--", BIN];
+        all.extend(args);
+        run(&all)
+    }
+
+    /// `dualperf ARGS` inside `node`, running on.
+    fn spawn(&self, node: &str, args: &[&str]) -> Proc {
+        let mut all = vec!["lab", "exec", &self.name, node, "--", BIN];
+        all.extend(args);
+        Proc::spawn(&all)
+    }
+
+    fn namespaces(&self) -> Vec<String> {
+        let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|n| n.starts_with(&format!("dp-{}-", self.name)))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn state(&self) -> serde_json::Value {
+        let path = format!("/run/dualperf/labs/{}/state.json", self.name);
+        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+    }
+
+    fn down(&self) {
+        run(&["lab", "down", &self.name]).assert_success();
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let _ = Command::new(BIN).args(["lab", "down", &self.name]).output();
+    }
+}
+
+/// Running: present and not a zombie (a killed router whose parent, `lab up`, is long
+/// gone waits for init to reap it).
+fn alive(pid: u64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let rest = &s[s.rfind(')')? + 1..];
+            rest.split_whitespace().next().map(|st| st != "Z")
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn lab_up_then_down_leaves_nothing_even_after_a_router_is_killed() {
+    if !privileged() {
+        return;
+    }
+    let lab = Lab::up("ud", None);
+    assert_eq!(lab.namespaces().len(), 6);
+    let state = lab.state();
+    let pids: Vec<u64> = state["routers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["pid"].as_u64().unwrap())
+        .collect();
+    assert_eq!(pids.len(), 2);
+    assert!(pids.iter().all(|p| alive(*p)));
+    // kill -9 one router, then down: nothing is left.
+    let ok = Command::new("kill")
+        .args(["-9", &pids[0].to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    lab.down();
+    assert!(lab.namespaces().is_empty(), "{:?}", lab.namespaces());
+    assert!(pids.iter().all(|p| !alive(*p)), "a router survived");
+    let links = Command::new("ip").args(["-o", "link"]).output().unwrap();
+    let links = String::from_utf8_lossy(&links.stdout);
+    assert!(
+        !links.contains("to-r1") && !links.contains("to-sender"),
+        "{links}"
+    );
+    // Down again is a no-op; up on a dirty lab rebuilds it.
+    lab.down();
+    let again = Lab::up("ud", None);
+    assert_eq!(again.namespaces().len(), 6);
+    again.down();
+}
+
+/// The hop limits the receiver recorded, from `decode --packets`.
+fn hop_limits(log: &Path) -> Vec<u64> {
+    let out = run(&["decode", path_str(log), "--packets"]);
+    out.assert_success();
+    let mut lines = out.stdout.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = header.iter().position(|h| *h == "hop_limit").unwrap();
+    let kind = header.iter().position(|h| *h == "kind").unwrap();
+    lines
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|f| f[kind] == "rx")
+        .map(|f| f[col].parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn ipv4_and_ipv6_cross_both_routers_with_ttl_and_hop_limit_down_by_two() {
+    if !privileged() {
+        return;
+    }
+    let lab = Lab::up("tt", None);
+    let dir = TempDir::new("lab-ttl");
+    for (dest, log) in [(RECEIVER_V4, "v4.dplog"), (RECEIVER_V6, "v6.dplog")] {
+        let log = dir.path(log);
+        let rx = lab.spawn(
+            "receiver",
+            &["recv", "--sessions", "1", "--log", path_str(&log)],
+        );
+        rx.wait_stderr_line(|l| l.contains("listening on"));
+        let out = lab.exec(
+            "sender",
+            &[
+                "send", dest, "--udp", "--rate", "200pps", "--count", "40", "--ttl", "64", "--json",
+            ],
+        );
+        out.assert_success();
+        let doc = out.json();
+        assert_eq!(doc["flows"][0]["received"]["packets"], 40, "{doc:#}");
+        rx.finish();
+        let hops = hop_limits(&log);
+        assert_eq!(hops.len(), 40);
+        assert!(hops.iter().all(|h| *h == 62), "{dest}: {hops:?}");
+    }
+    lab.down();
+}
+
+/// Lines of `tshark -r FILE -Y FILTER -T fields -e FIELD`.
+fn tshark(file: &Path, filter: &str, field: &str) -> Vec<String> {
+    let out = Command::new("tshark")
+        .args([
+            "-r",
+            path_str(file),
+            "-Y",
+            filter,
+            "-T",
+            "fields",
+            "-e",
+            field,
+        ])
+        .output()
+        .expect("tshark");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn a_small_ttl_gets_time_exceeded_from_each_router_and_captures_are_clean() {
+    if !privileged() {
+        return;
+    }
+    let dir = TempDir::new("lab-icmp");
+    let pcap = dir.path("pcap");
+    let lab = Lab::up("ic", Some(&pcap));
+    let rx = lab.spawn("receiver", &["recv"]);
+    rx.wait_stderr_line(|l| l.contains("listening on"));
+    // TTL 1 expires at r1, TTL 2 at r2; the control session keeps the default TTL.
+    for (dest, ttl) in [
+        (RECEIVER_V4, "1"),
+        (RECEIVER_V4, "2"),
+        (RECEIVER_V6, "1"),
+        (RECEIVER_V6, "2"),
+    ] {
+        let out = lab.exec(
+            "sender",
+            &[
+                "send", dest, "--udp", "--count", "3", "--rate", "100pps", "--ttl", ttl,
+            ],
+        );
+        // Nothing arrives: the run reports its loss (exit 0 or 1), it does not hang.
+        assert!(out.status.code().is_some(), "{}", out.stderr);
+    }
+    drop(rx);
+    lab.down(); // the routers flush their captures as they stop
+    let r1 = pcap.join("r1").join("to-sender.pcap");
+    let r2 = pcap.join("r2").join("to-r1.pcap");
+    // The outer header's source (tshark lists the quoted packet's after a comma).
+    let outer = |v: Vec<String>| -> Vec<String> {
+        v.iter()
+            .map(|s| s.split(',').next().unwrap_or_default().to_owned())
+            .collect()
+    };
+    let v4_from = |f: &Path| outer(tshark(f, "icmp.type == 11", "ip.src"));
+    let v6_from = |f: &Path| outer(tshark(f, "icmpv6.type == 3", "ipv6.src"));
+    assert!(
+        v4_from(&r1).iter().any(|s| s == "198.18.1.2"),
+        "{:?}",
+        v4_from(&r1)
+    );
+    assert!(
+        v4_from(&r2).iter().any(|s| s == "198.18.3.2"),
+        "{:?}",
+        v4_from(&r2)
+    );
+    assert!(
+        v6_from(&r1).iter().any(|s| s == "2001:2:0:1::2"),
+        "{:?}",
+        v6_from(&r1)
+    );
+    assert!(
+        v6_from(&r2).iter().any(|s| s == "2001:2:0:3::2"),
+        "{:?}",
+        v6_from(&r2)
+    );
+    // Every capture opens in tshark with no malformed packet.
+    for router in ["r1", "r2"] {
+        for entry in std::fs::read_dir(pcap.join(router)).unwrap() {
+            let f = entry.unwrap().path();
+            let all = tshark(&f, "frame", "frame.number");
+            assert!(!all.is_empty(), "{} is empty", f.display());
+            let bad = tshark(
+                &f,
+                "_ws.malformed || _ws.expert.severity == error",
+                "frame.number",
+            );
+            assert!(bad.is_empty(), "{}: malformed frames {bad:?}", f.display());
+        }
+    }
+}
+
+#[test]
+fn bulk_tcp_gets_at_least_9_mbit_through_the_10_mbit_bottleneck() {
+    if !privileged() {
+        return;
+    }
+    let lab = Lab::up("bk", None);
+    for dest in [RECEIVER_V4, RECEIVER_V6] {
+        let rx = lab.spawn("receiver", &["recv", "--sessions", "1"]);
+        rx.wait_stderr_line(|l| l.contains("listening on"));
+        let out = lab.exec(
+            "sender",
+            &[
+                "send",
+                dest,
+                "--tcp",
+                "--bulk",
+                "--duration",
+                "4s",
+                "--json",
+            ],
+        );
+        out.assert_success();
+        let bps = out.json()["flows"][0]["received"]["bitrate_bps"]
+            .as_f64()
+            .unwrap();
+        eprintln!("dualperf bulk TCP to {dest}: {:.2} Mbit/s", bps / 1e6);
+        assert!(bps >= 9e6, "{dest}: {bps}");
+        rx.finish();
+        // iperf3, the peer tool, through the same lab.
+        let mut server = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &format!("dp-{}-receiver", lab.name),
+                "iperf3",
+                "-s",
+                "-1",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("iperf3 (apt-get install iperf3)");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let client = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &format!("dp-{}-sender", lab.name),
+                "iperf3",
+                "-c",
+                dest,
+                "-t",
+                "4",
+                "-J",
+            ])
+            .output()
+            .expect("iperf3");
+        let _ = server.wait();
+        let doc: serde_json::Value = serde_json::from_slice(&client.stdout).unwrap();
+        let bps = doc["end"]["sum_received"]["bits_per_second"]
+            .as_f64()
+            .unwrap();
+        eprintln!("iperf3 TCP to {dest}: {:.2} Mbit/s", bps / 1e6);
+        assert!(bps >= 9e6, "iperf3 {dest}: {bps}");
+    }
+    lab.down();
+}
+
+#[test]
+fn udp_at_12_mbit_loses_what_the_framing_arithmetic_predicts() {
+    if !privileged() {
+        return;
+    }
+    let lab = Lab::up("ud12", None);
+    // Payload 1400 B: frames of 1400 + 8 (UDP) + 20 or 40 (IP) + 14 (Ethernet) bytes.
+    // The link carries 10e6 / (8 · frame) frames a second; over the run it delivers those
+    // plus the 100 frames its queue holds when the sender stops.
+    for (dest, ip_header) in [(RECEIVER_V4, 20.0), (RECEIVER_V6, 40.0)] {
+        let rx = lab.spawn("receiver", &["recv", "--sessions", "1"]);
+        rx.wait_stderr_line(|l| l.contains("listening on"));
+        let out = lab.exec(
+            "sender",
+            &[
+                "send",
+                dest,
+                "--udp",
+                "--rate",
+                "12mbit",
+                "--size",
+                "1400",
+                "--duration",
+                "4s",
+                "--json",
+            ],
+        );
+        out.assert_success();
+        let flow = &out.json()["flows"][0];
+        let sent = flow["sent"]["packets"].as_f64().unwrap();
+        let span_s = flow["sent"]["duration_ns"].as_f64().unwrap() / 1e9;
+        let received = flow["received"]["packets"].as_f64().unwrap();
+        let frame_bits = (1400.0 + 8.0 + ip_header + 14.0) * 8.0;
+        let predicted_received = (10e6 / frame_bits * span_s + 100.0).min(sent);
+        let predicted = 100.0 * (1.0 - predicted_received / sent);
+        let measured = 100.0 * (1.0 - received / sent);
+        eprintln!(
+            "UDP 12 Mbit/s to {dest}: loss {measured:.2} % measured, {predicted:.2} % predicted"
+        );
+        assert!(
+            (measured - predicted).abs() < 1.0,
+            "{dest}: {measured} vs {predicted}"
+        );
+        rx.finish();
+    }
+    lab.down();
+}

@@ -1,0 +1,474 @@
+//! Building and removing a topology in network namespaces with iproute2 and ethtool,
+//! and running one `dualperf route` per router.
+//!
+//! Every name carries the lab's prefix: namespaces are `dp-LAB-NODE`, and the veths live
+//! only inside them, so deleting the namespaces deletes the links. The state file
+//! (`/run/dualperf/labs/LAB/state.json`) records what `up` made; `down` also finds the
+//! namespaces by prefix, so it leaves nothing behind after a crash or a `kill -9`, and
+//! `up` on a dirty lab cleans up first.
+//!
+//! Per node, `up` sets:
+//! - all: loopback up, IPv6 DAD and router advertisements off (addresses usable at once,
+//!   no autoconfiguration);
+//! - hosts: dual-stack addresses, default routes via their router, static neighbour
+//!   entries for every peer;
+//! - routers: no kernel addresses and IPv6 off on their interfaces, kernel forwarding
+//!   off: only `dualperf route` answers and forwards;
+//! - every veth: TSO, GSO, GRO and checksum offloads off (`ethtool -K`), so the router
+//!   sees wire-sized frames with full checksums.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration as StdDuration, Instant as StdInstant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::topology::{Kind, Topology};
+
+/// Where lab state lives.
+pub const STATE_ROOT: &str = "/run/dualperf/labs";
+
+/// Why a lab command failed.
+#[derive(Debug, thiserror::Error)]
+pub enum LabError {
+    /// A command failed.
+    #[error("{command}: {message}")]
+    Command {
+        /// The command line.
+        command: String,
+        /// What it said, or why it did not run.
+        message: String,
+    },
+    /// The state directory.
+    #[error("{path}: {source}")]
+    Io {
+        /// Where.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A router did not start.
+    #[error("router {node} did not start: {log}")]
+    Router {
+        /// Which.
+        node: String,
+        /// Its log.
+        log: String,
+    },
+    /// No such lab or node.
+    #[error("{0}")]
+    NotFound(String),
+}
+
+/// What `up` made.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LabState {
+    /// The topology, resolved.
+    pub topology: Topology,
+    /// Namespaces, in node order.
+    pub namespaces: Vec<String>,
+    /// Router processes.
+    pub routers: Vec<RouterProc>,
+}
+
+/// A running `dualperf route`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RouterProc {
+    /// Node name.
+    pub node: String,
+    /// Process id.
+    pub pid: u32,
+    /// Its configuration file.
+    pub config: PathBuf,
+    /// Where it writes its counters (on SIGUSR1 and at exit).
+    pub stats: PathBuf,
+    /// Its stdout and stderr.
+    pub log: PathBuf,
+}
+
+/// The state directory of lab `name`.
+pub fn state_dir(name: &str) -> PathBuf {
+    Path::new(STATE_ROOT).join(name)
+}
+
+fn run(args: &[&str]) -> Result<String, LabError> {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| LabError::Command {
+            command: args.join(" "),
+            message: e.to_string(),
+        })?;
+    if !out.status.success() {
+        return Err(LabError::Command {
+            command: args.join(" "),
+            message: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn io(path: &Path) -> impl Fn(std::io::Error) -> LabError + '_ {
+    move |source| LabError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// Namespaces whose name starts with `dp-NAME-`.
+pub fn namespaces_of(name: &str) -> Result<Vec<String>, LabError> {
+    let prefix = format!("dp-{name}-");
+    Ok(run(&["ip", "netns", "list"])?
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with(&prefix))
+        .map(str::to_owned)
+        .collect())
+}
+
+/// Build `topology`; `exe` is the `dualperf` binary the routers run. A lab of the same
+/// name is removed first.
+pub fn up(topology: &Topology, exe: &Path, pcap: Option<&Path>) -> Result<LabState, LabError> {
+    down(&topology.name)?;
+    let dir = state_dir(&topology.name);
+    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+    let mut state = LabState {
+        topology: topology.clone(),
+        namespaces: (0..topology.nodes.len())
+            .map(|i| topology.namespace(i))
+            .collect(),
+        routers: Vec::new(),
+    };
+    // Recorded before anything is made, so a failure half-way is cleaned up by `down`.
+    write_state(&state)?;
+    match build(topology, exe, pcap, &mut state) {
+        Ok(()) => {
+            write_state(&state)?;
+            Ok(state)
+        }
+        Err(e) => {
+            let _ = write_state(&state);
+            let _ = down(&topology.name);
+            Err(e)
+        }
+    }
+}
+
+fn write_state(state: &LabState) -> Result<(), LabError> {
+    let path = state_dir(&state.topology.name).join("state.json");
+    let text = serde_json::to_vec_pretty(state).map_err(|e| LabError::Io {
+        path: path.clone(),
+        source: std::io::Error::other(e),
+    })?;
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, text).map_err(io(&tmp))?;
+    std::fs::rename(&tmp, &path).map_err(io(&path))
+}
+
+fn build(
+    t: &Topology,
+    exe: &Path,
+    pcap: Option<&Path>,
+    state: &mut LabState,
+) -> Result<(), LabError> {
+    for (i, node) in t.nodes.iter().enumerate() {
+        let ns = t.namespace(i);
+        run(&["ip", "netns", "add", &ns])?;
+        run(&["ip", "-n", &ns, "link", "set", "lo", "up"])?;
+        let mut sysctls = vec![
+            "net.ipv6.conf.all.accept_dad=0",
+            "net.ipv6.conf.default.accept_dad=0",
+            "net.ipv6.conf.all.accept_ra=0",
+            "net.ipv6.conf.default.accept_ra=0",
+        ];
+        if node.kind == Kind::Router {
+            sysctls.extend([
+                "net.ipv4.ip_forward=0",
+                "net.ipv6.conf.all.forwarding=0",
+                // Interfaces made from now on have no IPv6 in the kernel.
+                "net.ipv6.conf.default.disable_ipv6=1",
+            ]);
+        }
+        for s in sysctls {
+            run(&["ip", "netns", "exec", &ns, "sysctl", "-qw", s])?;
+        }
+    }
+    for l in &t.links {
+        let [a, b] = &l.ends;
+        let (na, nb) = (t.namespace(a.node), t.namespace(b.node));
+        run(&[
+            "ip", "link", "add", "name", &a.ifname, "address", &a.mac, "netns", &na, "type",
+            "veth", "peer", "name", &b.ifname, "address", &b.mac, "netns", &nb,
+        ])?;
+        for end in [a, b] {
+            let ns = t.namespace(end.node);
+            run(&[
+                "ip",
+                "-n",
+                &ns,
+                "link",
+                "set",
+                &end.ifname,
+                "mtu",
+                &l.mtu.to_string(),
+            ])?;
+            // Offloads off: wire-sized frames with full checksums for the router.
+            run(&[
+                "ip",
+                "netns",
+                "exec",
+                &ns,
+                "ethtool",
+                "-K",
+                &end.ifname,
+                "tso",
+                "off",
+                "gso",
+                "off",
+                "gro",
+                "off",
+                "tx",
+                "off",
+                "rx",
+                "off",
+            ])?;
+            if t.nodes[end.node].kind == Kind::Host {
+                run(&[
+                    "ip",
+                    "-n",
+                    &ns,
+                    "addr",
+                    "add",
+                    &format!("{}/24", end.ipv4),
+                    "dev",
+                    &end.ifname,
+                ])?;
+                run(&[
+                    "ip",
+                    "-n",
+                    &ns,
+                    "-6",
+                    "addr",
+                    "add",
+                    &format!("{}/64", end.ipv6),
+                    "dev",
+                    &end.ifname,
+                    "nodad",
+                ])?;
+            }
+            run(&["ip", "-n", &ns, "link", "set", &end.ifname, "up"])?;
+        }
+    }
+    for (i, node) in t.nodes.iter().enumerate() {
+        if node.kind != Kind::Host {
+            continue;
+        }
+        let ns = t.namespace(i);
+        for n in t.neighbors(i) {
+            run(&[
+                "ip",
+                "-n",
+                &ns,
+                "neigh",
+                "replace",
+                &n.ip.to_string(),
+                "lladdr",
+                &n.mac,
+                "dev",
+                &n.ifname,
+                "nud",
+                "permanent",
+            ])?;
+        }
+        for r in t.routes(i) {
+            let dest = r
+                .prefix
+                .map_or("default".to_owned(), |(ip, len)| format!("{ip}/{len}"));
+            let family = if r.gateway.is_ipv4() { "-4" } else { "-6" };
+            run(&[
+                "ip",
+                "-n",
+                &ns,
+                family,
+                "route",
+                "add",
+                &dest,
+                "via",
+                &r.gateway.to_string(),
+                "dev",
+                &r.ifname,
+            ])?;
+        }
+    }
+    let dir = state_dir(&t.name);
+    for (i, node) in t.nodes.iter().enumerate() {
+        if node.kind != Kind::Router {
+            continue;
+        }
+        let config = dir.join(format!("{}.toml", node.name));
+        let text = toml::to_string(&t.router_config(i)).map_err(|e| LabError::Io {
+            path: config.clone(),
+            source: std::io::Error::other(e),
+        })?;
+        std::fs::write(&config, text).map_err(io(&config))?;
+        let stats = dir.join(format!("{}.stats.json", node.name));
+        let log = dir.join(format!("{}.log", node.name));
+        let log_file = std::fs::File::create(&log).map_err(io(&log))?;
+        let err_file = log_file.try_clone().map_err(io(&log))?;
+        let ns = t.namespace(i);
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &ns])
+            .arg(exe)
+            .arg("route")
+            .arg("--config")
+            .arg(&config)
+            .arg("--stats")
+            .arg(&stats);
+        if let Some(p) = pcap {
+            let d = p.join(&node.name);
+            std::fs::create_dir_all(&d).map_err(io(&d))?;
+            cmd.arg("--pcap").arg(d);
+        }
+        // Its own process group: the router outlives `lab up` and a Ctrl-C there.
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(log_file)
+            .stderr(err_file)
+            .process_group(0)
+            .spawn()
+            .map_err(|e| LabError::Command {
+                command: format!("ip netns exec {ns} dualperf route"),
+                message: e.to_string(),
+            })?;
+        state.routers.push(RouterProc {
+            node: node.name.clone(),
+            pid: child.id(),
+            config,
+            stats,
+            log: log.clone(),
+        });
+        write_state(state)?;
+        // Ready when it says so; gone means it failed.
+        let deadline = StdInstant::now() + StdDuration::from_secs(10);
+        loop {
+            let said = std::fs::read_to_string(&log).unwrap_or_default();
+            if said.contains("dualperf route: forwarding") {
+                break;
+            }
+            if !alive(child.id()) || StdInstant::now() > deadline {
+                return Err(LabError::Router {
+                    node: node.name.clone(),
+                    log: said.trim().to_owned(),
+                });
+            }
+            std::thread::sleep(StdDuration::from_millis(20));
+        }
+    }
+    Ok(())
+}
+
+/// Whether process `pid` is running (not a zombie).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            // "PID (comm) S …": the state follows the last ')'.
+            let rest = &s[s.rfind(')')? + 1..];
+            rest.split_whitespace().next().map(|st| st != "Z")
+        })
+        .unwrap_or(false)
+}
+
+/// The lab's state, if `up` left one.
+pub fn state(name: &str) -> Result<Option<LabState>, LabError> {
+    let path = state_dir(name).join("state.json");
+    match std::fs::read(&path) {
+        Ok(b) => serde_json::from_slice(&b)
+            .map(Some)
+            .map_err(|e| LabError::Io {
+                path,
+                source: std::io::Error::other(e),
+            }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(LabError::Io { path, source: e }),
+    }
+}
+
+/// What `down` removed.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct DownReport {
+    /// Processes stopped (routers, and anything else running in the namespaces).
+    pub processes: Vec<u32>,
+    /// Namespaces deleted.
+    pub namespaces: Vec<String>,
+}
+
+/// Remove lab `name`: stop every process in its namespaces (routers first, SIGTERM so
+/// they write their counters, then SIGKILL), delete the namespaces (and with them the
+/// veths), and the state. Idempotent.
+pub fn down(name: &str) -> Result<DownReport, LabError> {
+    let mut report = DownReport::default();
+    let mut namespaces = namespaces_of(name)?;
+    if let Some(s) = state(name)? {
+        for ns in s.namespaces {
+            if !namespaces.contains(&ns) {
+                namespaces.push(ns);
+            }
+        }
+    }
+    let existing = namespaces_of(name)?;
+    namespaces.retain(|n| existing.contains(n));
+    let mut pids: Vec<u32> = Vec::new();
+    for ns in &namespaces {
+        if let Ok(out) = run(&["ip", "netns", "pids", ns]) {
+            pids.extend(out.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+        }
+    }
+    for sig in ["-TERM", "-KILL"] {
+        let live: Vec<String> = pids
+            .iter()
+            .filter(|p| alive(**p))
+            .map(u32::to_string)
+            .collect();
+        if live.is_empty() {
+            break;
+        }
+        let mut args = vec!["kill", sig];
+        args.extend(live.iter().map(String::as_str));
+        let _ = run(&args);
+        let deadline = StdInstant::now() + StdDuration::from_secs(2);
+        while pids.iter().any(|p| alive(*p)) && StdInstant::now() < deadline {
+            std::thread::sleep(StdDuration::from_millis(20));
+        }
+    }
+    report.processes = pids;
+    for ns in namespaces {
+        run(&["ip", "netns", "del", &ns])?;
+        report.namespaces.push(ns);
+    }
+    let dir = state_dir(name);
+    let state_file = dir.join("state.json");
+    if state_file.exists() {
+        std::fs::remove_file(&state_file).map_err(io(&state_file))?;
+    }
+    Ok(report)
+}
+
+/// The namespace of `node` in a running lab.
+pub fn namespace_of(name: &str, node: &str) -> Result<String, LabError> {
+    let s = state(name)?.ok_or_else(|| LabError::NotFound(format!("no lab '{name}' is up")))?;
+    let i = s.topology.node(node).ok_or_else(|| {
+        LabError::NotFound(format!(
+            "lab '{name}' has no node '{node}' (it has {})",
+            s.topology
+                .nodes
+                .iter()
+                .map(|n| n.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    })?;
+    Ok(s.topology.namespace(i))
+}

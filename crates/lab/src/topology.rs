@@ -1,0 +1,762 @@
+//! Lab topologies: hosts and routers joined by point-to-point links, read from TOML and
+//! resolved into everything `lab up` builds: namespaces, veth pairs with fixed MACs,
+//! dual-stack addresses from the benchmarking ranges, routes, static neighbours, and
+//! each router's `dualperf route` configuration.
+//!
+//! ```toml
+//! version = 1
+//! name = "two-hop"
+//!
+//! [[node]]
+//! name = "sender"
+//! kind = "host"            # or "router"
+//!
+//! [[link]]
+//! a = "sender"
+//! b = "r1"
+//! mtu = 1500               # default 1500
+//! # Emulated where a router sends onto the link (hosts send as the kernel does):
+//! rate = "10mbit"          # default: no limit
+//! delay = "5ms"            # one way; default 0
+//! jitter = "1ms"           # uniform ±; default 0
+//! loss = "1%"              # or "ge:P,R,LOSS_GOOD,LOSS_BAD" (Gilbert–Elliott, %)
+//! limit = 100              # queue limit, packets; default 1000
+//! limit_bytes = 150000     # default: none
+//! ```
+//!
+//! Addresses: link `k` (1-based, in file order) is 198.18.k.0/24 and 2001:2:0:k::/64;
+//! side `a` is `.1` / `::1`, side `b` is `.2` / `::2` (RFC 2544 App. C.2.2 and RFC 5180
+//! §8 ranges, so nothing here can collide with a real network). MACs are
+//! `02:64:70:KK:KK:0S` (locally administered), `KK:KK` the link number and `S` the side.
+//! A node's interface toward `peer` is named `to-PEER`.
+//!
+//! Routing is static: a host's default route points to the router at the far end of its
+//! first link to a router; a router reaches every other link's subnet by the shortest
+//! path through routers (ties broken by link order).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+use traffic::units::{parse_duration, Rate};
+use wire::time::Duration;
+
+/// The topology format this build reads.
+pub const TOPOLOGY_VERSION: u32 = 1;
+/// Most links (the address plan gives each a /24 of 198.18.0.0/15).
+pub const MAX_LINKS: usize = 255;
+
+/// A topology that cannot be used, with its line when known.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}{message}", line.map_or(String::new(), |l| format!("line {l}: ")))]
+pub struct TopologyError {
+    /// 1-based line.
+    pub line: Option<usize>,
+    /// What is wrong.
+    pub message: String,
+}
+
+fn err(line: Option<usize>, message: impl Into<String>) -> TopologyError {
+    TopologyError {
+        line,
+        message: message.into(),
+    }
+}
+
+/// Host or router.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// Sends and receives with the kernel's stack.
+    Host,
+    /// Forwards with `dualperf route`; the kernel's forwarding is off.
+    Router,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    version: Spanned<u32>,
+    name: Spanned<String>,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    node: Vec<Spanned<NodeFile>>,
+    #[serde(default)]
+    link: Vec<Spanned<LinkFile>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NodeFile {
+    name: String,
+    kind: Kind,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LinkFile {
+    a: String,
+    b: String,
+    #[serde(default)]
+    mtu: Option<u32>,
+    #[serde(default)]
+    rate: Option<String>,
+    #[serde(default)]
+    delay: Option<String>,
+    #[serde(default)]
+    jitter: Option<String>,
+    #[serde(default)]
+    loss: Option<String>,
+    #[serde(default)]
+    limit: Option<u32>,
+    #[serde(default)]
+    limit_bytes: Option<u64>,
+}
+
+/// Random loss of a link, as configured.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "model")]
+pub enum Loss {
+    /// None.
+    None,
+    /// Each frame with probability `p` (0–1).
+    Bernoulli {
+        /// Probability.
+        p: f64,
+    },
+    /// Gilbert–Elliott: P(good→bad), P(bad→good), loss in good, loss in bad (0–1).
+    GilbertElliott {
+        /// P(good → bad).
+        p: f64,
+        /// P(bad → good).
+        r: f64,
+        /// Loss probability in the good state.
+        loss_good: f64,
+        /// Loss probability in the bad state.
+        loss_bad: f64,
+    },
+}
+
+/// What a router's egress onto a link emulates.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Emulation {
+    /// bit/s; 0 = no limit.
+    pub rate_bps: u64,
+    /// One-way propagation delay, ns.
+    pub delay_ns: u64,
+    /// Uniform jitter half-width, ns.
+    pub jitter_ns: u64,
+    /// Random loss.
+    pub loss: Loss,
+    /// Queue limit, packets.
+    pub limit_packets: u32,
+    /// Queue limit, bytes.
+    pub limit_bytes: Option<u64>,
+}
+
+/// One side of a link.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct End {
+    /// Index into [`Topology::nodes`].
+    pub node: usize,
+    /// Interface name in the node's namespace.
+    pub ifname: String,
+    /// MAC address, `02:64:70:…`.
+    pub mac: String,
+    /// IPv4 address (/24).
+    pub ipv4: Ipv4Addr,
+    /// IPv6 address (/64).
+    pub ipv6: Ipv6Addr,
+}
+
+/// A resolved link.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Link {
+    /// 1-based number, in file order.
+    pub number: usize,
+    /// Side `a` and side `b`.
+    pub ends: [End; 2],
+    /// IP MTU of both ends.
+    pub mtu: u32,
+    /// What routers emulate when they send onto it.
+    pub emulation: Emulation,
+}
+
+/// A node.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Node {
+    /// Name, as written.
+    pub name: String,
+    /// Host or router.
+    pub kind: Kind,
+}
+
+/// A route of a node: `prefix/len` via `gateway` out of `ifname`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Route {
+    /// Destination prefix; `None` for the default route.
+    pub prefix: Option<(std::net::IpAddr, u8)>,
+    /// Next hop.
+    pub gateway: std::net::IpAddr,
+    /// Egress interface.
+    pub ifname: String,
+}
+
+/// A static neighbour entry of a node.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Neighbor {
+    /// The neighbour's address.
+    pub ip: std::net::IpAddr,
+    /// Its MAC.
+    pub mac: String,
+    /// The interface it is on.
+    pub ifname: String,
+}
+
+/// One interface of a router, as `dualperf route --config` reads it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouterInterface {
+    /// Kernel interface name in the router's namespace.
+    pub name: String,
+    /// The router's IPv4 address on it, with the prefix length.
+    pub ipv4: String,
+    /// The router's IPv6 address on it, with the prefix length.
+    pub ipv6: String,
+    /// IP MTU: larger packets get ICMP "fragmentation needed" / "packet too big".
+    pub mtu: u32,
+    /// What the router emulates when it sends on this interface.
+    pub emulation: Emulation,
+}
+
+/// A router's route.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouterRoute {
+    /// `198.18.4.0/24` or `2001:2:0:4::/64`.
+    pub prefix: String,
+    /// Next hop.
+    pub via: String,
+    /// Egress interface name.
+    pub interface: String,
+}
+
+/// A router's static neighbour.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouterNeighbor {
+    /// Interface name.
+    pub interface: String,
+    /// Address.
+    pub ip: String,
+    /// MAC.
+    pub mac: String,
+}
+
+/// A `dualperf route` configuration file (TOML), written by `lab up` for each router
+/// and readable and writable by hand for a router on real interfaces.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouterConfig {
+    /// Seed of the links' random loss and jitter.
+    #[serde(default)]
+    pub seed: u64,
+    /// Interfaces.
+    #[serde(rename = "interface")]
+    pub interfaces: Vec<RouterInterface>,
+    /// Routes beyond the interfaces' own subnets.
+    #[serde(default, rename = "route")]
+    pub routes: Vec<RouterRoute>,
+    /// Static neighbours.
+    #[serde(default, rename = "neighbor")]
+    pub neighbors: Vec<RouterNeighbor>,
+}
+
+/// A validated topology.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Topology {
+    /// Lab name (namespaces are `dp-NAME-NODE`).
+    pub name: String,
+    /// What it is.
+    pub description: String,
+    /// Nodes, in file order.
+    pub nodes: Vec<Node>,
+    /// Links, in file order.
+    pub links: Vec<Link>,
+}
+
+fn name_ok(s: &str, max: usize) -> bool {
+    !s.is_empty()
+        && s.len() <= max
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+}
+
+/// A percentage such as `1%` or `0.5%` as a probability.
+fn percent(s: &str) -> Option<f64> {
+    let v: f64 = s.trim().strip_suffix('%')?.trim().parse().ok()?;
+    (0.0..=100.0).contains(&v).then_some(v / 100.0)
+}
+
+fn parse_loss(s: &str) -> Option<Loss> {
+    if let Some(rest) = s.strip_prefix("ge:") {
+        let v: Vec<f64> = rest
+            .split(',')
+            .map(|p| percent(&format!("{}%", p.trim().trim_end_matches('%'))))
+            .collect::<Option<_>>()?;
+        let [p, r, loss_good, loss_bad] = v.as_slice() else {
+            return None;
+        };
+        return Some(Loss::GilbertElliott {
+            p: *p,
+            r: *r,
+            loss_good: *loss_good,
+            loss_bad: *loss_bad,
+        });
+    }
+    let p = percent(s)?;
+    Some(if p == 0.0 {
+        Loss::None
+    } else {
+        Loss::Bernoulli { p }
+    })
+}
+
+impl Topology {
+    /// Parse and resolve a topology file.
+    pub fn parse(text: &str) -> Result<Self, TopologyError> {
+        let line_at =
+            |offset: usize| Some(text[..offset.min(text.len())].matches('\n').count() + 1);
+        let file: File = toml::from_str(text).map_err(|e| {
+            err(
+                e.span().and_then(|s| line_at(s.start)),
+                e.message().to_owned(),
+            )
+        })?;
+        if *file.version.get_ref() != TOPOLOGY_VERSION {
+            return Err(err(
+                line_at(file.version.span().start),
+                format!(
+                    "topology format version {} is not {TOPOLOGY_VERSION}",
+                    file.version.get_ref()
+                ),
+            ));
+        }
+        let name = file.name.get_ref().clone();
+        if !name_ok(&name, 16) {
+            return Err(err(
+                line_at(file.name.span().start),
+                format!("lab name '{name}': 1 to 16 of a-z, 0-9 and '-'"),
+            ));
+        }
+        let mut nodes: Vec<Node> = Vec::new();
+        for n in &file.node {
+            let line = line_at(n.span().start);
+            let nf = n.get_ref();
+            // `to-NAME` must fit Linux's 15-byte interface names.
+            if !name_ok(&nf.name, 12) {
+                return Err(err(
+                    line,
+                    format!("node name '{}': 1 to 12 of a-z, 0-9 and '-'", nf.name),
+                ));
+            }
+            if nodes.iter().any(|x| x.name == nf.name) {
+                return Err(err(line, format!("node '{}' is declared twice", nf.name)));
+            }
+            nodes.push(Node {
+                name: nf.name.clone(),
+                kind: nf.kind,
+            });
+        }
+        if file.link.len() > MAX_LINKS {
+            return Err(err(None, format!("at most {MAX_LINKS} links")));
+        }
+        let mut links: Vec<Link> = Vec::new();
+        for (i, l) in file.link.iter().enumerate() {
+            let line = line_at(l.span().start);
+            let lf = l.get_ref();
+            let find = |n: &str| {
+                nodes
+                    .iter()
+                    .position(|x| x.name == n)
+                    .ok_or_else(|| err(line, format!("link to unknown node '{n}'")))
+            };
+            let (a, b) = (find(&lf.a)?, find(&lf.b)?);
+            if a == b {
+                return Err(err(line, "a link joins two different nodes"));
+            }
+            if links.iter().any(|x| {
+                let (p, q) = (x.ends[0].node, x.ends[1].node);
+                (p, q) == (a, b) || (p, q) == (b, a)
+            }) {
+                return Err(err(
+                    line,
+                    format!("a second link between {} and {}", lf.a, lf.b),
+                ));
+            }
+            let mtu = lf.mtu.unwrap_or(1500);
+            if !(1280..=65535).contains(&mtu) {
+                return Err(err(line, "mtu: 1280 (IPv6's minimum) to 65535"));
+            }
+            let rate_bps = match &lf.rate {
+                None => 0,
+                Some(r) => match r.parse::<Rate>() {
+                    Ok(Rate::Bps(b)) if b > 0 => b,
+                    _ => return Err(err(line, format!("rate '{r}': a bit rate, e.g. 10mbit"))),
+                },
+            };
+            let dur = |v: &Option<String>, what: &str| -> Result<u64, TopologyError> {
+                match v {
+                    None => Ok(0),
+                    Some(s) => parse_duration(s)
+                        .ok()
+                        .filter(|d| *d <= Duration::from_secs(60))
+                        .map(Duration::as_nanos)
+                        .ok_or_else(|| err(line, format!("{what} '{s}': e.g. 5ms, at most 60s"))),
+                }
+            };
+            let delay_ns = dur(&lf.delay, "delay")?;
+            let jitter_ns = dur(&lf.jitter, "jitter")?;
+            let loss = match &lf.loss {
+                None => Loss::None,
+                Some(s) => parse_loss(s).ok_or_else(|| {
+                    err(
+                        line,
+                        format!("loss '{s}': a percentage (1%) or ge:P,R,LOSS_GOOD,LOSS_BAD in %"),
+                    )
+                })?,
+            };
+            if lf.limit == Some(0) || lf.limit_bytes == Some(0) {
+                return Err(err(line, "a queue limit of 0 drops everything"));
+            }
+            let number = i + 1;
+            let end = |node: usize, peer: usize, side: u8| End {
+                node,
+                ifname: format!("to-{}", nodes[peer].name),
+                mac: format!(
+                    "02:64:70:{:02x}:{:02x}:{:02x}",
+                    number >> 8,
+                    number & 0xff,
+                    side
+                ),
+                ipv4: Ipv4Addr::new(198, 18, number as u8, side),
+                ipv6: Ipv6Addr::new(0x2001, 2, 0, number as u16, 0, 0, 0, u16::from(side)),
+            };
+            links.push(Link {
+                number,
+                ends: [end(a, b, 1), end(b, a, 2)],
+                mtu,
+                emulation: Emulation {
+                    rate_bps,
+                    delay_ns,
+                    jitter_ns,
+                    loss,
+                    limit_packets: lf.limit.unwrap_or(1000),
+                    limit_bytes: lf.limit_bytes,
+                },
+            });
+        }
+        for (i, n) in nodes.iter().enumerate() {
+            if !links.iter().any(|l| l.ends.iter().any(|e| e.node == i)) {
+                return Err(err(None, format!("node '{}' has no link", n.name)));
+            }
+        }
+        Ok(Self {
+            name,
+            description: file.description,
+            nodes,
+            links,
+        })
+    }
+
+    /// The namespace of node `i`.
+    pub fn namespace(&self, i: usize) -> String {
+        format!("dp-{}-{}", self.name, self.nodes[i].name)
+    }
+
+    /// The node named `name`.
+    pub fn node(&self, name: &str) -> Option<usize> {
+        self.nodes.iter().position(|n| n.name == name)
+    }
+
+    /// The ends of node `i`'s links: (link, its end, the peer's end).
+    pub fn ends_of(&self, i: usize) -> impl Iterator<Item = (&Link, &End, &End)> + '_ {
+        self.links.iter().filter_map(move |l| {
+            if l.ends[0].node == i {
+                Some((l, &l.ends[0], &l.ends[1]))
+            } else if l.ends[1].node == i {
+                Some((l, &l.ends[1], &l.ends[0]))
+            } else {
+                None
+            }
+        })
+    }
+
+    /// Node `i`'s routes beyond its directly connected subnets.
+    pub fn routes(&self, i: usize) -> Vec<Route> {
+        let mut out = Vec::new();
+        match self.nodes[i].kind {
+            Kind::Host => {
+                if let Some((_, mine, peer)) = self
+                    .ends_of(i)
+                    .find(|(_, _, p)| self.nodes[p.node].kind == Kind::Router)
+                {
+                    for gw in [peer.ipv4.into(), peer.ipv6.into()] {
+                        out.push(Route {
+                            prefix: None,
+                            gateway: gw,
+                            ifname: mine.ifname.clone(),
+                        });
+                    }
+                }
+            }
+            Kind::Router => {
+                // Breadth-first from this router through routers: for every node, the
+                // first hop toward it (the link and the peer end).
+                let mut first: BTreeMap<usize, (String, usize)> = BTreeMap::new();
+                let mut queue = VecDeque::new();
+                for (l, mine, peer) in self.ends_of(i) {
+                    if let std::collections::btree_map::Entry::Vacant(e) = first.entry(peer.node) {
+                        e.insert((mine.ifname.clone(), l.number));
+                        queue.push_back(peer.node);
+                    }
+                }
+                while let Some(n) = queue.pop_front() {
+                    if self.nodes[n].kind != Kind::Router || n == i {
+                        continue;
+                    }
+                    let hop = first[&n].clone();
+                    for (_, _, peer) in self.ends_of(n) {
+                        if peer.node != i && !first.contains_key(&peer.node) {
+                            first.insert(peer.node, hop.clone());
+                            queue.push_back(peer.node);
+                        }
+                    }
+                }
+                for l in &self.links {
+                    if l.ends.iter().any(|e| e.node == i) {
+                        continue; // directly connected
+                    }
+                    // Reach the link through whichever end is nearer: the first hop
+                    // toward its end `a` (or `b` when `a` is not reachable).
+                    let Some((ifname, via_link)) =
+                        l.ends.iter().find_map(|e| first.get(&e.node)).cloned()
+                    else {
+                        continue;
+                    };
+                    let Some(hop) = self.links.iter().find(|x| x.number == via_link) else {
+                        continue;
+                    };
+                    let peer = if hop.ends[0].node == i {
+                        &hop.ends[1]
+                    } else {
+                        &hop.ends[0]
+                    };
+                    out.push(Route {
+                        prefix: Some((Ipv4Addr::new(198, 18, l.number as u8, 0).into(), 24)),
+                        gateway: peer.ipv4.into(),
+                        ifname: ifname.clone(),
+                    });
+                    out.push(Route {
+                        prefix: Some((
+                            Ipv6Addr::new(0x2001, 2, 0, l.number as u16, 0, 0, 0, 0).into(),
+                            64,
+                        )),
+                        gateway: peer.ipv6.into(),
+                        ifname,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// Node `i`'s static neighbours: every peer address on its links.
+    pub fn neighbors(&self, i: usize) -> Vec<Neighbor> {
+        let mut out = Vec::new();
+        for (_, mine, peer) in self.ends_of(i) {
+            for ip in [peer.ipv4.into(), peer.ipv6.into()] {
+                out.push(Neighbor {
+                    ip,
+                    mac: peer.mac.clone(),
+                    ifname: mine.ifname.clone(),
+                });
+            }
+        }
+        out
+    }
+}
+
+impl Topology {
+    /// The `dualperf route` configuration of router `i`.
+    pub fn router_config(&self, i: usize) -> RouterConfig {
+        let interfaces = self
+            .ends_of(i)
+            .map(|(l, mine, _)| RouterInterface {
+                name: mine.ifname.clone(),
+                ipv4: format!("{}/24", mine.ipv4),
+                ipv6: format!("{}/64", mine.ipv6),
+                mtu: l.mtu,
+                emulation: l.emulation.clone(),
+            })
+            .collect();
+        let routes = self
+            .routes(i)
+            .into_iter()
+            .filter_map(|r| {
+                let (ip, len) = r.prefix?;
+                Some(RouterRoute {
+                    prefix: format!("{ip}/{len}"),
+                    via: r.gateway.to_string(),
+                    interface: r.ifname,
+                })
+            })
+            .collect();
+        let neighbors = self
+            .neighbors(i)
+            .into_iter()
+            .map(|n| RouterNeighbor {
+                interface: n.ifname,
+                ip: n.ip.to_string(),
+                mac: n.mac,
+            })
+            .collect();
+        RouterConfig {
+            seed: i as u64 + 1,
+            interfaces,
+            routes,
+            neighbors,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) const TWO_HOP: &str = include_str!("../../../plans/topologies/two-hop.toml");
+
+    #[test]
+    fn the_two_hop_lab_resolves_addresses_routes_and_neighbours() {
+        let t = Topology::parse(TWO_HOP).unwrap();
+        assert_eq!(t.name, "two-hop");
+        let r1 = t.node("r1").unwrap();
+        let sender = t.node("sender").unwrap();
+        assert_eq!(t.namespace(sender), "dp-two-hop-sender");
+        let (l, mine, peer) = t.ends_of(sender).next().unwrap();
+        assert_eq!(l.number, 1);
+        assert_eq!(mine.ifname, "to-r1");
+        assert_eq!(mine.ipv4, Ipv4Addr::new(198, 18, 1, 1));
+        assert_eq!(peer.ipv6, "2001:2:0:1::2".parse::<Ipv6Addr>().unwrap());
+        assert_eq!(mine.mac, "02:64:70:00:01:01");
+        // The sender's default routes go to r1.
+        let routes = t.routes(sender);
+        assert_eq!(routes.len(), 2);
+        assert_eq!(routes[0].gateway, std::net::IpAddr::from([198, 18, 1, 2]));
+        assert!(routes
+            .iter()
+            .all(|r| r.prefix.is_none() && r.ifname == "to-r1"));
+        // r1 reaches the receiver's link through r2.
+        let receiver = t.node("receiver").unwrap();
+        let (rl, _, r2_end) = t.ends_of(receiver).next().unwrap();
+        let r1_routes = t.routes(r1);
+        let to_receiver = r1_routes
+            .iter()
+            .find(|r| r.prefix == Some((Ipv4Addr::new(198, 18, rl.number as u8, 0).into(), 24)))
+            .unwrap();
+        assert_eq!(to_receiver.ifname, "to-r2");
+        let bottleneck = t.links.iter().find(|l| {
+            l.ends.iter().any(|e| e.node == r1)
+                && l.ends.iter().any(|e| t.nodes[e.node].name == "r2")
+        });
+        let bottleneck = bottleneck.unwrap();
+        assert_eq!(bottleneck.emulation.rate_bps, 10_000_000);
+        let r2_on_bottleneck = bottleneck.ends.iter().find(|e| e.node != r1).unwrap();
+        assert_eq!(
+            to_receiver.gateway,
+            std::net::IpAddr::from(r2_on_bottleneck.ipv4)
+        );
+        assert_ne!(r2_end.node, r1);
+        // Every router has a route to every link it is not on, in both families.
+        for (i, n) in t.nodes.iter().enumerate() {
+            if n.kind == Kind::Router {
+                let on = t.ends_of(i).count();
+                assert_eq!(t.routes(i).len(), 2 * (t.links.len() - on), "{}", n.name);
+            }
+        }
+        // Neighbours: both families of every peer.
+        assert_eq!(t.neighbors(r1).len(), 2 * t.ends_of(r1).count());
+        // r1's route configuration, as TOML and back.
+        let cfg = t.router_config(r1);
+        assert_eq!(cfg.interfaces.len(), 3);
+        assert_eq!(cfg.interfaces[0].ipv4, "198.18.1.2/24");
+        let text = toml::to_string(&cfg).unwrap();
+        assert_eq!(toml::from_str::<RouterConfig>(&text).unwrap(), cfg);
+    }
+
+    #[test]
+    fn mistakes_name_their_line() {
+        let base = "version = 1\nname = \"x\"\n[[node]]\nname = \"h\"\nkind = \"host\"\n[[node]]\nname = \"r\"\nkind = \"router\"\n[[link]]\na = \"h\"\nb = \"r\"\n";
+        assert!(Topology::parse(base).is_ok());
+        for (text, line, want) in [
+            (
+                base.replace("b = \"r\"", "b = \"q\""),
+                Some(9),
+                "unknown node 'q'",
+            ),
+            (
+                base.replace("b = \"r\"", "b = \"r\"\nrate = \"fast\""),
+                Some(9),
+                "rate 'fast'",
+            ),
+            (
+                base.replace("b = \"r\"", "b = \"r\"\nloss = \"150%\""),
+                Some(9),
+                "loss '150%'",
+            ),
+            (
+                base.replace("b = \"r\"", "b = \"r\"\nmtu = 500"),
+                Some(9),
+                "1280",
+            ),
+            (
+                base.replace("name = \"r\"", "name = \"R1\""),
+                Some(6),
+                "node name 'R1'",
+            ),
+            (
+                base.replace("name = \"x\"", "name = \"x y\""),
+                Some(2),
+                "lab name",
+            ),
+            (
+                base.replace("kind = \"router\"", "kind = \"switch\""),
+                Some(8),
+                "unknown variant",
+            ),
+            (
+                format!("{base}[[link]]\na = \"r\"\nb = \"h\"\n"),
+                Some(12),
+                "a second link",
+            ),
+        ] {
+            let e = Topology::parse(&text).unwrap_err();
+            assert_eq!(e.line, line, "{text}: {e}");
+            assert!(e.to_string().contains(want), "{e}");
+        }
+        let ge = base.replace("b = \"r\"", "b = \"r\"\nloss = \"ge:1,25,0,100\"");
+        let t = Topology::parse(&ge).unwrap();
+        assert_eq!(
+            t.links[0].emulation.loss,
+            Loss::GilbertElliott {
+                p: 0.01,
+                r: 0.25,
+                loss_good: 0.0,
+                loss_bad: 1.0
+            }
+        );
+    }
+}

@@ -1,0 +1,938 @@
+//! Forwarding decisions of an IPv4/IPv6 router, frame in → frame out, sans-IO.
+//!
+//! For a frame received on interface `i`, [`Forwarder::handle_frame`] returns at most
+//! one frame to send and the interface to send it on:
+//!
+//! - **ARP** (RFC 826): a request for the interface's IPv4 address gets a reply.
+//! - **Neighbour Discovery** (RFC 4861 §7.2.3–7.2.4): a solicitation for one of the
+//!   interface's IPv6 addresses gets a solicited advertisement (router flag set).
+//! - **Echo** to one of the router's addresses gets a reply (RFC 792, RFC 4443 §4.2).
+//! - **Forwarding** (RFC 1812 §5.2, RFC 8200 §3): the longest-prefix route picks the
+//!   egress interface and next hop, a static or learned neighbour entry its MAC; the TTL
+//!   or hop limit is decremented, the IPv4 header checksum updated incrementally
+//!   (RFC 1624), and the Ethernet header rewritten. Ethernet padding is not carried.
+//! - **Errors**: TTL or hop limit that would reach 0 → ICMP time exceeded (RFC 792,
+//!   RFC 4443 §3.3) from the ingress interface's address; an IPv6 packet larger than the
+//!   egress MTU → packet too big (RFC 4443 §3.2); an IPv4 packet with DF larger than the
+//!   egress MTU → fragmentation needed with the next-hop MTU (RFC 1191). The `icmp`
+//!   builders in `wire` decide when an error must not be sent (about an ICMP error, a
+//!   non-first fragment, an unspecified or multicast source).
+//!
+//! Not done, and counted as drops: IPv4 fragmentation of packets without DF
+//! (`too_big`), destination-unreachable messages for missing routes (`no_route`), ARP
+//! and NDP resolution of unknown next hops (`no_neighbor`: the lab installs static
+//! entries, and entries are learned from requests and solicitations).
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use serde::Serialize;
+use wire::ethernet::{self, EtherType};
+use wire::{arp, icmp, ipv4, ipv6};
+
+/// One interface of the router.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Interface {
+    /// Its name (for stats).
+    pub name: String,
+    /// Its MAC: the source of what it sends, and what it accepts frames for.
+    pub mac: ethernet::Address,
+    /// Its IPv4 address and prefix length.
+    pub ipv4: Option<(Ipv4Addr, u8)>,
+    /// Its IPv6 address and prefix length.
+    pub ipv6: Option<(Ipv6Addr, u8)>,
+    /// IP MTU: the largest IP packet it sends.
+    pub mtu: u32,
+}
+
+/// A route: packets to `prefix/len` leave on `iface` toward `via` (or straight to their
+/// destination when `via` is `None`, on a connected subnet).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Route {
+    /// Prefix address.
+    pub prefix: IpAddr,
+    /// Prefix length.
+    pub len: u8,
+    /// Next hop.
+    pub via: Option<IpAddr>,
+    /// Egress interface index.
+    pub iface: usize,
+}
+
+/// A configuration the forwarder cannot use.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ForwardError {
+    /// A route or neighbour names an interface that does not exist.
+    #[error("interface {0} does not exist")]
+    NoInterface(usize),
+    /// A prefix length beyond the family's width.
+    #[error("prefix length {len} is too long for {prefix}")]
+    PrefixLength {
+        /// The prefix.
+        prefix: IpAddr,
+        /// Its length.
+        len: u8,
+    },
+    /// An MTU below IPv6's minimum of 1280 bytes.
+    #[error("interface {0}: an MTU below 1280 (IPv6's minimum)")]
+    Mtu(String),
+}
+
+/// Counters of one interface, as frames arrive on it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct IfaceStats {
+    /// Frames received.
+    pub rx_frames: u64,
+    /// Their bytes.
+    pub rx_bytes: u64,
+    /// IPv4 packets forwarded.
+    pub forwarded_ipv4: u64,
+    /// IPv6 packets forwarded.
+    pub forwarded_ipv6: u64,
+    /// ARP replies sent.
+    pub arp_replies: u64,
+    /// Neighbour advertisements sent.
+    pub neighbor_adverts: u64,
+    /// Echo replies sent.
+    pub echo_replies: u64,
+    /// ICMP time exceeded sent (the packet is dropped).
+    pub ttl_exceeded: u64,
+    /// ICMP packet too big / fragmentation needed sent, or a too-large packet without
+    /// DF dropped.
+    pub too_big: u64,
+    /// No route to the destination.
+    pub no_route: u64,
+    /// No neighbour entry for the next hop.
+    pub no_neighbor: u64,
+    /// Malformed or truncated frames and packets, or a bad IPv4 header checksum.
+    pub malformed: u64,
+    /// Frames for another MAC, or of another protocol than IPv4, IPv6 and ARP.
+    pub ignored: u64,
+    /// Addressed to the router but not answered (not echo, ARP or NDP), or multicast,
+    /// broadcast or link-local traffic that a router does not forward.
+    pub local: u64,
+}
+
+/// What to send: `frame` out of interface `iface`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Output {
+    /// Egress interface.
+    pub iface: usize,
+    /// The Ethernet frame.
+    pub frame: Vec<u8>,
+}
+
+/// The forwarding engine.
+pub struct Forwarder {
+    ifaces: Vec<Interface>,
+    /// Longest prefix first.
+    routes: Vec<Route>,
+    neighbors: HashMap<(usize, IpAddr), ethernet::Address>,
+    stats: Vec<IfaceStats>,
+}
+
+fn prefix_match(addr: IpAddr, prefix: IpAddr, len: u8) -> bool {
+    match (addr, prefix) {
+        (IpAddr::V4(a), IpAddr::V4(p)) => {
+            let mask = u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0);
+            u32::from(a) & mask == u32::from(p) & mask
+        }
+        (IpAddr::V6(a), IpAddr::V6(p)) => {
+            let mask = u128::MAX.checked_shl(128 - u32::from(len)).unwrap_or(0);
+            u128::from(a) & mask == u128::from(p) & mask
+        }
+        _ => false,
+    }
+}
+
+impl Forwarder {
+    /// A forwarder over `ifaces`, with `routes` beyond the interfaces' own subnets and
+    /// static `neighbors` (interface, address, MAC).
+    pub fn new(
+        ifaces: Vec<Interface>,
+        routes: Vec<Route>,
+        neighbors: Vec<(usize, IpAddr, ethernet::Address)>,
+    ) -> Result<Self, ForwardError> {
+        let mut all = Vec::new();
+        for (i, f) in ifaces.iter().enumerate() {
+            if f.mtu < 1280 {
+                return Err(ForwardError::Mtu(f.name.clone()));
+            }
+            if let Some((a, len)) = f.ipv4 {
+                all.push(Route {
+                    prefix: a.into(),
+                    len,
+                    via: None,
+                    iface: i,
+                });
+            }
+            if let Some((a, len)) = f.ipv6 {
+                all.push(Route {
+                    prefix: a.into(),
+                    len,
+                    via: None,
+                    iface: i,
+                });
+            }
+        }
+        all.extend(routes);
+        for r in &all {
+            let width = if r.prefix.is_ipv4() { 32 } else { 128 };
+            if r.len > width {
+                return Err(ForwardError::PrefixLength {
+                    prefix: r.prefix,
+                    len: r.len,
+                });
+            }
+            if r.iface >= ifaces.len() {
+                return Err(ForwardError::NoInterface(r.iface));
+            }
+        }
+        // Stable: among equal lengths the interfaces' own subnets, then file order.
+        all.sort_by_key(|r| std::cmp::Reverse(r.len));
+        let mut table = HashMap::new();
+        for (i, ip, mac) in neighbors {
+            if i >= ifaces.len() {
+                return Err(ForwardError::NoInterface(i));
+            }
+            table.insert((i, ip), mac);
+        }
+        Ok(Self {
+            stats: vec![IfaceStats::default(); ifaces.len()],
+            ifaces,
+            routes: all,
+            neighbors: table,
+        })
+    }
+
+    /// The interfaces.
+    pub fn interfaces(&self) -> &[Interface] {
+        &self.ifaces
+    }
+
+    /// Counters per interface, in interface order.
+    pub fn stats(&self) -> &[IfaceStats] {
+        &self.stats
+    }
+
+    /// The route for `dst`.
+    pub fn lookup(&self, dst: IpAddr) -> Option<&Route> {
+        self.routes
+            .iter()
+            .find(|r| prefix_match(dst, r.prefix, r.len))
+    }
+
+    fn is_mine(&self, ip: IpAddr) -> bool {
+        self.ifaces.iter().any(|f| match ip {
+            IpAddr::V4(a) => f.ipv4.is_some_and(|(x, _)| x == a),
+            IpAddr::V6(a) => f.ipv6.is_some_and(|(x, _)| x == a),
+        })
+    }
+
+    /// Decide what to do with `frame`, received on interface `iface`.
+    pub fn handle_frame(&mut self, iface: usize, frame: &[u8]) -> Option<Output> {
+        let st = self.stats.get_mut(iface)?;
+        st.rx_frames += 1;
+        st.rx_bytes += frame.len() as u64;
+        let Ok(eth) = ethernet::Frame::new_checked(frame) else {
+            st.malformed += 1;
+            return None;
+        };
+        let me = self.ifaces[iface].mac;
+        let dst = eth.dst_addr();
+        if dst != me && !dst.is_broadcast() && !dst.is_multicast() {
+            st.ignored += 1;
+            return None;
+        }
+        let src_mac = eth.src_addr();
+        let payload = eth.payload();
+        match eth.ethertype() {
+            EtherType::Arp => self.handle_arp(iface, payload),
+            EtherType::Ipv4 => self.handle_ipv4(iface, src_mac, payload),
+            EtherType::Ipv6 => self.handle_ipv6(iface, src_mac, payload),
+            EtherType::Unknown(_) => {
+                self.stats[iface].ignored += 1;
+                None
+            }
+        }
+    }
+
+    /// A frame to `dst_mac` out of `iface` carrying `packet`.
+    fn frame(
+        &self,
+        iface: usize,
+        dst_mac: ethernet::Address,
+        ethertype: EtherType,
+        packet: &[u8],
+    ) -> Output {
+        let mut frame = vec![0u8; ethernet::HEADER_LEN + packet.len()];
+        let mut f = ethernet::Frame::new_unchecked(&mut frame[..]);
+        ethernet::Repr {
+            src_addr: self.ifaces[iface].mac,
+            dst_addr: dst_mac,
+            ethertype,
+        }
+        .emit(&mut f);
+        frame[ethernet::HEADER_LEN..].copy_from_slice(packet);
+        Output { iface, frame }
+    }
+
+    /// The route to `dst`, counting a missing one against `iface`.
+    fn route(&mut self, iface: usize, dst: IpAddr) -> Option<Route> {
+        let route = self.lookup(dst).cloned();
+        if route.is_none() {
+            self.stats[iface].no_route += 1;
+        }
+        route
+    }
+
+    /// `packet` framed for its next hop on the route's interface, counting a missing
+    /// neighbour entry against `iface`.
+    fn frame_for_next_hop(
+        &mut self,
+        iface: usize,
+        route: &Route,
+        dst: IpAddr,
+        ethertype: EtherType,
+        packet: &[u8],
+    ) -> Option<Output> {
+        let next_hop = route.via.unwrap_or(dst);
+        let Some(mac) = self.neighbors.get(&(route.iface, next_hop)).copied() else {
+            self.stats[iface].no_neighbor += 1;
+            return None;
+        };
+        Some(self.frame(route.iface, mac, ethertype, packet))
+    }
+
+    fn handle_arp(&mut self, iface: usize, payload: &[u8]) -> Option<Output> {
+        let repr = arp::Packet::new_checked(payload)
+            .ok()
+            .and_then(|p| arp::Repr::parse(&p).ok());
+        let Some(repr) = repr else {
+            self.stats[iface].malformed += 1;
+            return None;
+        };
+        // Learn the sender (RFC 826's merge step), then answer a request for us.
+        if !repr.source_protocol_addr.is_unspecified() {
+            self.neighbors.insert(
+                (iface, repr.source_protocol_addr.into()),
+                repr.source_hardware_addr,
+            );
+        }
+        let mine = self.ifaces[iface].ipv4.map(|(a, _)| a);
+        if repr.operation != arp::Operation::Request || Some(repr.target_protocol_addr) != mine {
+            self.stats[iface].local += 1;
+            return None;
+        }
+        let reply = arp::Repr {
+            operation: arp::Operation::Reply,
+            source_hardware_addr: self.ifaces[iface].mac,
+            source_protocol_addr: repr.target_protocol_addr,
+            target_hardware_addr: repr.source_hardware_addr,
+            target_protocol_addr: repr.source_protocol_addr,
+        };
+        let mut buf = vec![0u8; arp::BUFFER_LEN];
+        reply.emit(&mut arp::Packet::new_unchecked(&mut buf[..]));
+        self.stats[iface].arp_replies += 1;
+        Some(self.frame(iface, repr.source_hardware_addr, EtherType::Arp, &buf))
+    }
+
+    fn handle_ipv4(
+        &mut self,
+        iface: usize,
+        src_mac: ethernet::Address,
+        payload: &[u8],
+    ) -> Option<Output> {
+        let Ok(p) = ipv4::Packet::new_checked(payload) else {
+            self.stats[iface].malformed += 1;
+            return None;
+        };
+        if !p.verify_checksum() {
+            self.stats[iface].malformed += 1;
+            return None;
+        }
+        // The packet without Ethernet padding.
+        let packet = &payload[..usize::from(p.total_len())];
+        let dst = p.dst_addr();
+        if self.is_mine(dst.into()) {
+            return match icmp::v4_echo_reply(packet) {
+                Some(reply) => {
+                    self.stats[iface].echo_replies += 1;
+                    Some(self.frame(iface, src_mac, EtherType::Ipv4, &reply))
+                }
+                None => {
+                    self.stats[iface].local += 1;
+                    None
+                }
+            };
+        }
+        if dst.is_broadcast() || dst.is_multicast() || dst.is_unspecified() || dst.is_loopback() {
+            self.stats[iface].local += 1;
+            return None;
+        }
+        if p.ttl() <= 1 {
+            self.stats[iface].ttl_exceeded += 1;
+            let (me, _) = self.ifaces[iface].ipv4?;
+            let reply = icmp::v4_time_exceeded(me, packet)?;
+            return Some(self.frame(iface, src_mac, EtherType::Ipv4, &reply));
+        }
+        let route = self.route(iface, dst.into())?;
+        let out = route.iface;
+        if packet.len() > self.ifaces[out].mtu as usize {
+            self.stats[iface].too_big += 1;
+            if !p.dont_frag() {
+                return None; // fragmentation is not done here
+            }
+            let (me, _) = self.ifaces[iface].ipv4?;
+            let mtu = u16::try_from(self.ifaces[out].mtu).unwrap_or(u16::MAX);
+            let reply = icmp::v4_frag_needed(me, mtu, packet)?;
+            return Some(self.frame(iface, src_mac, EtherType::Ipv4, &reply));
+        }
+        let mut o = self.frame_for_next_hop(iface, &route, dst.into(), EtherType::Ipv4, packet)?;
+        let mut q = ipv4::Packet::new_unchecked(&mut o.frame[ethernet::HEADER_LEN..]);
+        q.decrement_ttl();
+        self.stats[iface].forwarded_ipv4 += 1;
+        Some(o)
+    }
+
+    fn handle_ipv6(
+        &mut self,
+        iface: usize,
+        src_mac: ethernet::Address,
+        payload: &[u8],
+    ) -> Option<Output> {
+        let Ok(p) = ipv6::Packet::new_checked(payload) else {
+            self.stats[iface].malformed += 1;
+            return None;
+        };
+        let packet = &payload[..ipv6::HEADER_LEN + usize::from(p.payload_len())];
+        let dst = p.dst_addr();
+        let src = p.src_addr();
+        let mine = self.ifaces[iface].ipv6.map(|(a, _)| a);
+        // Neighbour solicitation for our address (to it or to its solicited-node group).
+        if p.next_header() == ipv4::PROTO_ICMPV6 {
+            if let Ok(ns) = icmp::parse_ns(packet) {
+                if let Some(source_ll) = ns.source_ll {
+                    if !src.is_unspecified() {
+                        self.neighbors.insert((iface, src.into()), source_ll);
+                    }
+                }
+                if Some(ns.target) != mine {
+                    self.stats[iface].local += 1;
+                    return None;
+                }
+                // RFC 4861 §7.2.4: to the solicitation's source, or to all nodes (not
+                // solicited) when the source was unspecified (DAD).
+                let (to, to_mac, solicited) = if src.is_unspecified() {
+                    let all = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
+                    (all, ethernet::Address::from_ipv6_multicast(&all), false)
+                } else {
+                    (src, ns.source_ll.unwrap_or(src_mac), true)
+                };
+                let na = icmp::neighbor_advert(
+                    ns.target,
+                    self.ifaces[iface].mac,
+                    to,
+                    ns.target,
+                    solicited,
+                );
+                self.stats[iface].neighbor_adverts += 1;
+                return Some(self.frame(iface, to_mac, EtherType::Ipv6, &na));
+            }
+        }
+        if self.is_mine(dst.into()) {
+            return match icmp::v6_echo_reply(packet) {
+                Some(reply) => {
+                    self.stats[iface].echo_replies += 1;
+                    Some(self.frame(iface, src_mac, EtherType::Ipv6, &reply))
+                }
+                None => {
+                    self.stats[iface].local += 1;
+                    None
+                }
+            };
+        }
+        // Multicast, link-local and unspecified addresses stay on their link.
+        let link_local = |a: &Ipv6Addr| a.segments()[0] & 0xffc0 == 0xfe80;
+        if dst.is_multicast()
+            || link_local(&dst)
+            || link_local(&src)
+            || dst.is_unspecified()
+            || dst.is_loopback()
+        {
+            self.stats[iface].local += 1;
+            return None;
+        }
+        if p.hop_limit() <= 1 {
+            self.stats[iface].ttl_exceeded += 1;
+            let (me, _) = self.ifaces[iface].ipv6?;
+            let reply = icmp::v6_time_exceeded(me, packet)?;
+            return Some(self.frame(iface, src_mac, EtherType::Ipv6, &reply));
+        }
+        let route = self.route(iface, dst.into())?;
+        let out = route.iface;
+        if packet.len() > self.ifaces[out].mtu as usize {
+            self.stats[iface].too_big += 1;
+            let (me, _) = self.ifaces[iface].ipv6?;
+            let reply = icmp::v6_packet_too_big(me, self.ifaces[out].mtu, packet)?;
+            return Some(self.frame(iface, src_mac, EtherType::Ipv6, &reply));
+        }
+        let mut o = self.frame_for_next_hop(iface, &route, dst.into(), EtherType::Ipv6, packet)?;
+        let mut q = ipv6::Packet::new_unchecked(&mut o.frame[ethernet::HEADER_LEN..]);
+        let hop = q.hop_limit();
+        q.set_hop_limit(hop - 1);
+        self.stats[iface].forwarded_ipv6 += 1;
+        Some(o)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const R0: ethernet::Address = ethernet::Address([2, 0x64, 0x70, 0, 1, 2]);
+    const R1: ethernet::Address = ethernet::Address([2, 0x64, 0x70, 0, 3, 1]);
+    const H0: ethernet::Address = ethernet::Address([2, 0x64, 0x70, 0, 1, 1]);
+    const N1: ethernet::Address = ethernet::Address([2, 0x64, 0x70, 0, 3, 2]);
+
+    fn v4(a: [u8; 4]) -> Ipv4Addr {
+        Ipv4Addr::from(a)
+    }
+
+    fn v6(s: &str) -> Ipv6Addr {
+        s.parse().unwrap()
+    }
+
+    /// sender —(iface 0)— router —(iface 1)— next router, with routes beyond it.
+    fn router(mtu1: u32) -> Forwarder {
+        let ifaces = vec![
+            Interface {
+                name: "to-sender".into(),
+                mac: R0,
+                ipv4: Some((v4([198, 18, 1, 2]), 24)),
+                ipv6: Some((v6("2001:2:0:1::2"), 64)),
+                mtu: 1500,
+            },
+            Interface {
+                name: "to-r2".into(),
+                mac: R1,
+                ipv4: Some((v4([198, 18, 3, 1]), 24)),
+                ipv6: Some((v6("2001:2:0:3::1"), 64)),
+                mtu: mtu1,
+            },
+        ];
+        let routes = vec![
+            Route {
+                prefix: v4([198, 18, 4, 0]).into(),
+                len: 24,
+                via: Some(v4([198, 18, 3, 2]).into()),
+                iface: 1,
+            },
+            Route {
+                prefix: v6("2001:2:0:4::").into(),
+                len: 64,
+                via: Some(v6("2001:2:0:3::2").into()),
+                iface: 1,
+            },
+        ];
+        let neighbors = vec![
+            (1, v4([198, 18, 3, 2]).into(), N1),
+            (1, v6("2001:2:0:3::2").into(), N1),
+        ];
+        Forwarder::new(ifaces, routes, neighbors).unwrap()
+    }
+
+    fn frame(dst: ethernet::Address, ethertype: EtherType, packet: &[u8], pad: usize) -> Vec<u8> {
+        let mut f = vec![0u8; ethernet::HEADER_LEN + packet.len() + pad];
+        ethernet::Repr {
+            src_addr: H0,
+            dst_addr: dst,
+            ethertype,
+        }
+        .emit(&mut ethernet::Frame::new_unchecked(&mut f[..]));
+        f[ethernet::HEADER_LEN..ethernet::HEADER_LEN + packet.len()].copy_from_slice(packet);
+        f
+    }
+
+    /// A Neighbor Solicitation with a source link-layer option (RFC 4861 §4.3).
+    fn solicit(src: Ipv6Addr, dst: Ipv6Addr, target: Ipv6Addr) -> Vec<u8> {
+        let len = 4 + 4 + 16 + 8;
+        let mut p = vec![0u8; ipv6::HEADER_LEN + len];
+        ipv6::Repr {
+            src_addr: src,
+            dst_addr: dst,
+            next_header: ipv4::PROTO_ICMPV6,
+            payload_len: len,
+            hop_limit: 255,
+            traffic_class: 0,
+            flow_label: 0,
+        }
+        .emit(&mut ipv6::Packet::new_unchecked(&mut p[..]));
+        let m = &mut p[ipv6::HEADER_LEN..];
+        m[0] = icmp::v6::TYPE_NEIGHBOR_SOLICIT;
+        m[8..24].copy_from_slice(&target.octets());
+        m[24] = 1; // source link-layer address
+        m[25] = 1; // 8 bytes
+        m[26..32].copy_from_slice(&H0.0);
+        icmp::v6::Packet::new_unchecked(&mut p[ipv6::HEADER_LEN..]).fill_checksum(&src, &dst);
+        p
+    }
+
+    fn udp4(dst: Ipv4Addr, ttl: u8, payload_len: usize, dont_frag: bool) -> Vec<u8> {
+        let mut p = vec![0xA5u8; ipv4::HEADER_LEN + payload_len];
+        ipv4::Repr {
+            src_addr: v4([198, 18, 1, 1]),
+            dst_addr: dst,
+            protocol: ipv4::PROTO_UDP,
+            payload_len,
+            ttl,
+            dscp: 46,
+            ecn: 1,
+            ident: 7,
+            dont_frag,
+        }
+        .emit(&mut ipv4::Packet::new_unchecked(&mut p[..]));
+        p
+    }
+
+    fn udp6(dst: Ipv6Addr, hop_limit: u8, payload_len: usize) -> Vec<u8> {
+        let mut p = vec![0x5Au8; ipv6::HEADER_LEN + payload_len];
+        ipv6::Repr {
+            src_addr: v6("2001:2:0:1::1"),
+            dst_addr: dst,
+            next_header: ipv4::PROTO_UDP,
+            payload_len,
+            hop_limit,
+            traffic_class: 0xB8,
+            flow_label: 0x12345,
+        }
+        .emit(&mut ipv6::Packet::new_unchecked(&mut p[..]));
+        p
+    }
+
+    #[test]
+    fn ipv4_is_forwarded_with_ttl_minus_one_a_valid_checksum_and_new_macs() {
+        let mut r = router(1500);
+        let pkt = udp4(v4([198, 18, 4, 2]), 64, 100, false);
+        // 6 bytes of Ethernet padding after the packet are not carried on.
+        let out = r
+            .handle_frame(0, &frame(R0, EtherType::Ipv4, &pkt, 6))
+            .unwrap();
+        assert_eq!(out.iface, 1);
+        let f = ethernet::Frame::new_checked(&out.frame[..]).unwrap();
+        assert_eq!((f.dst_addr(), f.src_addr()), (N1, R1));
+        assert_eq!(out.frame.len(), ethernet::HEADER_LEN + pkt.len());
+        let ip = ipv4::Packet::new_checked(f.payload()).unwrap();
+        assert_eq!(ip.ttl(), 63);
+        assert!(ip.verify_checksum(), "RFC 1624 update");
+        assert_eq!((ip.dscp(), ip.ecn()), (46, 1), "marking untouched");
+        assert_eq!(ip.payload(), &pkt[ipv4::HEADER_LEN..]);
+        assert_eq!(r.stats()[0].forwarded_ipv4, 1);
+    }
+
+    #[test]
+    fn ipv6_is_forwarded_with_hop_limit_minus_one_and_its_flow_label() {
+        let mut r = router(1500);
+        let pkt = udp6(v6("2001:2:0:4::2"), 2, 200);
+        let out = r
+            .handle_frame(0, &frame(R0, EtherType::Ipv6, &pkt, 0))
+            .unwrap();
+        assert_eq!(out.iface, 1);
+        let f = ethernet::Frame::new_checked(&out.frame[..]).unwrap();
+        assert_eq!(f.dst_addr(), N1);
+        let ip = ipv6::Packet::new_checked(f.payload()).unwrap();
+        assert_eq!(
+            (ip.hop_limit(), ip.flow_label(), ip.traffic_class()),
+            (1, 0x12345, 0xB8)
+        );
+        assert_eq!(r.stats()[0].forwarded_ipv6, 1);
+    }
+
+    #[test]
+    fn a_ttl_or_hop_limit_of_one_gets_time_exceeded_from_the_ingress_address() {
+        let mut r = router(1500);
+        let pkt = udp4(v4([198, 18, 4, 2]), 1, 100, false);
+        let out = r
+            .handle_frame(0, &frame(R0, EtherType::Ipv4, &pkt, 0))
+            .unwrap();
+        assert_eq!(out.iface, 0, "back where it came from");
+        let f = ethernet::Frame::new_checked(&out.frame[..]).unwrap();
+        assert_eq!((f.dst_addr(), f.src_addr()), (H0, R0));
+        let ip = ipv4::Packet::new_checked(f.payload()).unwrap();
+        assert_eq!(ip.src_addr(), v4([198, 18, 1, 2]));
+        assert_eq!(ip.dst_addr(), v4([198, 18, 1, 1]));
+        let icmp = icmp::v4::Packet::new_checked(ip.payload()).unwrap();
+        assert_eq!((icmp.msg_type(), icmp.code()), (11, 0));
+        assert!(icmp.verify_checksum());
+        assert_eq!(&icmp.data()[..ipv4::HEADER_LEN], &pkt[..ipv4::HEADER_LEN]);
+
+        let pkt = udp6(v6("2001:2:0:4::2"), 1, 100);
+        let out = r
+            .handle_frame(0, &frame(R0, EtherType::Ipv6, &pkt, 0))
+            .unwrap();
+        let f = ethernet::Frame::new_checked(&out.frame[..]).unwrap();
+        let ip = ipv6::Packet::new_checked(f.payload()).unwrap();
+        assert_eq!(ip.src_addr(), v6("2001:2:0:1::2"));
+        let icmp = icmp::v6::Packet::new_checked(ip.payload()).unwrap();
+        assert_eq!(icmp.msg_type(), icmp::v6::TYPE_TIME_EXCEEDED);
+        assert!(icmp.verify_checksum(&ip.src_addr(), &ip.dst_addr()));
+        assert_eq!(r.stats()[0].ttl_exceeded, 2);
+    }
+
+    #[test]
+    fn packets_beyond_the_egress_mtu_get_packet_too_big_or_frag_needed() {
+        let mut r = router(1280);
+        let pkt = udp6(v6("2001:2:0:4::2"), 64, 1400 - ipv6::HEADER_LEN);
+        let out = r
+            .handle_frame(0, &frame(R0, EtherType::Ipv6, &pkt, 0))
+            .unwrap();
+        let f = ethernet::Frame::new_checked(&out.frame[..]).unwrap();
+        let ip = ipv6::Packet::new_checked(f.payload()).unwrap();
+        let icmp = icmp::v6::Packet::new_checked(ip.payload()).unwrap();
+        assert_eq!(
+            (icmp.msg_type(), icmp.mtu()),
+            (icmp::v6::TYPE_PACKET_TOO_BIG, 1280)
+        );
+        let pkt = udp4(v4([198, 18, 4, 2]), 64, 1400 - ipv4::HEADER_LEN, true);
+        let out = r
+            .handle_frame(0, &frame(R0, EtherType::Ipv4, &pkt, 0))
+            .unwrap();
+        let f = ethernet::Frame::new_checked(&out.frame[..]).unwrap();
+        let ip = ipv4::Packet::new_checked(f.payload()).unwrap();
+        let icmp = icmp::v4::Packet::new_checked(ip.payload()).unwrap();
+        assert_eq!(
+            (icmp.msg_type(), icmp.code(), icmp.next_hop_mtu()),
+            (3, 4, 1280)
+        );
+        // Without DF the packet would need fragmenting, which this router does not do.
+        let pkt = udp4(v4([198, 18, 4, 2]), 64, 1400 - ipv4::HEADER_LEN, false);
+        assert!(r
+            .handle_frame(0, &frame(R0, EtherType::Ipv4, &pkt, 0))
+            .is_none());
+        assert_eq!(r.stats()[0].too_big, 3);
+        // 1280 bytes exactly still go.
+        let pkt = udp6(v6("2001:2:0:4::2"), 64, 1280 - ipv6::HEADER_LEN);
+        assert_eq!(
+            r.handle_frame(0, &frame(R0, EtherType::Ipv6, &pkt, 0))
+                .unwrap()
+                .iface,
+            1
+        );
+    }
+
+    #[test]
+    fn arp_and_neighbour_solicitations_for_the_router_are_answered_and_learned() {
+        let mut r = router(1500);
+        let mut req = vec![0u8; arp::BUFFER_LEN];
+        arp::Repr {
+            operation: arp::Operation::Request,
+            source_hardware_addr: H0,
+            source_protocol_addr: v4([198, 18, 1, 1]),
+            target_hardware_addr: ethernet::Address([0; 6]),
+            target_protocol_addr: v4([198, 18, 1, 2]),
+        }
+        .emit(&mut arp::Packet::new_unchecked(&mut req[..]));
+        let out = r
+            .handle_frame(
+                0,
+                &frame(ethernet::Address::BROADCAST, EtherType::Arp, &req, 18),
+            )
+            .unwrap();
+        let f = ethernet::Frame::new_checked(&out.frame[..]).unwrap();
+        assert_eq!(
+            (f.dst_addr(), f.src_addr(), f.ethertype()),
+            (H0, R0, EtherType::Arp)
+        );
+        let reply = arp::Repr::parse(&arp::Packet::new_checked(f.payload()).unwrap()).unwrap();
+        assert_eq!(reply.operation, arp::Operation::Reply);
+        assert_eq!(
+            (reply.source_hardware_addr, reply.source_protocol_addr),
+            (R0, v4([198, 18, 1, 2]))
+        );
+        // Learned: the sender is now reachable without a static entry (a route back to
+        // 198.18.1.0/24 is the interface's own subnet).
+        let mut back = udp4(v4([198, 18, 1, 1]), 64, 10, false);
+        ipv4::Packet::new_unchecked(&mut back[..]).set_src_addr(v4([198, 18, 4, 2]));
+        ipv4::Packet::new_unchecked(&mut back[..]).fill_checksum();
+        let out = r
+            .handle_frame(1, &frame(R1, EtherType::Ipv4, &back, 0))
+            .unwrap();
+        assert_eq!(out.iface, 0);
+        assert_eq!(
+            ethernet::Frame::new_checked(&out.frame[..])
+                .unwrap()
+                .dst_addr(),
+            H0
+        );
+        // A request for someone else's address is not answered.
+        let mut other = req.clone();
+        arp::Packet::new_unchecked(&mut other[..]).set_target_protocol_addr(v4([198, 18, 1, 9]));
+        assert!(r
+            .handle_frame(
+                0,
+                &frame(ethernet::Address::BROADCAST, EtherType::Arp, &other, 0)
+            )
+            .is_none());
+
+        // Neighbour solicitation for 2001:2:0:1::2, to its solicited-node group.
+        let target = v6("2001:2:0:1::2");
+        let group = ipv6::solicited_node(&target);
+        let ns = solicit(v6("2001:2:0:1::1"), group, target);
+        let out = r
+            .handle_frame(
+                0,
+                &frame(
+                    ethernet::Address::from_ipv6_multicast(&group),
+                    EtherType::Ipv6,
+                    &ns,
+                    0,
+                ),
+            )
+            .unwrap();
+        let f = ethernet::Frame::new_checked(&out.frame[..]).unwrap();
+        assert_eq!(f.dst_addr(), H0);
+        let ip = ipv6::Packet::new_checked(f.payload()).unwrap();
+        assert_eq!(
+            (ip.src_addr(), ip.dst_addr(), ip.hop_limit()),
+            (target, v6("2001:2:0:1::1"), 255)
+        );
+        let na = icmp::v6::Packet::new_checked(ip.payload()).unwrap();
+        assert_eq!(na.msg_type(), icmp::v6::TYPE_NEIGHBOR_ADVERT);
+        assert!(na.verify_checksum(&ip.src_addr(), &ip.dst_addr()));
+        let s = &r.stats()[0];
+        assert_eq!((s.arp_replies, s.neighbor_adverts), (1, 1));
+    }
+
+    #[test]
+    fn echo_to_the_router_is_answered_and_strays_are_counted() {
+        let mut r = router(1500);
+        let mut echo = vec![0u8; ipv4::HEADER_LEN + 16];
+        ipv4::Repr {
+            src_addr: v4([198, 18, 1, 1]),
+            dst_addr: v4([198, 18, 3, 1]),
+            protocol: ipv4::PROTO_ICMP,
+            payload_len: 16,
+            ttl: 64,
+            dscp: 0,
+            ecn: 0,
+            ident: 1,
+            dont_frag: true,
+        }
+        .emit(&mut ipv4::Packet::new_unchecked(&mut echo[..]));
+        {
+            let mut i = icmp::v4::Packet::new_unchecked(&mut echo[ipv4::HEADER_LEN..]);
+            i.set_msg_type(8);
+            i.set_code(0);
+            i.set_rest_of_header(0x0001_0002);
+            i.fill_checksum();
+        }
+        let out = r
+            .handle_frame(0, &frame(R0, EtherType::Ipv4, &echo, 0))
+            .unwrap();
+        let f = ethernet::Frame::new_checked(&out.frame[..]).unwrap();
+        let ip = ipv4::Packet::new_checked(f.payload()).unwrap();
+        assert_eq!(
+            (ip.src_addr(), ip.dst_addr()),
+            (v4([198, 18, 3, 1]), v4([198, 18, 1, 1]))
+        );
+        assert_eq!(
+            icmp::v4::Packet::new_checked(ip.payload())
+                .unwrap()
+                .msg_type(),
+            0
+        );
+        // No route, no neighbour, someone else's MAC, unknown ethertype, garbage.
+        assert!(r
+            .handle_frame(
+                0,
+                &frame(
+                    R0,
+                    EtherType::Ipv4,
+                    &udp4(v4([198, 19, 0, 1]), 64, 8, false),
+                    0
+                )
+            )
+            .is_none());
+        let mut r2 = Forwarder::new(
+            r.interfaces().to_vec(),
+            vec![Route {
+                prefix: v4([198, 18, 4, 0]).into(),
+                len: 24,
+                via: Some(v4([198, 18, 3, 7]).into()),
+                iface: 1,
+            }],
+            vec![],
+        )
+        .unwrap();
+        assert!(r2
+            .handle_frame(
+                0,
+                &frame(
+                    R0,
+                    EtherType::Ipv4,
+                    &udp4(v4([198, 18, 4, 2]), 64, 8, false),
+                    0
+                )
+            )
+            .is_none());
+        assert_eq!(r2.stats()[0].no_neighbor, 1);
+        assert!(r
+            .handle_frame(
+                0,
+                &frame(
+                    N1,
+                    EtherType::Ipv4,
+                    &udp4(v4([198, 18, 4, 2]), 64, 8, false),
+                    0
+                )
+            )
+            .is_none());
+        assert!(r
+            .handle_frame(0, &frame(R0, EtherType::Unknown(0x88B5), &[0; 46], 0))
+            .is_none());
+        let mut bad = udp4(v4([198, 18, 4, 2]), 64, 8, false);
+        bad[10] ^= 0xff; // header checksum
+        assert!(r
+            .handle_frame(0, &frame(R0, EtherType::Ipv4, &bad, 0))
+            .is_none());
+        let s = &r.stats()[0];
+        assert_eq!(
+            (s.echo_replies, s.no_route, s.ignored, s.malformed),
+            (1, 1, 2, 1)
+        );
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic_and_every_output_is_a_valid_frame() {
+        let mut r = router(1500);
+        let mut x = 0x1234_5678_9abc_def0u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let seeds = [
+            frame(
+                R0,
+                EtherType::Ipv4,
+                &udp4(v4([198, 18, 4, 2]), 64, 40, false),
+                0,
+            ),
+            frame(R0, EtherType::Ipv6, &udp6(v6("2001:2:0:4::2"), 64, 40), 0),
+        ];
+        for i in 0..20_000 {
+            let mut f = seeds[i % 2].clone();
+            let flips = (next() % 4) as usize;
+            for _ in 0..flips {
+                let at = (next() as usize) % f.len();
+                f[at] = next() as u8;
+            }
+            f.truncate((next() as usize) % (f.len() + 1));
+            if let Some(out) = r.handle_frame(i % 2, &f) {
+                assert!(ethernet::Frame::new_checked(&out.frame[..]).is_ok());
+                assert!(out.iface < 2);
+            }
+        }
+    }
+}

@@ -1,0 +1,46 @@
+//! What a router does with a packet at time `t`: the links it sends on and, later, the
+//! QoS disciplines in front of them. Sans-IO, in Linux's qdisc vocabulary:
+//!
+//! - every discipline takes packets with `enqueue(pkt, now)` and gives them back with
+//!   `dequeue(now)`; `poll_timeout()` says when something next happens, so a driver
+//!   sleeps until then (or until a packet arrives) and never polls in a loop;
+//! - every drop has a [`DropReason`], counted in the discipline's stats;
+//! - each algorithm is split into params (validated once), state and stats.
+//!
+//! Time is [`wire::time::Instant`], handed in; this crate never reads a clock, never
+//! touches a socket, and its randomness is seeded (ChaCha8), so a run replays exactly.
+//!
+//! Modules:
+//! - [`link`]: a link with a rate, propagation delay and jitter, random loss (Bernoulli
+//!   or Gilbert–Elliott) and a tail-drop queue limited in packets and/or bytes.
+//! - [`forward`]: the forwarding decisions of an IPv4/IPv6 router, frame in → frame out.
+//! - [`hist`]: a log-linear histogram for delay percentiles.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod forward;
+pub mod hist;
+pub mod link;
+
+use serde::Serialize;
+
+/// Why a packet was dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DropReason {
+    /// The queue already held its limit of packets (tail drop).
+    QueueLimitPackets,
+    /// The packet would have taken the queue past its limit of bytes (tail drop).
+    QueueLimitBytes,
+    /// The link's random loss model lost it on the wire.
+    RandomLoss,
+}
+
+/// What `enqueue` did with a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Queued; it will come out of `dequeue` (or be dropped later with a reason).
+    Queued,
+    /// Dropped at once.
+    Dropped(DropReason),
+}

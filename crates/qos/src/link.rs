@@ -1,0 +1,696 @@
+//! A link: a tail-drop queue, a serializer at the link's rate, a wire that may lose the
+//! frame, and a propagation delay with jitter (netem's job, done here because this
+//! kernel has no netem).
+//!
+//! ```text
+//!  enqueue ─► [ queue: limit packets / bytes ] ─► serializer ─► loss? ─► delay ± jitter ─► dequeue
+//!                 tail drop                        rate_bps        Bernoulli      uniform
+//!                                                                  Gilbert–Elliott
+//! ```
+//!
+//! **Serialization.** A frame of `L` bytes occupies the link for
+//! `(L + overhead_bytes) · 8 / rate_bps` seconds, rounded up to the nanosecond, and
+//! starts when the previous one has finished (or when it arrives, if the link is
+//! idle): start(i) = max(arrival(i), finish(i−1)), finish(i) = start(i) + tx(i). `L`
+//! is the Ethernet frame as `AF_PACKET` sees it: 14 bytes of header plus the payload,
+//! without preamble, SFD, FCS or inter-frame gap. With the default
+//! `overhead_bytes = 0` a 1500-byte frame takes exactly 1.2 ms at 10 Mbit/s; set
+//! `overhead_bytes = 24` to count the 7 + 1 + 4 + 12 bytes a real Ethernet wire adds.
+//! A rate of 0 means no serialization (an infinitely fast link).
+//!
+//! **Queue.** Frames wait in a FIFO until the serializer takes them. A frame that would
+//! exceed `limit_packets` waiting frames, or `limit_bytes` waiting bytes, is dropped on
+//! arrival (tail drop). The queueing delay recorded per frame is start − arrival.
+//!
+//! **Loss.** Decided when a frame has been serialized, so a lost frame has used the link
+//! as on a real wire. Bernoulli: each frame is lost with probability `p`. Gilbert–Elliott
+//! (netem's `loss gemodel p r 1-h 1-k`): a two-state Markov chain, good → bad with
+//! probability `p` and bad → good with `r`, evaluated once per frame before the loss
+//! draw; a frame is lost with `loss_good` (1 − k) in the good state and `loss_bad`
+//! (1 − h) in the bad one. The stationary loss rate is
+//! `(r · loss_good + p · loss_bad) / (p + r)`.
+//!
+//! **Delay.** Each frame arrives `delay ± jitter` after its last bit left, the jitter
+//! drawn uniformly from [−jitter, +jitter] (netem's default without a distribution
+//! table) and clamped so that delay never goes below 0. A link does not reorder:
+//! a frame never arrives before the one sent ahead of it (netem, by contrast,
+//! reorders when the jitter exceeds the gap between packets).
+
+use std::collections::VecDeque;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use wire::time::{Duration, Instant};
+
+use crate::hist::{Histogram, Summary};
+use crate::{DropReason, Verdict};
+
+/// Random loss on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "model")]
+pub enum LossModel {
+    /// Nothing is lost.
+    None,
+    /// Each frame lost with probability `p`.
+    Bernoulli {
+        /// Loss probability.
+        p: f64,
+    },
+    /// Two-state Markov chain (Gilbert–Elliott).
+    GilbertElliott {
+        /// P(good → bad) per frame.
+        p: f64,
+        /// P(bad → good) per frame.
+        r: f64,
+        /// Loss probability in the good state (netem's 1 − k).
+        loss_good: f64,
+        /// Loss probability in the bad state (netem's 1 − h).
+        loss_bad: f64,
+    },
+}
+
+impl LossModel {
+    /// The long-run share of frames lost.
+    pub fn mean_loss(&self) -> f64 {
+        match *self {
+            Self::None => 0.0,
+            Self::Bernoulli { p } => p,
+            Self::GilbertElliott {
+                p,
+                r,
+                loss_good,
+                loss_bad,
+            } => {
+                if p + r == 0.0 {
+                    loss_good // the chain never leaves the good state it starts in
+                } else {
+                    (r * loss_good + p * loss_bad) / (p + r)
+                }
+            }
+        }
+    }
+}
+
+/// A link's configuration.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LinkParams {
+    /// Serialization rate, bit/s; 0 = no serialization delay.
+    pub rate_bps: u64,
+    /// Bytes counted per frame beyond what `AF_PACKET` sees (24 for preamble, SFD, FCS
+    /// and inter-frame gap).
+    pub overhead_bytes: u32,
+    /// Propagation delay.
+    #[serde(rename = "delay_ns")]
+    pub delay: Duration,
+    /// Half-width of the uniform jitter around `delay`.
+    #[serde(rename = "jitter_ns")]
+    pub jitter: Duration,
+    /// Random loss on the wire.
+    pub loss: LossModel,
+    /// Most frames waiting; `None` = no limit.
+    pub limit_packets: Option<u32>,
+    /// Most bytes waiting; `None` = no limit.
+    pub limit_bytes: Option<u64>,
+}
+
+impl Default for LinkParams {
+    /// An unlimited link: no rate, no delay, no loss, a queue of 1000 frames (as Linux's
+    /// default `txqueuelen`).
+    fn default() -> Self {
+        Self {
+            rate_bps: 0,
+            overhead_bytes: 0,
+            delay: Duration::ZERO,
+            jitter: Duration::ZERO,
+            loss: LossModel::None,
+            limit_packets: Some(1000),
+            limit_bytes: None,
+        }
+    }
+}
+
+/// A link configuration that cannot be used.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum LinkError {
+    /// A probability outside [0, 1].
+    #[error("loss: {name} = {value} is not a probability (0 to 1)")]
+    Probability {
+        /// Which one.
+        name: &'static str,
+        /// Its value.
+        value: f64,
+    },
+    /// A queue limit of 0 would drop everything.
+    #[error("a queue limit of 0 drops every frame")]
+    ZeroLimit,
+    /// Delay or jitter beyond a minute: surely a unit mistake.
+    #[error("delay and jitter must be at most 60 s")]
+    TooLong,
+}
+
+impl LinkParams {
+    /// Check the configuration.
+    pub fn validate(&self) -> Result<(), LinkError> {
+        let prob = |name: &'static str, value: f64| {
+            if (0.0..=1.0).contains(&value) {
+                Ok(())
+            } else {
+                Err(LinkError::Probability { name, value })
+            }
+        };
+        match self.loss {
+            LossModel::None => {}
+            LossModel::Bernoulli { p } => prob("p", p)?,
+            LossModel::GilbertElliott {
+                p,
+                r,
+                loss_good,
+                loss_bad,
+            } => {
+                prob("p", p)?;
+                prob("r", r)?;
+                prob("loss_good", loss_good)?;
+                prob("loss_bad", loss_bad)?;
+            }
+        }
+        if self.limit_packets == Some(0) || self.limit_bytes == Some(0) {
+            return Err(LinkError::ZeroLimit);
+        }
+        let minute = Duration::from_secs(60);
+        if self.delay > minute || self.jitter > minute {
+            return Err(LinkError::TooLong);
+        }
+        Ok(())
+    }
+
+    /// Time on the link of a frame of `len` bytes.
+    pub fn tx_time(&self, len: usize) -> Duration {
+        if self.rate_bps == 0 {
+            return Duration::ZERO;
+        }
+        let bits = (len as u128 + u128::from(self.overhead_bytes)) * 8;
+        let ns = (bits * 1_000_000_000).div_ceil(u128::from(self.rate_bps));
+        Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+    }
+}
+
+/// A link's counters.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct LinkStats {
+    /// Frames offered to `enqueue`.
+    pub offered_packets: u64,
+    /// Their bytes.
+    pub offered_bytes: u64,
+    /// Frames handed out by `dequeue`.
+    pub sent_packets: u64,
+    /// Their bytes.
+    pub sent_bytes: u64,
+    /// Tail drops: the packet limit.
+    pub dropped_queue_packets: u64,
+    /// Tail drops: the byte limit.
+    pub dropped_queue_bytes: u64,
+    /// Lost on the wire.
+    pub dropped_random_loss: u64,
+    /// Most frames ever waiting.
+    pub max_backlog_packets: u64,
+    /// Queueing delay (start of serialization − arrival) percentiles.
+    pub queue_delay: Summary,
+}
+
+impl LinkStats {
+    /// Drops by reason.
+    pub fn dropped(&self, reason: DropReason) -> u64 {
+        match reason {
+            DropReason::QueueLimitPackets => self.dropped_queue_packets,
+            DropReason::QueueLimitBytes => self.dropped_queue_bytes,
+            DropReason::RandomLoss => self.dropped_random_loss,
+        }
+    }
+}
+
+struct Waiting {
+    frame: Vec<u8>,
+    arrival: Instant,
+}
+
+/// A link; see the module doc for the model.
+///
+/// Method contract (quinn's style): feed frames with [`Link::enqueue`]; take every frame
+/// that has arrived at the far end with [`Link::dequeue`] until it returns `None`; then
+/// sleep until [`Link::poll_timeout`] or the next frame to enqueue, whichever is
+/// first. Results depend only on the times handed in, not on how often the link is
+/// polled; `now` must not go backwards.
+pub struct Link {
+    params: LinkParams,
+    queue: VecDeque<Waiting>,
+    queued_bytes: u64,
+    /// When the serializer is free again.
+    busy_until: Instant,
+    /// Serialized and not lost, in arrival order at the far end.
+    in_flight: VecDeque<(Instant, Vec<u8>)>,
+    /// Arrival time of the last frame put in flight (no reordering).
+    last_arrival: Instant,
+    bad_state: bool,
+    rng: ChaCha8Rng,
+    stats: LinkStats,
+    queue_delay: Histogram,
+}
+
+impl Link {
+    /// A link with `params`, its randomness seeded with `seed`.
+    pub fn new(params: LinkParams, seed: u64) -> Result<Self, LinkError> {
+        params.validate()?;
+        Ok(Self {
+            params,
+            queue: VecDeque::new(),
+            queued_bytes: 0,
+            busy_until: Instant::ZERO,
+            in_flight: VecDeque::new(),
+            last_arrival: Instant::ZERO,
+            bad_state: false,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            stats: LinkStats::default(),
+            queue_delay: Histogram::default(),
+        })
+    }
+
+    /// The configuration.
+    pub fn params(&self) -> &LinkParams {
+        &self.params
+    }
+
+    /// Offer a frame at `now`.
+    pub fn enqueue(&mut self, frame: Vec<u8>, now: Instant) -> Verdict {
+        self.advance(now);
+        self.stats.offered_packets += 1;
+        self.stats.offered_bytes += frame.len() as u64;
+        if self
+            .params
+            .limit_packets
+            .is_some_and(|l| self.queue.len() as u64 >= u64::from(l))
+        {
+            self.stats.dropped_queue_packets += 1;
+            return Verdict::Dropped(DropReason::QueueLimitPackets);
+        }
+        if self
+            .params
+            .limit_bytes
+            .is_some_and(|l| self.queued_bytes + frame.len() as u64 > l)
+        {
+            self.stats.dropped_queue_bytes += 1;
+            return Verdict::Dropped(DropReason::QueueLimitBytes);
+        }
+        self.queued_bytes += frame.len() as u64;
+        self.queue.push_back(Waiting {
+            frame,
+            arrival: now,
+        });
+        self.stats.max_backlog_packets =
+            self.stats.max_backlog_packets.max(self.queue.len() as u64);
+        // An idle link starts sending at once.
+        self.advance(now);
+        Verdict::Queued
+    }
+
+    /// The next frame that has reached the far end by `now`.
+    pub fn dequeue(&mut self, now: Instant) -> Option<Vec<u8>> {
+        self.advance(now);
+        if self.in_flight.front().is_some_and(|(at, _)| *at <= now) {
+            let (_, frame) = self.in_flight.pop_front()?;
+            self.stats.sent_packets += 1;
+            self.stats.sent_bytes += frame.len() as u64;
+            return Some(frame);
+        }
+        None
+    }
+
+    /// When the next frame arrives at the far end or the next serialization starts;
+    /// `None` when the link is empty.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let arrival = self.in_flight.front().map(|(at, _)| *at);
+        let start = self.queue.front().map(|w| w.arrival.max(self.busy_until));
+        match (arrival, start) {
+            (Some(a), Some(s)) => Some(a.min(s)),
+            (a, s) => a.or(s),
+        }
+    }
+
+    /// Frames waiting to be serialized.
+    pub fn backlog_packets(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Frames on the wire or in propagation.
+    pub fn in_flight_packets(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// The counters, with the queueing-delay percentiles as of now.
+    pub fn stats(&self) -> LinkStats {
+        let mut s = self.stats.clone();
+        s.queue_delay = self.queue_delay.summary();
+        s
+    }
+
+    /// Serialize every waiting frame whose turn on the wire starts by `now`.
+    fn advance(&mut self, now: Instant) {
+        while let Some(head) = self.queue.front() {
+            let start = head.arrival.max(self.busy_until);
+            if start > now {
+                break;
+            }
+            let Some(w) = self.queue.pop_front() else {
+                break;
+            };
+            self.queued_bytes -= w.frame.len() as u64;
+            self.queue_delay
+                .record(start.saturating_duration_since(w.arrival).as_nanos());
+            let finish = start + self.params.tx_time(w.frame.len());
+            self.busy_until = finish;
+            if self.lost() {
+                self.stats.dropped_random_loss += 1;
+                continue;
+            }
+            let at = (finish + self.propagation()).max(self.last_arrival);
+            self.last_arrival = at;
+            self.in_flight.push_back((at, w.frame));
+        }
+    }
+
+    fn lost(&mut self) -> bool {
+        match self.params.loss {
+            LossModel::None => false,
+            LossModel::Bernoulli { p } => self.rng.gen::<f64>() < p,
+            LossModel::GilbertElliott {
+                p,
+                r,
+                loss_good,
+                loss_bad,
+            } => {
+                let flip = if self.bad_state { r } else { p };
+                if self.rng.gen::<f64>() < flip {
+                    self.bad_state = !self.bad_state;
+                }
+                let loss = if self.bad_state { loss_bad } else { loss_good };
+                self.rng.gen::<f64>() < loss
+            }
+        }
+    }
+
+    fn propagation(&mut self) -> Duration {
+        let delay = self.params.delay.as_nanos() as i128;
+        let jitter = self.params.jitter.as_nanos() as i128;
+        if jitter == 0 {
+            return self.params.delay;
+        }
+        let offset = self.rng.gen_range(-jitter..=jitter);
+        Duration::from_nanos((delay + offset).max(0) as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(ns: u64) -> Instant {
+        Instant::from_nanos(ns)
+    }
+
+    /// Drain everything the link delivers, stepping from event to event.
+    fn run(link: &mut Link) -> Vec<(u64, Vec<u8>)> {
+        let mut out = Vec::new();
+        while let Some(at) = link.poll_timeout() {
+            while let Some(f) = link.dequeue(at) {
+                out.push((at.as_nanos(), f));
+            }
+        }
+        out
+    }
+
+    fn ten_mbit() -> LinkParams {
+        LinkParams {
+            rate_bps: 10_000_000,
+            limit_packets: Some(1000),
+            ..LinkParams::default()
+        }
+    }
+
+    #[test]
+    fn ten_mbit_spaces_1500_byte_frames_exactly_1_2_ms_apart() {
+        let mut link = Link::new(ten_mbit(), 1).unwrap();
+        // A burst of 5 frames at t = 0: the link serializes them back to back.
+        for i in 0..5u8 {
+            assert_eq!(link.enqueue(vec![i; 1500], t(0)), Verdict::Queued);
+        }
+        let out = run(&mut link);
+        let times: Vec<u64> = out.iter().map(|(at, _)| *at).collect();
+        assert_eq!(
+            times,
+            [1_200_000, 2_400_000, 3_600_000, 4_800_000, 6_000_000]
+        );
+        assert_eq!(out[3].1[0], 3, "in order");
+        // The fourth waited 3 × 1.2 ms; the median of 0, 1.2, 2.4, 3.6, 4.8 ms is 2.4.
+        let s = link.stats();
+        assert_eq!(s.queue_delay.max_ns, Some(4_800_000));
+        // The median, 2.4 ms, to its histogram bucket [73 · 32768, 74 · 32768).
+        assert_eq!(s.queue_delay.p50_ns, Some(73 * 32768));
+        assert_eq!((s.sent_packets, s.sent_bytes), (5, 7500));
+        // With the Ethernet wire's 24 bytes counted, 1524 · 8 / 10 Mbit/s = 1.2192 ms.
+        let wire = LinkParams {
+            overhead_bytes: 24,
+            ..ten_mbit()
+        };
+        assert_eq!(wire.tx_time(1500), Duration::from_nanos(1_219_200));
+        // 64 bytes: 51.2 µs; 1 byte rounds up to the next nanosecond (800 ns exactly).
+        assert_eq!(ten_mbit().tx_time(64), Duration::from_nanos(51_200));
+        let odd = LinkParams {
+            rate_bps: 3,
+            ..ten_mbit()
+        };
+        assert_eq!(odd.tx_time(1), Duration::from_nanos(2_666_666_667));
+    }
+
+    #[test]
+    fn an_idle_link_sends_on_arrival_and_polling_more_often_changes_nothing() {
+        let params = LinkParams {
+            delay: Duration::from_millis(10),
+            ..ten_mbit()
+        };
+        // Arrivals every 2 ms: the link is idle at each, so each leaves 1.2 ms later
+        // and arrives 10 ms after that.
+        let mut a = Link::new(params.clone(), 1).unwrap();
+        for i in 0..4 {
+            a.enqueue(vec![0; 1500], t(i * 2_000_000));
+        }
+        let coarse: Vec<u64> = run(&mut a).into_iter().map(|(at, _)| at).collect();
+        assert_eq!(coarse, [11_200_000, 13_200_000, 15_200_000, 17_200_000]);
+        // Polled every 100 µs while enqueueing at the same times: same arrivals.
+        let mut b = Link::new(params, 1).unwrap();
+        let mut fine = Vec::new();
+        for step in 0..=200u64 {
+            let now = t(step * 100_000);
+            if step % 20 == 0 && step < 80 {
+                b.enqueue(vec![0; 1500], now);
+            }
+            while let Some(_f) = b.dequeue(now) {
+                fine.push(now.as_nanos());
+            }
+        }
+        assert_eq!(fine, coarse);
+        assert_eq!(b.stats().queue_delay.max_ns, Some(0));
+    }
+
+    #[test]
+    fn the_queue_drops_at_its_limits() {
+        let mut link = Link::new(
+            LinkParams {
+                limit_packets: Some(3),
+                ..ten_mbit()
+            },
+            1,
+        )
+        .unwrap();
+        // The first frame goes straight onto the wire; three wait; the fifth is dropped.
+        let verdicts: Vec<Verdict> = (0..5).map(|_| link.enqueue(vec![0; 1000], t(0))).collect();
+        assert_eq!(verdicts[..4], [Verdict::Queued; 4]);
+        assert_eq!(verdicts[4], Verdict::Dropped(DropReason::QueueLimitPackets));
+        assert_eq!(link.backlog_packets(), 3);
+        // Once the first has left (0.8 ms), there is room for one more.
+        assert_eq!(link.enqueue(vec![0; 1000], t(800_000)), Verdict::Queued);
+        assert_eq!(
+            link.enqueue(vec![0; 1000], t(800_000)),
+            Verdict::Dropped(DropReason::QueueLimitPackets)
+        );
+        let mut link = Link::new(
+            LinkParams {
+                limit_packets: None,
+                limit_bytes: Some(2500),
+                ..ten_mbit()
+            },
+            1,
+        )
+        .unwrap();
+        link.enqueue(vec![0; 1000], t(0)); // on the wire
+        link.enqueue(vec![0; 1000], t(0));
+        link.enqueue(vec![0; 1000], t(0));
+        assert_eq!(
+            link.enqueue(vec![0; 600], t(0)),
+            Verdict::Dropped(DropReason::QueueLimitBytes),
+            "2000 + 600 > 2500"
+        );
+        assert_eq!(
+            link.enqueue(vec![0; 500], t(0)),
+            Verdict::Queued,
+            "2000 + 500"
+        );
+        let s = link.stats();
+        assert_eq!((s.dropped_queue_bytes, s.offered_packets), (1, 5));
+        assert_eq!(run(&mut link).len(), 4);
+    }
+
+    #[test]
+    fn bernoulli_loss_matches_its_probability_on_a_seeded_run() {
+        let mut link = Link::new(
+            LinkParams {
+                loss: LossModel::Bernoulli { p: 0.1 },
+                ..LinkParams::default()
+            },
+            7,
+        )
+        .unwrap();
+        let n = 200_000u64;
+        for i in 0..n {
+            link.enqueue(vec![0; 64], t(i));
+            while link.dequeue(t(i)).is_some() {}
+        }
+        let s = link.stats();
+        assert_eq!(s.sent_packets + s.dropped_random_loss, n);
+        // σ = √(n p (1 − p)) ≈ 134 frames; within 4σ.
+        let lost = s.dropped_random_loss as f64;
+        assert!((lost - 20_000.0).abs() < 4.0 * 134.2, "{lost}");
+        // The same seed replays the same losses.
+        let mut again = Link::new(link.params().clone(), 7).unwrap();
+        for i in 0..n {
+            again.enqueue(vec![0; 64], t(i));
+            while again.dequeue(t(i)).is_some() {}
+        }
+        assert_eq!(again.stats().dropped_random_loss, s.dropped_random_loss);
+    }
+
+    #[test]
+    fn gilbert_elliott_loss_has_its_stationary_rate_and_bursts() {
+        // Simple Gilbert: every frame in the bad state is lost, none in the good one.
+        // p = 0.01, r = 0.25: loss = 0.01 / 0.26 ≈ 3.85 %, mean burst 1/r = 4 frames.
+        let loss = LossModel::GilbertElliott {
+            p: 0.01,
+            r: 0.25,
+            loss_good: 0.0,
+            loss_bad: 1.0,
+        };
+        assert!((loss.mean_loss() - 0.01 / 0.26).abs() < 1e-12);
+        let mut link = Link::new(
+            LinkParams {
+                loss,
+                ..LinkParams::default()
+            },
+            3,
+        )
+        .unwrap();
+        let n = 400_000u64;
+        let mut delivered = vec![false; n as usize];
+        for i in 0..n {
+            let mut f = vec![0; 64];
+            f[..8].copy_from_slice(&i.to_be_bytes());
+            link.enqueue(f, t(i));
+            while let Some(f) = link.dequeue(t(i)) {
+                let seq = u64::from_be_bytes(f[..8].try_into().unwrap());
+                delivered[seq as usize] = true;
+            }
+        }
+        let lost = delivered.iter().filter(|d| !**d).count() as f64;
+        let rate = lost / n as f64;
+        assert!((rate - 0.0385).abs() < 0.004, "{rate}");
+        // Bursts: runs of consecutive losses average 1/r = 4.
+        let mut bursts = 0u64;
+        let mut prev = true;
+        for d in &delivered {
+            if !*d && prev {
+                bursts += 1;
+            }
+            prev = *d;
+        }
+        let mean_burst = lost / bursts as f64;
+        assert!((mean_burst - 4.0).abs() < 0.2, "{mean_burst}");
+    }
+
+    #[test]
+    fn delay_and_jitter_have_their_configured_mean_and_spread() {
+        let params = LinkParams {
+            delay: Duration::from_millis(20),
+            jitter: Duration::from_millis(5),
+            ..LinkParams::default()
+        };
+        let mut link = Link::new(params, 11).unwrap();
+        // Sent every 20 ms, so the ±5 ms jitter never meets the no-reordering clamp.
+        let n = 20_000u64;
+        for i in 0..n {
+            let sent = i * 20_000_000;
+            link.enqueue(sent.to_be_bytes().to_vec(), t(sent));
+        }
+        let delays: Vec<f64> = run(&mut link)
+            .into_iter()
+            .map(|(at, f)| (at - u64::from_be_bytes(f[..8].try_into().unwrap())) as f64)
+            .collect();
+        assert_eq!(delays.len() as u64, n);
+        let mean = delays.iter().sum::<f64>() / n as f64;
+        let sd = (delays.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt();
+        // Uniform on [15, 25] ms: mean 20 ms, sd 10/√12 = 2.887 ms.
+        assert!((mean - 20e6).abs() < 0.05e6, "{mean}");
+        assert!((sd - 2.8868e6).abs() < 0.05e6, "{sd}");
+        assert!(delays.iter().all(|d| (15e6..=25e6).contains(d)));
+    }
+
+    #[test]
+    fn a_link_never_reorders_even_when_jitter_exceeds_the_gap() {
+        let mut link = Link::new(
+            LinkParams {
+                delay: Duration::from_millis(5),
+                jitter: Duration::from_millis(5),
+                ..LinkParams::default()
+            },
+            5,
+        )
+        .unwrap();
+        for i in 0..1000u64 {
+            link.enqueue(i.to_be_bytes().to_vec(), t(i * 100_000));
+        }
+        let out = run(&mut link);
+        let seqs: Vec<u64> = out
+            .iter()
+            .map(|(_, f)| u64::from_be_bytes(f[..8].try_into().unwrap()))
+            .collect();
+        assert_eq!(seqs, (0..1000).collect::<Vec<_>>());
+        assert!(out.windows(2).all(|w| w[0].0 <= w[1].0));
+    }
+
+    #[test]
+    fn impossible_settings_are_refused() {
+        let bad = |p: LinkParams| Link::new(p, 0).err().unwrap().to_string();
+        assert!(bad(LinkParams {
+            loss: LossModel::Bernoulli { p: 1.5 },
+            ..LinkParams::default()
+        })
+        .contains("not a probability"));
+        assert!(bad(LinkParams {
+            limit_packets: Some(0),
+            ..LinkParams::default()
+        })
+        .contains("limit of 0"));
+        assert!(bad(LinkParams {
+            delay: Duration::from_secs(61),
+            ..LinkParams::default()
+        })
+        .contains("60 s"));
+    }
+}
