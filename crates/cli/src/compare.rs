@@ -19,6 +19,7 @@ use crate::usage;
 /// Compare IPv4 and IPv6 on this host: the main battery, side by side.
 ///
 /// UDP and TCP at several packet sizes, each test run over 127.0.0.1 and then over ::1
+/// (or, with --lab, through the two-hop namespace lab and its 10 Mbit/s bottleneck)
 /// with the round-trip meter, and one table with IPv4, IPv6 and the relative difference
 /// for throughput, RTT, jitter and loss.
 ///
@@ -50,9 +51,14 @@ pub(crate) struct CompareArgs {
     /// the very same packet sequence).
     #[arg(long)]
     no_games: bool,
-    /// Run through the namespace testbed instead of loopback (arrives with the lab).
+    /// Run through the namespace testbed instead of loopback: builds the two-hop lab
+    /// (sender — r1 — 10 Mbit/s — r2 — receiver, dualperf route in both routers) for
+    /// the battery and removes it afterwards. Needs root.
     #[arg(long)]
     lab: bool,
+    /// With --lab: another topology (it needs nodes named sender and receiver).
+    #[arg(long, value_name = "FILE", requires = "lab")]
+    topology: Option<std::path::PathBuf>,
     /// Print JSON with every test's full sender- and receiver-side results.
     #[arg(long)]
     json: bool,
@@ -97,7 +103,8 @@ pub(crate) struct Delta {
 struct CompareReport {
     format_version: u32,
     tool: String,
-    target: &'static str,
+    /// `loopback`, or `lab:NAME`.
+    target: String,
     rate: Rate,
     sizes_bytes: Vec<u32>,
     duration_ns: u64,
@@ -110,10 +117,65 @@ struct CompareReport {
 /// The seed of the gaming tests: fixed, so every battery sends the same game traffic.
 const GAME_SEED: u64 = 2006;
 
-pub(crate) fn run(args: CompareArgs) -> Result<()> {
-    if args.lab {
-        usage!("--lab needs the namespace testbed, which is not built yet; run without --lab for loopback");
+/// The topology `compare --lab` builds unless told otherwise.
+const TWO_HOP: &str = include_str!("../../../plans/topologies/two-hop.toml");
+
+/// A lab built for one battery, removed when dropped (also on an error or Ctrl-C).
+struct LabGuard {
+    name: String,
+    sender_ns: String,
+    receiver_ns: String,
+    receiver_v4: Ipv4Addr,
+    receiver_v6: Ipv6Addr,
+}
+
+impl LabGuard {
+    fn up(path: Option<&std::path::Path>) -> Result<Self> {
+        let text = match path {
+            Some(p) => std::fs::read_to_string(p)
+                .with_context(|| format!("cannot read {}", p.display()))?,
+            None => TWO_HOP.to_owned(),
+        };
+        let t = match lab::topology::Topology::parse(&text) {
+            Ok(t) => t,
+            Err(e) => usage!("topology: {e}"),
+        };
+        let (Some(sender), Some(receiver)) = (t.node("sender"), t.node("receiver")) else {
+            usage!("the topology needs nodes named 'sender' and 'receiver'");
+        };
+        let Some((_, end, _)) = t.ends_of(receiver).next() else {
+            usage!("the receiver has no link");
+        };
+        let exe = std::env::current_exe().context("cannot find the dualperf binary")?;
+        eprintln!("dualperf compare: building lab '{}' …", t.name);
+        lab::netlab::up(&t, &exe, None)?;
+        Ok(Self {
+            name: t.name.clone(),
+            sender_ns: t.namespace(sender),
+            receiver_ns: t.namespace(receiver),
+            receiver_v4: end.ipv4,
+            receiver_v6: end.ipv6,
+        })
     }
+}
+
+impl Drop for LabGuard {
+    fn drop(&mut self) {
+        if let Err(e) = lab::netlab::down(&self.name) {
+            eprintln!(
+                "dualperf compare: warning: removing lab '{}': {e}",
+                self.name
+            );
+        }
+    }
+}
+
+pub(crate) fn run(args: CompareArgs) -> Result<()> {
+    let lab = if args.lab {
+        Some(LabGuard::up(args.topology.as_deref())?)
+    } else {
+        None
+    };
     let duration = args.duration.unwrap_or(if args.quick {
         Duration::from_secs(1)
     } else {
@@ -138,16 +200,38 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
         }
     }
     let stop = crate::interrupt::flag();
-    let receiver = Receiver::start(
-        ReceiverConfig {
-            bind: SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), 0),
-            key: None,
-            log: None,
-            handshake_timeout: std::time::Duration::from_secs(5),
-        },
-        Arc::new(AtomicBool::new(false)),
-    )
-    .context("starting the local receiver")?;
+    let start_receiver = || {
+        Receiver::start(
+            ReceiverConfig {
+                bind: SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), 0),
+                key: None,
+                log: None,
+                handshake_timeout: std::time::Duration::from_secs(5),
+            },
+            Arc::new(AtomicBool::new(false)),
+        )
+        .context("starting the receiver")
+    };
+    // In the lab the receiver's sockets (and its threads) live in the receiver's
+    // namespace: a thread enters it, and the threads it starts inherit it.
+    let receiver = match &lab {
+        None => start_receiver()?,
+        Some(l) => {
+            let ns = l.receiver_ns.clone();
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    netio::netns::enter(&ns).with_context(|| format!("entering {ns}"))?;
+                    start_receiver()
+                })
+                .join()
+                .map_err(|_| anyhow::anyhow!("the receiver thread panicked"))?
+            })?
+        }
+    };
+    let (dest_v4, dest_v6): (IpAddr, IpAddr) = match &lab {
+        None => (Ipv4Addr::LOCALHOST.into(), Ipv6Addr::LOCALHOST.into()),
+        Some(l) => (l.receiver_v4.into(), l.receiver_v6.into()),
+    };
     let port = receiver.local_addr().port();
     let progress = std::io::stderr().is_terminal();
     let base = FlowSpec {
@@ -223,59 +307,71 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
             });
         }
     }
-    let total = tests.len() * 2;
-    let mut done = 0;
-    let mut points = Vec::new();
-    'outer: for spec in tests {
-        let mut point = Point {
-            name: spec.label.clone(),
-            protocol: spec.protocol,
-            size_bytes: spec.size_bytes,
-            rate: spec.idt_ms.is_none().then_some(spec.rate),
-            ipv4: None,
-            ipv6: None,
-            delta_pct: Delta::default(),
-            errors: Vec::new(),
-        };
-        for v6 in [false, true] {
-            if stop.load(Ordering::SeqCst) {
-                points.push(point);
-                break 'outer;
-            }
-            done += 1;
-            let family = if v6 { "IPv6" } else { "IPv4" };
-            let ip: IpAddr = if v6 {
-                Ipv6Addr::LOCALHOST.into()
-            } else {
-                Ipv4Addr::LOCALHOST.into()
+    let battery = || -> Vec<Point> {
+        let total = tests.len() * 2;
+        let mut done = 0;
+        let mut points = Vec::new();
+        'outer: for spec in tests {
+            let mut point = Point {
+                name: spec.label.clone(),
+                protocol: spec.protocol,
+                size_bytes: spec.size_bytes,
+                rate: spec.idt_ms.is_none().then_some(spec.rate),
+                ipv4: None,
+                ipv6: None,
+                delta_pct: Delta::default(),
+                errors: Vec::new(),
             };
-            if progress {
-                eprint!("\r[{done}/{total}] {family} {} …          ", spec.label);
+            for v6 in [false, true] {
+                if stop.load(Ordering::SeqCst) {
+                    points.push(point);
+                    break 'outer;
+                }
+                done += 1;
+                let family = if v6 { "IPv6" } else { "IPv4" };
+                let ip = if v6 { dest_v6 } else { dest_v4 };
+                if progress {
+                    eprint!("\r[{done}/{total}] {family} {} …          ", spec.label);
+                }
+                let config = SendConfig::new(SocketAddr::new(ip, port), vec![spec.clone()]);
+                // One failed test does not end the battery: keep what it measured and say
+                // what went wrong.
+                let (report, error) = match run_session(&config, &stop) {
+                    Ok(r) => (Some(r), None),
+                    Err(e) => match e.downcast::<crate::send::PartialReport>() {
+                        Ok(p) => (Some(p.report), Some(p.error)),
+                        Err(e) => (None, Some(format!("{e:#}"))),
+                    },
+                };
+                if let Some(e) = &error {
+                    eprintln!("dualperf compare: {family} {}: {e}", spec.label);
+                    point.errors.push(format!("{family}: {e}"));
+                }
+                let side = report.and_then(|r| r.flows.into_iter().next()).map(side_of);
+                if v6 {
+                    point.ipv6 = side;
+                } else {
+                    point.ipv4 = side;
+                }
             }
-            let config = SendConfig::new(SocketAddr::new(ip, port), vec![spec.clone()]);
-            // One failed test does not end the battery: keep what it measured and say
-            // what went wrong.
-            let (report, error) = match run_session(&config, &stop) {
-                Ok(r) => (Some(r), None),
-                Err(e) => match e.downcast::<crate::send::PartialReport>() {
-                    Ok(p) => (Some(p.report), Some(p.error)),
-                    Err(e) => (None, Some(format!("{e:#}"))),
-                },
-            };
-            if let Some(e) = &error {
-                eprintln!("dualperf compare: {family} {}: {e}", spec.label);
-                point.errors.push(format!("{family}: {e}"));
-            }
-            let side = report.and_then(|r| r.flows.into_iter().next()).map(side_of);
-            if v6 {
-                point.ipv6 = side;
-            } else {
-                point.ipv4 = side;
-            }
+            point.delta_pct = delta(point.ipv4.as_ref(), point.ipv6.as_ref());
+            points.push(point);
         }
-        point.delta_pct = delta(point.ipv4.as_ref(), point.ipv6.as_ref());
-        points.push(point);
-    }
+        points
+    };
+    // In the lab the senders' sockets are made in the sender's namespace.
+    let points = match &lab {
+        None => battery(),
+        Some(l) => std::thread::scope(|s| {
+            s.spawn(|| -> Result<Vec<Point>> {
+                netio::netns::enter(&l.sender_ns)
+                    .with_context(|| format!("entering {}", l.sender_ns))?;
+                Ok(battery())
+            })
+            .join()
+            .map_err(|_| anyhow::anyhow!("the sender thread panicked"))?
+        })?,
+    };
     if progress {
         eprint!("\r{}\r", " ".repeat(60));
     }
@@ -283,7 +379,10 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
     let report = CompareReport {
         format_version: 1,
         tool: format!("dualperf {}", env!("CARGO_PKG_VERSION")),
-        target: "loopback",
+        target: match &lab {
+            None => "loopback".to_owned(),
+            Some(l) => format!("lab:{}", l.name),
+        },
         rate,
         sizes_bytes: args.sizes.clone(),
         duration_ns: duration.as_nanos(),
@@ -365,11 +464,22 @@ fn render(r: &CompareReport) -> String {
             f(s6.and_then(|s| s.loss_pct), 1.0, 3),
         ]);
     }
+    let (path, note) = if r.target == "loopback" {
+        (
+            "IPv4 (127.0.0.1) vs IPv6 (::1)".to_owned(),
+            "Loopback has no wire: differences reflect the stacks, not headers on a link.",
+        )
+    } else {
+        (
+            format!("IPv4 vs IPv6 through {}", r.target),
+            "Through the lab the headers count: every frame crosses the emulated links at their rate.",
+        )
+    };
     format!(
-        "dualperf compare: IPv4 (127.0.0.1) vs IPv6 (::1), round-trip meter, {} per test{}; sizes {} B at {}, VoIP at its codec's rate, games by their models{}\n{}\
+        "dualperf compare: {path}, round-trip meter, {} per test{}; sizes {} B at {}, VoIP at its codec's rate, games by their models{}\n{}\
          Throughput: receiver payload bit rate. RTT: mean of sender-measured round trips less the time the receiver held\n\
          each probe (as irtt does). Jitter: mean |ΔRTT| in arrival order (D-ITG).\n\
-         Δ % = (IPv6 − IPv4) / IPv4. Loopback has no wire: differences reflect the stacks, not headers on a link.\n",
+         Δ % = (IPv6 − IPv4) / IPv4. {note}\n",
         Duration::from_nanos(r.duration_ns),
         if r.quick { " (VoIP and games 0.5 s)" } else { "" },
         r.sizes_bytes.iter().map(u32::to_string).collect::<Vec<_>>().join("/"),

@@ -13,8 +13,9 @@ use crate::usage;
 /// `dualperf route` with emulated links, veth pairs, addresses from 198.18.0.0/15 and
 /// 2001:2::/48, static routes and neighbours, offloads off. Needs root.
 ///
-/// `down` removes everything of the lab (processes, namespaces and with them the veths,
-/// state), also after a crash; `up` on a lab that is already up rebuilds it.
+/// `down` removes the lab's processes, namespaces (and with them the veths) and state
+/// file, also after a crash; the routers' logs and final counters stay in
+/// /run/dualperf/labs/LAB/. `up` on a lab that is already up rebuilds it.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   sudo dualperf lab up plans/topologies/two-hop.toml
@@ -37,7 +38,7 @@ enum Action {
         #[arg(long, value_name = "DIR")]
         pcap: Option<PathBuf>,
     },
-    /// Remove the lab: its processes, namespaces, veths and state.
+    /// Remove the lab: its processes, namespaces, veths and state file.
     Down {
         /// The lab's name.
         name: String,
@@ -89,7 +90,11 @@ pub(crate) fn run(args: LabArgs) -> Result<()> {
             Ok(())
         }
         Action::Down { name } => {
-            let r = netlab::down(&name)?;
+            let r = match netlab::down(&name) {
+                Ok(r) => r,
+                Err(e @ netlab::LabError::NotFound(_)) => usage!("{e}"),
+                Err(e) => return Err(e.into()),
+            };
             eprintln!(
                 "dualperf lab: '{name}' is down ({} namespaces removed, {} processes stopped)",
                 r.namespaces.len(),
@@ -98,7 +103,12 @@ pub(crate) fn run(args: LabArgs) -> Result<()> {
             Ok(())
         }
         Action::Status { name, json } => {
-            let Some(state) = netlab::state(&name)? else {
+            let state = match netlab::state(&name) {
+                Ok(s) => s,
+                Err(e @ netlab::LabError::NotFound(_)) => usage!("{e}"),
+                Err(e) => return Err(e.into()),
+            };
+            let Some(state) = state else {
                 usage!("no lab '{name}' is up");
             };
             let routers: Vec<serde_json::Value> = state

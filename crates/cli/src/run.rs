@@ -75,7 +75,8 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         }
     }
     if args.dry_run {
-        return crate::out::print(dry_run(&plan));
+        let (place, _) = place_of(&plan, &args.plan)?;
+        return crate::out::print(dry_run(&plan, &place));
     }
     let dir = args.dir.clone().unwrap_or_else(|| {
         let now = std::time::SystemTime::now()
@@ -116,7 +117,7 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
     } else {
         "host.json".to_owned()
     };
-    store.write_json(&host_file, &host_metadata())?;
+    store.write_json(&host_file, &host_metadata(&plan.target))?;
     let stop = crate::interrupt::flag();
     let tty = std::io::stderr().is_terminal();
     let started = std::time::Instant::now();
@@ -146,11 +147,35 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         }
     };
     let exe = std::env::current_exe().context("cannot find the dualperf binary")?;
+    // A lab target: build it, and keep its topology and router configurations with the
+    // results.
+    let (place, topology) = place_of(&plan, &args.plan)?;
+    let _lab = match &topology {
+        None => None,
+        Some((t, text)) => {
+            eprintln!("dualperf run: building lab '{}' …", t.name);
+            lab::netlab::up(t, &exe, None)?;
+            let guard = LabGuard(t.name.clone());
+            let lab_dir = dir.join("lab");
+            std::fs::create_dir_all(&lab_dir)
+                .with_context(|| format!("cannot create {}", lab_dir.display()))?;
+            store.write_file("lab/topology.toml", text.as_bytes())?;
+            store.write_json("lab/topology.json", t)?;
+            for (i, n) in t.nodes.iter().enumerate() {
+                if n.kind == lab::topology::Kind::Router {
+                    let cfg = toml::to_string(&t.router_config(i)).unwrap_or_default();
+                    store.write_file(&format!("lab/{}.toml", n.name), cfg.as_bytes())?;
+                }
+            }
+            Some(guard)
+        }
+    };
     let outcome = execute(
         &plan,
         &store,
         &RunConfig {
             exe,
+            place,
             resume: args.resume,
             stop: &stop,
             progress: &progress,
@@ -224,7 +249,60 @@ fn clock(d: std::time::Duration) -> String {
     }
 }
 
-fn dry_run(plan: &Plan) -> String {
+/// Where a plan's flows run, and the lab's topology when it names one (its file resolved
+/// against the plan's directory).
+fn place_of(
+    plan: &Plan,
+    plan_path: &Path,
+) -> Result<(
+    lab::runner::Place,
+    Option<(lab::topology::Topology, String)>,
+)> {
+    let Some(file) = plan.lab_topology() else {
+        return Ok((lab::runner::Place::Loopback, None));
+    };
+    let beside = plan_path.parent().unwrap_or(Path::new(".")).join(file);
+    let path = if beside.is_file() {
+        beside
+    } else {
+        PathBuf::from(file)
+    };
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read the plan's topology {}", path.display()))?;
+    let t = match lab::topology::Topology::parse(&text) {
+        Ok(t) => t,
+        Err(e) => usage!("{}: {e}", path.display()),
+    };
+    let (Some(sender), Some(receiver)) = (t.node("sender"), t.node("receiver")) else {
+        usage!(
+            "{}: a plan's lab needs nodes named 'sender' and 'receiver'",
+            path.display()
+        );
+    };
+    let Some((_, end, _)) = t.ends_of(receiver).next() else {
+        usage!("{}: the receiver has no link", path.display());
+    };
+    let place = lab::runner::Place::Lab {
+        sender_ns: t.namespace(sender),
+        receiver_ns: t.namespace(receiver),
+        receiver_v4: end.ipv4,
+        receiver_v6: end.ipv6,
+    };
+    Ok((place, Some((t, text))))
+}
+
+/// A lab built for a plan, removed when the plan ends (also on an error or Ctrl-C).
+struct LabGuard(String);
+
+impl Drop for LabGuard {
+    fn drop(&mut self) {
+        if let Err(e) = lab::netlab::down(&self.0) {
+            eprintln!("dualperf run: warning: removing lab '{}': {e}", self.0);
+        }
+    }
+}
+
+fn dry_run(plan: &Plan, place: &lab::runner::Place) -> String {
     let mut s = format!(
         "plan {}: {} points × {} families × {} repetitions = {} runs of {}, about {} in all\n",
         plan.name,
@@ -240,7 +318,7 @@ fn dry_run(plan: &Plan) -> String {
         s.push_str(&format!(
             "{}  dualperf send {} {}\n",
             r.id,
-            if r.family == 4 { "127.0.0.1" } else { "::1" },
+            place.dest(r.family),
             p.args()
                 .iter()
                 .map(|a| if a.contains(' ') {
@@ -266,7 +344,7 @@ fn resolved(plan: &Plan, quick: bool) -> serde_json::Value {
 
 /// What the host was: kernel, CPU, the sysctls that change IPv4/IPv6 results, loopback's
 /// qdisc, the dualperf version (flent's metadata, for one host).
-fn host_metadata() -> serde_json::Value {
+fn host_metadata(target: &str) -> serde_json::Value {
     let read = |p: &str| {
         std::fs::read_to_string(Path::new(p))
             .ok()
@@ -312,7 +390,7 @@ fn host_metadata() -> serde_json::Value {
         "cpus": std::thread::available_parallelism().map(|n| n.get()).ok(),
         "sysctls": sysctls,
         "qdisc_lo": qdisc_lo,
-        "target": "loopback",
+        "target": target,
     })
 }
 

@@ -1,7 +1,7 @@
 //! Building and removing a topology in network namespaces with iproute2 and ethtool,
 //! and running one `dualperf route` per router.
 //!
-//! Every name carries the lab's prefix: namespaces are `dp-LAB-NODE`, and the veths live
+//! Every name carries the lab's prefix: namespaces are `dp-LAB.NODE`, and the veths live
 //! only inside them, so deleting the namespaces deletes the links. The state file
 //! (`/run/dualperf/labs/LAB/state.json`) records what `up` made; `down` also finds the
 //! namespaces by prefix, so it leaves nothing behind after a crash or a `kill -9`, and
@@ -81,7 +81,7 @@ pub struct RouterProc {
     pub pid: u32,
     /// Its configuration file.
     pub config: PathBuf,
-    /// Where it writes its counters (on SIGUSR1 and at exit).
+    /// Where it writes its counters (every 500 ms and at exit).
     pub stats: PathBuf,
     /// Its stdout and stderr.
     pub log: PathBuf,
@@ -117,9 +117,9 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> LabError + '_ {
     }
 }
 
-/// Namespaces whose name starts with `dp-NAME-`.
+/// Namespaces whose name starts with `dp-NAME.` (names hold no dots, so no other lab's).
 pub fn namespaces_of(name: &str) -> Result<Vec<String>, LabError> {
-    let prefix = format!("dp-{name}-");
+    let prefix = format!("dp-{name}.");
     Ok(run(&["ip", "netns", "list"])?
         .lines()
         .filter_map(|l| l.split_whitespace().next())
@@ -381,8 +381,19 @@ fn alive(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
+fn check_name(name: &str) -> Result<(), LabError> {
+    if crate::topology::valid_lab_name(name) {
+        Ok(())
+    } else {
+        Err(LabError::NotFound(format!(
+            "'{name}' is not a lab name (1 to 16 of a-z, 0-9 and '-')"
+        )))
+    }
+}
+
 /// The lab's state, if `up` left one.
 pub fn state(name: &str) -> Result<Option<LabState>, LabError> {
+    check_name(name)?;
     let path = state_dir(name).join("state.json");
     match std::fs::read(&path) {
         Ok(b) => serde_json::from_slice(&b)
@@ -405,27 +416,44 @@ pub struct DownReport {
     pub namespaces: Vec<String>,
 }
 
-/// Remove lab `name`: stop every process in its namespaces (routers first, SIGTERM so
-/// they write their counters, then SIGKILL), delete the namespaces (and with them the
-/// veths), and the state. Idempotent.
+/// Remove lab `name`: stop every process in its namespaces and every router it recorded
+/// (SIGTERM, so routers write their final counters and captures, then SIGKILL after 2 s),
+/// delete the namespaces (and with them the veths) and the state file. The routers'
+/// configurations, logs and final counters stay in the state directory until the next
+/// `up`. Idempotent.
 pub fn down(name: &str) -> Result<DownReport, LabError> {
+    check_name(name)?;
     let mut report = DownReport::default();
     let mut namespaces = namespaces_of(name)?;
+    let mut pids: Vec<u32> = Vec::new();
     if let Some(s) = state(name)? {
         for ns in s.namespaces {
             if !namespaces.contains(&ns) {
                 namespaces.push(ns);
             }
         }
+        // A router whose namespace is already gone holds the namespace alive but is no
+        // longer listed by `ip netns pids`: stop it by its recorded pid, if that pid is
+        // still a dualperf router (not a process that reused the number).
+        for r in &s.routers {
+            let cmdline = std::fs::read(format!("/proc/{}/cmdline", r.pid)).unwrap_or_default();
+            let cmdline = String::from_utf8_lossy(&cmdline);
+            if cmdline.contains("dualperf") && cmdline.contains("route") && alive(r.pid) {
+                pids.push(r.pid);
+            }
+        }
     }
     let existing = namespaces_of(name)?;
     namespaces.retain(|n| existing.contains(n));
-    let mut pids: Vec<u32> = Vec::new();
     for ns in &namespaces {
         if let Ok(out) = run(&["ip", "netns", "pids", ns]) {
             pids.extend(out.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
         }
     }
+    // Once each: a second SIGTERM makes a dualperf process exit at once, without
+    // writing its final counters and captures.
+    pids.sort_unstable();
+    pids.dedup();
     for sig in ["-TERM", "-KILL"] {
         let live: Vec<String> = pids
             .iter()

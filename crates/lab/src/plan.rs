@@ -9,7 +9,7 @@
 //! duration = "60s"                 # of each run
 //! order = "interleaved"            # IPv4 and IPv6 alternate (ABAB…); or "random"
 //! seed = 1                         # of "random"
-//! target = "loopback"              # the namespace lab arrives with a later issue
+//! target = "loopback"              # or "lab:topologies/two-hop.toml" (relative to the plan)
 //!
 //! [flow]                           # the base flow: `dualperf send` options
 //! udp = true
@@ -202,7 +202,8 @@ pub struct Plan {
     pub order: Order,
     /// Seed of the random order.
     pub seed: u64,
-    /// Where the flows go: `loopback`.
+    /// Where the flows go: `loopback`, or `lab:TOPOLOGY.toml` (a namespace lab built for
+    /// the plan; the flows go from its `sender` to its `receiver`).
     pub target: String,
     /// The points.
     pub points: Vec<Point>,
@@ -241,11 +242,14 @@ impl Plan {
         let target = match &file.target {
             None => "loopback".to_owned(),
             Some(t) if t.get_ref() == "loopback" => "loopback".to_owned(),
+            Some(t) if t.get_ref().strip_prefix("lab:").is_some_and(|p| !p.trim().is_empty()) => {
+                t.get_ref().clone()
+            }
             Some(t) => {
                 return Err(PlanError::at(
                     line_at(t.span().start),
                     format!(
-                        "target '{}': only \"loopback\" is built yet (the namespace lab comes with a later issue)",
+                        "target '{}': \"loopback\" or \"lab:TOPOLOGY.toml\" (a topology file, relative to the plan)",
                         t.get_ref()
                     ),
                 ))
@@ -493,6 +497,11 @@ impl Plan {
         })
     }
 
+    /// The topology file of a lab target, as written in the plan.
+    pub fn lab_topology(&self) -> Option<&str> {
+        self.target.strip_prefix("lab:").map(str::trim)
+    }
+
     /// How long measuring every run takes, roughly (for `--dry-run` and the ETA).
     pub fn estimated(&self, runs: usize) -> Duration {
         let each = self.duration + RUN_OVERHEAD;
@@ -725,12 +734,9 @@ duration = "1s"
                 "ip takes 4",
             ),
             (
-                PLAN.replace(
-                    "name = \"sizes\"",
-                    "name = \"sizes\"\ntarget = \"lab:two-hop.toml\"",
-                ),
+                PLAN.replace("name = \"sizes\"", "name = \"sizes\"\ntarget = \"moon\""),
                 Some(3),
-                "only \"loopback\"",
+                "\"loopback\" or \"lab:TOPOLOGY.toml\"",
             ),
         ] {
             let e = Plan::parse(&text, false).unwrap_err();

@@ -1,6 +1,7 @@
 //! Measures a plan's runs with `dualperf` processes: one receiver for the whole plan on a
-//! free loopback port, one `dualperf send --json` per run, each result stored as soon as
-//! its run ends.
+//! free port, one `dualperf send --json` per run, each result stored as soon as its run
+//! ends. On loopback, or in a lab's namespaces (`ip netns exec`): senders in the
+//! `sender` node, the receiver in the `receiver` node.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
@@ -46,10 +47,68 @@ pub enum RunError {
     },
 }
 
+/// Where the receiver and the senders run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// On this host, to 127.0.0.1 and ::1.
+    Loopback,
+    /// In a lab's namespaces: senders in one, the receiver in another at these addresses.
+    Lab {
+        /// The senders' namespace.
+        sender_ns: String,
+        /// The receiver's namespace.
+        receiver_ns: String,
+        /// The receiver's IPv4 address.
+        receiver_v4: std::net::Ipv4Addr,
+        /// The receiver's IPv6 address.
+        receiver_v6: std::net::Ipv6Addr,
+    },
+}
+
+impl Place {
+    /// The receiver's address for `family` (4 or 6).
+    pub fn dest(&self, family: u8) -> String {
+        match (self, family) {
+            (Self::Loopback, 4) => "127.0.0.1".into(),
+            (Self::Loopback, _) => "::1".into(),
+            (Self::Lab { receiver_v4, .. }, 4) => receiver_v4.to_string(),
+            (Self::Lab { receiver_v6, .. }, _) => receiver_v6.to_string(),
+        }
+    }
+
+    /// A command running `exe` here: directly, or in `ns` through `ip netns exec`.
+    fn command(exe: &PathBuf, ns: Option<&str>) -> Command {
+        match ns {
+            None => Command::new(exe),
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns]).arg(exe);
+                c
+            }
+        }
+    }
+
+    fn sender_ns(&self) -> Option<&str> {
+        match self {
+            Self::Loopback => None,
+            Self::Lab { sender_ns, .. } => Some(sender_ns),
+        }
+    }
+
+    fn receiver_ns(&self) -> Option<&str> {
+        match self {
+            Self::Loopback => None,
+            Self::Lab { receiver_ns, .. } => Some(receiver_ns),
+        }
+    }
+}
+
 /// How to measure.
 pub struct RunConfig<'a> {
     /// The `dualperf` binary.
     pub exe: PathBuf,
+    /// Where.
+    pub place: Place,
     /// Skip runs already stored.
     pub resume: bool,
     /// Set on Ctrl-C.
@@ -89,8 +148,8 @@ impl Drop for Receiver {
     }
 }
 
-fn start_receiver(exe: &PathBuf) -> Result<Receiver, RunError> {
-    let mut child = Command::new(exe)
+fn start_receiver(exe: &PathBuf, place: &Place) -> Result<Receiver, RunError> {
+    let mut child = Place::command(exe, place.receiver_ns())
         .args(["recv", "--port", "0", "--stdin-lifeline"])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
@@ -145,7 +204,7 @@ fn listening_port(line: &str) -> Option<u16> {
 
 /// Measure every run of `plan` not yet in `store`.
 pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Outcome, RunError> {
-    let mut receiver = start_receiver(&config.exe)?;
+    let mut receiver = start_receiver(&config.exe, &config.place)?;
     let mut outcome = Outcome::default();
     let todo: Vec<&Run> = plan
         .runs
@@ -168,10 +227,9 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
         }
         (config.progress)(i, todo.len(), run);
         let point = &plan.points[run.point];
-        let addr = if run.family == 4 { "127.0.0.1" } else { "::1" };
         let mut argv: Vec<String> = vec![
             "send".into(),
-            addr.into(),
+            config.place.dest(run.family),
             "--port".into(),
             receiver.port.to_string(),
         ];
@@ -184,7 +242,7 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
         let started_unix_ns = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
-        let mut child = Command::new(&config.exe)
+        let mut child = Place::command(&config.exe, config.place.sender_ns())
             .args(&argv)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -277,7 +277,7 @@ pub struct RouterConfig {
 /// A validated topology.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Topology {
-    /// Lab name (namespaces are `dp-NAME-NODE`).
+    /// Lab name (namespaces are `dp-NAME.NODE`; names hold no dots, so one lab's prefix is never another's).
     pub name: String,
     /// What it is.
     pub description: String,
@@ -293,6 +293,12 @@ fn name_ok(s: &str, max: usize) -> bool {
         && s.bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !s.starts_with('-')
+}
+
+/// Whether `s` can name a lab: 1 to 16 of a-z, 0-9 and '-' (no dots, no slashes), so
+/// it is safe in paths and namespace names.
+pub fn valid_lab_name(s: &str) -> bool {
+    name_ok(s, 16)
 }
 
 /// A percentage such as `1%` or `0.5%` as a probability.
@@ -474,7 +480,7 @@ impl Topology {
 
     /// The namespace of node `i`.
     pub fn namespace(&self, i: usize) -> String {
-        format!("dp-{}-{}", self.name, self.nodes[i].name)
+        format!("dp-{}.{}", self.name, self.nodes[i].name)
     }
 
     /// The node named `name`.
@@ -540,8 +546,10 @@ impl Topology {
                     if l.ends.iter().any(|e| e.node == i) {
                         continue; // directly connected
                     }
-                    // Reach the link through whichever end is nearer: the first hop
-                    // toward its end `a` (or `b` when `a` is not reachable).
+                    // Reach the link through the first hop toward its end `a` (or `b`
+                    // when `a` is not reachable). On a tree, as the shipped topologies
+                    // are, both lead the same way; with loops it may not be the
+                    // shorter path.
                     let Some((ifname, via_link)) =
                         l.ends.iter().find_map(|e| first.get(&e.node)).cloned()
                     else {
@@ -645,7 +653,7 @@ mod tests {
         assert_eq!(t.name, "two-hop");
         let r1 = t.node("r1").unwrap();
         let sender = t.node("sender").unwrap();
-        assert_eq!(t.namespace(sender), "dp-two-hop-sender");
+        assert_eq!(t.namespace(sender), "dp-two-hop.sender");
         let (l, mine, peer) = t.ends_of(sender).next().unwrap();
         assert_eq!(l.number, 1);
         assert_eq!(mine.ifname, "to-r1");

@@ -6,12 +6,13 @@ use std::os::fd::RawFd;
 
 use crate::sys::cvt;
 
-/// Waits with `poll(2)` until at least one of `fds` is readable or the
+/// Waits with `ppoll(2)` until at least one of `fds` is readable or the
 /// timeout passes, and returns one flag per descriptor, in order.
 ///
-/// - `timeout_ns`: `None` waits forever, `Some(0)` only checks. Nanoseconds
-///   are rounded *up* to poll's milliseconds (so a wait never ends early;
-///   1 ns waits 1 ms) and capped at `c_int::MAX` ms.
+/// - `timeout_ns`: `None` waits forever, `Some(0)` only checks. The timeout is
+///   passed in nanoseconds (a `timespec`), so an event loop wakes for a link's
+///   next event to within the kernel's timer slack, not to the millisecond
+///   `poll(2)` would round to.
 /// - A flag is `true` when the kernel reported `POLLIN`, or `POLLERR` /
 ///   `POLLHUP`: a read will not block and reports the condition. (A
 ///   [`PacketSocket`](crate::packet::PacketSocket) reads its ring without a
@@ -30,13 +31,24 @@ pub fn poll_readable(fds: &[RawFd], timeout_ns: Option<u64>) -> io::Result<Vec<b
             revents: 0,
         })
         .collect();
-    let timeout_ms = match timeout_ns {
-        None => -1,
-        Some(ns) => libc::c_int::try_from(ns.div_ceil(1_000_000)).unwrap_or(libc::c_int::MAX),
-    };
+    let ts = timeout_ns.map(|ns| libc::timespec {
+        tv_sec: libc::time_t::try_from(ns / 1_000_000_000).unwrap_or(libc::time_t::MAX),
+        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+    });
+    let ts_ptr = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
     // SAFETY: `pfds` is a valid, writable array of `pfds.len()` pollfd structs
-    // that outlives the call.
-    let ret = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, timeout_ms) };
+    // that outlives the call; `ts_ptr` is null or points to a timespec that
+    // outlives the call; a null signal mask leaves the mask unchanged.
+    let ret = unsafe {
+        libc::ppoll(
+            pfds.as_mut_ptr(),
+            pfds.len() as libc::nfds_t,
+            ts_ptr,
+            std::ptr::null(),
+        )
+    };
     match cvt(ret) {
         Ok(_) => {}
         Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(vec![false; fds.len()]),
@@ -63,7 +75,7 @@ mod tests {
         let b = UdpSocket::bind("127.0.0.1:0".parse().unwrap(), false).unwrap();
         let fds = [a.as_raw_fd(), b.as_raw_fd()];
         assert_eq!(poll_readable(&fds, Some(0)).unwrap(), vec![false, false]);
-        // 1 ns rounds up to 1 ms: a real (tiny) wait, still nothing.
+        // A 1 ns wait: still nothing.
         assert_eq!(poll_readable(&fds, Some(1)).unwrap(), vec![false, false]);
         a.connect(b.local_addr().unwrap()).unwrap();
         a.send(b"x").unwrap();

@@ -108,6 +108,9 @@ pub struct IfaceStats {
     pub malformed: u64,
     /// Frames for another MAC, or of another protocol than IPv4, IPv6 and ARP.
     pub ignored: u64,
+    /// Packets with a source no router forwards (RFC 1812 §5.3.7, RFC 4291), or
+    /// link-local IPv4 either way.
+    pub martian: u64,
     /// Addressed to the router but not answered (not echo, ARP or NDP), or multicast,
     /// broadcast or link-local traffic that a router does not forward.
     pub local: u64,
@@ -127,8 +130,19 @@ pub struct Forwarder {
     ifaces: Vec<Interface>,
     /// Longest prefix first.
     routes: Vec<Route>,
-    neighbors: HashMap<(usize, IpAddr), ethernet::Address>,
+    neighbors: HashMap<(usize, IpAddr), Neighbor>,
     stats: Vec<IfaceStats>,
+}
+
+/// Most entries learned from ARP and NDP (static ones do not count): a flood of
+/// solicitations cannot grow the table without bound.
+pub const MAX_LEARNED: usize = 4096;
+
+#[derive(Clone, Copy, Debug)]
+struct Neighbor {
+    mac: ethernet::Address,
+    /// From the configuration: never replaced by what is learned.
+    fixed: bool,
 }
 
 fn prefix_match(addr: IpAddr, prefix: IpAddr, len: u8) -> bool {
@@ -195,7 +209,7 @@ impl Forwarder {
             if i >= ifaces.len() {
                 return Err(ForwardError::NoInterface(i));
             }
-            table.insert((i, ip), mac);
+            table.insert((i, ip), Neighbor { mac, fixed: true });
         }
         Ok(Self {
             stats: vec![IfaceStats::default(); ifaces.len()],
@@ -246,10 +260,18 @@ impl Forwarder {
         }
         let src_mac = eth.src_addr();
         let payload = eth.payload();
+        // A packet that came as a link-layer broadcast or multicast is never forwarded
+        // and never gets an ICMP error (RFC 1812 §5.3.4 and §4.3.2.7; RFC 4443
+        // §2.4(e)): only ARP and neighbour solicitations are answered from such frames.
+        let group = dst != me;
         match eth.ethertype() {
             EtherType::Arp => self.handle_arp(iface, payload),
+            EtherType::Ipv4 if group => {
+                self.stats[iface].local += 1;
+                None
+            }
             EtherType::Ipv4 => self.handle_ipv4(iface, src_mac, payload),
-            EtherType::Ipv6 => self.handle_ipv6(iface, src_mac, payload),
+            EtherType::Ipv6 => self.handle_ipv6(iface, src_mac, payload, group),
             EtherType::Unknown(_) => {
                 self.stats[iface].ignored += 1;
                 None
@@ -277,6 +299,39 @@ impl Forwarder {
         Output { iface, frame }
     }
 
+    /// Whether `ip` is on `iface`'s own subnet.
+    fn on_link(&self, iface: usize, ip: IpAddr) -> bool {
+        let f = &self.ifaces[iface];
+        match ip {
+            IpAddr::V4(a) => f
+                .ipv4
+                .is_some_and(|(p, len)| prefix_match(a.into(), p.into(), len)),
+            IpAddr::V6(a) => f
+                .ipv6
+                .is_some_and(|(p, len)| prefix_match(a.into(), p.into(), len)),
+        }
+    }
+
+    /// RFC 826's merge step: an entry already there (and not static) is refreshed;
+    /// a new one is added only when `for_us` (the request or solicitation was for one
+    /// of our addresses), only for an address on the interface's subnet, and only while
+    /// fewer than [`MAX_LEARNED`] entries are learned.
+    fn learn(&mut self, iface: usize, ip: IpAddr, mac: ethernet::Address, for_us: bool) {
+        if !self.on_link(iface, ip) || mac.is_multicast() || mac.is_broadcast() {
+            return;
+        }
+        let learned = self.neighbors.values().filter(|n| !n.fixed).count();
+        match self.neighbors.get_mut(&(iface, ip)) {
+            Some(n) if n.fixed => {}
+            Some(n) => n.mac = mac,
+            None if for_us && learned < MAX_LEARNED => {
+                self.neighbors
+                    .insert((iface, ip), Neighbor { mac, fixed: false });
+            }
+            None => {}
+        }
+    }
+
     /// The route to `dst`, counting a missing one against `iface`.
     fn route(&mut self, iface: usize, dst: IpAddr) -> Option<Route> {
         let route = self.lookup(dst).cloned();
@@ -297,7 +352,7 @@ impl Forwarder {
         packet: &[u8],
     ) -> Option<Output> {
         let next_hop = route.via.unwrap_or(dst);
-        let Some(mac) = self.neighbors.get(&(route.iface, next_hop)).copied() else {
+        let Some(mac) = self.neighbors.get(&(route.iface, next_hop)).map(|n| n.mac) else {
             self.stats[iface].no_neighbor += 1;
             return None;
         };
@@ -313,13 +368,14 @@ impl Forwarder {
             return None;
         };
         // Learn the sender (RFC 826's merge step), then answer a request for us.
-        if !repr.source_protocol_addr.is_unspecified() {
-            self.neighbors.insert(
-                (iface, repr.source_protocol_addr.into()),
-                repr.source_hardware_addr,
-            );
-        }
         let mine = self.ifaces[iface].ipv4.map(|(a, _)| a);
+        let for_us = Some(repr.target_protocol_addr) == mine;
+        self.learn(
+            iface,
+            repr.source_protocol_addr.into(),
+            repr.source_hardware_addr,
+            for_us,
+        );
         if repr.operation != arp::Operation::Request || Some(repr.target_protocol_addr) != mine {
             self.stats[iface].local += 1;
             return None;
@@ -366,6 +422,16 @@ impl Forwarder {
                 }
             };
         }
+        // RFC 1812 §5.3.7: martian sources (0/8, 127/8, 240/4, multicast) and link-local
+        // (169.254/16, RFC 3927 §7) either way are not forwarded.
+        let src = p.src_addr();
+        let o = src.octets();
+        let martian =
+            o[0] == 0 || o[0] == 127 || o[0] >= 224 || src.is_link_local() || dst.is_link_local();
+        if martian && !dst.is_broadcast() && !dst.is_multicast() {
+            self.stats[iface].martian += 1;
+            return None;
+        }
         if dst.is_broadcast() || dst.is_multicast() || dst.is_unspecified() || dst.is_loopback() {
             self.stats[iface].local += 1;
             return None;
@@ -400,6 +466,7 @@ impl Forwarder {
         iface: usize,
         src_mac: ethernet::Address,
         payload: &[u8],
+        group: bool,
     ) -> Option<Output> {
         let Ok(p) = ipv6::Packet::new_checked(payload) else {
             self.stats[iface].malformed += 1;
@@ -412,14 +479,13 @@ impl Forwarder {
         // Neighbour solicitation for our address (to it or to its solicited-node group).
         if p.next_header() == ipv4::PROTO_ICMPV6 {
             if let Ok(ns) = icmp::parse_ns(packet) {
-                if let Some(source_ll) = ns.source_ll {
-                    if !src.is_unspecified() {
-                        self.neighbors.insert((iface, src.into()), source_ll);
-                    }
-                }
                 if Some(ns.target) != mine {
                     self.stats[iface].local += 1;
                     return None;
+                }
+                // RFC 4861 §7.2.3: learn the solicitor once the target is ours.
+                if let (Some(source_ll), false) = (ns.source_ll, src.is_unspecified()) {
+                    self.learn(iface, src.into(), source_ll, true);
                 }
                 // RFC 4861 §7.2.4: to the solicitation's source, or to all nodes (not
                 // solicited) when the source was unspecified (DAD).
@@ -439,6 +505,15 @@ impl Forwarder {
                 self.stats[iface].neighbor_adverts += 1;
                 return Some(self.frame(iface, to_mac, EtherType::Ipv6, &na));
             }
+        }
+        if group {
+            self.stats[iface].local += 1;
+            return None;
+        }
+        // RFC 4291 §2.5.2–2.5.3, §2.7: no packet from these may be forwarded.
+        if src.is_multicast() || src.is_loopback() || src.is_unspecified() {
+            self.stats[iface].martian += 1;
+            return None;
         }
         if self.is_mine(dst.into()) {
             return match icmp::v6_echo_reply(packet) {
@@ -934,5 +1009,128 @@ mod tests {
                 assert!(out.iface < 2);
             }
         }
+    }
+
+    #[test]
+    fn link_layer_broadcasts_martians_and_unsolicited_arp_are_not_acted_on() {
+        let mut r = router(1500);
+        // A unicast packet in a broadcast frame: neither forwarded nor answered with an
+        // ICMP error, even with TTL 1.
+        for ttl in [64, 1] {
+            let pkt = udp4(v4([198, 18, 4, 2]), ttl, 20, false);
+            assert!(r
+                .handle_frame(
+                    0,
+                    &frame(ethernet::Address::BROADCAST, EtherType::Ipv4, &pkt, 0)
+                )
+                .is_none());
+        }
+        let pkt = udp6(v6("2001:2:0:4::2"), 1, 20);
+        let group = ethernet::Address::from_ipv6_multicast(&v6("ff02::1"));
+        assert!(r
+            .handle_frame(0, &frame(group, EtherType::Ipv6, &pkt, 0))
+            .is_none());
+        assert_eq!(r.stats()[0].local, 3);
+        // A martian source (127.0.0.1) is not forwarded.
+        let mut m = udp4(v4([198, 18, 4, 2]), 64, 20, false);
+        ipv4::Packet::new_unchecked(&mut m[..]).set_src_addr(v4([127, 0, 0, 1]));
+        ipv4::Packet::new_unchecked(&mut m[..]).fill_checksum();
+        assert!(r
+            .handle_frame(0, &frame(R0, EtherType::Ipv4, &m, 0))
+            .is_none());
+        assert_eq!(r.stats()[0].martian, 1);
+        // An ARP reply nobody asked for does not create an entry, nor replace a static one.
+        let arp_frame = |op, ip: Ipv4Addr, mac: ethernet::Address, target: Ipv4Addr| {
+            let mut b = vec![0u8; arp::BUFFER_LEN];
+            arp::Repr {
+                operation: op,
+                source_hardware_addr: mac,
+                source_protocol_addr: ip,
+                target_hardware_addr: R1,
+                target_protocol_addr: target,
+            }
+            .emit(&mut arp::Packet::new_unchecked(&mut b[..]));
+            let mut f = frame(R1, EtherType::Arp, &b, 0);
+            f[6..12].copy_from_slice(&mac.0);
+            f
+        };
+        let evil = ethernet::Address([2, 0, 0, 0, 0, 0x66]);
+        // (A gratuitous or third-party reply: its target is not us.)
+        r.handle_frame(
+            1,
+            &arp_frame(
+                arp::Operation::Reply,
+                v4([198, 18, 3, 9]),
+                evil,
+                v4([198, 18, 3, 7]),
+            ),
+        );
+        r.handle_frame(
+            1,
+            &arp_frame(
+                arp::Operation::Request,
+                v4([198, 18, 3, 2]),
+                evil,
+                v4([198, 18, 3, 1]),
+            ),
+        );
+        let out = r
+            .handle_frame(
+                0,
+                &frame(
+                    R0,
+                    EtherType::Ipv4,
+                    &udp4(v4([198, 18, 4, 2]), 64, 20, false),
+                    0,
+                ),
+            )
+            .unwrap();
+        assert_eq!(
+            ethernet::Frame::new_checked(&out.frame[..])
+                .unwrap()
+                .dst_addr(),
+            N1,
+            "the static entry stands"
+        );
+        let mut to_9 = udp4(v4([198, 18, 3, 9]), 64, 20, false);
+        ipv4::Packet::new_unchecked(&mut to_9[..]).fill_checksum();
+        assert!(r
+            .handle_frame(0, &frame(R0, EtherType::Ipv4, &to_9, 0))
+            .is_none());
+        assert_eq!(
+            r.stats()[0].no_neighbor,
+            1,
+            "the unsolicited reply taught nothing"
+        );
+        // Requests for us from many addresses: at most MAX_LEARNED are kept.
+        let mut big = Forwarder::new(
+            vec![Interface {
+                name: "wide".into(),
+                mac: R0,
+                ipv4: Some((v4([198, 18, 0, 1]), 15)),
+                ipv6: None,
+                mtu: 1500,
+            }],
+            vec![],
+            vec![],
+        )
+        .unwrap();
+        for i in 0..(MAX_LEARNED as u32 + 100) {
+            let ip = Ipv4Addr::from(u32::from(v4([198, 18, 0, 2])) + i);
+            let mut b = vec![0u8; arp::BUFFER_LEN];
+            arp::Repr {
+                operation: arp::Operation::Request,
+                source_hardware_addr: H0,
+                source_protocol_addr: ip,
+                target_hardware_addr: ethernet::Address([0; 6]),
+                target_protocol_addr: v4([198, 18, 0, 1]),
+            }
+            .emit(&mut arp::Packet::new_unchecked(&mut b[..]));
+            big.handle_frame(
+                0,
+                &frame(ethernet::Address::BROADCAST, EtherType::Arp, &b, 0),
+            );
+        }
+        assert_eq!(big.neighbors.len(), MAX_LEARNED);
     }
 }

@@ -34,7 +34,13 @@
 //! drawn uniformly from [−jitter, +jitter] (netem's default without a distribution
 //! table) and clamped so that delay never goes below 0. A link does not reorder:
 //! a frame never arrives before the one sent ahead of it (netem, by contrast,
-//! reorders when the jitter exceeds the gap between packets).
+//! reorders when the jitter exceeds the gap between packets). So when the jitter
+//! exceeds the gap between frames, a frame drawn early waits for the one ahead, and
+//! delays lean toward `delay + jitter` (a running maximum); the configured statistics
+//! hold only for frames spaced more than twice the jitter apart.
+//!
+//! The queue limit bounds frames *waiting*; frames in propagation are not limited
+//! (at most rate × delay of them, as on a real wire).
 
 use std::collections::VecDeque;
 

@@ -27,7 +27,8 @@ use crate::usage;
 /// packet too big and fragmentation needed. Each egress is a link with a rate (counting
 /// Ethernet frame bytes), delay, jitter, random loss and a tail-drop queue; see
 /// crates/qos/src/link.rs. The kernel's own addresses and forwarding should be off on
-/// these interfaces (`dualperf lab up` does that).
+/// these interfaces (`dualperf lab up` does that). Addresses, routes and neighbours must
+/// lie in the benchmarking ranges 198.18.0.0/15 and 2001:2::/48.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   dualperf route --config r1.toml --stats r1.stats.json
@@ -83,6 +84,21 @@ fn loss(l: Loss) -> LossModel {
     }
 }
 
+/// Whether `ip` is in the benchmarking ranges (198.18.0.0/15, RFC 2544; 2001:2::/48,
+/// RFC 5180): the router takes no other address, so a mistaken configuration on a real
+/// network cannot answer ARP or NDP for someone else's.
+fn benchmark_range(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(a) => {
+            u32::from(a) & 0xfffe_0000 == u32::from(std::net::Ipv4Addr::new(198, 18, 0, 0))
+        }
+        IpAddr::V6(a) => {
+            let s = a.segments();
+            s[0] == 0x2001 && s[1] == 0x0002 && s[2] == 0
+        }
+    }
+}
+
 fn config(file: &RouterConfig) -> std::result::Result<Config, String> {
     let mut c = Config {
         names: Vec::new(),
@@ -109,6 +125,17 @@ fn config(file: &RouterConfig) -> std::result::Result<Config, String> {
                 format!("interface {}: ipv6 '{}' is not ADDR/LEN", f.name, f.ipv6)
             })?,
         );
+        for ip in [
+            IpAddr::from(c.ipv4[c.ipv4.len() - 1].0),
+            IpAddr::from(c.ipv6[c.ipv6.len() - 1].0),
+        ] {
+            if !benchmark_range(ip) {
+                return Err(format!(
+                    "interface {}: {ip} is outside 198.18.0.0/15 and 2001:2::/48, the only ranges dualperf route takes",
+                    f.name
+                ));
+            }
+        }
         c.mtu.push(f.mtu);
         let e = &f.emulation;
         let params = LinkParams {
@@ -139,6 +166,12 @@ fn config(file: &RouterConfig) -> std::result::Result<Config, String> {
             .parse()
             .map_err(|_| format!("route via '{}' is not an address", r.via))?;
         let i = iface(&r.interface)?;
+        if !benchmark_range(p) || !benchmark_range(via) {
+            return Err(format!(
+                "route {} via {via}: outside 198.18.0.0/15 and 2001:2::/48",
+                r.prefix
+            ));
+        }
         c.routes.push(Route {
             prefix: p,
             len,
@@ -155,6 +188,11 @@ fn config(file: &RouterConfig) -> std::result::Result<Config, String> {
             .parse()
             .map_err(|_| format!("neighbor mac '{}' is not a MAC address", n.mac))?;
         let i = iface(&n.interface)?;
+        if !benchmark_range(ip) {
+            return Err(format!(
+                "neighbor {ip}: outside 198.18.0.0/15 and 2001:2::/48"
+            ));
+        }
         c.neighbors.push((i, ip, mac));
     }
     Ok(c)
@@ -182,6 +220,14 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
         let sock = PacketSocket::open(name, &ring)
             .with_context(|| format!("cannot open AF_PACKET on {name}"))?;
         let mac = ethernet::Address(sock.mac().with_context(|| format!("{name}: no MAC"))?);
+        if let Ok(kernel_mtu) = sock.mtu() {
+            if kernel_mtu < cfg.mtu[i] {
+                usage!(
+                    "{name}: the configured MTU {} is above the interface's {kernel_mtu}: the kernel would refuse the larger frames",
+                    cfg.mtu[i]
+                );
+            }
+        }
         ifaces.push(Interface {
             name: name.clone(),
             mac,
@@ -199,7 +245,12 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
         .links
         .iter()
         .enumerate()
-        .map(|(i, p)| Link::new(p.clone(), cfg.seed.wrapping_mul(1000) + i as u64))
+        .map(|(i, p)| {
+            Link::new(
+                p.clone(),
+                cfg.seed.wrapping_mul(1000).wrapping_add(i as u64),
+            )
+        })
         .collect::<std::result::Result<_, _>>()?;
     let mut pcaps = Vec::new();
     if let Some(dir) = &args.pcap {
@@ -212,9 +263,9 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
         }
     }
     let stop = crate::interrupt::flag();
-    // Frames a full TX ring could not take yet, per interface.
+    let mut io = vec![IoStats::default(); socks.len()];
+    // Frames a full TX ring could not take yet, per interface (bounded).
     let mut pending: Vec<VecDeque<Vec<u8>>> = vec![VecDeque::new(); socks.len()];
-    let mut ring_full = vec![0u64; socks.len()];
     let fds: Vec<_> = socks.iter().map(PacketSocket::fd).collect();
     let started = netio::clock::mono_ns();
     let mut next_stats = started;
@@ -223,41 +274,33 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
         cfg.names.join(", "),
         cfg.routes.len()
     );
-    let write_stats =
-        |fwd: &Forwarder, links: &[Link], socks: &[PacketSocket], ring_full: &[u64]| {
-            let doc = stats_json(
-                fwd,
-                links,
-                socks,
-                ring_full,
-                netio::clock::mono_ns() - started,
-            );
-            if let Some(path) = &args.stats {
-                let tmp = path.with_extension("json.tmp");
-                let ok = std::fs::write(&tmp, serde_json::to_vec_pretty(&doc).unwrap_or_default())
-                    .and_then(|()| std::fs::rename(&tmp, path));
-                if let Err(e) = ok {
-                    eprintln!(
-                        "dualperf route: warning: cannot write {}: {e}",
-                        path.display()
-                    );
-                }
-            }
-            doc
-        };
+    let mut readable = vec![false; socks.len()];
     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
         let now_ns = netio::clock::mono_ns();
         let now = Instant::from_nanos(now_ns);
         for (i, sock) in socks.iter_mut().enumerate() {
             let mut frames: Vec<Vec<u8>> = Vec::new();
-            sock.recv_batch(256, |frame, info| {
+            let got = sock.recv_batch(256, |frame, info| {
                 if let Some(p) = pcaps.get_mut(i) {
                     let _ = p.write(info.timestamp_ns, frame);
                 }
-                if !info.truncated {
+                if info.truncated {
+                    io[i].rx_truncated += 1;
+                } else {
                     frames.push(frame.to_vec());
                 }
-            })?;
+            });
+            match got {
+                // Readable with nothing in the ring: a socket error (the interface went
+                // down, say). Reading it clears it, so poll stops reporting it.
+                Ok(0) if readable[i] => {
+                    if let Ok(Some(e)) = sock.take_error() {
+                        io[i].error(&cfg.names[i], &e);
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => io[i].error(&cfg.names[i], &e),
+            }
             for f in frames {
                 if let Some(out) = fwd.handle_frame(i, &f) {
                     // A drop at the egress queue is counted in the link's stats.
@@ -267,28 +310,50 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
         }
         for (i, link) in links.iter_mut().enumerate() {
             while let Some(f) = link.dequeue(now) {
-                pending[i].push_back(f);
-            }
-            while let Some(f) = pending[i].front() {
-                if socks[i].send(f)? {
-                    if let Some(p) = pcaps.get_mut(i) {
-                        let _ = p.write(netio::clock::wall_ns(), f);
-                    }
-                    pending[i].pop_front();
+                if pending[i].len() >= MAX_PENDING {
+                    io[i].tx_backlog_drops += 1;
                 } else {
-                    ring_full[i] += 1;
-                    socks[i].flush()?;
-                    break;
+                    pending[i].push_back(f);
                 }
             }
-            socks[i].flush()?;
+            let mut sent = false;
+            while let Some(f) = pending[i].front() {
+                match socks[i].send(f) {
+                    Ok(true) => {
+                        if let Some(p) = pcaps.get_mut(i) {
+                            let _ = p.write(netio::clock::wall_ns(), f);
+                        }
+                        pending[i].pop_front();
+                        sent = true;
+                    }
+                    Ok(false) => {
+                        io[i].tx_ring_full += 1;
+                        break;
+                    }
+                    Err(e) => {
+                        io[i].error(&cfg.names[i], &e);
+                        pending[i].pop_front();
+                    }
+                }
+            }
+            if sent || !pending[i].is_empty() {
+                if let Err(e) = socks[i].flush() {
+                    io[i].error(&cfg.names[i], &e);
+                }
+            }
         }
         if now_ns >= next_stats {
-            write_stats(&fwd, &links, &socks, &ring_full);
+            for (i, sock) in socks.iter().enumerate() {
+                // The kernel's counters reset on every read: keep running totals.
+                if let Ok(k) = sock.stats() {
+                    io[i].kernel_rx_drops += k.drops;
+                }
+            }
+            write_stats(&args, &fwd, &links, &socks, &io, now_ns - started);
             next_stats = now_ns + 500_000_000;
         }
         // Sleep until a frame arrives, the next link event, or 100 ms (to see Ctrl-C
-        // and refresh the counters); at once while a TX ring is backed up.
+        // and refresh the counters); while a TX ring is backed up, retry in 200 µs.
         let mut wake = now_ns + 100_000_000;
         for l in &links {
             if let Some(t) = l.poll_timeout() {
@@ -296,19 +361,83 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
             }
         }
         if pending.iter().any(|p| !p.is_empty()) {
-            wake = now_ns;
+            wake = wake.min(now_ns + 200_000);
         }
         let timeout = wake.saturating_sub(netio::clock::mono_ns());
-        netio::poll::poll_readable(&fds, Some(timeout))?;
+        readable = netio::poll::poll_readable(&fds, Some(timeout))?;
     }
     for p in &mut pcaps {
         p.flush()?;
     }
-    let doc = write_stats(&fwd, &links, &socks, &ring_full);
+    for (i, sock) in socks.iter().enumerate() {
+        if let Ok(k) = sock.stats() {
+            io[i].kernel_rx_drops += k.drops;
+        }
+    }
+    let doc = write_stats(
+        &args,
+        &fwd,
+        &links,
+        &socks,
+        &io,
+        netio::clock::mono_ns() - started,
+    );
     if args.stats.is_none() {
         eprintln!("{}", serde_json::to_string_pretty(&doc)?);
     }
     Ok(())
+}
+
+/// Most frames held for a full TX ring per interface, beyond the link's own queue.
+const MAX_PENDING: usize = 1024;
+
+/// What the driver counts per interface beyond the forwarder and the link.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+struct IoStats {
+    /// Sends that found the TX ring full (the frame waited for the next try).
+    tx_ring_full: u64,
+    /// Frames dropped because MAX_PENDING were already waiting for the TX ring.
+    tx_backlog_drops: u64,
+    /// Frames received truncated (longer than a ring slot): dropped.
+    rx_truncated: u64,
+    /// Frames the kernel dropped for lack of room in the RX ring (running total).
+    kernel_rx_drops: u64,
+    /// Socket errors (the interface went down, …); the router carries on.
+    io_errors: u64,
+}
+
+impl IoStats {
+    fn error(&mut self, iface: &str, e: &std::io::Error) {
+        self.io_errors += 1;
+        // The first, then every thousandth: an interface that stays down must not
+        // flood the log.
+        if self.io_errors % 1000 == 1 {
+            eprintln!("dualperf route: {iface}: {e} ({} so far)", self.io_errors);
+        }
+    }
+}
+
+fn write_stats(
+    args: &RouteArgs,
+    fwd: &Forwarder,
+    links: &[Link],
+    socks: &[PacketSocket],
+    io: &[IoStats],
+    uptime_ns: u64,
+) -> serde_json::Value {
+    let doc = stats_json(fwd, links, socks, io, uptime_ns);
+    if let Some(path) = &args.stats {
+        let tmp = path.with_extension("json.tmp");
+        let ok = std::fs::write(&tmp, serde_json::to_vec_pretty(&doc).unwrap_or_default())
+            .and_then(|()| std::fs::rename(&tmp, path));
+        if let Err(e) = ok {
+            eprintln!(
+                "dualperf route: warning: cannot write {}: {e}",
+                path.display()
+            );
+        }
+    }
+    doc
 }
 
 /// The counters: per interface what arrived (the forwarder's view) and what left (the
@@ -317,7 +446,7 @@ fn stats_json(
     fwd: &Forwarder,
     links: &[Link],
     socks: &[PacketSocket],
-    ring_full: &[u64],
+    io: &[IoStats],
     uptime_ns: u64,
 ) -> serde_json::Value {
     let ifaces: Vec<serde_json::Value> = fwd
@@ -326,17 +455,16 @@ fn stats_json(
         .zip(fwd.stats())
         .zip(links)
         .zip(socks)
-        .zip(ring_full)
-        .map(|((((f, rx), link), sock), full)| {
-            let kernel = sock.stats().ok();
+        .zip(io)
+        .map(|((((f, rx), link), sock), io)| {
             serde_json::json!({
                 "name": f.name,
                 "mac": f.mac.to_string(),
                 "ingress": rx,
                 "egress": link.stats(),
                 "egress_link": link.params(),
-                "tx_ring_full": full,
-                "kernel_rx_drops": kernel.map(|k| k.drops),
+                "io": io,
+                "tx_wrong_format": sock.tx_wrong_format(),
             })
         })
         .collect();
@@ -345,4 +473,31 @@ fn stats_json(
         "uptime_ns": uptime_ns,
         "interfaces": ifaces,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_benchmarking_addresses_are_taken() {
+        for ok in [
+            "198.18.0.1",
+            "198.19.255.254",
+            "2001:2::1",
+            "2001:2:0:ffff::1",
+        ] {
+            assert!(benchmark_range(ok.parse().unwrap()), "{ok}");
+        }
+        for bad in [
+            "198.20.0.1",
+            "192.168.1.1",
+            "10.0.0.1",
+            "2001:2:1::1",
+            "2001:db8::1",
+            "::1",
+        ] {
+            assert!(!benchmark_range(bad.parse().unwrap()), "{bad}");
+        }
+    }
 }

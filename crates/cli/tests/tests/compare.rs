@@ -52,10 +52,3 @@ fn quick_battery_measures_both_families_for_every_test() {
     assert_eq!(points[2]["rate"], "100pps");
     assert_eq!(points[2]["ipv6"]["flow"]["spec"]["rtp"]["payload_type"], 0);
 }
-
-#[test]
-fn compare_lab_is_refused_until_the_lab_exists() {
-    let out = run(&["compare", "--lab"]);
-    assert_eq!(out.code(), Some(2), "stderr: {}", out.stderr);
-    assert!(out.stderr.contains("--lab"), "stderr: {}", out.stderr);
-}

@@ -88,7 +88,7 @@ impl Lab {
         String::from_utf8_lossy(&out.stdout)
             .lines()
             .filter_map(|l| l.split_whitespace().next())
-            .filter(|n| n.starts_with(&format!("dp-{}-", self.name)))
+            .filter(|n| n.starts_with(&format!("dp-{}.", self.name)))
             .map(str::to_owned)
             .collect()
     }
@@ -293,8 +293,11 @@ fn a_small_ttl_gets_time_exceeded_from_each_router_and_captures_are_clean() {
     for router in ["r1", "r2"] {
         for entry in std::fs::read_dir(pcap.join(router)).unwrap() {
             let f = entry.unwrap().path();
+            // The background hosts' interfaces may have seen nothing; the rest carried
+            // the probes and the errors.
             let all = tshark(&f, "frame", "frame.number");
-            assert!(!all.is_empty(), "{} is empty", f.display());
+            let bg = f.to_string_lossy().contains("to-bg-");
+            assert!(bg || !all.is_empty(), "{} is empty", f.display());
             let bad = tshark(
                 &f,
                 "_ws.malformed || _ws.expert.severity == error",
@@ -331,14 +334,15 @@ fn bulk_tcp_gets_at_least_9_mbit_through_the_10_mbit_bottleneck() {
             .as_f64()
             .unwrap();
         eprintln!("dualperf bulk TCP to {dest}: {:.2} Mbit/s", bps / 1e6);
-        assert!(bps >= 9e6, "{dest}: {bps}");
+        // At least 9 Mbit/s, and under the 10 Mbit/s the link carries with headers.
+        assert!((9e6..10e6).contains(&bps), "{dest}: {bps}");
         rx.finish();
         // iperf3, the peer tool, through the same lab.
         let mut server = Command::new("ip")
             .args([
                 "netns",
                 "exec",
-                &format!("dp-{}-receiver", lab.name),
+                &format!("dp-{}.receiver", lab.name),
                 "iperf3",
                 "-s",
                 "-1",
@@ -352,7 +356,7 @@ fn bulk_tcp_gets_at_least_9_mbit_through_the_10_mbit_bottleneck() {
             .args([
                 "netns",
                 "exec",
-                &format!("dp-{}-sender", lab.name),
+                &format!("dp-{}.sender", lab.name),
                 "iperf3",
                 "-c",
                 dest,
@@ -368,7 +372,7 @@ fn bulk_tcp_gets_at_least_9_mbit_through_the_10_mbit_bottleneck() {
             .as_f64()
             .unwrap();
         eprintln!("iperf3 TCP to {dest}: {:.2} Mbit/s", bps / 1e6);
-        assert!(bps >= 9e6, "iperf3 {dest}: {bps}");
+        assert!((9e6..10e6).contains(&bps), "iperf3 {dest}: {bps}");
     }
     lab.down();
 }
@@ -419,4 +423,120 @@ fn udp_at_12_mbit_loses_what_the_framing_arithmetic_predicts() {
         rx.finish();
     }
     lab.down();
+}
+
+#[test]
+fn compare_runs_its_battery_through_the_lab_and_removes_it() {
+    if !privileged() {
+        return;
+    }
+    let dir = TempDir::new("lab-compare");
+    let name = format!("tcmp-{}", std::process::id() % 100_000);
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../plans/topologies/two-hop.toml"
+    ))
+    .unwrap()
+    .replace("name = \"two-hop\"", &format!("name = \"{name}\""));
+    let topo = dir.path("topo.toml");
+    std::fs::write(&topo, text).unwrap();
+    let _guard = Lab {
+        name: name.clone(),
+        _dir: TempDir::new("lab-compare-guard"),
+    };
+    // 1000 pkt/s of 512 B (4.1 Mbit/s of payload) fits the 10 Mbit/s bottleneck.
+    let out = run(&[
+        "compare",
+        "--lab",
+        "--topology",
+        path_str(&topo),
+        "--sizes",
+        "512",
+        "--protocols",
+        "udp",
+        "--no-voip",
+        "--no-games",
+        "--duration",
+        "1s",
+        "--rate",
+        "1000pps",
+        "--json",
+    ]);
+    out.assert_success();
+    let doc = out.json();
+    assert_eq!(doc["target"], format!("lab:{name}"));
+    let p = &doc["points"][0];
+    for side in ["ipv4", "ipv6"] {
+        assert_eq!(p[side]["loss_pct"], 0.0, "{side}: {p:#}");
+        assert!(
+            p[side]["received_packets"].as_u64().unwrap() >= 990,
+            "{side}: {p:#}"
+        );
+        // Through two routers: at least the two 512 B frames' serialization at 10 Mbit/s.
+        assert!(p[side]["rtt_mean_ns"].as_f64().unwrap() > 2.0 * 554.0 * 8.0 / 10e6 * 1e9);
+    }
+    let ns = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&ns.stdout).contains(&name),
+        "the lab is removed"
+    );
+}
+
+#[test]
+fn a_plan_with_a_lab_target_runs_its_flows_through_the_lab_and_keeps_its_configuration() {
+    if !privileged() {
+        return;
+    }
+    let dir = TempDir::new("lab-plan");
+    let name = format!("tpl-{}", std::process::id() % 100_000);
+    let topo = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../plans/topologies/two-hop.toml"
+    ))
+    .unwrap()
+    .replace("name = \"two-hop\"", &format!("name = \"{name}\""));
+    std::fs::write(dir.path("lab.toml"), topo).unwrap();
+    let plan = dir.path("plan.toml");
+    std::fs::write(
+        &plan,
+        "version = 1\nname = \"through\"\nrepetitions = 1\nduration = \"300ms\"\ntarget = \"lab:lab.toml\"\n\
+         [flow]\nudp = true\nrate = \"200pps\"\n[factors]\nsize = [512]\n",
+    )
+    .unwrap();
+    let _guard = Lab {
+        name: name.clone(),
+        _dir: TempDir::new("lab-plan-guard"),
+    };
+    let out = dir.path("results");
+    run(&["run", path_str(&plan), "--dir", path_str(&out)]).assert_success();
+    let mut dests = Vec::new();
+    for entry in std::fs::read_dir(out.join("runs")).unwrap() {
+        let rec: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(entry.unwrap().path()).unwrap()).unwrap();
+        assert!(
+            rec["report"]["flows"][0]["received"]["packets"]
+                .as_u64()
+                .unwrap()
+                > 0
+        );
+        dests.push(rec["argv"][1].as_str().unwrap().to_owned());
+    }
+    dests.sort();
+    assert_eq!(dests, [RECEIVER_V4, RECEIVER_V6]);
+    for f in [
+        "lab/topology.toml",
+        "lab/topology.json",
+        "lab/r1.toml",
+        "lab/r2.toml",
+    ] {
+        assert!(out.join(f).is_file(), "{f}");
+    }
+    let host: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("host.json")).unwrap()).unwrap();
+    assert_eq!(host["target"], "lab:lab.toml");
+    let ns = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&ns.stdout).contains(&name),
+        "the lab is removed"
+    );
 }
