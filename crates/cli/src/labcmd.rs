@@ -111,6 +111,22 @@ pub(crate) fn run(args: LabArgs) -> Result<()> {
             let Some(state) = state else {
                 usage!("no lab '{name}' is up");
             };
+            // Fresh counters: each running router rewrites its file on SIGUSR1.
+            let running = |pid: u32| std::path::Path::new(&format!("/proc/{pid}")).exists();
+            let asked: Vec<u32> = state
+                .routers
+                .iter()
+                .map(|r| r.pid)
+                .filter(|p| running(*p))
+                .collect();
+            for pid in &asked {
+                let _ = std::process::Command::new("kill")
+                    .args(["-USR1", &pid.to_string()])
+                    .status();
+            }
+            if !asked.is_empty() {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
             let routers: Vec<serde_json::Value> = state
                 .routers
                 .iter()

@@ -81,7 +81,7 @@ pub struct RouterProc {
     pub pid: u32,
     /// Its configuration file.
     pub config: PathBuf,
-    /// Where it writes its counters (every 500 ms and at exit).
+    /// Where it writes its counters (every 500 ms, on SIGUSR1 and at exit).
     pub stats: PathBuf,
     /// Its stdout and stderr.
     pub log: PathBuf,

@@ -44,3 +44,32 @@ pub enum Verdict {
     /// Dropped at once.
     Dropped(DropReason),
 }
+
+/// A queueing discipline: what every link, queue and scheduler of the router is, so they
+/// nest and the driver treats them alike (Linux's `Qdisc_ops`, sans-IO).
+///
+/// Contract: offer packets with [`Qdisc::enqueue`]; take what is ready with
+/// [`Qdisc::dequeue`] until it returns `None`; then sleep until [`Qdisc::poll_timeout`]
+/// or the next packet to offer. `now` never goes backwards.
+pub trait Qdisc {
+    /// Offer `pkt` at `now`.
+    fn enqueue(&mut self, pkt: Vec<u8>, now: wire::time::Instant) -> Verdict;
+    /// The next packet ready to leave at `now`.
+    fn dequeue(&mut self, now: wire::time::Instant) -> Option<Vec<u8>>;
+    /// When something next becomes ready; `None` when empty.
+    fn poll_timeout(&self) -> Option<wire::time::Instant>;
+}
+
+impl Qdisc for link::Link {
+    fn enqueue(&mut self, pkt: Vec<u8>, now: wire::time::Instant) -> Verdict {
+        link::Link::enqueue(self, pkt, now)
+    }
+
+    fn dequeue(&mut self, now: wire::time::Instant) -> Option<Vec<u8>> {
+        link::Link::dequeue(self, now)
+    }
+
+    fn poll_timeout(&self) -> Option<wire::time::Instant> {
+        link::Link::poll_timeout(self)
+    }
+}

@@ -41,7 +41,8 @@ pub(crate) struct RouteArgs {
     /// The router configuration (TOML).
     #[arg(long, value_name = "FILE")]
     config: PathBuf,
-    /// Keep the counters (JSON) in FILE, rewritten every 500 ms and at exit.
+    /// Keep the counters (JSON) in FILE, rewritten every 500 ms, at once on SIGUSR1, and
+    /// at exit.
     #[arg(long, value_name = "FILE")]
     stats: Option<PathBuf>,
     /// Capture every interface into DIR/IFACE.pcap (frames received and sent).
@@ -263,6 +264,9 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
         }
     }
     let stop = crate::interrupt::flag();
+    let asked = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGUSR1, asked.clone())
+        .context("cannot install the SIGUSR1 handler")?;
     let mut io = vec![IoStats::default(); socks.len()];
     // Frames a full TX ring could not take yet, per interface (bounded).
     let mut pending: Vec<VecDeque<Vec<u8>>> = vec![VecDeque::new(); socks.len()];
@@ -342,14 +346,18 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
                 }
             }
         }
-        if now_ns >= next_stats {
+        // Every 500 ms, and at once on SIGUSR1 (`dualperf lab status` asks so).
+        if now_ns >= next_stats || asked.swap(false, std::sync::atomic::Ordering::Relaxed) {
             for (i, sock) in socks.iter().enumerate() {
                 // The kernel's counters reset on every read: keep running totals.
                 if let Ok(k) = sock.stats() {
                     io[i].kernel_rx_drops += k.drops;
                 }
             }
-            write_stats(&args, &fwd, &links, &socks, &io, now_ns - started);
+            write_stats(
+                &args,
+                &stats_json(&fwd, &links, &socks, &io, now_ns - started),
+            );
             next_stats = now_ns + 500_000_000;
         }
         // Sleep until a frame arrives, the next link event, or 100 ms (to see Ctrl-C
@@ -374,14 +382,8 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
             io[i].kernel_rx_drops += k.drops;
         }
     }
-    let doc = write_stats(
-        &args,
-        &fwd,
-        &links,
-        &socks,
-        &io,
-        netio::clock::mono_ns() - started,
-    );
+    let doc = stats_json(&fwd, &links, &socks, &io, netio::clock::mono_ns() - started);
+    write_stats(&args, &doc);
     if args.stats.is_none() {
         eprintln!("{}", serde_json::to_string_pretty(&doc)?);
     }
@@ -417,15 +419,8 @@ impl IoStats {
     }
 }
 
-fn write_stats(
-    args: &RouteArgs,
-    fwd: &Forwarder,
-    links: &[Link],
-    socks: &[PacketSocket],
-    io: &[IoStats],
-    uptime_ns: u64,
-) -> serde_json::Value {
-    let doc = stats_json(fwd, links, socks, io, uptime_ns);
+/// Replace the stats file (if there is one) with `doc`, whole.
+fn write_stats(args: &RouteArgs, doc: &serde_json::Value) {
     if let Some(path) = &args.stats {
         let tmp = path.with_extension("json.tmp");
         let ok = std::fs::write(&tmp, serde_json::to_vec_pretty(&doc).unwrap_or_default())
@@ -437,7 +432,6 @@ fn write_stats(
             );
         }
     }
-    doc
 }
 
 /// The counters: per interface what arrived (the forwarder's view) and what left (the

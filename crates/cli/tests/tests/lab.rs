@@ -42,6 +42,16 @@ fn privileged() -> bool {
     false
 }
 
+/// The shipped two-hop topology under another lab name.
+fn two_hop_named(name: &str) -> String {
+    std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../plans/topologies/two-hop.toml"
+    ))
+    .unwrap()
+    .replace("name = \"two-hop\"", &format!("name = \"{name}\""))
+}
+
 /// A two-hop lab under its own name, removed on drop.
 struct Lab {
     name: String,
@@ -52,12 +62,7 @@ impl Lab {
     fn up(tag: &str, pcap: Option<&Path>) -> Self {
         let name = format!("t{tag}-{}", std::process::id() % 100_000);
         let dir = TempDir::new(&format!("lab-{tag}"));
-        let text = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../plans/topologies/two-hop.toml"
-        ))
-        .unwrap()
-        .replace("name = \"two-hop\"", &format!("name = \"{name}\""));
+        let text = two_hop_named(&name);
         let topo = dir.path("topo.toml");
         std::fs::write(&topo, text).unwrap();
         let mut args = vec!["lab", "up", path_str(&topo)];
@@ -201,6 +206,24 @@ fn ipv4_and_ipv6_cross_both_routers_with_ttl_and_hop_limit_down_by_two() {
         let hops = hop_limits(&log);
         assert_eq!(hops.len(), 40);
         assert!(hops.iter().all(|h| *h == 62), "{dest}: {hops:?}");
+    }
+    // The counters on demand: `lab status` signals the routers (SIGUSR1, which would
+    // kill a router without its handler) and reads what they wrote.
+    let status = run(&["lab", "status", &lab.name, "--json"]);
+    status.assert_success();
+    let doc = status.json();
+    for r in doc["routers"].as_array().unwrap() {
+        assert_eq!(r["running"], true, "{r:#}");
+        let ifaces = r["stats"]["interfaces"].as_array().unwrap();
+        let forwarded: u64 = ifaces
+            .iter()
+            .map(|i| {
+                i["ingress"]["forwarded_ipv4"].as_u64().unwrap()
+                    + i["ingress"]["forwarded_ipv6"].as_u64().unwrap()
+            })
+            .sum();
+        // 40 probes a family one way; the control sessions' TCP both ways.
+        assert!(forwarded >= 80, "{r:#}");
     }
     lab.down();
 }
@@ -432,12 +455,7 @@ fn compare_runs_its_battery_through_the_lab_and_removes_it() {
     }
     let dir = TempDir::new("lab-compare");
     let name = format!("tcmp-{}", std::process::id() % 100_000);
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../plans/topologies/two-hop.toml"
-    ))
-    .unwrap()
-    .replace("name = \"two-hop\"", &format!("name = \"{name}\""));
+    let text = two_hop_named(&name);
     let topo = dir.path("topo.toml");
     std::fs::write(&topo, text).unwrap();
     let _guard = Lab {
@@ -489,12 +507,7 @@ fn a_plan_with_a_lab_target_runs_its_flows_through_the_lab_and_keeps_its_configu
     }
     let dir = TempDir::new("lab-plan");
     let name = format!("tpl-{}", std::process::id() % 100_000);
-    let topo = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../plans/topologies/two-hop.toml"
-    ))
-    .unwrap()
-    .replace("name = \"two-hop\"", &format!("name = \"{name}\""));
+    let topo = two_hop_named(&name);
     std::fs::write(dir.path("lab.toml"), topo).unwrap();
     let plan = dir.path("plan.toml");
     std::fs::write(
