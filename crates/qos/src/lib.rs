@@ -14,13 +14,28 @@
 //! - [`link`]: a link with a rate, propagation delay and jitter, random loss (Bernoulli
 //!   or Gilbert–Elliott) and a tail-drop queue limited in packets and/or bytes.
 //! - [`forward`]: the forwarding decisions of an IPv4/IPv6 router, frame in → frame out.
+//! - [`bucket`]: a token bucket in exact integer arithmetic.
+//! - [`cbwfq`]: LLQ + CBWFQ in front of a link used as the tx-ring.
+//! - [`drr`]: deficit round robin over class queues.
+//! - [`mark`]: DSCP marking in place (RFC 1624 checksum update) and the IPv6
+//!   extension-header walk to the transport header (RFC 8200).
+//! - [`tbf`]: a token-bucket shaper with an inner queue.
+//! - [`tcm`]: the srTCM (RFC 2697) and trTCM (RFC 2698) meters.
+//! - [`wred`]: WRED's drop decision with Cisco's semantics and a selectable count rule.
 //! - [`hist`]: a log-linear histogram for delay percentiles.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod bucket;
+pub mod cbwfq;
+pub mod drr;
 pub mod forward;
 pub mod hist;
 pub mod link;
+pub mod mark;
+pub mod tbf;
+pub mod tcm;
+pub mod wred;
 
 use serde::Serialize;
 
@@ -34,6 +49,8 @@ pub enum DropReason {
     QueueLimitBytes,
     /// The link's random loss model lost it on the wire.
     RandomLoss,
+    /// A policer found it beyond its rate and burst.
+    Policed,
 }
 
 /// What `enqueue` did with a packet.

@@ -231,6 +231,7 @@ impl LinkStats {
             DropReason::QueueLimitPackets => self.dropped_queue_packets,
             DropReason::QueueLimitBytes => self.dropped_queue_bytes,
             DropReason::RandomLoss => self.dropped_random_loss,
+            DropReason::Policed => 0,
         }
     }
 }
@@ -344,6 +345,13 @@ impl Link {
 
     /// Frames waiting to be serialized.
     pub fn backlog_packets(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Frames waiting once every serialization due by `now` has started (for a
+    /// scheduler that keeps the queue as a tx-ring).
+    pub fn backlog_after(&mut self, now: Instant) -> usize {
+        self.advance(now);
         self.queue.len()
     }
 
