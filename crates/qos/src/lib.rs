@@ -16,6 +16,8 @@
 //! - [`forward`]: the forwarding decisions of an IPv4/IPv6 router, frame in → frame out.
 //! - [`bucket`]: a token bucket in exact integer arithmetic.
 //! - [`cbwfq`]: LLQ + CBWFQ in front of a link used as the tx-ring.
+//! - [`classify`]: packet fields, first-match class maps, and reservation tables keyed
+//!   by the 5-tuple or the IPv6 flow-label 3-tuple.
 //! - [`drr`]: deficit round robin over class queues.
 //! - [`mark`]: DSCP marking in place (RFC 1624 checksum update) and the IPv6
 //!   extension-header walk to the transport header (RFC 8200).
@@ -28,6 +30,7 @@
 
 pub mod bucket;
 pub mod cbwfq;
+pub mod classify;
 pub mod drr;
 pub mod forward;
 pub mod hist;
