@@ -21,6 +21,8 @@
 //! - [`drr`]: deficit round robin over class queues.
 //! - [`mark`]: DSCP marking in place (RFC 1624 checksum update) and the IPv6
 //!   extension-header walk to the transport header (RFC 8200).
+//! - [`police`]: policing with conform, exceed and violate actions (transmit, drop,
+//!   remark).
 //! - [`tbf`]: a token-bucket shaper with an inner queue.
 //! - [`tcm`]: the srTCM (RFC 2697) and trTCM (RFC 2698) meters.
 //! - [`wred`]: WRED's drop decision with Cisco's semantics and a selectable count rule.
@@ -36,6 +38,7 @@ pub mod forward;
 pub mod hist;
 pub mod link;
 pub mod mark;
+pub mod police;
 pub mod tbf;
 pub mod tcm;
 pub mod wred;
