@@ -120,16 +120,17 @@ const GAME_SEED: u64 = 2006;
 /// The topology `compare --lab` builds unless told otherwise.
 const TWO_HOP: &str = include_str!("../../../plans/topologies/two-hop.toml");
 
-/// A lab built for one battery, removed when dropped (also on an error or Ctrl-C).
-struct LabGuard {
+/// The lab a battery runs through: where its flows go, and the guard that removes it.
+struct LabRun {
     name: String,
     sender_ns: String,
     receiver_ns: String,
     receiver_v4: Ipv4Addr,
     receiver_v6: Ipv6Addr,
+    _guard: lab::netlab::Guard,
 }
 
-impl LabGuard {
+impl LabRun {
     fn up(path: Option<&std::path::Path>) -> Result<Self> {
         let text = match path {
             Some(p) => std::fs::read_to_string(p)
@@ -140,39 +141,34 @@ impl LabGuard {
             Ok(t) => t,
             Err(e) => usage!("topology: {e}"),
         };
-        let (Some(sender), Some(receiver)) = (t.node("sender"), t.node("receiver")) else {
-            usage!("the topology needs nodes named 'sender' and 'receiver'");
-        };
-        let Some((_, end, _)) = t.ends_of(receiver).next() else {
-            usage!("the receiver has no link");
-        };
+        let (sender_ns, receiver_ns, receiver_v4, receiver_v6) =
+            match lab::runner::Place::of_lab(&t) {
+                Ok(lab::runner::Place::Lab {
+                    sender_ns,
+                    receiver_ns,
+                    receiver_v4,
+                    receiver_v6,
+                }) => (sender_ns, receiver_ns, receiver_v4, receiver_v6),
+                Ok(lab::runner::Place::Loopback) => usage!("topology: not a lab"),
+                Err(e) => usage!("topology: {e}"),
+            };
         let exe = std::env::current_exe().context("cannot find the dualperf binary")?;
         eprintln!("dualperf compare: building lab '{}' …", t.name);
         lab::netlab::up(&t, &exe, None)?;
         Ok(Self {
             name: t.name.clone(),
-            sender_ns: t.namespace(sender),
-            receiver_ns: t.namespace(receiver),
-            receiver_v4: end.ipv4,
-            receiver_v6: end.ipv6,
+            sender_ns,
+            receiver_ns,
+            receiver_v4,
+            receiver_v6,
+            _guard: lab::netlab::Guard(t.name.clone()),
         })
-    }
-}
-
-impl Drop for LabGuard {
-    fn drop(&mut self) {
-        if let Err(e) = lab::netlab::down(&self.name) {
-            eprintln!(
-                "dualperf compare: warning: removing lab '{}': {e}",
-                self.name
-            );
-        }
     }
 }
 
 pub(crate) fn run(args: CompareArgs) -> Result<()> {
     let lab = if args.lab {
-        Some(LabGuard::up(args.topology.as_deref())?)
+        Some(LabRun::up(args.topology.as_deref())?)
     } else {
         None
     };

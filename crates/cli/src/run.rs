@@ -155,7 +155,7 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         Some((t, text)) => {
             eprintln!("dualperf run: building lab '{}' …", t.name);
             lab::netlab::up(t, &exe, None)?;
-            let guard = LabGuard(t.name.clone());
+            let guard = lab::netlab::Guard(t.name.clone());
             let lab_dir = dir.join("lab");
             std::fs::create_dir_all(&lab_dir)
                 .with_context(|| format!("cannot create {}", lab_dir.display()))?;
@@ -273,33 +273,11 @@ fn place_of(
         Ok(t) => t,
         Err(e) => usage!("{}: {e}", path.display()),
     };
-    let (Some(sender), Some(receiver)) = (t.node("sender"), t.node("receiver")) else {
-        usage!(
-            "{}: a plan's lab needs nodes named 'sender' and 'receiver'",
-            path.display()
-        );
-    };
-    let Some((_, end, _)) = t.ends_of(receiver).next() else {
-        usage!("{}: the receiver has no link", path.display());
-    };
-    let place = lab::runner::Place::Lab {
-        sender_ns: t.namespace(sender),
-        receiver_ns: t.namespace(receiver),
-        receiver_v4: end.ipv4,
-        receiver_v6: end.ipv6,
+    let place = match lab::runner::Place::of_lab(&t) {
+        Ok(p) => p,
+        Err(e) => usage!("{}: {e}", path.display()),
     };
     Ok((place, Some((t, text))))
-}
-
-/// A lab built for a plan, removed when the plan ends (also on an error or Ctrl-C).
-struct LabGuard(String);
-
-impl Drop for LabGuard {
-    fn drop(&mut self) {
-        if let Err(e) = lab::netlab::down(&self.0) {
-            eprintln!("dualperf run: warning: removing lab '{}': {e}", self.0);
-        }
-    }
 }
 
 fn dry_run(plan: &Plan, place: &lab::runner::Place) -> String {

@@ -391,6 +391,18 @@ fn check_name(name: &str) -> Result<(), LabError> {
     }
 }
 
+/// A lab built for one job (a plan, a `compare --lab`), removed when dropped: also on
+/// an error or Ctrl-C.
+pub struct Guard(pub String);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if let Err(e) = down(&self.0) {
+            eprintln!("dualperf: warning: removing lab '{}': {e}", self.0);
+        }
+    }
+}
+
 /// The lab's state, if `up` left one.
 pub fn state(name: &str) -> Result<Option<LabState>, LabError> {
     check_name(name)?;

@@ -66,6 +66,24 @@ pub enum Place {
 }
 
 impl Place {
+    /// The place of a lab's flows: from its node `sender` to its node `receiver` (at
+    /// the addresses of the receiver's first link). An error names what is missing.
+    pub fn of_lab(t: &crate::topology::Topology) -> Result<Self, String> {
+        let (Some(sender), Some(receiver)) = (t.node("sender"), t.node("receiver")) else {
+            return Err("the lab needs nodes named 'sender' and 'receiver'".into());
+        };
+        let (_, end, _) = t
+            .ends_of(receiver)
+            .next()
+            .ok_or_else(|| "the receiver has no link".to_owned())?;
+        Ok(Self::Lab {
+            sender_ns: t.namespace(sender),
+            receiver_ns: t.namespace(receiver),
+            receiver_v4: end.ipv4,
+            receiver_v6: end.ipv6,
+        })
+    }
+
     /// The receiver's address for `family` (4 or 6).
     pub fn dest(&self, family: u8) -> String {
         match (self, family) {

@@ -14,6 +14,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use wire::{ipv4, ipv6};
 
 use crate::mark::{ipv6_l4, L4};
+use crate::prefix_match;
 
 /// What classification looks at, read once per packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -118,30 +119,12 @@ pub enum Cond {
     Len(usize, usize),
 }
 
-fn in_prefix(a: IpAddr, p: IpAddr, len: u8) -> bool {
-    match (a, p) {
-        (IpAddr::V4(a), IpAddr::V4(p)) => {
-            let m = u32::MAX
-                .checked_shl(32 - u32::from(len.min(32)))
-                .unwrap_or(0);
-            u32::from(a) & m == u32::from(p) & m
-        }
-        (IpAddr::V6(a), IpAddr::V6(p)) => {
-            let m = u128::MAX
-                .checked_shl(128 - u32::from(len.min(128)))
-                .unwrap_or(0);
-            u128::from(a) & m == u128::from(p) & m
-        }
-        _ => false,
-    }
-}
-
 impl Cond {
     /// Whether `f` meets the condition.
     pub fn matches(&self, f: &Fields) -> bool {
         match self {
-            Self::Src(p, l) => in_prefix(f.src, *p, *l),
-            Self::Dst(p, l) => in_prefix(f.dst, *p, *l),
+            Self::Src(p, l) => prefix_match(f.src, *p, *l),
+            Self::Dst(p, l) => prefix_match(f.dst, *p, *l),
             Self::Protocol(p) => f.protocol == *p,
             Self::SrcPort(a, b) => f.ports.is_some_and(|(s, _)| (*a..=*b).contains(&s)),
             Self::DstPort(a, b) => f.ports.is_some_and(|(_, d)| (*a..=*b).contains(&d)),

@@ -30,6 +30,8 @@ use serde::Serialize;
 use wire::ethernet::{self, EtherType};
 use wire::{arp, icmp, ipv4, ipv6};
 
+use crate::prefix_match;
+
 /// One interface of the router.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Interface {
@@ -143,20 +145,6 @@ struct Neighbor {
     mac: ethernet::Address,
     /// From the configuration: never replaced by what is learned.
     fixed: bool,
-}
-
-fn prefix_match(addr: IpAddr, prefix: IpAddr, len: u8) -> bool {
-    match (addr, prefix) {
-        (IpAddr::V4(a), IpAddr::V4(p)) => {
-            let mask = u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0);
-            u32::from(a) & mask == u32::from(p) & mask
-        }
-        (IpAddr::V6(a), IpAddr::V6(p)) => {
-            let mask = u128::MAX.checked_shl(128 - u32::from(len)).unwrap_or(0);
-            u128::from(a) & mask == u128::from(p) & mask
-        }
-        _ => false,
-    }
 }
 
 impl Forwarder {
