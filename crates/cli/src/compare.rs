@@ -137,7 +137,10 @@ impl LabRun {
                 .with_context(|| format!("cannot read {}", p.display()))?,
             None => TWO_HOP.to_owned(),
         };
-        let t = match lab::topology::Topology::parse(&text) {
+        let t = match lab::topology::Topology::parse_at(
+            &text,
+            path.and_then(std::path::Path::parent),
+        ) {
             Ok(t) => t,
             Err(e) => usage!("topology: {e}"),
         };

@@ -68,7 +68,7 @@ pub(crate) fn run(args: LabArgs) -> Result<()> {
         Action::Up { topology, pcap } => {
             let text = std::fs::read_to_string(&topology)
                 .with_context(|| format!("cannot read {}", topology.display()))?;
-            let t = match Topology::parse(&text) {
+            let t = match Topology::parse_at(&text, topology.parent()) {
                 Ok(t) => t,
                 Err(e) => usage!(
                     "{}{}: {}",
@@ -161,6 +161,7 @@ pub(crate) fn run(args: LabArgs) -> Result<()> {
                         "NOT RUNNING"
                     }
                 );
+                print_qos(&r["stats"]);
             }
             Ok(())
         }
@@ -198,5 +199,43 @@ fn print_nodes(state: &netlab::LabState) {
             t.namespace(i),
             addrs.join("; ")
         );
+    }
+}
+
+/// Per-class counters of a router's service policies, one line per class.
+fn print_qos(stats: &serde_json::Value) {
+    let Some(ifaces) = stats["interfaces"].as_array() else {
+        return;
+    };
+    for i in ifaces {
+        let Some(classes) = i["qos"]["classes"].as_array() else {
+            continue;
+        };
+        println!(
+            "  {} service-policy output {}",
+            i["name"].as_str().unwrap_or_default(),
+            i["qos"]["policy"].as_str().unwrap_or_default()
+        );
+        for c in classes {
+            let d = &c["dropped"];
+            let n = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
+            let ms = |v: &serde_json::Value| {
+                v.as_f64().map_or("-".into(), |x| format!("{:.2}", x / 1e6))
+            };
+            println!(
+                "    {:<16} offered {:>9}  sent {:>9}  queued {:>4}  dropped: police {} priority-policer {} wred {}+{} queue-limit {}  queue delay p50 {} p99 {} ms",
+                c["name"].as_str().unwrap_or_default(),
+                n(&c["offered_packets"]),
+                n(&c["sent_packets"]),
+                n(&c["queued_packets"]),
+                n(&d["police"]),
+                n(&d["priority_policer"]),
+                n(&d["wred_early"]),
+                n(&d["wred_forced"]),
+                n(&d["queue_limit"]),
+                ms(&c["queue_delay"]["p50_ns"]),
+                ms(&c["queue_delay"]["p99_ns"]),
+            );
+        }
     }
 }

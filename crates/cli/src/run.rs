@@ -165,6 +165,9 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
                 if n.kind == lab::topology::Kind::Router {
                     let cfg = toml::to_string(&t.router_config(i)).unwrap_or_default();
                     store.write_file(&format!("lab/{}.toml", n.name), cfg.as_bytes())?;
+                    if let Some(q) = &n.qos {
+                        store.write_file(&format!("lab/{}.qos.toml", n.name), q.text.as_bytes())?;
+                    }
                 }
             }
             Some(guard)
@@ -269,7 +272,7 @@ fn place_of(
     };
     let text = std::fs::read_to_string(&path)
         .with_context(|| format!("cannot read the plan's topology {}", path.display()))?;
-    let t = match lab::topology::Topology::parse(&text) {
+    let t = match lab::topology::Topology::parse_at(&text, path.parent()) {
         Ok(t) => t,
         Err(e) => usage!("{}: {e}", path.display()),
     };

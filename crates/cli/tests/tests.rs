@@ -23,6 +23,8 @@ mod handshake;
 mod interrupt;
 #[path = "tests/lab.rs"]
 mod lab;
+#[path = "tests/lab_qos.rs"]
+mod lab_qos;
 #[path = "tests/loopback.rs"]
 mod loopback;
 #[path = "tests/marking.rs"]

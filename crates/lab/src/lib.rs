@@ -19,6 +19,7 @@ pub mod index;
 pub mod netlab;
 pub mod plan;
 pub mod plot;
+pub mod qosconf;
 pub mod runner;
 pub mod store;
 pub mod tables;

@@ -326,6 +326,11 @@ fn build(
             .arg(&config)
             .arg("--stats")
             .arg(&stats);
+        if let Some(q) = &node.qos {
+            let qos = dir.join(format!("{}.qos.toml", node.name));
+            std::fs::write(&qos, &q.text).map_err(io(&qos))?;
+            cmd.arg("--qos").arg(&qos);
+        }
         if let Some(p) = pcap {
             let d = p.join(&node.name);
             std::fs::create_dir_all(&d).map_err(io(&d))?;

@@ -92,6 +92,8 @@ struct File {
 struct NodeFile {
     name: String,
     kind: Kind,
+    #[serde(default)]
+    qos: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -191,6 +193,18 @@ pub struct Node {
     pub name: String,
     /// Host or router.
     pub kind: Kind,
+    /// A router's QoS file (`dualperf route --qos`), read and checked with the topology.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qos: Option<NodeQos>,
+}
+
+/// A router's QoS file: where it was read from and its text.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NodeQos {
+    /// The file, as resolved (relative paths are taken from the topology's directory).
+    pub path: String,
+    /// Its text, as read when the topology was.
+    pub text: String,
 }
 
 /// A route of a node: `prefix/len` via `gateway` out of `ifname`.
@@ -332,8 +346,16 @@ fn parse_loss(s: &str) -> Option<Loss> {
 }
 
 impl Topology {
-    /// Parse and resolve a topology file.
+    /// Parse and resolve a topology file; a router's `qos` file is read relative to the
+    /// current directory (see [`Topology::parse_at`]).
     pub fn parse(text: &str) -> Result<Self, TopologyError> {
+        Self::parse_at(text, None)
+    }
+
+    /// Parse and resolve a topology file found in directory `base`: a router's `qos`
+    /// path is relative to it. Each QoS file is checked against the router's
+    /// interfaces and link rates.
+    pub fn parse_at(text: &str, base: Option<&std::path::Path>) -> Result<Self, TopologyError> {
         let line_at =
             |offset: usize| Some(text[..offset.min(text.len())].matches('\n').count() + 1);
         let file: File = toml::from_str(text).map_err(|e| {
@@ -372,9 +394,32 @@ impl Topology {
             if nodes.iter().any(|x| x.name == nf.name) {
                 return Err(err(line, format!("node '{}' is declared twice", nf.name)));
             }
+            let qos = match &nf.qos {
+                None => None,
+                Some(_) if nf.kind != Kind::Router => {
+                    return Err(err(
+                        line,
+                        format!("node '{}': only a router takes qos", nf.name),
+                    ))
+                }
+                Some(q) => {
+                    let path = base.map_or_else(|| std::path::PathBuf::from(q), |b| b.join(q));
+                    let text = std::fs::read_to_string(&path).map_err(|e| {
+                        err(
+                            line,
+                            format!("node '{}': qos {}: {e}", nf.name, path.display()),
+                        )
+                    })?;
+                    Some(NodeQos {
+                        path: path.display().to_string(),
+                        text,
+                    })
+                }
+            };
             nodes.push(Node {
                 name: nf.name.clone(),
                 kind: nf.kind,
+                qos,
             });
         }
         if file.link.len() > MAX_LINKS {
@@ -470,12 +515,41 @@ impl Topology {
                 return Err(err(None, format!("node '{}' has no link", n.name)));
             }
         }
-        Ok(Self {
+        let t = Self {
             name,
             description: file.description,
             nodes,
             links,
-        })
+        };
+        for (i, n) in t.nodes.iter().enumerate() {
+            let Some(q) = &n.qos else { continue };
+            let line = file
+                .node
+                .iter()
+                .find(|x| x.get_ref().name == n.name)
+                .and_then(|x| line_at(x.span().start));
+            let bad = |m: String| err(line, format!("node '{}': qos {}: {m}", n.name, q.path));
+            let cfg = crate::qosconf::QosConfig::parse(&q.text).map_err(|e| bad(e.to_string()))?;
+            let ends: Vec<(String, u64)> = t
+                .ends_of(i)
+                .map(|(l, mine, _)| (mine.ifname.clone(), l.emulation.rate_bps))
+                .collect();
+            for (iface, _, l) in &cfg.service {
+                let Some((_, rate)) = ends.iter().find(|(n, _)| n == iface) else {
+                    return Err(bad(format!(
+                        "line {}: service_policy on '{iface}': the router's interfaces are {}",
+                        l.unwrap_or(0),
+                        ends.iter()
+                            .map(|(n, _)| n.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )));
+                };
+                cfg.params_for(iface, *rate)
+                    .map_err(|e| bad(e.to_string()))?;
+            }
+        }
+        Ok(t)
     }
 
     /// The namespace of node `i`.
@@ -766,5 +840,37 @@ mod tests {
                 loss_bad: 1.0
             }
         );
+    }
+
+    #[test]
+    fn a_router_qos_file_is_read_beside_the_topology_and_checked_against_its_links() {
+        let with = |q: &str| {
+            TWO_HOP.replace(
+                "name = \"r1\"\nkind = \"router\"\n",
+                &format!("name = \"r1\"\nkind = \"router\"\nqos = \"{q}\"\n"),
+            )
+        };
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plans/topologies");
+        let t = Topology::parse_at(&with("../qos/bouras-llq.toml"), Some(&dir)).unwrap();
+        let r1 = &t.nodes[t.node("r1").unwrap()];
+        assert!(r1.qos.as_ref().unwrap().text.contains("priority = \"20%\""));
+        // The policy names an interface r2 does not have (r2's are to-r1, to-receiver,
+        // to-bg-b): refused, naming the node's line and the QoS file's.
+        let bad = with("../qos/bouras-llq.toml").replace(
+            "name = \"r1\"\nkind = \"router\"\nqos",
+            "name = \"r1\"\nkind = \"router\"\n\n[[node]]\nname = \"r9\"\nkind = \"host\"\nqos",
+        );
+        let e = Topology::parse_at(&bad, Some(&dir)).unwrap_err();
+        assert!(e.message.contains("only a router takes qos"), "{e}");
+        let moved = TWO_HOP.replace(
+            "name = \"r2\"\nkind = \"router\"\n",
+            "name = \"r2\"\nkind = \"router\"\nqos = \"../qos/bouras-llq.toml\"\n",
+        );
+        let e = Topology::parse_at(&moved, Some(&dir)).unwrap_err();
+        assert!(e.message.contains("service_policy on 'to-r2'"), "{e}");
+        assert!(e.message.contains("to-r1, to-receiver, to-bg-b"), "{e}");
+        assert!(e.line.is_some());
+        let e = Topology::parse_at(&with("../qos/none.toml"), Some(&dir)).unwrap_err();
+        assert!(e.message.contains("none.toml"), "{e}");
     }
 }

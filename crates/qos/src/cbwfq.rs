@@ -14,7 +14,9 @@
 //!   percent`, and class-default): served after the priority queue by deficit round
 //!   robin with quanta proportional to their bandwidth (pre-HQF proportional sharing of
 //!   what the priority class leaves; DRR stands in for Cisco's WFQ weights, a choice
-//!   documented here). Each has a tail-drop queue limit.
+//!   documented here), or by WFQ with φ ∝ bandwidth ([`Scheduler::Wfq`]), or by MDRR
+//!   whose low-latency queue is the priority class (strict or alternate). Each has a
+//!   tail-drop queue limit.
 //!
 //! Bytes: the policer counts the packet as given (the Ethernet frame in the router); the
 //! link counts frame bytes at its rate.
@@ -26,7 +28,10 @@ use wire::time::Instant;
 
 use crate::bucket::Bucket;
 use crate::drr::{Drr, DrrClass};
+use crate::hist::Histogram;
 use crate::link::Link;
+use crate::mdrr::{LowLatencyMode, Mdrr, MdrrClass, MdrrTarget};
+use crate::wfq::{Wfq, WfqClass};
 use crate::{DropReason, Verdict};
 
 /// The priority class.
@@ -80,6 +85,72 @@ pub struct ClassStats {
     pub dropped_policer: u64,
     /// Tail drops at the class queue.
     pub dropped_queue: u64,
+    /// Dropped by the early-drop hook (WRED) before the class queue.
+    pub dropped_early: u64,
+}
+
+/// How the bandwidth classes (and, under MDRR, the priority class) are served.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scheduler {
+    /// Deficit round robin, quanta ∝ weight; the priority class strictly first.
+    #[default]
+    Drr,
+    /// Self-clocked weighted fair queueing, φ = weight; the priority class strictly
+    /// first.
+    Wfq,
+    /// MDRR with the priority class as its low-latency queue, served strictly.
+    MdrrStrict,
+    /// MDRR with the priority class as its low-latency queue, alternating with the
+    /// others (its quantum is the largest class's).
+    MdrrAlternate,
+}
+
+enum Inner {
+    Drr(Drr),
+    Wfq(Wfq),
+    Mdrr(Mdrr),
+}
+
+impl Inner {
+    fn len(&self, class: Class) -> usize {
+        match (self, class) {
+            (Self::Drr(d), Class::Bandwidth(i)) => d.len(i),
+            (Self::Wfq(w), Class::Bandwidth(i)) => w.queue_len(i),
+            (Self::Mdrr(m), Class::Bandwidth(i)) => m.queue_len(MdrrTarget::Class(i)),
+            (Self::Mdrr(m), Class::Priority) => m.queue_len(MdrrTarget::LowLatency),
+            (_, Class::Priority) => 0,
+        }
+    }
+
+    fn backlog(&self) -> usize {
+        match self {
+            Self::Drr(d) => d.backlog(),
+            Self::Wfq(w) => w.backlog(),
+            Self::Mdrr(m) => m.backlog(),
+        }
+    }
+
+    fn enqueue(&mut self, class: Class, pkt: Vec<u8>, now: Instant) -> Verdict {
+        match (self, class) {
+            (Self::Drr(d), Class::Bandwidth(i)) => d.enqueue(i, pkt, now),
+            (Self::Wfq(w), Class::Bandwidth(i)) => w.enqueue(i, pkt, now),
+            (Self::Mdrr(m), Class::Bandwidth(i)) => m.enqueue(MdrrTarget::Class(i), pkt, now),
+            (Self::Mdrr(m), Class::Priority) => m.enqueue(MdrrTarget::LowLatency, pkt, now),
+            (_, Class::Priority) => Verdict::Dropped(DropReason::QueueLimitPackets),
+        }
+    }
+
+    fn dequeue(&mut self, now: Instant) -> Option<(Class, Vec<u8>)> {
+        match self {
+            Self::Drr(d) => d.dequeue(now).map(|(i, p)| (Class::Bandwidth(i), p)),
+            Self::Wfq(w) => w.dequeue(now).map(|(i, p)| (Class::Bandwidth(i), p)),
+            Self::Mdrr(m) => m.dequeue(now).map(|(t, p)| match t {
+                MdrrTarget::LowLatency => (Class::Priority, p),
+                MdrrTarget::Class(i) => (Class::Bandwidth(i), p),
+            }),
+        }
+    }
 }
 
 /// LLQ + CBWFQ in front of a link.
@@ -87,33 +158,100 @@ pub struct Cbwfq {
     link: Link,
     tx_ring: usize,
     priority: Option<(Priority, Bucket)>,
+    /// The priority queue (empty under MDRR, whose low-latency queue it is).
     prio_queue: VecDeque<Vec<u8>>,
-    drr: Drr,
+    drr: Inner,
     stats_prio: ClassStats,
     stats: Vec<ClassStats>,
+    /// Arrival times of the packets in each class queue (priority last), FIFO like
+    /// the queues, for the queueing delay.
+    arrivals: Vec<VecDeque<Instant>>,
+    /// Time each class queue waited before entering the ring (priority last).
+    delay: Vec<Histogram>,
+    /// Since when each class queue has been empty (priority last).
+    empty_since: Vec<Option<Instant>>,
 }
 
 impl Cbwfq {
-    /// A scheduler feeding `link`, whose queue limit is taken as the tx-ring depth.
-    /// Quanta are `weight × 100` bytes, so a 1500-byte packet is sent within a round
-    /// or two whatever the weights.
+    /// A DRR scheduler feeding `link`; see [`Cbwfq::with_scheduler`].
     pub fn new(link: Link, priority: Option<Priority>, shares: &[Share], now: Instant) -> Self {
+        Self::with_scheduler(link, priority, shares, Scheduler::Drr, now)
+    }
+
+    /// A scheduler feeding `link`, whose queue limit is taken as the tx-ring depth.
+    /// DRR and MDRR quanta are `weight × 100` bytes, so a 1500-byte packet is sent
+    /// within a round or two whatever the weights; WFQ's φ is the weight.
+    pub fn with_scheduler(
+        link: Link,
+        priority: Option<Priority>,
+        shares: &[Share],
+        scheduler: Scheduler,
+        now: Instant,
+    ) -> Self {
         let tx_ring = link.params().limit_packets.unwrap_or(1) as usize;
-        let classes: Vec<DrrClass> = shares
-            .iter()
-            .map(|s| DrrClass {
-                quantum_bytes: s.weight.max(1).saturating_mul(100),
-                limit_packets: s.limit_packets,
-            })
-            .collect();
+        let quantum = |w: u32| w.max(1).saturating_mul(100);
+        let inner = match scheduler {
+            Scheduler::Drr => Inner::Drr(Drr::new(
+                &shares
+                    .iter()
+                    .map(|s| DrrClass {
+                        quantum_bytes: quantum(s.weight),
+                        limit_packets: s.limit_packets,
+                    })
+                    .collect::<Vec<_>>(),
+            )),
+            Scheduler::Wfq => Inner::Wfq(Wfq::new(
+                &shares
+                    .iter()
+                    .map(|s| WfqClass {
+                        weight: s.weight,
+                        limit_packets: s.limit_packets,
+                    })
+                    .collect::<Vec<_>>(),
+            )),
+            Scheduler::MdrrStrict | Scheduler::MdrrAlternate => {
+                let classes: Vec<MdrrClass> = shares
+                    .iter()
+                    .map(|s| MdrrClass {
+                        quantum_bytes: quantum(s.weight),
+                        limit_packets: s.limit_packets,
+                    })
+                    .collect();
+                let llq = MdrrClass {
+                    quantum_bytes: classes
+                        .iter()
+                        .map(|c| c.quantum_bytes)
+                        .max()
+                        .unwrap_or(1500),
+                    limit_packets: priority.map_or(0, |p| p.limit_packets),
+                };
+                let mode = if scheduler == Scheduler::MdrrStrict {
+                    LowLatencyMode::Strict
+                } else {
+                    LowLatencyMode::Alternate
+                };
+                Inner::Mdrr(Mdrr::new(llq, mode, &classes))
+            }
+        };
+        let n = shares.len() + 1;
         Self {
             link,
             tx_ring,
             priority: priority.map(|p| (p, Bucket::full(p.rate_bps, p.burst_bytes, now))),
             prio_queue: VecDeque::new(),
-            drr: Drr::new(&classes),
+            drr: inner,
             stats_prio: ClassStats::default(),
             stats: vec![ClassStats::default(); shares.len()],
+            arrivals: vec![VecDeque::new(); n],
+            delay: vec![Histogram::default(); n],
+            empty_since: vec![Some(now); n],
+        }
+    }
+
+    fn slot(&self, class: Class) -> usize {
+        match class {
+            Class::Priority => self.stats.len(),
+            Class::Bandwidth(i) => i.min(self.stats.len()),
         }
     }
 
@@ -129,12 +267,19 @@ impl Cbwfq {
         while self.link.backlog_after(now) < self.tx_ring {
             let pkt = if let Some(p) = self.prio_queue.pop_front() {
                 (Class::Priority, p)
-            } else if let Some((c, p)) = self.drr.dequeue(now) {
-                (Class::Bandwidth(c), p)
+            } else if let Some(x) = self.drr.dequeue(now) {
+                x
             } else {
                 break;
             };
             let (class, p) = pkt;
+            let slot = self.slot(class);
+            if let Some(t) = self.arrivals[slot].pop_front() {
+                self.delay[slot].record(now.saturating_duration_since(t).as_nanos());
+            }
+            if self.arrivals[slot].is_empty() {
+                self.empty_since[slot] = Some(now);
+            }
             let len = p.len() as u64;
             let s = self.stats_mut(class);
             s.sent_packets += 1;
@@ -143,26 +288,68 @@ impl Cbwfq {
         }
     }
 
+    /// Whether a packet arriving at `now` would wait in a class queue (the ring is full
+    /// or packets are already waiting): the interface is congested, and the class's
+    /// policer and WRED act.
+    pub fn congested(&mut self, now: Instant) -> bool {
+        self.refill(now);
+        !self.prio_queue.is_empty()
+            || self.drr.backlog() > 0
+            || self.link.backlog_after(now) >= self.tx_ring
+    }
+
+    /// Packets waiting in a class's queue.
+    pub fn class_backlog(&self, class: Class) -> usize {
+        match class {
+            Class::Priority => self.prio_queue.len() + self.drr.len(Class::Priority),
+            Class::Bandwidth(_) => self.drr.len(class),
+        }
+    }
+
+    /// Since when a class's queue has been empty (`None` while it holds packets).
+    pub fn empty_since(&self, class: Class) -> Option<Instant> {
+        self.empty_since.get(self.slot(class)).copied().flatten()
+    }
+
     /// Offer `pkt` of `class` at `now`.
     pub fn enqueue(&mut self, class: Class, pkt: Vec<u8>, now: Instant) -> Verdict {
-        self.refill(now);
+        self.enqueue_with(class, pkt, now, |_| None)
+    }
+
+    /// Offer `pkt` of `class` at `now`; if it would wait in a bandwidth class's queue,
+    /// `early` is asked first with that queue's length and may drop it (WRED's hook).
+    pub fn enqueue_with(
+        &mut self,
+        class: Class,
+        pkt: Vec<u8>,
+        now: Instant,
+        early: impl FnOnce(usize) -> Option<DropReason>,
+    ) -> Verdict {
+        if let Class::Bandwidth(i) = class {
+            if i >= self.stats.len() {
+                return Verdict::Dropped(DropReason::QueueLimitPackets);
+            }
+        }
+        let congested = self.congested(now);
         let len = pkt.len();
+        let slot = self.slot(class);
         {
             let s = self.stats_mut(class);
             s.offered_packets += 1;
             s.offered_bytes += len as u64;
         }
         // Room in the ring and nothing waiting ahead: straight in, no policing.
-        let waiting = !self.prio_queue.is_empty() || self.drr.backlog() > 0;
-        if !waiting && self.link.backlog_after(now) < self.tx_ring {
+        if !congested {
             let s = self.stats_mut(class);
             s.sent_packets += 1;
             s.sent_bytes += len as u64;
+            self.delay[slot].record(0);
             return self.link.enqueue(pkt, now);
         }
         match class {
             Class::Priority => {
                 let Some((p, bucket)) = self.priority.as_mut() else {
+                    self.stats_prio.dropped_queue += 1;
                     return Verdict::Dropped(DropReason::QueueLimitPackets);
                 };
                 bucket.fill(now);
@@ -170,24 +357,36 @@ impl Cbwfq {
                     self.stats_prio.dropped_policer += 1;
                     return Verdict::Dropped(DropReason::Policed);
                 }
-                if self.prio_queue.len() >= p.limit_packets as usize {
-                    self.stats_prio.dropped_queue += 1;
-                    return Verdict::Dropped(DropReason::QueueLimitPackets);
+                if let Inner::Mdrr(m) = &mut self.drr {
+                    if let v @ Verdict::Dropped(_) = m.enqueue(MdrrTarget::LowLatency, pkt, now) {
+                        self.stats_prio.dropped_queue += 1;
+                        return v;
+                    }
+                    bucket.take(len);
+                } else {
+                    if self.prio_queue.len() >= p.limit_packets as usize {
+                        self.stats_prio.dropped_queue += 1;
+                        return Verdict::Dropped(DropReason::QueueLimitPackets);
+                    }
+                    bucket.take(len);
+                    self.prio_queue.push_back(pkt);
                 }
-                bucket.take(len);
-                self.prio_queue.push_back(pkt);
-                Verdict::Queued
             }
             Class::Bandwidth(i) => {
-                let v = self.drr.enqueue(i, pkt, now);
-                if v != Verdict::Queued {
-                    if let Some(s) = self.stats.get_mut(i) {
-                        s.dropped_queue += 1;
-                    }
+                if let Some(reason) = early(self.drr.len(class)) {
+                    self.stats[i].dropped_early += 1;
+                    return Verdict::Dropped(reason);
                 }
-                v
+                let v = self.drr.enqueue(class, pkt, now);
+                if v != Verdict::Queued {
+                    self.stats[i].dropped_queue += 1;
+                    return v;
+                }
             }
         }
+        self.arrivals[slot].push_back(now);
+        self.empty_since[slot] = None;
+        Verdict::Queued
     }
 
     /// The next frame off the far end of the link by `now`.
@@ -212,6 +411,12 @@ impl Cbwfq {
     /// A bandwidth class's counters.
     pub fn class_stats(&self, i: usize) -> Option<&ClassStats> {
         self.stats.get(i)
+    }
+
+    /// How long a class's packets waited in its queue before entering the ring (0 for
+    /// those that went straight in); the ring's own wait is the link's queue delay.
+    pub fn queue_delay(&self, class: Class) -> &Histogram {
+        &self.delay[self.slot(class)]
     }
 
     /// The link.

@@ -103,6 +103,10 @@ pub enum Cond {
     Src(IpAddr, u8),
     /// Destination address in prefix.
     Dst(IpAddr, u8),
+    /// Source address in any of these prefixes (an IPv4 and an IPv6 one, say).
+    SrcAny(Vec<(IpAddr, u8)>),
+    /// Destination address in any of these prefixes.
+    DstAny(Vec<(IpAddr, u8)>),
     /// Transport protocol.
     Protocol(u8),
     /// Source port in range (inclusive); never matches a packet without ports.
@@ -125,6 +129,8 @@ impl Cond {
         match self {
             Self::Src(p, l) => prefix_match(f.src, *p, *l),
             Self::Dst(p, l) => prefix_match(f.dst, *p, *l),
+            Self::SrcAny(v) => v.iter().any(|(p, l)| prefix_match(f.src, *p, *l)),
+            Self::DstAny(v) => v.iter().any(|(p, l)| prefix_match(f.dst, *p, *l)),
             Self::Protocol(p) => f.protocol == *p,
             Self::SrcPort(a, b) => f.ports.is_some_and(|(s, _)| (*a..=*b).contains(&s)),
             Self::DstPort(a, b) => f.ports.is_some_and(|(_, d)| (*a..=*b).contains(&d)),

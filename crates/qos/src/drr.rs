@@ -128,6 +128,11 @@ impl Drr {
         self.classes.get(class).map(|c| &c.stats)
     }
 
+    /// Packets queued in one class.
+    pub fn len(&self, class: usize) -> usize {
+        self.classes.get(class).map_or(0, |c| c.queue.len())
+    }
+
     /// Packets queued in all classes.
     pub fn backlog(&self) -> usize {
         self.classes.iter().map(|c| c.queue.len()).sum()

@@ -21,10 +21,12 @@
 //! - [`drr`]: deficit round robin over class queues.
 //! - [`mark`]: DSCP marking in place (RFC 1624 checksum update) and the IPv6
 //!   extension-header walk to the transport header (RFC 8200).
+//! - [`mdrr`]: modified deficit round robin with a low-latency queue (Cisco 12000/IOS XR).
 //! - [`police`]: policing with conform, exceed and violate actions (transmit, drop,
 //!   remark).
 //! - [`tbf`]: a token-bucket shaper with an inner queue.
 //! - [`tcm`]: the srTCM (RFC 2697) and trTCM (RFC 2698) meters.
+//! - [`wfq`]: class-based weighted fair queueing by self-clocked finish tags (SCFQ).
 //! - [`wred`]: WRED's drop decision with Cisco's semantics and a selectable count rule.
 //! - [`hist`]: a log-linear histogram for delay percentiles.
 #![forbid(unsafe_code)]
@@ -38,9 +40,12 @@ pub mod forward;
 pub mod hist;
 pub mod link;
 pub mod mark;
+pub mod mdrr;
 pub mod police;
+pub mod policy;
 pub mod tbf;
 pub mod tcm;
+pub mod wfq;
 pub mod wred;
 
 use serde::Serialize;
@@ -78,6 +83,10 @@ pub enum DropReason {
     RandomLoss,
     /// A policer found it beyond its rate and burst.
     Policed,
+    /// WRED dropped it at random (min-th ≤ average < max-th).
+    WredEarly,
+    /// WRED dropped it because the average was at or above max-th.
+    WredForced,
 }
 
 /// What `enqueue` did with a packet.

@@ -231,7 +231,7 @@ impl LinkStats {
             DropReason::QueueLimitPackets => self.dropped_queue_packets,
             DropReason::QueueLimitBytes => self.dropped_queue_bytes,
             DropReason::RandomLoss => self.dropped_random_loss,
-            DropReason::Policed => 0,
+            DropReason::Policed | DropReason::WredEarly | DropReason::WredForced => 0,
         }
     }
 }

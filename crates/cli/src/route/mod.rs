@@ -13,6 +13,7 @@ use lab::topology::{Loss, RouterConfig};
 use netio::packet::{PacketSocket, RingConfig};
 use qos::forward::{Forwarder, Interface, Route};
 use qos::link::{Link, LinkParams, LossModel};
+use qos::policy::Policy;
 use wire::ethernet;
 use wire::time::{Duration, Instant};
 
@@ -48,6 +49,60 @@ pub(crate) struct RouteArgs {
     /// Capture every interface into DIR/IFACE.pcap (frames received and sent).
     #[arg(long, value_name = "DIR")]
     pcap: Option<PathBuf>,
+    /// QoS policies (TOML modelled on MQC: [[class_map]], [[policy_map]] with
+    /// [[policy_map.class]], [[service_policy]] interface/output); see
+    /// crates/lab/src/qosconf.rs and plans/qos/. A policy's tx_ring replaces the
+    /// interface's queue limit; its class queues hold the rest.
+    #[arg(long, value_name = "FILE")]
+    qos: Option<PathBuf>,
+}
+
+/// What sends on one interface: the emulated link alone, or a service policy in front
+/// of it.
+enum Egress {
+    Link(Box<Link>),
+    Policy(Box<Policy>),
+}
+
+impl Egress {
+    fn enqueue(&mut self, frame: Vec<u8>, now: Instant) {
+        // A drop is counted in the link's or the policy's stats.
+        let _ = match self {
+            Self::Link(l) => l.enqueue(frame, now),
+            Self::Policy(p) => p.enqueue(frame, now),
+        };
+    }
+
+    fn dequeue(&mut self, now: Instant) -> Option<Vec<u8>> {
+        match self {
+            Self::Link(l) => l.dequeue(now),
+            Self::Policy(p) => p.dequeue(now),
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        match self {
+            Self::Link(l) => l.poll_timeout(),
+            Self::Policy(p) => p.poll_timeout(),
+        }
+    }
+
+    fn link(&self) -> &Link {
+        match self {
+            Self::Link(l) => l,
+            Self::Policy(p) => p.link(),
+        }
+    }
+
+    fn qos_json(&self) -> serde_json::Value {
+        match self {
+            Self::Link(_) => serde_json::Value::Null,
+            Self::Policy(p) => serde_json::json!({
+                "policy": p.name(),
+                "classes": p.stats(),
+            }),
+        }
+    }
 }
 
 /// Validated configuration: what the forwarder and the links are built from.
@@ -242,17 +297,60 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
         Ok(f) => f,
         Err(e) => usage!("{}: {e}", args.config.display()),
     };
-    let mut links: Vec<Link> = cfg
-        .links
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            Link::new(
-                p.clone(),
-                cfg.seed.wrapping_mul(1000).wrapping_add(i as u64),
-            )
-        })
-        .collect::<std::result::Result<_, _>>()?;
+    let qos = match &args.qos {
+        None => None,
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            match lab::qosconf::QosConfig::parse(&text) {
+                Ok(q) => {
+                    for (iface, _, line) in &q.service {
+                        if !cfg.names.contains(iface) {
+                            usage!(
+                                "{}: line {}: service_policy on '{iface}': the router has no such interface ({})",
+                                path.display(),
+                                line.unwrap_or(0),
+                                cfg.names.join(", ")
+                            );
+                        }
+                    }
+                    Some(q)
+                }
+                Err(e) => usage!("{}: {e}", path.display()),
+            }
+        }
+    };
+    let qos_name = args
+        .qos
+        .as_deref()
+        .map_or(String::new(), |p| p.display().to_string());
+    let start = Instant::from_nanos(netio::clock::mono_ns());
+    let mut links: Vec<Egress> = Vec::new();
+    for (i, p) in cfg.links.iter().enumerate() {
+        let seed = cfg.seed.wrapping_mul(1000).wrapping_add(i as u64);
+        let policy = match &qos {
+            None => None,
+            Some(q) => match q.params_for(&cfg.names[i], p.rate_bps) {
+                Ok(x) => x.map(|x| (x, q.policy_of(&cfg.names[i]).map_or(2, |s| s.tx_ring))),
+                Err(e) => usage!("{}: {e}", qos_name),
+            },
+        };
+        links.push(match policy {
+            None => Egress::Link(Box::new(Link::new(p.clone(), seed)?)),
+            Some((params, tx_ring)) => {
+                let ring = LinkParams {
+                    limit_packets: Some(tx_ring),
+                    limit_bytes: None,
+                    ..p.clone()
+                };
+                let link = Link::new(ring, seed)?;
+                match Policy::new(params, link, seed, start) {
+                    Ok(pol) => Egress::Policy(Box::new(pol)),
+                    Err(e) => usage!("{}: {e}", qos_name),
+                }
+            }
+        });
+    }
     let mut pcaps = Vec::new();
     if let Some(dir) = &args.pcap {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
@@ -273,6 +371,11 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
     let fds: Vec<_> = socks.iter().map(PacketSocket::fd).collect();
     let started = netio::clock::mono_ns();
     let mut next_stats = started;
+    for (name, l) in cfg.names.iter().zip(&links) {
+        if let Egress::Policy(p) = l {
+            eprintln!("dualperf route: {name}: service-policy output {}", p.name());
+        }
+    }
     eprintln!(
         "dualperf route: forwarding between {} ({} routes)",
         cfg.names.join(", "),
@@ -307,8 +410,7 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
             }
             for f in frames {
                 if let Some(out) = fwd.handle_frame(i, &f) {
-                    // A drop at the egress queue is counted in the link's stats.
-                    let _ = links[out.iface].enqueue(out.frame, now);
+                    links[out.iface].enqueue(out.frame, now);
                 }
             }
         }
@@ -438,7 +540,7 @@ fn write_stats(args: &RouteArgs, doc: &serde_json::Value) {
 /// egress link's view), plus the kernel's ring drops.
 fn stats_json(
     fwd: &Forwarder,
-    links: &[Link],
+    links: &[Egress],
     socks: &[PacketSocket],
     io: &[IoStats],
     uptime_ns: u64,
@@ -450,13 +552,15 @@ fn stats_json(
         .zip(links)
         .zip(socks)
         .zip(io)
-        .map(|((((f, rx), link), sock), io)| {
+        .map(|((((f, rx), egress), sock), io)| {
+            let link = egress.link();
             serde_json::json!({
                 "name": f.name,
                 "mac": f.mac.to_string(),
                 "ingress": rx,
                 "egress": link.stats(),
                 "egress_link": link.params(),
+                "qos": egress.qos_json(),
                 "io": io,
                 "tx_wrong_format": sock.tx_wrong_format(),
             })

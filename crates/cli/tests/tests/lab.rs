@@ -15,7 +15,7 @@ use crate::support::{path_str, run, Proc, TempDir, BIN};
 const RECEIVER_V4: &str = "198.18.4.2";
 const RECEIVER_V6: &str = "2001:2:0:4::2";
 
-fn privileged() -> bool {
+pub(crate) fn privileged() -> bool {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
     let tools = [("ip", "-V"), ("ethtool", "--version")]
@@ -53,16 +53,26 @@ fn two_hop_named(name: &str) -> String {
 }
 
 /// A two-hop lab under its own name, removed on drop.
-struct Lab {
-    name: String,
+pub(crate) struct Lab {
+    pub(crate) name: String,
     _dir: TempDir,
 }
 
 impl Lab {
     fn up(tag: &str, pcap: Option<&Path>) -> Self {
+        Self::up_with_qos(tag, pcap, None)
+    }
+
+    /// The lab with router r1 running the QoS file `qos` (an absolute path).
+    pub(crate) fn up_with_qos(tag: &str, pcap: Option<&Path>, qos: Option<&str>) -> Self {
         let name = format!("t{tag}-{}", std::process::id() % 100_000);
         let dir = TempDir::new(&format!("lab-{tag}"));
-        let text = two_hop_named(&name);
+        let mut text = two_hop_named(&name);
+        if let Some(q) = qos {
+            let r1 = "name = \"r1\"\nkind = \"router\"\n";
+            assert!(text.contains(r1));
+            text = text.replace(r1, &format!("{r1}qos = \"{q}\"\n"));
+        }
         let topo = dir.path("topo.toml");
         std::fs::write(&topo, text).unwrap();
         let mut args = vec!["lab", "up", path_str(&topo)];
@@ -75,14 +85,14 @@ impl Lab {
     }
 
     /// `dualperf ARGS` inside `node`, to completion.
-    fn exec(&self, node: &str, args: &[&str]) -> crate::support::Finished {
+    pub(crate) fn exec(&self, node: &str, args: &[&str]) -> crate::support::Finished {
         let mut all = vec!["lab", "exec", &self.name, node, "--", BIN];
         all.extend(args);
         run(&all)
     }
 
     /// `dualperf ARGS` inside `node`, running on.
-    fn spawn(&self, node: &str, args: &[&str]) -> Proc {
+    pub(crate) fn spawn(&self, node: &str, args: &[&str]) -> Proc {
         let mut all = vec!["lab", "exec", &self.name, node, "--", BIN];
         all.extend(args);
         Proc::spawn(&all)
@@ -103,7 +113,7 @@ impl Lab {
         serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
     }
 
-    fn down(&self) {
+    pub(crate) fn down(&self) {
         run(&["lab", "down", &self.name]).assert_success();
     }
 }
