@@ -151,6 +151,7 @@ impl LabRun {
                     receiver_ns,
                     receiver_v4,
                     receiver_v6,
+                    ..
                 }) => (sender_ns, receiver_ns, receiver_v4, receiver_v6),
                 Ok(lab::runner::Place::Loopback) => usage!("topology: not a lab"),
                 Err(e) => usage!("topology: {e}"),

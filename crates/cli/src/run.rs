@@ -73,6 +73,18 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
                 .and_then(|s| s.line);
             usage!("{}: point '{}': {e}", at(line), point.id);
         }
+        for b in &point.background {
+            if let Err(e) = crate::send::check_flow_args(&b.args()) {
+                let e = e.lines().next().unwrap_or_default().to_owned();
+                let line = b.settings.first().and_then(|s| s.line);
+                usage!(
+                    "{}: point '{}': background {}: {e}",
+                    at(line),
+                    point.id,
+                    b.label
+                );
+            }
+        }
     }
     if args.dry_run {
         let (place, _) = place_of(&plan, &args.plan)?;
@@ -150,6 +162,10 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
     // A lab target: build it, and keep its topology and router configurations with the
     // results.
     let (place, topology) = place_of(&plan, &args.plan)?;
+    let qos_files = match qos_files(&plan, &args.plan, topology.as_ref().map(|(t, _)| t)) {
+        Ok(q) => q,
+        Err(e) => usage!("{}: {e}", args.plan.display()),
+    };
     let _lab = match &topology {
         None => None,
         Some((t, text)) => {
@@ -170,6 +186,12 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
                     }
                 }
             }
+            for (file, text) in &qos_files {
+                store.write_file(
+                    &format!("lab/{}", lab::store::file_safe(file)),
+                    text.as_bytes(),
+                )?;
+            }
             Some(guard)
         }
     };
@@ -182,6 +204,7 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
             resume: args.resume,
             stop: &stop,
             progress: &progress,
+            qos_files,
         },
     );
     if tty {
@@ -252,6 +275,56 @@ fn clock(d: std::time::Duration) -> String {
     }
 }
 
+/// The QoS files the plan's points give their lab's routers (paths relative to the
+/// plan), read and checked against the routers they go to.
+fn qos_files(
+    plan: &Plan,
+    plan_path: &Path,
+    topology: Option<&lab::topology::Topology>,
+) -> std::result::Result<std::collections::BTreeMap<String, String>, String> {
+    let mut out = std::collections::BTreeMap::new();
+    for point in &plan.points {
+        for (node, file) in &point.qos {
+            let Some(t) = topology else {
+                return Err(format!(
+                    "point '{}': qos needs a lab target (target = \"lab:TOPOLOGY.toml\")",
+                    point.id
+                ));
+            };
+            let Some(i) = t.node(node) else {
+                return Err(format!(
+                    "point '{}': qos: the lab has no node '{node}'",
+                    point.id
+                ));
+            };
+            if file == "none" {
+                if t.nodes[i].kind != lab::topology::Kind::Router {
+                    return Err(format!(
+                        "point '{}': qos: '{node}' is not a router",
+                        point.id
+                    ));
+                }
+                continue;
+            }
+            if out.contains_key(file) {
+                continue;
+            }
+            let path = plan_path.parent().unwrap_or(Path::new(".")).join(file);
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| format!("point '{}': qos {}: {e}", point.id, path.display()))?;
+            t.check_qos(i, &text).map_err(|e| {
+                format!(
+                    "point '{}': qos {} on {node}: {e}",
+                    point.id,
+                    path.display()
+                )
+            })?;
+            out.insert(file.clone(), text);
+        }
+    }
+    Ok(out)
+}
+
 /// Where a plan's flows run, and the lab's topology when it names one (its file resolved
 /// against the plan's directory).
 fn place_of(
@@ -310,6 +383,27 @@ fn dry_run(plan: &Plan, place: &lab::runner::Place) -> String {
                 .collect::<Vec<_>>()
                 .join(" ")
         ));
+        for (node, file) in &p.qos {
+            s.push_str(&format!("    router {node}: qos {file}\n"));
+        }
+        for b in &p.background {
+            let lab = matches!(place, lab::runner::Place::Lab { .. });
+            let (from, to) = if b.from_sender {
+                (" from sender", place.dest(r.family))
+            } else {
+                (
+                    if lab { " from bg-a" } else { "" },
+                    place
+                        .background()
+                        .map_or("(no bg-a/bg-b in the lab)".into(), |bp| bp.dest(r.family)),
+                )
+            };
+            s.push_str(&format!(
+                "    beside it, {}{from}: dualperf send {to} {}\n",
+                b.label,
+                b.args().join(" ")
+            ));
+        }
     }
     s
 }

@@ -362,6 +362,8 @@ mod tests {
             started_unix_ns: 1_795_000_000_000_000_000,
             exit_code: code,
             stderr: String::new(),
+            background: Vec::new(),
+            routers: std::collections::BTreeMap::new(),
             report: serde_json::json!({"flows": [{
                 "spec": {"protocol": "udp", "meter": "owd", "size_bytes": 64},
                 "sent": {"packets": 1000},

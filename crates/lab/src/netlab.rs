@@ -326,11 +326,12 @@ fn build(
             .arg(&config)
             .arg("--stats")
             .arg(&stats);
-        if let Some(q) = &node.qos {
-            let qos = dir.join(format!("{}.qos.toml", node.name));
-            std::fs::write(&qos, &q.text).map_err(io(&qos))?;
-            cmd.arg("--qos").arg(&qos);
-        }
+        // Every router reads a QoS file, empty without policies, so `set_qos` can give
+        // it one later (SIGUSR2).
+        let qos = qos_path(&t.name, &node.name);
+        let text = node.qos.as_ref().map_or(NO_QOS, |q| q.text.as_str());
+        std::fs::write(&qos, text).map_err(io(&qos))?;
+        cmd.arg("--qos").arg(&qos);
         if let Some(p) = pcap {
             let d = p.join(&node.name);
             std::fs::create_dir_all(&d).map_err(io(&d))?;
@@ -406,6 +407,90 @@ impl Drop for Guard {
             eprintln!("dualperf: warning: removing lab '{}': {e}", self.0);
         }
     }
+}
+
+/// A QoS file with no policy: every egress is its plain link.
+pub const NO_QOS: &str = "version = 1\n# no service policies\n";
+
+/// Where router `node` of lab `name` reads its QoS file.
+pub fn qos_path(name: &str, node: &str) -> PathBuf {
+    state_dir(name).join(format!("{node}.qos.toml"))
+}
+
+/// Give router `node` of a running lab the QoS file `text` (`None`: no policies) and
+/// wait until it has reloaded (SIGUSR2; its counters start again from zero). The text is
+/// checked by the router: a file it refuses is an error here, and the router keeps its
+/// previous policies.
+pub fn set_qos(name: &str, node: &str, text: Option<&str>) -> Result<(), LabError> {
+    let r = router(name, node)?;
+    let reloads = |stats: &Path| -> (u64, u64) {
+        let doc: serde_json::Value = std::fs::read(stats)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        (
+            doc["qos"]["reloads"].as_u64().unwrap_or(0),
+            doc["qos"]["refused"].as_u64().unwrap_or(0),
+        )
+    };
+    let before = reloads(&r.stats);
+    let path = qos_path(name, node);
+    std::fs::write(&path, text.unwrap_or(NO_QOS)).map_err(io(&path))?;
+    run(&["kill", "-USR2", &r.pid.to_string()])?;
+    let deadline = StdInstant::now() + StdDuration::from_secs(5);
+    loop {
+        let now = reloads(&r.stats);
+        if now.0 > before.0 {
+            return Ok(());
+        }
+        if now.1 > before.1 {
+            let doc: serde_json::Value = std::fs::read(&r.stats)
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok())
+                .unwrap_or_default();
+            return Err(LabError::Router {
+                node: node.into(),
+                log: format!(
+                    "refused the QoS file: {}",
+                    doc["qos"]["error"].as_str().unwrap_or("(no reason given)")
+                ),
+            });
+        }
+        if StdInstant::now() > deadline {
+            return Err(LabError::Router {
+                node: node.into(),
+                log: "did not reload its QoS file within 5 s".into(),
+            });
+        }
+        std::thread::sleep(StdDuration::from_millis(20));
+    }
+}
+
+/// Router `node` of running lab `name`.
+fn router(name: &str, node: &str) -> Result<RouterProc, LabError> {
+    let state = state(name)?.ok_or_else(|| LabError::NotFound(format!("no lab '{name}' is up")))?;
+    state
+        .routers
+        .into_iter()
+        .find(|r| r.node == node)
+        .ok_or_else(|| LabError::NotFound(format!("lab '{name}' has no router '{node}'")))
+}
+
+/// Router `node`'s counters, fresh (SIGUSR1, then its stats file once rewritten).
+pub fn router_stats(name: &str, node: &str) -> Result<serde_json::Value, LabError> {
+    let r = router(name, node)?;
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let before = modified(&r.stats);
+    run(&["kill", "-USR1", &r.pid.to_string()])?;
+    let deadline = StdInstant::now() + StdDuration::from_secs(2);
+    while modified(&r.stats) == before && StdInstant::now() < deadline {
+        std::thread::sleep(StdDuration::from_millis(10));
+    }
+    let bytes = std::fs::read(&r.stats).map_err(io(&r.stats))?;
+    serde_json::from_slice(&bytes).map_err(|e| LabError::Io {
+        path: r.stats.clone(),
+        source: std::io::Error::other(e),
+    })
 }
 
 /// The lab's state, if `up` left one.

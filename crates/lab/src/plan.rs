@@ -10,6 +10,7 @@
 //! order = "interleaved"            # IPv4 and IPv6 alternate (ABAB…); or "random"
 //! seed = 1                         # of "random"
 //! target = "loopback"              # or "lab:topologies/two-hop.toml" (relative to the plan)
+//! background_lead = "2s"           # background flows start this long before the measured one
 //!
 //! [flow]                           # the base flow: `dualperf send` options
 //! udp = true
@@ -23,6 +24,10 @@
 //! label = "VoIP G.711.1"
 //! group = "VoIP"                   # the report table it goes in (default: one for all)
 //! voip = "g711.1"
+//! # Flows beside the measured one, from the lab's bg-a to bg-b (or from = "sender"),
+//! # measured too (bg1.loss in a table); in [flow] they apply to every point.
+//! background = [{ label = "UDP", udp = true, rate = "5mbit" }, { tcp = true, bulk = true }]
+//! qos = { r1 = "qos/bouras-llq.toml" }   # lab router → QoS file for this point ("none")
 //!
 //! [[tables]]                       # the report's tables (see `tables`)
 //! title = "Table 1. UDP throughput by size"
@@ -104,6 +109,8 @@ struct PlanFile {
     #[serde(default)]
     target: Option<Spanned<String>>,
     #[serde(default)]
+    background_lead: Option<Spanned<String>>,
+    #[serde(default)]
     flow: Option<Spanned<toml::Table>>,
     #[serde(default)]
     factors: Option<Spanned<toml::Table>>,
@@ -146,15 +153,51 @@ pub struct Point {
     pub factors: BTreeMap<String, String>,
     /// The flow's options, base flow first, then the swept or extra values.
     pub settings: Vec<Setting>,
+    /// Flows that run beside the measured one (`background = [{ … }, …]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub background: Vec<Background>,
+    /// QoS file per router node during this point's runs (`qos = { r1 = "FILE" }`,
+    /// relative to the plan; `"none"`: no policy); routers not named keep the
+    /// topology's.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub qos: BTreeMap<String, String>,
+}
+
+/// A flow beside the measured one: from the lab's `bg-a` node to its `bg-b` (or on
+/// loopback to a receiver of its own), started the plan's `background_lead` before the
+/// measured flow and stopped after it; measured too (`bg1.loss` in a table).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Background {
+    /// Its name in reports (`label`, default `bg1`, `bg2`, …).
+    pub label: String,
+    /// `from = "sender"`: it runs from the measured flow's sender to its receiver (a
+    /// second foreground flow, as the lab's routers classify it) instead of from `bg-a`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub from_sender: bool,
+    /// Its `dualperf send` options.
+    pub settings: Vec<Setting>,
+}
+
+impl Background {
+    /// The options as `dualperf send` arguments.
+    pub fn args(&self) -> Vec<String> {
+        args_of(&self.settings)
+    }
 }
 
 impl Point {
     /// The options as `dualperf send` arguments. `protocol = "tcp"` is `--tcp` and
     /// replaces any `udp`/`tcp` option of the base flow.
     pub fn args(&self) -> Vec<String> {
-        let swept_protocol = self.settings.iter().any(|s| s.key == "protocol");
+        args_of(&self.settings)
+    }
+}
+
+fn args_of(settings: &[Setting]) -> Vec<String> {
+    {
+        let swept_protocol = settings.iter().any(|s| s.key == "protocol");
         let mut out = Vec::new();
-        for s in &self.settings {
+        for s in settings {
             if s.value.as_deref() == Some("false")
                 || swept_protocol && (s.key == "udp" || s.key == "tcp")
             {
@@ -213,6 +256,9 @@ pub struct Plan {
     pub runs: Vec<Run>,
     /// The report's tables, in order; none: one per metric and group.
     pub tables: Vec<TableSpec>,
+    /// How long background flows run before the measured one starts (default 2 s).
+    #[serde(rename = "background_lead_ns", skip_serializing_if = "Option::is_none")]
+    pub background_lead: Option<Duration>,
 }
 
 /// What one run costs beyond its duration: starting the sender, the control session,
@@ -288,6 +334,9 @@ impl Plan {
         let settings_of = |table: &Spanned<toml::Table>| -> Result<Vec<Setting>, PlanError> {
             let mut out = Vec::new();
             for (key, value) in table.get_ref() {
+                if key == "background" || key == "qos" {
+                    continue;
+                }
                 let line = key_line(text, table.span(), key);
                 out.push(Setting {
                     key: key.clone(),
@@ -300,6 +349,27 @@ impl Plan {
         let base = match &file.flow {
             Some(t) => settings_of(t)?,
             None => Vec::new(),
+        };
+        let (base_background, base_qos) = match &file.flow {
+            Some(t) => specials(text, t)?,
+            None => (None, None),
+        };
+        let background_lead = match &file.background_lead {
+            None => None,
+            Some(l) => Some(
+                parse_duration(l.get_ref())
+                    .ok()
+                    .filter(|d| *d <= Duration::from_secs(600))
+                    .ok_or_else(|| {
+                        PlanError::at(
+                            line_at(l.span().start),
+                            format!(
+                                "background_lead '{}': a length such as 2s, at most 600s",
+                                l.get_ref()
+                            ),
+                        )
+                    })?,
+            ),
         };
         if let Some(s) = base.iter().find(|s| s.key == "ip") {
             return Err(PlanError::at(
@@ -385,11 +455,14 @@ impl Plan {
                     id,
                     factors: named,
                     settings,
+                    background: base_background.clone().unwrap_or_default(),
+                    qos: base_qos.clone().unwrap_or_default(),
                 });
             }
         }
         for p in &file.points {
             let mut extra = settings_of(p)?;
+            let (background, qos) = specials(text, p)?;
             let label = match extra.iter().position(|s| s.key == "label") {
                 Some(i) => extra.remove(i),
                 None => {
@@ -424,6 +497,10 @@ impl Plan {
                 id: label_text,
                 factors: named,
                 settings,
+                background: background
+                    .or_else(|| base_background.clone())
+                    .unwrap_or_default(),
+                qos: qos.or_else(|| base_qos.clone()).unwrap_or_default(),
             });
         }
         if points.is_empty() {
@@ -432,6 +509,8 @@ impl Plan {
                 id: "flow".into(),
                 factors: BTreeMap::new(),
                 settings: base,
+                background: base_background.unwrap_or_default(),
+                qos: base_qos.unwrap_or_default(),
             });
         }
         let mut seen = std::collections::BTreeSet::new();
@@ -494,6 +573,7 @@ impl Plan {
             families,
             runs,
             tables,
+            background_lead,
         })
     }
 
@@ -505,7 +585,19 @@ impl Plan {
     /// How long measuring every run takes, roughly (for `--dry-run` and the ETA).
     pub fn estimated(&self, runs: usize) -> Duration {
         let each = self.duration + RUN_OVERHEAD;
-        Duration::from_nanos(each.as_nanos().saturating_mul(runs as u64))
+        // Runs with background flows wait for them first (and for the routers' reload).
+        let with_bg = self
+            .runs
+            .iter()
+            .filter(|r| !self.points[r.point].background.is_empty())
+            .count();
+        let lead = self
+            .background_lead
+            .unwrap_or(Duration::from_secs(2))
+            .as_nanos()
+            .saturating_mul(with_bg as u64)
+            / self.runs.len().max(1) as u64;
+        Duration::from_nanos((each.as_nanos() + lead).saturating_mul(runs as u64))
     }
 }
 
@@ -521,6 +613,92 @@ pub fn same_measurement(a: &serde_json::Value, b: &serde_json::Value) -> bool {
         v
     };
     strip(a) == strip(b)
+}
+
+/// A table's `background` (a list of flows, each a table of `dualperf send` options and
+/// an optional `label`) and `qos` (router node = QoS file), when present.
+#[allow(clippy::type_complexity)]
+fn specials(
+    text: &str,
+    table: &Spanned<toml::Table>,
+) -> Result<(Option<Vec<Background>>, Option<BTreeMap<String, String>>), PlanError> {
+    let t = table.get_ref();
+    let background = match t.get("background") {
+        None => None,
+        Some(v) => {
+            let line = key_line(text, table.span(), "background");
+            let want = "background is a list of flows, e.g. [{ udp = true, rate = \"5mbit\" }, { tcp = true, bulk = true }]";
+            let list = v.as_array().ok_or_else(|| PlanError::at(line, want))?;
+            let mut out = Vec::new();
+            for (k, item) in list.iter().enumerate() {
+                let flow = item.as_table().ok_or_else(|| PlanError::at(line, want))?;
+                let mut label = format!("bg{}", k + 1);
+                let mut from_sender = false;
+                let mut settings = Vec::new();
+                for (key, value) in flow {
+                    match key.as_str() {
+                        "from" => {
+                            from_sender = match value.as_str() {
+                                Some("sender") => true,
+                                Some("bg-a") => false,
+                                _ => {
+                                    return Err(PlanError::at(
+                                        line,
+                                        "background from: \"bg-a\" (the default) or \"sender\"",
+                                    ))
+                                }
+                            };
+                        }
+                        "label" => {
+                            label = value
+                                .as_str()
+                                .filter(|s| !s.trim().is_empty())
+                                .ok_or_else(|| PlanError::at(line, "background label: a name"))?
+                                .to_owned();
+                        }
+                        "duration" | "ip" | "port" | "json" => {
+                            return Err(PlanError::at(
+                                line,
+                                format!("background: {key} is the plan's, not a flow's"),
+                            ))
+                        }
+                        _ => settings.push(Setting {
+                            key: key.clone(),
+                            value: scalar(value, line, key)?,
+                            line,
+                        }),
+                    }
+                }
+                out.push(Background {
+                    label,
+                    from_sender,
+                    settings,
+                });
+            }
+            if out.len() > 8 {
+                return Err(PlanError::at(line, "at most 8 background flows"));
+            }
+            Some(out)
+        }
+    };
+    let qos = match t.get("qos") {
+        None => None,
+        Some(v) => {
+            let line = key_line(text, table.span(), "qos");
+            let want = "qos is a table of router = \"QoS file\" (or \"none\"), e.g. qos = { r1 = \"qos/bouras-llq.toml\" }";
+            let map = v.as_table().ok_or_else(|| PlanError::at(line, want))?;
+            let mut out = BTreeMap::new();
+            for (node, file) in map {
+                let f = file
+                    .as_str()
+                    .filter(|s| !s.trim().is_empty())
+                    .ok_or_else(|| PlanError::at(line, want))?;
+                out.insert(node.clone(), f.to_owned());
+            }
+            Some(out)
+        }
+    };
+    Ok((background, qos))
 }
 
 /// A value as `dualperf send` takes it on the command line.
@@ -824,5 +1002,79 @@ duration = "1s"
         let e = Plan::parse(&ok.replace("Mbps", "furlongs"), false).unwrap_err();
         assert_eq!(e.line, Some(lines + 2), "{e}");
         assert!(e.to_string().contains("'furlongs' is not a unit"), "{e}");
+    }
+
+    #[test]
+    fn background_flows_and_router_policies_are_per_point_or_from_the_base_flow() {
+        let text = PLAN
+            .replace(
+                "meter = \"rtt\"\n",
+                "meter = \"rtt\"\nqos = { r1 = \"qos/a.toml\" }\nbackground = [{ tcp = true, bulk = true }]\n",
+            )
+            .replace(
+                "voip = \"g711.1\"\n",
+                "voip = \"g711.1\"\nqos = { r1 = \"none\" }\nbackground = [{ label = \"video\", from = \"sender\", stream = \"h261\" }, { udp = true, rate = \"5mbit\" }]\n",
+            )
+            .replace("[quick]", "background_lead = \"1s\"\n[quick]");
+        // background_lead is a top-level key: put it before the first table.
+        let text = text
+            .replace("background_lead = \"1s\"\n[quick]", "[quick]")
+            .replacen(
+                "duration = \"5s\"\n",
+                "duration = \"5s\"\nbackground_lead = \"1s\"\n",
+                1,
+            );
+        let p = Plan::parse(&text, false).unwrap();
+        assert_eq!(p.background_lead, Some(Duration::from_secs(1)));
+        let swept = &p.points[0];
+        assert_eq!(swept.qos["r1"], "qos/a.toml");
+        assert_eq!(swept.background.len(), 1);
+        assert_eq!(swept.background[0].label, "bg1");
+        assert_eq!(swept.background[0].args(), ["--tcp", "--bulk"]);
+        assert!(!swept
+            .args()
+            .iter()
+            .any(|a| a.contains("background") || a.contains("qos")));
+        let voip = p.points.iter().find(|p| p.id == "g711").unwrap();
+        assert_eq!(voip.qos["r1"], "none");
+        assert_eq!(
+            (
+                voip.background[0].label.as_str(),
+                voip.background[0].from_sender
+            ),
+            ("video", true)
+        );
+        assert_eq!(voip.background[1].label, "bg2");
+        assert_eq!(voip.background[1].args(), ["--udp", "--rate", "5mbit"]);
+        // Each run waits 1 s for its background: 5.7 s + 1 s a run.
+        assert_eq!(p.estimated(10), Duration::from_millis(10 * 6700));
+        // A plan without any of it serialises as before (resume and pooling still match).
+        let plain = serde_json::to_value(Plan::parse(PLAN, false).unwrap()).unwrap();
+        assert!(plain["points"][0].get("background").is_none());
+        assert!(plain["points"][0].get("qos").is_none());
+        assert!(plain.get("background_lead_ns").is_none());
+        for (bad, want) in [
+            ("background = 3", "background is a list of flows"),
+            ("background = [3]", "background is a list of flows"),
+            (
+                "background = [{ duration = \"1s\" }]",
+                "duration is the plan's",
+            ),
+            (
+                "background = [{ from = \"r1\" }]",
+                "\"bg-a\" (the default) or \"sender\"",
+            ),
+            ("background = [{ size = [1] }]", "a flow option takes"),
+            ("qos = \"x.toml\"", "qos is a table of router"),
+            ("qos = { r1 = 3 }", "qos is a table of router"),
+        ] {
+            let t = PLAN.replace(
+                "voip = \"g711.1\"\n",
+                &format!("voip = \"g711.1\"\n{bad}\n"),
+            );
+            let e = Plan::parse(&t, false).unwrap_err();
+            assert!(e.to_string().contains(want), "{bad}: {e}");
+            assert!(e.line.is_some(), "{bad}: {e}");
+        }
     }
 }

@@ -3,6 +3,7 @@
 //! ends. On loopback, or in a lab's namespaces (`ip netns exec`): senders in the
 //! `sender` node, the receiver in the `receiver` node.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -29,6 +30,14 @@ pub enum RunError {
     /// The receiver did not say where it listens.
     #[error("the receiver did not start: {0}")]
     Receiver(String),
+    /// A lab router refused or did not take a point's QoS file.
+    #[error("run {run}: {message}")]
+    Lab {
+        /// The run.
+        run: String,
+        /// Why.
+        message: String,
+    },
     /// A sender refused its options: the plan is wrong, and so is every later run.
     #[error("run {run}: dualperf send refused the options: {stderr}")]
     Usage {
@@ -54,6 +63,13 @@ pub enum Place {
     Loopback,
     /// In a lab's namespaces: senders in one, the receiver in another at these addresses.
     Lab {
+        /// The lab's name.
+        lab: String,
+        /// Its routers: (node, its topology's QoS file text, if any).
+        routers: Vec<(String, Option<String>)>,
+        /// Background flows' place: from node `bg-a` to node `bg-b`, when the lab has
+        /// them (namespaces and the receiver's addresses).
+        background: Option<(String, String, std::net::Ipv4Addr, std::net::Ipv6Addr)>,
         /// The senders' namespace.
         sender_ns: String,
         /// The receiver's namespace.
@@ -76,7 +92,22 @@ impl Place {
             .ends_of(receiver)
             .next()
             .ok_or_else(|| "the receiver has no link".to_owned())?;
+        let background = match (t.node("bg-a"), t.node("bg-b")) {
+            (Some(a), Some(b)) => t
+                .ends_of(b)
+                .next()
+                .map(|(_, e, _)| (t.namespace(a), t.namespace(b), e.ipv4, e.ipv6)),
+            _ => None,
+        };
         Ok(Self::Lab {
+            lab: t.name.clone(),
+            routers: t
+                .nodes
+                .iter()
+                .filter(|n| n.kind == crate::topology::Kind::Router)
+                .map(|n| (n.name.clone(), n.qos.as_ref().map(|q| q.text.clone())))
+                .collect(),
+            background,
             sender_ns: t.namespace(sender),
             receiver_ns: t.namespace(receiver),
             receiver_v4: end.ipv4,
@@ -103,6 +134,27 @@ impl Place {
                 c.args(["netns", "exec", ns]).arg(exe);
                 c
             }
+        }
+    }
+
+    /// Where background flows go: on loopback, loopback; in a lab, from `bg-a` to
+    /// `bg-b`, if it has them.
+    pub fn background(&self) -> Option<Place> {
+        match self {
+            Self::Loopback => Some(Self::Loopback),
+            Self::Lab {
+                background: Some((s, r, v4, v6)),
+                ..
+            } => Some(Self::Lab {
+                lab: String::new(),
+                routers: Vec::new(),
+                background: None,
+                sender_ns: s.clone(),
+                receiver_ns: r.clone(),
+                receiver_v4: *v4,
+                receiver_v6: *v6,
+            }),
+            Self::Lab { .. } => None,
         }
     }
 
@@ -133,6 +185,8 @@ pub struct RunConfig<'a> {
     pub stop: &'a AtomicBool,
     /// Called before each run: (runs done, runs to do in all, the run).
     pub progress: &'a dyn Fn(usize, usize, &Run),
+    /// The text of every QoS file the plan's points name, by the name they give it.
+    pub qos_files: BTreeMap<String, String>,
 }
 
 /// How long a sender may run beyond its duration before it is killed.
@@ -168,7 +222,16 @@ impl Drop for Receiver {
 
 fn start_receiver(exe: &PathBuf, place: &Place) -> Result<Receiver, RunError> {
     let mut child = Place::command(exe, place.receiver_ns())
-        .args(["recv", "--port", "0", "--stdin-lifeline"])
+        // A control connection through a saturated lab link loses segments and waits
+        // out TCP's retransmission timeouts (1 s, 3 s, …): give its handshake 30 s.
+        .args([
+            "recv",
+            "--port",
+            "0",
+            "--stdin-lifeline",
+            "--handshake-timeout",
+            "30s",
+        ])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -223,6 +286,8 @@ fn listening_port(line: &str) -> Option<u16> {
 /// Measure every run of `plan` not yet in `store`.
 pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Outcome, RunError> {
     let mut receiver = start_receiver(&config.exe, &config.place)?;
+    // The background flows' receiver, started with the first run that has them.
+    let mut bg_receiver: Option<Receiver> = None;
     let mut outcome = Outcome::default();
     let todo: Vec<&Run> = plan
         .runs
@@ -245,6 +310,66 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
         }
         (config.progress)(i, todo.len(), run);
         let point = &plan.points[run.point];
+        // A lab's routers start every run afresh with the point's QoS files (or the
+        // topology's), so their counters are the run's.
+        if let Place::Lab { lab, routers, .. } = &config.place {
+            for (node, own) in routers {
+                let text = match point.qos.get(node).map(String::as_str) {
+                    Some("none") => None,
+                    Some(file) => {
+                        Some(config.qos_files.get(file).ok_or_else(|| RunError::Lab {
+                            run: run.id.clone(),
+                            message: format!("QoS file {file} was not read"),
+                        })?)
+                    }
+                    None => own.as_ref(),
+                };
+                crate::netlab::set_qos(lab, node, text.map(String::as_str)).map_err(|e| {
+                    RunError::Lab {
+                        run: run.id.clone(),
+                        message: e.to_string(),
+                    }
+                })?;
+            }
+        }
+        let lead = plan.background_lead.unwrap_or(DEFAULT_LEAD);
+        let mut bg_procs = Vec::new();
+        if !point.background.is_empty() {
+            let bg_place = config.place.background().ok_or_else(|| RunError::Lab {
+                run: run.id.clone(),
+                message: "background flows need lab nodes named 'bg-a' and 'bg-b'".into(),
+            })?;
+            if bg_receiver.is_none() {
+                bg_receiver = Some(start_receiver(&config.exe, &bg_place)?);
+            }
+            let bg_port = bg_receiver.as_ref().map_or(0, |r| r.port);
+            // They outlast the measured flow by half a second.
+            let bg_ns = lead.as_nanos() + plan.duration.as_nanos() + 500_000_000;
+            for b in &point.background {
+                let (place, port) = if b.from_sender {
+                    (&config.place, receiver.port)
+                } else {
+                    (&bg_place, bg_port)
+                };
+                let mut argv: Vec<String> = vec![
+                    "send".into(),
+                    place.dest(run.family),
+                    "--port".into(),
+                    port.to_string(),
+                ];
+                argv.extend(b.args());
+                argv.extend(["--duration".into(), format!("{bg_ns}ns"), "--json".into()]);
+                bg_procs.push(Output::spawn(
+                    Place::command(&config.exe, place.sender_ns()).args(&argv),
+                    &config.exe,
+                )?);
+            }
+            let until =
+                std::time::Instant::now() + std::time::Duration::from_nanos(lead.as_nanos());
+            while std::time::Instant::now() < until && !config.stop.load(Ordering::SeqCst) {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
         let mut argv: Vec<String> = vec![
             "send".into(),
             config.place.dest(run.family),
@@ -260,56 +385,39 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
         let started_unix_ns = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
-        let mut child = Place::command(&config.exe, config.place.sender_ns())
-            .args(&argv)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|source| RunError::Process {
-                what: format!("starting {} send", config.exe.display()),
-                source,
-            })?;
-        let mut stderr_pipe = child.stderr.take();
-        let err_reader = std::thread::spawn(move || {
-            let mut s = String::new();
-            if let Some(p) = stderr_pipe.as_mut() {
-                let _ = p.read_to_string(&mut s);
-            }
-            s
-        });
-        let out_pipe = child.stdout.take();
-        let out_reader = std::thread::spawn(move || {
-            let mut s = String::new();
-            if let Some(mut p) = out_pipe {
-                let _ = p.read_to_string(&mut s);
-            }
-            s
-        });
+        let fg = Output::spawn(
+            Place::command(&config.exe, config.place.sender_ns()).args(&argv),
+            &config.exe,
+        )?;
         // A sender gets its duration and a generous margin; a wedged one is killed and
         // its run counts as failed.
         let deadline = std::time::Instant::now()
-            + std::time::Duration::from_nanos(plan.duration.as_nanos())
+            + std::time::Duration::from_nanos(plan.duration.as_nanos() + lead.as_nanos())
             + SEND_MARGIN;
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break Some(status),
-                Ok(None) if std::time::Instant::now() >= deadline => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    break None;
-                }
-                Ok(None) => std::thread::sleep(std::time::Duration::from_millis(20)),
-                Err(source) => {
-                    return Err(RunError::Process {
-                        what: "waiting for dualperf send".into(),
-                        source,
+        let (status, stdout, stderr) = fg.wait(deadline)?;
+        let background: Vec<serde_json::Value> = bg_procs
+            .into_iter()
+            .map(|p| {
+                let (status, out, err) = p.wait(deadline)?;
+                Ok(serde_json::from_str(&out).unwrap_or_else(|_| {
+                    serde_json::json!({
+                        "exit_code": status.and_then(|s| s.code()),
+                        "stderr": err,
                     })
-                }
-            }
+                }))
+            })
+            .collect::<Result<_, RunError>>()?;
+        let routers = match &config.place {
+            Place::Lab { lab, routers, .. } => routers
+                .iter()
+                .filter_map(|(node, _)| {
+                    crate::netlab::router_stats(lab, node)
+                        .ok()
+                        .map(|s| (node.clone(), s))
+                })
+                .collect(),
+            Place::Loopback => BTreeMap::new(),
         };
-        let stdout = out_reader.join().unwrap_or_default();
-        let stderr = err_reader.join().unwrap_or_default();
         if config.stop.load(Ordering::SeqCst) {
             // A run cut short by Ctrl-C is not a measurement of the plan's duration:
             // not stored, measured again on --resume.
@@ -342,6 +450,8 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
             exit_code: code,
             stderr,
             report,
+            background,
+            routers,
         };
         if finished {
             store.put_run(&record)?;
@@ -351,7 +461,82 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
         }
     }
     drop(receiver);
+    drop(bg_receiver);
     Ok(outcome)
+}
+
+/// How long background flows run before the measured flow starts, by default.
+const DEFAULT_LEAD: wire::time::Duration = wire::time::Duration::from_secs(2);
+
+/// A `dualperf send` child with its stdout and stderr read on threads (so a full pipe
+/// never blocks it).
+struct Output {
+    child: Child,
+    out: std::thread::JoinHandle<String>,
+    err: std::thread::JoinHandle<String>,
+}
+
+impl Output {
+    fn spawn(cmd: &mut Command, exe: &std::path::Path) -> Result<Self, RunError> {
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|source| RunError::Process {
+                what: format!("starting {} send", exe.display()),
+                source,
+            })?;
+        let read = |pipe: Option<Box<dyn Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut s = String::new();
+                if let Some(mut p) = pipe {
+                    let _ = p.read_to_string(&mut s);
+                }
+                s
+            })
+        };
+        let out = read(
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        );
+        let err = read(
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        );
+        Ok(Self { child, out, err })
+    }
+
+    /// Wait for it until `deadline` (then kill it: `None`), and take what it said.
+    fn wait(
+        mut self,
+        deadline: std::time::Instant,
+    ) -> Result<(Option<std::process::ExitStatus>, String, String), RunError> {
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => break Some(status),
+                Ok(None) if std::time::Instant::now() >= deadline => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    break None;
+                }
+                Ok(None) => std::thread::sleep(std::time::Duration::from_millis(20)),
+                Err(source) => {
+                    return Err(RunError::Process {
+                        what: "waiting for dualperf send".into(),
+                        source,
+                    })
+                }
+            }
+        };
+        let out = self.out.join().unwrap_or_default();
+        let err = self.err.join().unwrap_or_default();
+        Ok((status, out, err))
+    }
 }
 
 #[cfg(test)]

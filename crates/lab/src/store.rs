@@ -12,6 +12,7 @@
 //! mid-measurement leaves no file that looks finished; `--resume` measures exactly the
 //! runs without one.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -86,6 +87,14 @@ pub struct RunRecord {
     pub stderr: String,
     /// `dualperf send --json`.
     pub report: serde_json::Value,
+    /// The background flows' `dualperf send --json`, in the point's order (or, for one
+    /// that gave none, its exit code and stderr).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub background: Vec<serde_json::Value>,
+    /// A lab's routers' counters at the end of the run (`dualperf route --stats`; they
+    /// start from zero at each run).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub routers: BTreeMap<String, serde_json::Value>,
 }
 
 /// A run directory.
@@ -237,6 +246,8 @@ mod tests {
             started_unix_ns: 1,
             exit_code: 0,
             stderr: String::new(),
+            background: Vec::new(),
+            routers: BTreeMap::new(),
             report: serde_json::json!({"flows": []}),
         };
         s.put_run(&record).unwrap();

@@ -12,6 +12,15 @@
 //! the extra `[[points]]` their `group` and `point` (the label). A table with several
 //! metrics puts them side by side (seed 003's Table 2: throughput and loss by rate).
 //!
+//! A metric of a point's background flow is `bgN.metric` (`bg1.loss`, the first
+//! background flow's). A table may carry the paper's own numbers, by row label, one per
+//! metric in the table's units (`"-"` where the paper has none); the report prints
+//! them beside the measured ones:
+//!
+//! ```toml
+//! paper = { "8 Mbps" = [7.98, 0, 0.205], "9 Mbps" = [8.89, 0.99, 2.641] }
+//! ```
+//!
 //! The metrics and their stored units (what JSON and CSV carry):
 //! - `throughput`: the receiver's payload bit rate, bit/s (every flow of a run together);
 //! - `rtt`: mean round-trip time of the echoes (`--meter rtt`), ns;
@@ -41,17 +50,25 @@ pub enum MetricKind {
     Jitter,
     /// Lost packets, % of sent.
     Loss,
+    /// RFC 3550's interarrival jitter J after the last packet (iperf's), ns.
+    #[serde(rename = "jitter_rfc3550")]
+    JitterRfc3550,
+    /// The received UDP flow's rate in Ethernet frames, bit/s.
+    #[serde(rename = "frame_throughput")]
+    FrameThroughput,
 }
 
 impl MetricKind {
     /// Every metric, in the order a report lists them.
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 8] = [
         Self::Throughput,
         Self::Rtt,
         Self::Owd,
         Self::Delay,
         Self::Jitter,
         Self::Loss,
+        Self::JitterRfc3550,
+        Self::FrameThroughput,
     ];
 
     /// Its name in plans, JSON and CSV.
@@ -63,6 +80,8 @@ impl MetricKind {
             Self::Delay => "delay",
             Self::Jitter => "jitter",
             Self::Loss => "loss",
+            Self::JitterRfc3550 => "jitter_rfc3550",
+            Self::FrameThroughput => "frame_throughput",
         }
     }
 
@@ -75,14 +94,16 @@ impl MetricKind {
             Self::Delay => "Delay",
             Self::Jitter => "Jitter",
             Self::Loss => "Packet loss",
+            Self::JitterRfc3550 => "Jitter (RFC 3550)",
+            Self::FrameThroughput => "Frame throughput",
         }
     }
 
     /// The unit of the stored values.
     pub fn base_unit(self) -> &'static str {
         match self {
-            Self::Throughput => "bit/s",
-            Self::Rtt | Self::Owd | Self::Delay | Self::Jitter => "ns",
+            Self::Throughput | Self::FrameThroughput => "bit/s",
+            Self::Rtt | Self::Owd | Self::Delay | Self::Jitter | Self::JitterRfc3550 => "ns",
             Self::Loss => "%",
         }
     }
@@ -90,8 +111,10 @@ impl MetricKind {
     /// The unit a table uses unless the plan names one.
     pub fn default_unit(self) -> Unit {
         match self {
-            Self::Throughput => Unit::parse(self, "Mbit/s"),
-            Self::Rtt | Self::Owd | Self::Delay | Self::Jitter => Unit::parse(self, "µs"),
+            Self::Throughput | Self::FrameThroughput => Unit::parse(self, "Mbit/s"),
+            Self::Rtt | Self::Owd | Self::Delay | Self::Jitter | Self::JitterRfc3550 => {
+                Unit::parse(self, "µs")
+            }
             Self::Loss => Unit::parse(self, "%"),
         }
         .unwrap_or(Unit {
@@ -111,6 +134,12 @@ impl MetricKind {
                 "D-ITG's mean |D(i) − D(i−1)| of consecutive delays (not RFC 3550's EWMA)"
             }
             Self::Loss => "packets the receiver never saw, % of those sent (RFC 7680)",
+            Self::JitterRfc3550 => {
+                "RFC 3550 §6.4.1 interarrival jitter J (gain 1/16) after the last packet, as iperf reports it"
+            }
+            Self::FrameThroughput => {
+                "the UDP throughput counting each datagram's UDP, IP (20 or 40 B) and Ethernet (14 B) headers, as a capture on the link counts it"
+            }
         }
     }
 
@@ -143,6 +172,27 @@ impl MetricKind {
             Self::Jitter => summary["jitter"]["ditg_ns"].as_f64(),
             // Lost share of the sent packets, RFC 7680 (the sender's count is the total).
             Self::Loss => flow["received"]["loss"]["loss_pct"].as_f64(),
+            // RFC 3550 §6.4.1's J (EWMA gain 1/16) after the last packet, as iperf reports.
+            Self::JitterRfc3550 => summary["jitter"]["rfc3550_ns"].as_f64(),
+            // Seed 000's data-link rate: payload rate × (payload + headers) / payload,
+            // headers UDP 8 + IPv4 20 or IPv6 40 + Ethernet 14 (no FCS, as a capture).
+            Self::FrameThroughput => {
+                if flow["spec"]["protocol"] != "udp" {
+                    return None;
+                }
+                let r = &flow["received"];
+                let (bytes, packets) = (r["bytes"].as_f64()?, r["packets"].as_f64()?);
+                let ip = if report["dest"].as_str()?.starts_with('[') {
+                    40.0
+                } else {
+                    20.0
+                };
+                (bytes > 0.0).then(|| {
+                    r["bitrate_bps"]
+                        .as_f64()
+                        .map(|b| b * (bytes + packets * (8.0 + ip + 14.0)) / bytes)
+                })?
+            }
         }
     }
 
@@ -175,22 +225,24 @@ impl Unit {
     pub fn parse(metric: MetricKind, text: &str) -> Option<Self> {
         let (name, scale) = match metric {
             // Case matters: "MBps" would be megabytes, a factor of 8 off.
-            MetricKind::Throughput => match text {
+            MetricKind::Throughput | MetricKind::FrameThroughput => match text {
                 "bit/s" | "bps" => ("bit/s", 1.0),
                 "kbit/s" | "kbps" | "Kbps" => ("kbit/s", 1e3),
                 "Mbit/s" | "Mbps" | "mbps" => ("Mbit/s", 1e6),
                 "Gbit/s" | "Gbps" | "gbps" => ("Gbit/s", 1e9),
                 _ => return None,
             },
-            MetricKind::Rtt | MetricKind::Owd | MetricKind::Delay | MetricKind::Jitter => {
-                match text {
-                    "ns" => ("ns", 1.0),
-                    "µs" | "us" => ("µs", 1e3),
-                    "ms" => ("ms", 1e6),
-                    "s" => ("s", 1e9),
-                    _ => return None,
-                }
-            }
+            MetricKind::Rtt
+            | MetricKind::Owd
+            | MetricKind::Delay
+            | MetricKind::Jitter
+            | MetricKind::JitterRfc3550 => match text {
+                "ns" => ("ns", 1.0),
+                "µs" | "us" => ("µs", 1e3),
+                "ms" => ("ms", 1e6),
+                "s" => ("s", 1e9),
+                _ => return None,
+            },
             MetricKind::Loss => match text {
                 "%" => ("%", 1.0),
                 _ => return None,
@@ -216,12 +268,32 @@ pub struct Column {
     pub metric: MetricKind,
     /// In what unit.
     pub unit: Unit,
+    /// Of which flow: 0 the measured one, N the point's Nth background flow.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub flow: u8,
+}
+
+fn is_zero(v: &u8) -> bool {
+    *v == 0
 }
 
 impl Column {
-    /// `Throughput (Mbit/s)`.
+    /// `Throughput (Mbit/s)`, `bg1: Packet loss (%)`.
     pub fn heading(&self) -> String {
-        format!("{} ({})", self.metric.title(), self.unit)
+        if self.flow == 0 {
+            format!("{} ({})", self.metric.title(), self.unit)
+        } else {
+            format!("bg{}: {} ({})", self.flow, self.metric.title(), self.unit)
+        }
+    }
+
+    /// Its value in a run: from the measured flow's report, or from the background
+    /// flow's.
+    pub fn of(&self, report: &serde_json::Value, background: &[serde_json::Value]) -> Option<f64> {
+        match self.flow {
+            0 => self.metric.of(report),
+            n => self.metric.of(background.get(usize::from(n) - 1)?),
+        }
     }
 }
 
@@ -235,6 +307,10 @@ pub struct TableSpec {
     pub select: BTreeMap<String, String>,
     /// Its metrics, side by side.
     pub metrics: Vec<Column>,
+    /// The paper's numbers by row label, one per metric in its unit (`None`: the paper
+    /// has none).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub paper: BTreeMap<String, Vec<Option<f64>>>,
 }
 
 impl TableSpec {
@@ -250,8 +326,11 @@ impl TableSpec {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TableError {
     /// A key the table does not know.
-    #[error("tables: unknown key '{0}' (title, where, metrics)")]
+    #[error("tables: unknown key '{0}' (title, where, metrics, paper)")]
     UnknownKey(String),
+    /// `paper` is not rows of numbers, one per metric.
+    #[error("tables: paper is {{ \"row label\" = [one number per metric, or \"-\"] }}: {0}")]
+    Paper(String),
     /// No title, or not a string.
     #[error("tables: every table needs a title (a string)")]
     Title,
@@ -264,7 +343,7 @@ pub enum TableError {
     )]
     Metrics,
     /// A metric no report has.
-    #[error("tables: no metric '{0}' (throughput, rtt, owd, delay, jitter, loss)")]
+    #[error("tables: no metric '{0}' (throughput, rtt, owd, delay, jitter, jitter_rfc3550, loss; bgN.METRIC for background flow N)")]
     Metric(String),
     /// A unit that does not fit the metric.
     #[error("tables: '{unit}' is not a unit of {metric} ({choices})")]
@@ -282,7 +361,7 @@ pub enum TableError {
 pub fn parse_table(table: &toml::Table) -> Result<TableSpec, TableError> {
     if let Some(k) = table
         .keys()
-        .find(|k| !matches!(k.as_str(), "title" | "where" | "metrics"))
+        .find(|k| !matches!(k.as_str(), "title" | "where" | "metrics" | "paper"))
     {
         return Err(TableError::UnknownKey(k.clone()));
     }
@@ -318,6 +397,13 @@ pub fn parse_table(table: &toml::Table) -> Result<TableSpec, TableError> {
             Some((n, u)) => (n.trim(), Some(u.trim())),
             None => (text.trim(), None),
         };
+        let (flow, name) = match name.split_once('.') {
+            Some((bg, m)) => match bg.strip_prefix("bg").and_then(|n| n.parse::<u8>().ok()) {
+                Some(n) if (1..=8).contains(&n) => (n, m),
+                _ => return Err(TableError::Metric(name.into())),
+            },
+            None => (0, name),
+        };
         let metric = MetricKind::from_key(name).ok_or_else(|| TableError::Metric(name.into()))?;
         let unit = match unit {
             None => metric.default_unit(),
@@ -325,18 +411,47 @@ pub fn parse_table(table: &toml::Table) -> Result<TableSpec, TableError> {
                 metric: metric.key(),
                 unit: u.into(),
                 choices: match metric {
-                    MetricKind::Throughput => "bit/s, kbit/s, Mbit/s, Gbit/s; Kbps, Mbps",
+                    MetricKind::Throughput | MetricKind::FrameThroughput => {
+                        "bit/s, kbit/s, Mbit/s, Gbit/s; Kbps, Mbps"
+                    }
                     MetricKind::Loss => "%",
                     _ => "ns, µs, ms, s",
                 },
             })?,
         };
-        metrics.push(Column { metric, unit });
+        metrics.push(Column { metric, unit, flow });
+    }
+    let mut paper = BTreeMap::new();
+    if let Some(p) = table.get("paper") {
+        let p = p
+            .as_table()
+            .ok_or_else(|| TableError::Paper("not a table".into()))?;
+        for (row, values) in p {
+            let values = values
+                .as_array()
+                .filter(|v| v.len() == metrics.len())
+                .ok_or_else(|| {
+                    TableError::Paper(format!("'{row}' needs {} values", metrics.len()))
+                })?;
+            let values = values
+                .iter()
+                .map(|v| match v {
+                    toml::Value::Integer(i) => Ok(Some(*i as f64)),
+                    toml::Value::Float(f) if f.is_finite() => Ok(Some(*f)),
+                    toml::Value::String(s) if s == "-" => Ok(None),
+                    _ => Err(TableError::Paper(format!(
+                        "'{row}': {v} is not a number or \"-\""
+                    ))),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            paper.insert(row.clone(), values);
+        }
     }
     Ok(TableSpec {
         title,
         select,
         metrics,
+        paper,
     })
 }
 
@@ -407,6 +522,42 @@ metrics = ["throughput:Mbps", "loss"]"#,
     }
 
     #[test]
+    fn background_columns_and_the_papers_numbers() {
+        let t = table(
+            "title = \"T\"\nmetrics = [\"loss\", \"bg2.throughput:Mbps\"]\npaper = { \"8 Mbps\" = [0, 7.98], \"9 Mbps\" = [0.99, \"-\"] }",
+        )
+        .unwrap();
+        assert_eq!((t.metrics[0].flow, t.metrics[1].flow), (0, 2));
+        assert_eq!(t.metrics[1].heading(), "bg2: Throughput (Mbit/s)");
+        assert_eq!(t.paper["8 Mbps"], vec![Some(0.0), Some(7.98)]);
+        assert_eq!(t.paper["9 Mbps"], vec![Some(0.99), None]);
+        let report = serde_json::json!({"flows": [{"received": {"bitrate_bps": 1.0}}]});
+        let bg = [
+            serde_json::json!({"flows": [{"received": {"bitrate_bps": 2.0}}]}),
+            serde_json::json!({"flows": [{"received": {"bitrate_bps": 3.0}}]}),
+        ];
+        assert_eq!(t.metrics[1].of(&report, &bg), Some(3.0));
+        assert_eq!(t.metrics[1].of(&report, &bg[..1]), None);
+        for (text, want) in [
+            ("metrics = [\"bg0.loss\"]", "no metric 'bg0.loss'"),
+            ("metrics = [\"bgx.loss\"]", "no metric"),
+            (
+                "metrics = [\"loss\"]\npaper = { a = [1, 2] }",
+                "'a' needs 1 values",
+            ),
+            (
+                "metrics = [\"loss\"]\npaper = { a = [\"x\"] }",
+                "not a number",
+            ),
+        ] {
+            let e = table(&format!("title = \"T\"\n{text}"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{text}: {e}");
+        }
+    }
+
+    #[test]
     fn values_come_from_the_meter_the_flow_used() {
         let rtt = serde_json::json!({"flows": [{
             "spec": {"meter": "rtt"},
@@ -437,6 +588,30 @@ metrics = ["throughput:Mbps", "loss"]"#,
             get(MetricKind::Throughput, &owd),
             Some(3e6),
             "every flow counts"
+        );
+        // Frames on the link: 10 datagrams of 100 B payload, + UDP 8 + IP + Ethernet 14.
+        let udp = |dest: &str| {
+            serde_json::json!({"dest": dest, "flows": [{
+                "spec": {"protocol": "udp"},
+                "received": {"bitrate_bps": 8000.0, "bytes": 1000, "packets": 10,
+                             "jitter": {"rfc3550_ns": 5.0}}
+            }]})
+        };
+        assert_eq!(
+            get(MetricKind::FrameThroughput, &udp("[::1]:9")),
+            Some(12_960.0)
+        );
+        assert_eq!(
+            get(MetricKind::FrameThroughput, &udp("127.0.0.1:9")),
+            Some(11_360.0)
+        );
+        assert_eq!(get(MetricKind::JitterRfc3550, &udp("::1")), Some(5.0));
+        let tcp = serde_json::json!({"dest": "[::1]:9", "flows": [{"spec": {"protocol": "tcp"},
+            "received": {"bitrate_bps": 1.0, "bytes": 1, "packets": 1}}]});
+        assert_eq!(
+            get(MetricKind::FrameThroughput, &tcp),
+            None,
+            "TCP has no datagrams"
         );
         assert!(MetricKind::Rtt.covers(MetricKind::Delay));
         assert!(!MetricKind::Jitter.covers(MetricKind::Delay));

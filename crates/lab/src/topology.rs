@@ -528,28 +528,37 @@ impl Topology {
                 .iter()
                 .find(|x| x.get_ref().name == n.name)
                 .and_then(|x| line_at(x.span().start));
-            let bad = |m: String| err(line, format!("node '{}': qos {}: {m}", n.name, q.path));
-            let cfg = crate::qosconf::QosConfig::parse(&q.text).map_err(|e| bad(e.to_string()))?;
-            let ends: Vec<(String, u64)> = t
-                .ends_of(i)
-                .map(|(l, mine, _)| (mine.ifname.clone(), l.emulation.rate_bps))
-                .collect();
-            for (iface, _, l) in &cfg.service {
-                let Some((_, rate)) = ends.iter().find(|(n, _)| n == iface) else {
-                    return Err(bad(format!(
-                        "line {}: service_policy on '{iface}': the router's interfaces are {}",
-                        l.unwrap_or(0),
-                        ends.iter()
-                            .map(|(n, _)| n.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )));
-                };
-                cfg.params_for(iface, *rate)
-                    .map_err(|e| bad(e.to_string()))?;
-            }
+            t.check_qos(i, &q.text)
+                .map_err(|m| err(line, format!("node '{}': qos {}: {m}", n.name, q.path)))?;
         }
         Ok(t)
+    }
+
+    /// Whether router `i` can run the QoS file `text`: it reads, and every service
+    /// policy names one of the router's interfaces and fits its link's rate.
+    pub fn check_qos(&self, i: usize, text: &str) -> Result<(), String> {
+        if self.nodes.get(i).map(|n| n.kind) != Some(Kind::Router) {
+            return Err("only a router takes qos".into());
+        }
+        let cfg = crate::qosconf::QosConfig::parse(text).map_err(|e| e.to_string())?;
+        let ends: Vec<(String, u64)> = self
+            .ends_of(i)
+            .map(|(l, mine, _)| (mine.ifname.clone(), l.emulation.rate_bps))
+            .collect();
+        for (iface, _, l) in &cfg.service {
+            let Some((_, rate)) = ends.iter().find(|(n, _)| n == iface) else {
+                return Err(format!(
+                    "line {}: service_policy on '{iface}': the router's interfaces are {}",
+                    l.unwrap_or(0),
+                    ends.iter()
+                        .map(|(n, _)| n.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            };
+            cfg.params_for(iface, *rate).map_err(|e| e.to_string())?;
+        }
+        Ok(())
     }
 
     /// The namespace of node `i`.

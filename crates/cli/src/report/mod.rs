@@ -62,6 +62,9 @@ pub(crate) struct Row {
     point: String,
     factors: BTreeMap<String, String>,
     metric: MetricKind,
+    /// 0: the measured flow; N: the point's Nth background flow.
+    #[serde(skip_serializing_if = "is_zero")]
+    flow: u8,
     unit: &'static str,
     ipv4: Option<Sample>,
     ipv6: Option<Sample>,
@@ -80,6 +83,9 @@ pub(crate) struct Table {
     /// `Point`.
     label_heading: String,
     rows: Vec<TableRow>,
+    /// The paper's numbers by row label, one per metric (declared tables only).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    paper: BTreeMap<String, Vec<Option<f64>>>,
     /// The varying factor's numeric values when it is the only one (an x axis).
     #[serde(skip)]
     x: Option<Vec<f64>>,
@@ -95,16 +101,20 @@ pub(crate) struct TableRow {
 pub(crate) struct Results {
     /// In plan order, point by point.
     rows: Vec<Row>,
-    index: HashMap<(String, MetricKind), usize>,
+    index: HashMap<(String, MetricKind, u8), usize>,
     pub(crate) runs: usize,
 }
 
 impl Results {
-    pub(crate) fn row(&self, point: &str, metric: MetricKind) -> Option<&Row> {
+    pub(crate) fn row(&self, point: &str, metric: MetricKind, flow: u8) -> Option<&Row> {
         self.index
-            .get(&(point.to_owned(), metric))
+            .get(&(point.to_owned(), metric, flow))
             .map(|i| &self.rows[*i])
     }
+}
+
+fn is_zero(v: &u8) -> bool {
+    *v == 0
 }
 
 pub(crate) fn run(args: ReportArgs) -> Result<()> {
@@ -164,34 +174,49 @@ pub(crate) fn run(args: ReportArgs) -> Result<()> {
     }
     let mut rows = Vec::new();
     let mut index = HashMap::new();
+    // The measured flow, then each background flow any run has.
+    let flows = records
+        .iter()
+        .map(|r| r.background.len())
+        .max()
+        .unwrap_or(0)
+        .min(8) as u8;
     for point in &order {
-        for m in MetricKind::ALL {
-            let values = |family: u8| -> Vec<f64> {
-                records
-                    .iter()
-                    .filter(|r| &r.point == point && r.run.family == family)
-                    .filter_map(|r| m.of(&r.report))
-                    .collect()
-            };
-            let ipv4 = Sample::new(&values(4), DEFAULT_LEVEL);
-            let ipv6 = Sample::new(&values(6), DEFAULT_LEVEL);
-            if ipv4.is_none() && ipv6.is_none() {
-                continue;
+        for flow in 0..=flows {
+            for m in MetricKind::ALL {
+                let column = Column {
+                    metric: m,
+                    unit: m.default_unit(),
+                    flow,
+                };
+                let values = |family: u8| -> Vec<f64> {
+                    records
+                        .iter()
+                        .filter(|r| &r.point == point && r.run.family == family)
+                        .filter_map(|r| column.of(&r.report, &r.background))
+                        .collect()
+                };
+                let ipv4 = Sample::new(&values(4), DEFAULT_LEVEL);
+                let ipv6 = Sample::new(&values(6), DEFAULT_LEVEL);
+                if ipv4.is_none() && ipv6.is_none() {
+                    continue;
+                }
+                let cmp = ipv4
+                    .as_ref()
+                    .zip(ipv6.as_ref())
+                    .and_then(|(a, b)| compare(a, b, DEFAULT_ALPHA));
+                index.insert((point.clone(), m, flow), rows.len());
+                rows.push(Row {
+                    point: point.clone(),
+                    factors: factors.get(point).cloned().unwrap_or_default(),
+                    metric: m,
+                    flow,
+                    unit: m.base_unit(),
+                    ipv4,
+                    ipv6,
+                    ipv6_vs_ipv4: cmp,
+                });
             }
-            let cmp = ipv4
-                .as_ref()
-                .zip(ipv6.as_ref())
-                .and_then(|(a, b)| compare(a, b, DEFAULT_ALPHA));
-            index.insert((point.clone(), m), rows.len());
-            rows.push(Row {
-                point: point.clone(),
-                factors: factors.get(point).cloned().unwrap_or_default(),
-                metric: m,
-                unit: m.base_unit(),
-                ipv4,
-                ipv6,
-                ipv6_vs_ipv4: cmp,
-            });
         }
     }
     let results = Results {
@@ -199,7 +224,13 @@ pub(crate) fn run(args: ReportArgs) -> Result<()> {
         index,
         runs: records.len(),
     };
-    let tables = tables(&specs, &order, &factors);
+    let has = |p: &str, flow: u8| {
+        flow == 0
+            || MetricKind::ALL
+                .iter()
+                .any(|m| results.row(p, *m, flow).is_some())
+    };
+    let tables = tables(&specs, &order, &factors, flows, &has);
 
     let plots = if args.html.is_some() || args.svg.is_some() || args.png.is_some() {
         render::plots(&tables, &results)
@@ -288,6 +319,8 @@ fn tables(
     specs: &[TableSpec],
     order: &[String],
     factors: &BTreeMap<String, BTreeMap<String, String>>,
+    flows: u8,
+    has: &dyn Fn(&str, u8) -> bool,
 ) -> Vec<Table> {
     let empty = BTreeMap::new();
     let factors_of = |p: &str| factors.get(p).unwrap_or(&empty);
@@ -297,24 +330,29 @@ fn tables(
         if points.is_empty() {
             continue;
         }
-        out.push(table(
+        let mut t = table(
             spec.title.clone(),
             true,
             spec.metrics.clone(),
             &spec.select,
             &points,
             factors,
-        ));
+        );
+        t.paper = spec.paper.clone();
+        out.push(t);
     }
-    let shown = |p: &str, m: MetricKind| {
-        specs
-            .iter()
-            .any(|s| s.holds(factors_of(p)) && s.metrics.iter().any(|c| c.metric.covers(m)))
+    let shown = |p: &str, m: MetricKind, flow: u8| {
+        specs.iter().any(|s| {
+            s.holds(factors_of(p))
+                && s.metrics
+                    .iter()
+                    .any(|c| c.flow == flow && c.metric.covers(m))
+        })
     };
     let declared = !out.is_empty();
-    for m in DEFAULT_METRICS {
+    for (flow, m) in (0..=flows).flat_map(|f| DEFAULT_METRICS.map(|m| (f, m))) {
         let mut loose: Vec<(String, Vec<&String>)> = Vec::new();
-        for p in order.iter().filter(|p| !shown(p, m)) {
+        for p in order.iter().filter(|p| !shown(p, m, flow) && has(p, flow)) {
             let f = factors_of(p);
             let group = f
                 .get("group")
@@ -335,6 +373,7 @@ fn tables(
             let column = Column {
                 metric: m,
                 unit: m.default_unit(),
+                flow,
             };
             let mut title = if group.is_empty() {
                 column.heading()
@@ -410,6 +449,7 @@ fn table(
         title,
         declared,
         metrics,
+        paper: BTreeMap::new(),
         label_heading,
         rows: points
             .iter()
@@ -467,7 +507,7 @@ fn csv(tables: &[Table], results: &Results) -> String {
     for t in tables {
         for r in &t.rows {
             for c in &t.metrics {
-                let row = results.row(&r.point, c.metric);
+                let row = results.row(&r.point, c.metric, c.flow);
                 let scaled =
                     |v: Option<f64>| v.map_or(String::new(), |v| (v / c.unit.scale).to_string());
                 let side = |s: Option<&Sample>| match s {
@@ -488,7 +528,11 @@ fn csv(tables: &[Table], results: &Results) -> String {
                     q(&t.title),
                     q(&r.label),
                     q(&r.point),
-                    c.metric.key(),
+                    if c.flow == 0 {
+                        c.metric.key().to_owned()
+                    } else {
+                        format!("bg{}.{}", c.flow, c.metric.key())
+                    },
                     q(&c.unit.name),
                     side(row.and_then(|r| r.ipv4.as_ref())),
                     side(row.and_then(|r| r.ipv6.as_ref())),
@@ -545,8 +589,10 @@ mod tests {
                 .map(|(m, u)| Column {
                     metric: *m,
                     unit: Unit::parse(*m, u).unwrap(),
+                    flow: 0,
                 })
                 .collect(),
+            paper: BTreeMap::new(),
         }
     }
 
@@ -558,7 +604,7 @@ mod tests {
             &[("protocol", "tcp")],
             &[(MetricKind::Throughput, "Mbps"), (MetricKind::Rtt, "ms")],
         )];
-        let t = tables(&specs, &order, &factors);
+        let t = tables(&specs, &order, &factors, 0, &|_, _| true);
         let titles: Vec<&str> = t.iter().map(|t| t.title.as_str()).collect();
         assert_eq!(titles[0], "Table 3. TCP");
         assert_eq!(t[0].label_heading, "Payload size (bytes)");
@@ -596,6 +642,8 @@ mod tests {
             &[spec("All", &[], &[(MetricKind::Loss, "%")])],
             &order,
             &factors,
+            0,
+            &|_, _| true,
         );
         let labels: Vec<&str> = t[0].rows.iter().map(|r| r.label.as_str()).collect();
         assert_eq!(
@@ -615,6 +663,8 @@ mod tests {
             &[spec("V", &[("group", "VoIP")], &[(MetricKind::Loss, "%")])],
             &order,
             &factors,
+            0,
+            &|_, _| true,
         );
         assert_eq!(t[0].rows[0].label, "G.711.1");
     }

@@ -47,10 +47,10 @@ fn cell(s: Option<&Sample>, c: &Column) -> String {
 
 /// The cells of one row: per metric IPv4, IPv6, Δ %; with a single metric also p and
 /// the verdict, with several a "(n.s.)" on a Δ the data do not support.
-fn cells(t: &Table, results: &Results, point: &str) -> Vec<String> {
+fn cells(t: &Table, results: &Results, point: &str, label: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for c in &t.metrics {
-        let row = results.row(point, c.metric);
+    for (i, c) in t.metrics.iter().enumerate() {
+        let row = results.row(point, c.metric, c.flow);
         let cmp = row.and_then(|r| r.ipv6_vs_ipv4.as_ref());
         out.push(cell(row.and_then(|r| r.ipv4.as_ref()), c));
         out.push(cell(row.and_then(|r| r.ipv6.as_ref()), c));
@@ -72,18 +72,33 @@ fn cells(t: &Table, results: &Results, point: &str) -> Vec<String> {
             };
             out.push(format!("{delta}{mark}"));
         }
+        if !t.paper.is_empty() {
+            out.push(
+                t.paper
+                    .get(label)
+                    .and_then(|v| v.get(i).copied().flatten())
+                    .map_or("–".into(), |v| num(v, v)),
+            );
+        }
     }
     out
 }
 
 fn header(t: &Table) -> Vec<String> {
     let mut h = vec![t.label_heading.clone()];
+    let paper = !t.paper.is_empty();
     if t.metrics.len() == 1 {
         h.extend(["IPv4", "IPv6", "Δ %", "p", "IPv6 vs IPv4"].map(String::from));
+        if paper {
+            h.push("Paper".into());
+        }
     } else {
         for c in &t.metrics {
             h.push(format!("{}: IPv4", c.heading()));
             h.extend(["IPv6", "Δ %"].map(String::from));
+            if paper {
+                h.push("Paper".into());
+            }
         }
     }
     h
@@ -96,7 +111,18 @@ fn caption(t: &Table) -> Vec<String> {
         DEFAULT_LEVEL * 100.0
     )];
     for c in &t.metrics {
-        out.push(format!("{}: {}.", c.metric.title(), c.metric.definition()));
+        if c.flow == 0 {
+            out.push(format!("{}: {}.", c.metric.title(), c.metric.definition()));
+        }
+    }
+    if t.metrics.iter().any(|c| c.flow > 0) {
+        out.push(
+            "bgN: the point's Nth background flow (its `background` in the plan), measured alike."
+                .into(),
+        );
+    }
+    if !t.paper.is_empty() {
+        out.push("Paper: the number the paper reports for the row, in the same unit.".into());
     }
     out
 }
@@ -120,7 +146,7 @@ pub(crate) fn text(tables: &[Table], results: &Results, markdown: bool) -> Strin
             .iter()
             .map(|r| {
                 let mut row = vec![r.label.clone()];
-                row.extend(cells(t, results, &r.point));
+                row.extend(cells(t, results, &r.point, &r.label));
                 row
             })
             .collect();
@@ -174,7 +200,7 @@ pub(crate) fn plots(tables: &[Table], results: &Results) -> Vec<Plot> {
                 format!("{} – {}", t.title, c.metric.title())
             };
             let pick = |point: &str, family: u8| {
-                results.row(point, c.metric).and_then(|r| {
+                results.row(point, c.metric, c.flow).and_then(|r| {
                     if family == 4 {
                         r.ipv4.as_ref()
                     } else {
@@ -288,7 +314,7 @@ pub(crate) fn html(
         out.push_str("</tr>\n");
         for r in &t.rows {
             let _ = write!(out, "<tr><td>{}</td>", esc(&r.label));
-            for c in cells(t, results, &r.point) {
+            for c in cells(t, results, &r.point, &r.label) {
                 let class = if c.contains("not significant") || c.contains("(n.s.)") {
                     " class=\"ns\""
                 } else {

@@ -51,8 +51,10 @@ pub(crate) struct RouteArgs {
     pcap: Option<PathBuf>,
     /// QoS policies (TOML modelled on MQC: [[class_map]], [[policy_map]] with
     /// [[policy_map.class]], [[service_policy]] interface/output); see
-    /// crates/lab/src/qosconf.rs and plans/qos/. A policy's tx_ring replaces the
-    /// interface's queue limit; its class queues hold the rest.
+    /// crates/lab/src/qosconf/mod.rs and plans/qos/. A policy's tx_ring replaces the
+    /// interface's queue limit; its class queues hold the rest. SIGUSR2 reads the file
+    /// again and restarts every egress (counters from zero); a file that does not read
+    /// leaves the policies as they were.
     #[arg(long, value_name = "FILE")]
     qos: Option<PathBuf>,
 }
@@ -297,60 +299,12 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
         Ok(f) => f,
         Err(e) => usage!("{}: {e}", args.config.display()),
     };
-    let qos = match &args.qos {
-        None => None,
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
-            match lab::qosconf::QosConfig::parse(&text) {
-                Ok(q) => {
-                    for (iface, _, line) in &q.service {
-                        if !cfg.names.contains(iface) {
-                            usage!(
-                                "{}: line {}: service_policy on '{iface}': the router has no such interface ({})",
-                                path.display(),
-                                line.unwrap_or(0),
-                                cfg.names.join(", ")
-                            );
-                        }
-                    }
-                    Some(q)
-                }
-                Err(e) => usage!("{}: {e}", path.display()),
-            }
-        }
-    };
-    let qos_name = args
-        .qos
-        .as_deref()
-        .map_or(String::new(), |p| p.display().to_string());
     let start = Instant::from_nanos(netio::clock::mono_ns());
-    let mut links: Vec<Egress> = Vec::new();
-    for (i, p) in cfg.links.iter().enumerate() {
-        let seed = cfg.seed.wrapping_mul(1000).wrapping_add(i as u64);
-        let policy = match &qos {
-            None => None,
-            Some(q) => match q.params_for(&cfg.names[i], p.rate_bps) {
-                Ok(x) => x.map(|x| (x, q.policy_of(&cfg.names[i]).map_or(2, |s| s.tx_ring))),
-                Err(e) => usage!("{}: {e}", qos_name),
-            },
-        };
-        links.push(match policy {
-            None => Egress::Link(Box::new(Link::new(p.clone(), seed)?)),
-            Some((params, tx_ring)) => {
-                let ring = LinkParams {
-                    limit_packets: Some(tx_ring),
-                    limit_bytes: None,
-                    ..p.clone()
-                };
-                let link = Link::new(ring, seed)?;
-                match Policy::new(params, link, seed, start) {
-                    Ok(pol) => Egress::Policy(Box::new(pol)),
-                    Err(e) => usage!("{}: {e}", qos_name),
-                }
-            }
-        });
-    }
+    let mut qos = QosState::default();
+    let mut links = match load_egress(&cfg, args.qos.as_deref(), start) {
+        Ok(l) => l,
+        Err(e) => usage!("{e}"),
+    };
     let mut pcaps = Vec::new();
     if let Some(dir) = &args.pcap {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
@@ -365,6 +319,9 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
     let asked = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGUSR1, asked.clone())
         .context("cannot install the SIGUSR1 handler")?;
+    let reload = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGUSR2, reload.clone())
+        .context("cannot install the SIGUSR2 handler")?;
     let mut io = vec![IoStats::default(); socks.len()];
     // Frames a full TX ring could not take yet, per interface (bounded).
     let mut pending: Vec<VecDeque<Vec<u8>>> = vec![VecDeque::new(); socks.len()];
@@ -448,8 +405,36 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
                 }
             }
         }
-        // Every 500 ms, and at once on SIGUSR1 (`dualperf lab status` asks so).
-        if now_ns >= next_stats || asked.swap(false, std::sync::atomic::Ordering::Relaxed) {
+        // SIGUSR2: read the QoS file again and start every egress afresh (counters from
+        // zero; frames still queued are discarded). A file that does not read keeps the
+        // running policies and says why in the stats.
+        let reloaded = reload.swap(false, std::sync::atomic::Ordering::Relaxed);
+        if reloaded {
+            match load_egress(&cfg, args.qos.as_deref(), now) {
+                Ok(l) => {
+                    links = l;
+                    qos.reloads += 1;
+                    qos.error = None;
+                    eprintln!("dualperf route: reloaded {}", qos_file(&args));
+                    for (name, l) in cfg.names.iter().zip(&links) {
+                        if let Egress::Policy(p) = l {
+                            eprintln!("dualperf route: {name}: service-policy output {}", p.name());
+                        }
+                    }
+                }
+                Err(e) => {
+                    eprintln!("dualperf route: reload refused, policies unchanged: {e}");
+                    qos.error = Some(e);
+                    qos.refused += 1;
+                }
+            }
+        }
+        // Every 500 ms, and at once on SIGUSR1 (`dualperf lab status` asks so) and
+        // after a reload.
+        if now_ns >= next_stats
+            || reloaded
+            || asked.swap(false, std::sync::atomic::Ordering::Relaxed)
+        {
             for (i, sock) in socks.iter().enumerate() {
                 // The kernel's counters reset on every read: keep running totals.
                 if let Ok(k) = sock.stats() {
@@ -458,7 +443,7 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
             }
             write_stats(
                 &args,
-                &stats_json(&fwd, &links, &socks, &io, now_ns - started),
+                &stats_json(&fwd, &links, &socks, &io, &qos, now_ns - started),
             );
             next_stats = now_ns + 500_000_000;
         }
@@ -484,12 +469,93 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
             io[i].kernel_rx_drops += k.drops;
         }
     }
-    let doc = stats_json(&fwd, &links, &socks, &io, netio::clock::mono_ns() - started);
+    let doc = stats_json(
+        &fwd,
+        &links,
+        &socks,
+        &io,
+        &qos,
+        netio::clock::mono_ns() - started,
+    );
     write_stats(&args, &doc);
     if args.stats.is_none() {
         eprintln!("{}", serde_json::to_string_pretty(&doc)?);
     }
     Ok(())
+}
+
+/// What became of the QoS file's reloads (SIGUSR2; SIGHUP, like SIGINT and SIGTERM, stops the router).
+#[derive(Debug, Default, serde::Serialize)]
+struct QosState {
+    /// Reloads that took effect (each restarts every egress's counters).
+    reloads: u64,
+    /// Reloads refused (the file did not read); the policies before stayed.
+    refused: u64,
+    /// Why the last reload was refused, until one takes effect.
+    error: Option<String>,
+}
+
+fn qos_file(args: &RouteArgs) -> String {
+    args.qos
+        .as_deref()
+        .map_or(String::new(), |p| p.display().to_string())
+}
+
+/// Each interface's egress: its link, behind the service policy the QoS file (if any)
+/// attaches to it, whose tx-ring replaces the link's queue limit.
+fn load_egress(
+    cfg: &Config,
+    qos_path: Option<&std::path::Path>,
+    now: Instant,
+) -> std::result::Result<Vec<Egress>, String> {
+    let qos = match qos_path {
+        None => None,
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let q = lab::qosconf::QosConfig::parse(&text)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            for (iface, _, line) in &q.service {
+                if !cfg.names.contains(iface) {
+                    return Err(format!(
+                        "{}: line {}: service_policy on '{iface}': the router has no such interface ({})",
+                        path.display(),
+                        line.unwrap_or(0),
+                        cfg.names.join(", ")
+                    ));
+                }
+            }
+            Some((q, path.display().to_string()))
+        }
+    };
+    let mut links = Vec::new();
+    for (i, p) in cfg.links.iter().enumerate() {
+        let seed = cfg.seed.wrapping_mul(1000).wrapping_add(i as u64);
+        let policy = match &qos {
+            None => None,
+            Some((q, name)) => q
+                .params_for(&cfg.names[i], p.rate_bps)
+                .map_err(|e| format!("{name}: {e}"))?
+                .map(|x| (x, q.policy_of(&cfg.names[i]).map_or(2, |s| s.tx_ring), name)),
+        };
+        links.push(match policy {
+            None => Egress::Link(Box::new(
+                Link::new(p.clone(), seed).map_err(|e| format!("{}: {e}", cfg.names[i]))?,
+            )),
+            Some((params, tx_ring, name)) => {
+                let ring = LinkParams {
+                    limit_packets: Some(tx_ring),
+                    limit_bytes: None,
+                    ..p.clone()
+                };
+                let link = Link::new(ring, seed).map_err(|e| format!("{}: {e}", cfg.names[i]))?;
+                let pol =
+                    Policy::new(params, link, seed, now).map_err(|e| format!("{name}: {e}"))?;
+                Egress::Policy(Box::new(pol))
+            }
+        });
+    }
+    Ok(links)
 }
 
 /// Most frames held for a full TX ring per interface, beyond the link's own queue.
@@ -543,6 +609,7 @@ fn stats_json(
     links: &[Egress],
     socks: &[PacketSocket],
     io: &[IoStats],
+    qos: &QosState,
     uptime_ns: u64,
 ) -> serde_json::Value {
     let ifaces: Vec<serde_json::Value> = fwd
@@ -569,6 +636,7 @@ fn stats_json(
     serde_json::json!({
         "format_version": 1,
         "uptime_ns": uptime_ns,
+        "qos": qos,
         "interfaces": ifaces,
     })
 }

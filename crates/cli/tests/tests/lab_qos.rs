@@ -271,3 +271,105 @@ fn lowering_the_wred_thresholds_raises_best_effort_loss() {
     assert!(low.1 > 2.0 * high.1 + 1.0, "UDP {results:?}");
     assert!(low.2 > 2.0 * high.2 + 1.0, "best effort at r1 {results:?}");
 }
+
+#[test]
+fn a_plan_gives_each_point_its_policy_and_keeps_the_routers_counters_per_run() {
+    if !privileged() {
+        return;
+    }
+    let dir = TempDir::new("qos-plan");
+    let name = format!("tqp-{}", std::process::id() % 100_000);
+    std::fs::write(
+        dir.path("topo.toml"),
+        std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../plans/topologies/two-hop.toml"
+        ))
+        .unwrap()
+        .replace("name = \"two-hop\"", &format!("name = \"{name}\"")),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path("llq.toml"),
+        std::fs::read_to_string(policy("bouras-llq")).unwrap(),
+    )
+    .unwrap();
+    let plan = dir.path("plan.toml");
+    std::fs::write(
+        &plan,
+        r#"version = 1
+name = "qos-per-point"
+duration = "3s"
+background_lead = "1500ms"
+target = "lab:topo.toml"
+
+[flow]
+udp = true
+rate = "1mbit"
+size = 200
+background = [{ udp = true, rate = "12mbit", size = 1400 }]
+
+[factors]
+ip = [4]
+
+[[points]]
+label = "best effort"
+
+[[points]]
+label = "llq"
+qos = { r1 = "llq.toml" }
+"#,
+    )
+    .unwrap();
+    let results = dir.path("results");
+    crate::support::run(&[
+        "run",
+        crate::support::path_str(&plan),
+        "--dir",
+        crate::support::path_str(&results),
+    ])
+    .assert_success();
+    let record = |point: &str| -> serde_json::Value {
+        serde_json::from_slice(
+            &std::fs::read(results.join(format!("runs/rep001-{point}-ipv4.json"))).unwrap(),
+        )
+        .unwrap()
+    };
+    let (be, llq) = (record("best_effort"), record("llq"));
+    let fg_loss = |r: &serde_json::Value| loss_percent(counts(&r["report"], 0));
+    let bg_loss = |r: &serde_json::Value| loss_percent(counts(&r["background"][0], 0));
+    let egress = |r: &serde_json::Value| {
+        r["routers"]["r1"]["interfaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["name"] == "to-r2")
+            .unwrap()
+            .clone()
+    };
+    eprintln!(
+        "best effort: EF loss {:.2} %, background {:.2} %; llq: EF {:.2} %, background {:.2} %",
+        fg_loss(&be),
+        bg_loss(&be),
+        fg_loss(&llq),
+        bg_loss(&llq)
+    );
+    // Without a policy the foreground shares the tail-drop queue and loses as the
+    // background does; with it, nearly nothing.
+    assert!(fg_loss(&be) > 5.0, "{}", fg_loss(&be));
+    assert!(fg_loss(&llq) <= 0.2, "{}", fg_loss(&llq));
+    assert!(bg_loss(&llq) > 15.0);
+    // Each run's router counters are its own: the policy only in the llq run, and the
+    // class counters add up to that run's frames.
+    assert!(egress(&be)["qos"].is_null());
+    let classes = egress(&llq)["qos"]["classes"].as_array().unwrap().clone();
+    assert_eq!(classes[0]["name"], "foreground");
+    let fg_sent = counts(&llq["report"], 0).0 as u64;
+    let offered = classes[0]["offered_packets"].as_u64().unwrap();
+    // The foreground's datagrams plus its control connection's few segments.
+    assert!(
+        (fg_sent..fg_sent + 100).contains(&offered),
+        "{offered} vs {fg_sent}"
+    );
+    assert!(results.join("lab/llq.toml").exists());
+}

@@ -319,3 +319,91 @@ fn plan_mistakes_name_the_file_and_line() {
         assert!(out.stderr.contains(want), "want {want}: {}", out.stderr);
     }
 }
+
+#[test]
+fn background_flows_run_beside_each_measured_one_and_are_reported_with_the_papers_numbers() {
+    let tmp = TempDir::new("plan-bg");
+    let plan = tmp.path("bg.toml");
+    std::fs::write(
+        &plan,
+        r#"version = 1
+name = "bg"
+duration = "600ms"
+background_lead = "300ms"
+
+[flow]
+udp = true
+rate = "100pps"
+size = 100
+
+[[points]]
+label = "alone"
+
+[[points]]
+label = "beside"
+background = [{ label = "UDP", udp = true, rate = "200pps", size = 500 }]
+
+[[tables]]
+title = "Table 9. Beside"
+metrics = ["throughput:kbit/s", "bg1.throughput:kbit/s"]
+paper = { "beside" = [80, 800] }
+"#,
+    )
+    .unwrap();
+    let dir = tmp.path("results");
+    let dry = run(&["run", path_str(&plan), "--dry-run"])
+        .assert_success()
+        .stdout
+        .clone();
+    assert!(
+        dry.contains("beside it, UDP: dualperf send 127.0.0.1 --udp --rate 200pps --size 500"),
+        "{dry}"
+    );
+    run(&["run", path_str(&plan), "--dir", path_str(&dir)]).assert_success();
+    for family in ["ipv4", "ipv6"] {
+        let alone: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(dir.join(format!("runs/rep001-alone-{family}.json"))).unwrap(),
+        )
+        .unwrap();
+        assert!(alone.get("background").is_none(), "{alone}");
+        let beside: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(dir.join(format!("runs/rep001-beside-{family}.json"))).unwrap(),
+        )
+        .unwrap();
+        let bg = &beside["background"][0]["flows"][0];
+        // It started 300 ms before the measured flow and ends 500 ms after it: 1.4 s at
+        // 200 packets a second.
+        assert_eq!(bg["sent"]["packets"], 280, "{bg}");
+        assert_eq!(bg["spec"]["size_bytes"], 500);
+        assert_eq!(beside["report"]["flows"][0]["sent"]["packets"], 60);
+        // Both went to the receivers: the measured flow's and the background's own.
+        assert_eq!(bg["received"]["packets"], 280);
+    }
+    let out = run(&["report", path_str(&dir), "--csv"])
+        .assert_success()
+        .stdout
+        .clone();
+    let bg_row = out
+        .lines()
+        .find(|l| {
+            l.starts_with("\"Table 9. Beside\",\"beside\",") && l.contains(",bg1.throughput,")
+        })
+        .unwrap_or_else(|| panic!("{out}"));
+    // 500-byte payloads at 200 packets a second: 800 kbit/s (a little more over the
+    // first-to-last arrival span: 280 packets' bits over 279 gaps).
+    let mean: f64 = bg_row.split(',').nth(6).unwrap().parse().unwrap();
+    assert!((mean - 800.0 * 280.0 / 279.0).abs() < 8.0, "{bg_row}");
+    let text = run(&["report", path_str(&dir)])
+        .assert_success()
+        .stdout
+        .clone();
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("beside"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(row.contains("80.000") && row.contains("800.00"), "{row}");
+    assert!(text.contains("bg1: Throughput (kbit/s): IPv4"), "{text}");
+    // The point without background shows none.
+    let alone = text.lines().find(|l| l.starts_with("alone")).unwrap();
+    assert!(alone.matches('–').count() >= 4, "{alone}");
+}
