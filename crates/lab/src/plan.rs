@@ -28,6 +28,7 @@
 //! # measured too (bg1.loss in a table); in [flow] they apply to every point.
 //! background = [{ label = "UDP", udp = true, rate = "5mbit" }, { tcp = true, bulk = true }]
 //! qos = { r1 = "qos/bouras-llq.toml" }   # lab router → QoS file for this point ("none")
+//! factors = { flows = 8 }          # what the point stands for in tables and plots
 //!
 //! [[tables]]                       # the report's tables (see `tables`)
 //! title = "Table 1. UDP throughput by size"
@@ -54,6 +55,9 @@ use toml::Spanned;
 use crate::tables::{parse_table, TableSpec};
 use traffic::units::parse_duration;
 use wire::time::Duration;
+
+/// Most background flows a point may run.
+pub const MAX_BACKGROUND: usize = 64;
 
 /// The plan format this build reads.
 pub const PLAN_VERSION: u32 = 1;
@@ -334,7 +338,7 @@ impl Plan {
         let settings_of = |table: &Spanned<toml::Table>| -> Result<Vec<Setting>, PlanError> {
             let mut out = Vec::new();
             for (key, value) in table.get_ref() {
-                if key == "background" || key == "qos" {
+                if key == "background" || key == "qos" || key == "factors" {
                     continue;
                 }
                 let line = key_line(text, table.span(), key);
@@ -493,6 +497,27 @@ impl Plan {
             if let Some(g) = group {
                 named.insert("group".to_owned(), g);
             }
+            // `factors = { flows = 8 }`: what the point stands for, for the report's
+            // tables and plots (not flow options).
+            if let Some(f) = p.get_ref().get("factors") {
+                let line = key_line(text, p.span(), "factors");
+                let t = f.as_table().ok_or_else(|| {
+                    PlanError::at(
+                        line,
+                        "factors of a point: a table, e.g. factors = { flows = 8 }",
+                    )
+                })?;
+                for (k, v) in t {
+                    if k == "point" || k == "group" {
+                        return Err(PlanError::at(
+                            line,
+                            format!("factors: '{k}' is the point's own"),
+                        ));
+                    }
+                    let v = scalar(v, line, k)?.unwrap_or_else(|| "true".into());
+                    named.insert(k.clone(), v);
+                }
+            }
             points.push(Point {
                 id: label_text,
                 factors: named,
@@ -630,9 +655,10 @@ fn specials(
             let want = "background is a list of flows, e.g. [{ udp = true, rate = \"5mbit\" }, { tcp = true, bulk = true }]";
             let list = v.as_array().ok_or_else(|| PlanError::at(line, want))?;
             let mut out = Vec::new();
-            for (k, item) in list.iter().enumerate() {
+            for item in list {
                 let flow = item.as_table().ok_or_else(|| PlanError::at(line, want))?;
-                let mut label = format!("bg{}", k + 1);
+                let mut label = None;
+                let mut count = 1usize;
                 let mut from_sender = false;
                 let mut settings = Vec::new();
                 for (key, value) in flow {
@@ -650,11 +676,25 @@ fn specials(
                             };
                         }
                         "label" => {
-                            label = value
-                                .as_str()
-                                .filter(|s| !s.trim().is_empty())
-                                .ok_or_else(|| PlanError::at(line, "background label: a name"))?
-                                .to_owned();
+                            label = Some(
+                                value
+                                    .as_str()
+                                    .filter(|s| !s.trim().is_empty())
+                                    .ok_or_else(|| PlanError::at(line, "background label: a name"))?
+                                    .to_owned(),
+                            );
+                        }
+                        "count" => {
+                            count = value
+                                .as_integer()
+                                .and_then(|n| usize::try_from(n).ok())
+                                .filter(|n| (1..=MAX_BACKGROUND).contains(n))
+                                .ok_or_else(|| {
+                                    PlanError::at(
+                                        line,
+                                        format!("background count: 1 to {MAX_BACKGROUND} copies of the flow"),
+                                    )
+                                })?;
                         }
                         "duration" | "ip" | "port" | "json" => {
                             return Err(PlanError::at(
@@ -669,14 +709,24 @@ fn specials(
                         }),
                     }
                 }
-                out.push(Background {
-                    label,
-                    from_sender,
-                    settings,
-                });
-            }
-            if out.len() > 8 {
-                return Err(PlanError::at(line, "at most 8 background flows"));
+                if out.len() + count > MAX_BACKGROUND {
+                    return Err(PlanError::at(
+                        line,
+                        format!("at most {MAX_BACKGROUND} background flows"),
+                    ));
+                }
+                for c in 0..count {
+                    let label = match (&label, count) {
+                        (Some(l), 1) => l.clone(),
+                        (Some(l), _) => format!("{l} {}", c + 1),
+                        (None, _) => format!("bg{}", out.len() + 1),
+                    };
+                    out.push(Background {
+                        label,
+                        from_sender,
+                        settings: settings.clone(),
+                    });
+                }
             }
             Some(out)
         }

@@ -56,11 +56,17 @@ pub enum MetricKind {
     /// The received UDP flow's rate in Ethernet frames, bit/s.
     #[serde(rename = "frame_throughput")]
     FrameThroughput,
+    /// A lab router's CPU time per frame it received over the run, ns (`r1.cpu_per_frame`).
+    #[serde(rename = "cpu_per_frame")]
+    CpuPerFrame,
+    /// A lab router's time inside its service policies per frame, ns (`r1.qos_per_frame`).
+    #[serde(rename = "qos_per_frame")]
+    QosPerFrame,
 }
 
 impl MetricKind {
     /// Every metric, in the order a report lists them.
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 10] = [
         Self::Throughput,
         Self::Rtt,
         Self::Owd,
@@ -69,6 +75,8 @@ impl MetricKind {
         Self::Loss,
         Self::JitterRfc3550,
         Self::FrameThroughput,
+        Self::CpuPerFrame,
+        Self::QosPerFrame,
     ];
 
     /// Its name in plans, JSON and CSV.
@@ -82,6 +90,8 @@ impl MetricKind {
             Self::Loss => "loss",
             Self::JitterRfc3550 => "jitter_rfc3550",
             Self::FrameThroughput => "frame_throughput",
+            Self::CpuPerFrame => "cpu_per_frame",
+            Self::QosPerFrame => "qos_per_frame",
         }
     }
 
@@ -96,6 +106,8 @@ impl MetricKind {
             Self::Loss => "Packet loss",
             Self::JitterRfc3550 => "Jitter (RFC 3550)",
             Self::FrameThroughput => "Frame throughput",
+            Self::CpuPerFrame => "CPU time per frame",
+            Self::QosPerFrame => "QoS time per frame",
         }
     }
 
@@ -103,8 +115,8 @@ impl MetricKind {
     pub fn base_unit(self) -> &'static str {
         match self {
             Self::Throughput | Self::FrameThroughput => "bit/s",
-            Self::Rtt | Self::Owd | Self::Delay | Self::Jitter | Self::JitterRfc3550 => "ns",
             Self::Loss => "%",
+            _ => "ns",
         }
     }
 
@@ -112,10 +124,8 @@ impl MetricKind {
     pub fn default_unit(self) -> Unit {
         match self {
             Self::Throughput | Self::FrameThroughput => Unit::parse(self, "Mbit/s"),
-            Self::Rtt | Self::Owd | Self::Delay | Self::Jitter | Self::JitterRfc3550 => {
-                Unit::parse(self, "µs")
-            }
             Self::Loss => Unit::parse(self, "%"),
+            _ => Unit::parse(self, "µs"),
         }
         .unwrap_or(Unit {
             name: String::new(),
@@ -139,6 +149,12 @@ impl MetricKind {
             }
             Self::FrameThroughput => {
                 "the UDP throughput counting each datagram's UDP, IP (20 or 40 B) and Ethernet (14 B) headers, as a capture on the link counts it"
+            }
+            Self::CpuPerFrame => {
+                "the router thread's CPU time (CLOCK_THREAD_CPUTIME_ID) in loop turns that handled frames, over the frames it received: its whole cost per frame, kernel receive and send included, as seed 001's interface processing load"
+            }
+            Self::QosPerFrame => {
+                "the router's time inside its service policy (classification with reservation lookup, marking, policing, queueing) per frame it offered the policy, by the monotonic clock"
             }
         }
     }
@@ -174,6 +190,8 @@ impl MetricKind {
             Self::Loss => flow["received"]["loss"]["loss_pct"].as_f64(),
             // RFC 3550 §6.4.1's J (EWMA gain 1/16) after the last packet, as iperf reports.
             Self::JitterRfc3550 => summary["jitter"]["rfc3550_ns"].as_f64(),
+            // A router's figure: read from the run's router counters ([`Column::of`]).
+            Self::CpuPerFrame | Self::QosPerFrame => None,
             // Seed 000's data-link rate: payload rate × (payload + headers) / payload,
             // headers UDP 8 + IPv4 20 or IPv6 40 + Ethernet 14 (no FCS, as a capture).
             Self::FrameThroughput => {
@@ -232,19 +250,15 @@ impl Unit {
                 "Gbit/s" | "Gbps" | "gbps" => ("Gbit/s", 1e9),
                 _ => return None,
             },
-            MetricKind::Rtt
-            | MetricKind::Owd
-            | MetricKind::Delay
-            | MetricKind::Jitter
-            | MetricKind::JitterRfc3550 => match text {
+            MetricKind::Loss => match text {
+                "%" => ("%", 1.0),
+                _ => return None,
+            },
+            _ => match text {
                 "ns" => ("ns", 1.0),
                 "µs" | "us" => ("µs", 1e3),
                 "ms" => ("ms", 1e6),
                 "s" => ("s", 1e9),
-                _ => return None,
-            },
-            MetricKind::Loss => match text {
-                "%" => ("%", 1.0),
                 _ => return None,
             },
         };
@@ -271,6 +285,9 @@ pub struct Column {
     /// Of which flow: 0 the measured one, N the point's Nth background flow.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub flow: u8,
+    /// Of which lab router, for a router's figure (`r1.cpu_per_frame`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub router: Option<String>,
 }
 
 fn is_zero(v: &u8) -> bool {
@@ -278,21 +295,31 @@ fn is_zero(v: &u8) -> bool {
 }
 
 impl Column {
-    /// `Throughput (Mbit/s)`, `bg1: Packet loss (%)`.
+    /// `Throughput (Mbit/s)`, `bg1: Packet loss (%)`, `r1: CPU time per frame (ns)`.
     pub fn heading(&self) -> String {
-        if self.flow == 0 {
+        if let Some(r) = &self.router {
+            format!("{r}: {} ({})", self.metric.title(), self.unit)
+        } else if self.flow == 0 {
             format!("{} ({})", self.metric.title(), self.unit)
         } else {
             format!("bg{}: {} ({})", self.flow, self.metric.title(), self.unit)
         }
     }
 
-    /// Its value in a run: from the measured flow's report, or from the background
-    /// flow's.
-    pub fn of(&self, report: &serde_json::Value, background: &[serde_json::Value]) -> Option<f64> {
+    /// Its value in a run: from the measured flow's report, the background flow's, or
+    /// the router's counters.
+    pub fn of(&self, record: &crate::store::RunRecord) -> Option<f64> {
+        if let Some(node) = &self.router {
+            let stats = record.routers.get(node)?;
+            return match self.metric {
+                MetricKind::CpuPerFrame => stats["cpu"]["cpu_ns_per_frame"].as_f64(),
+                MetricKind::QosPerFrame => stats["cpu"]["qos_ns_per_frame"].as_f64(),
+                _ => None,
+            };
+        }
         match self.flow {
-            0 => self.metric.of(report),
-            n => self.metric.of(background.get(usize::from(n) - 1)?),
+            0 => self.metric.of(&record.report),
+            n => self.metric.of(record.background.get(usize::from(n) - 1)?),
         }
     }
 }
@@ -343,7 +370,7 @@ pub enum TableError {
     )]
     Metrics,
     /// A metric no report has.
-    #[error("tables: no metric '{0}' (throughput, rtt, owd, delay, jitter, jitter_rfc3550, loss; bgN.METRIC for background flow N)")]
+    #[error("tables: no metric '{0}' (throughput, frame_throughput, rtt, owd, delay, jitter, jitter_rfc3550, loss; bgN.METRIC for background flow N; ROUTER.cpu_per_frame, ROUTER.qos_per_frame)")]
     Metric(String),
     /// A unit that does not fit the metric.
     #[error("tables: '{unit}' is not a unit of {metric} ({choices})")]
@@ -397,12 +424,24 @@ pub fn parse_table(table: &toml::Table) -> Result<TableSpec, TableError> {
             Some((n, u)) => (n.trim(), Some(u.trim())),
             None => (text.trim(), None),
         };
-        let (flow, name) = match name.split_once('.') {
+        let (flow, router, name) = match name.split_once('.') {
             Some((bg, m)) => match bg.strip_prefix("bg").and_then(|n| n.parse::<u8>().ok()) {
-                Some(n) if (1..=8).contains(&n) => (n, m),
+                Some(n) if (1..=64).contains(&n) => (n, None, m),
+                _ if (m == "cpu_per_frame" || m == "qos_per_frame")
+                    && !bg.is_empty()
+                    && bg.len() <= 12
+                    && bg
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') =>
+                {
+                    (0, Some(bg.to_owned()), m)
+                }
                 _ => return Err(TableError::Metric(name.into())),
             },
-            None => (0, name),
+            None if name == "cpu_per_frame" || name == "qos_per_frame" => {
+                return Err(TableError::Metric(name.into()))
+            }
+            None => (0, None, name),
         };
         let metric = MetricKind::from_key(name).ok_or_else(|| TableError::Metric(name.into()))?;
         let unit = match unit {
@@ -419,7 +458,12 @@ pub fn parse_table(table: &toml::Table) -> Result<TableSpec, TableError> {
                 },
             })?,
         };
-        metrics.push(Column { metric, unit, flow });
+        metrics.push(Column {
+            metric,
+            unit,
+            flow,
+            router,
+        });
     }
     let mut paper = BTreeMap::new();
     if let Some(p) = table.get("paper") {
@@ -531,16 +575,47 @@ metrics = ["throughput:Mbps", "loss"]"#,
         assert_eq!(t.metrics[1].heading(), "bg2: Throughput (Mbit/s)");
         assert_eq!(t.paper["8 Mbps"], vec![Some(0.0), Some(7.98)]);
         assert_eq!(t.paper["9 Mbps"], vec![Some(0.99), None]);
-        let report = serde_json::json!({"flows": [{"received": {"bitrate_bps": 1.0}}]});
-        let bg = [
-            serde_json::json!({"flows": [{"received": {"bitrate_bps": 2.0}}]}),
-            serde_json::json!({"flows": [{"received": {"bitrate_bps": 3.0}}]}),
-        ];
-        assert_eq!(t.metrics[1].of(&report, &bg), Some(3.0));
-        assert_eq!(t.metrics[1].of(&report, &bg[..1]), None);
+        let mut record = crate::store::RunRecord {
+            format_version: 1,
+            run: crate::plan::Run {
+                id: "r".into(),
+                point: 0,
+                family: 4,
+                repetition: 1,
+            },
+            point: "beside".into(),
+            argv: Vec::new(),
+            started_unix_ns: 0,
+            exit_code: 0,
+            stderr: String::new(),
+            report: serde_json::json!({"flows": [{"received": {"bitrate_bps": 1.0}}]}),
+            background: vec![
+                serde_json::json!({"flows": [{"received": {"bitrate_bps": 2.0}}]}),
+                serde_json::json!({"flows": [{"received": {"bitrate_bps": 3.0}}]}),
+            ],
+            routers: BTreeMap::from([(
+                "r1".to_owned(),
+                serde_json::json!({"cpu": {"cpu_ns_per_frame": 812.5}}),
+            )]),
+        };
+        assert_eq!(t.metrics[1].of(&record), Some(3.0));
+        let cpu = table("title = \"T\"\nmetrics = [\"r1.cpu_per_frame:ns\"]").unwrap();
+        assert_eq!(cpu.metrics[0].router.as_deref(), Some("r1"));
+        assert_eq!(cpu.metrics[0].heading(), "r1: CPU time per frame (ns)");
+        assert_eq!(cpu.metrics[0].of(&record), Some(812.5));
+        let q = table("title = \"T\"\nmetrics = [\"r1.qos_per_frame\"]").unwrap();
+        assert_eq!(
+            (q.metrics[0].metric, q.metrics[0].unit.name.as_str()),
+            (MetricKind::QosPerFrame, "µs")
+        );
+        assert_eq!(q.metrics[0].of(&record), None, "no policy, no figure");
+        record.background.pop();
+        assert_eq!(t.metrics[1].of(&record), None);
         for (text, want) in [
             ("metrics = [\"bg0.loss\"]", "no metric 'bg0.loss'"),
             ("metrics = [\"bgx.loss\"]", "no metric"),
+            ("metrics = [\"cpu_per_frame\"]", "ROUTER.cpu_per_frame"),
+            ("metrics = [\"r1.loss\"]", "no metric 'r1.loss'"),
             (
                 "metrics = [\"loss\"]\npaper = { a = [1, 2] }",
                 "'a' needs 1 values",

@@ -36,6 +36,9 @@ pub struct Fields {
     pub flow_label: u32,
     /// IP packet length, bytes.
     pub len: usize,
+    /// Reservation tables (by index) holding the packet's flow, as bits; 0 from
+    /// [`Fields::parse`], set by whoever looks the flow up.
+    pub reserved: u32,
 }
 
 fn ports(packet: &[u8], protocol: u8, offset: usize) -> Option<(u16, u16)> {
@@ -72,6 +75,7 @@ impl Fields {
                     ecn: p.ecn(),
                     flow_label: 0,
                     len: packet.len(),
+                    reserved: 0,
                 })
             }
             6 => {
@@ -89,6 +93,7 @@ impl Fields {
                     ecn: p.ecn(),
                     flow_label: p.flow_label(),
                     len: ipv6::HEADER_LEN + usize::from(p.payload_len()),
+                    reserved: 0,
                 })
             }
             _ => None,
@@ -121,6 +126,9 @@ pub enum Cond {
     FlowLabel(u32),
     /// IP length in range (inclusive).
     Len(usize, usize),
+    /// The packet's flow holds a reservation in table `n` of the policy (bit `n` of
+    /// [`Fields::reserved`]).
+    Reserved(u8),
 }
 
 impl Cond {
@@ -138,6 +146,7 @@ impl Cond {
             Self::Ecn(e) => f.ecn == *e,
             Self::FlowLabel(l) => f.src.is_ipv6() && f.flow_label == *l,
             Self::Len(a, b) => (*a..=*b).contains(&f.len),
+            Self::Reserved(n) => f.reserved & (1u32 << (n & 31)) != 0,
         }
     }
 }
@@ -155,6 +164,12 @@ pub struct ClassMap {
 }
 
 impl ClassMap {
+    /// Whether the class looks only at reservations (so a packet's other fields need
+    /// not be parsed for it).
+    pub fn only_reservations(&self) -> bool {
+        !self.conds.is_empty() && self.conds.iter().all(|c| matches!(c, Cond::Reserved(_)))
+    }
+
     /// Whether `f` belongs to the class.
     pub fn matches(&self, f: &Fields) -> bool {
         if self.all {
@@ -208,6 +223,21 @@ pub fn flow_key(kind: KeyKind, packet: &[u8]) -> Option<FlowKey> {
     }
 }
 
+/// What [`Reservations::lookup_or_admit`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admission {
+    /// The packet has no key of the table's kind (no ports, a zero flow label, not IP).
+    NoKey,
+    /// Its flow was reserved.
+    Hit,
+    /// Its flow was not, and is not admitted.
+    Miss,
+    /// Its flow was reserved now.
+    Admitted,
+    /// Its flow would be admitted, but the table is full.
+    Full,
+}
+
 /// Per-flow reservations: key → reserved class (an index the caller gives meaning).
 #[derive(Clone, Debug)]
 pub struct Reservations {
@@ -242,6 +272,37 @@ impl Reservations {
     /// The reserved class of `packet`, if its flow has one.
     pub fn lookup(&self, packet: &[u8]) -> Option<usize> {
         self.table.get(&flow_key(self.kind, packet)?).copied()
+    }
+
+    /// How the table keys its flows.
+    pub fn kind(&self) -> KeyKind {
+        self.kind
+    }
+
+    /// Whether `packet`'s flow is reserved; if not and `admit` says so for a packet with
+    /// a key, reserve it (for `class`) while the table has fewer than `max` flows: the
+    /// first packet of a flow stands in for its RSVP reservation. The key is read once.
+    pub fn lookup_or_admit(
+        &mut self,
+        packet: &[u8],
+        class: usize,
+        max: usize,
+        admit: impl FnOnce() -> bool,
+    ) -> Admission {
+        let Some(key) = flow_key(self.kind, packet) else {
+            return Admission::NoKey;
+        };
+        if self.table.contains_key(&key) {
+            return Admission::Hit;
+        }
+        if !admit() {
+            return Admission::Miss;
+        }
+        if self.table.len() >= max {
+            return Admission::Full;
+        }
+        self.table.insert(key, class);
+        Admission::Admitted
     }
 }
 

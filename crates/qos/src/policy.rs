@@ -18,7 +18,7 @@ use serde::Serialize;
 use wire::time::Instant;
 
 use crate::cbwfq::{Cbwfq, Class, Priority, Scheduler, Share};
-use crate::classify::{ClassMap, Fields};
+use crate::classify::{Admission, ClassMap, Cond, Fields, KeyKind, Reservations};
 use crate::hist::Summary;
 use crate::link::Link;
 use crate::mark::{set_dscp_v4, set_dscp_v6};
@@ -63,6 +63,72 @@ pub struct ClassParams {
     pub wred: Option<WredParams>,
 }
 
+/// A per-flow reservation table of a policy (seed 001's RSVP classification): flows
+/// are keyed by the 5-tuple or the IPv6 flow-label 3-tuple, and a flow whose first
+/// packet matches `admit` is reserved then (a stand-in for its RSVP signalling), up to
+/// `max_flows`. A class map selects reserved flows with [`Cond::Reserved`].
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ReservationParams {
+    /// The table's name.
+    pub name: String,
+    /// Its key.
+    #[serde(serialize_with = "key_name")]
+    pub key: KeyKind,
+    /// Most flows it holds.
+    pub max_flows: usize,
+    /// Which new flows it admits; `None`: none (an empty table).
+    #[serde(skip)]
+    pub admit: Option<ClassMap>,
+}
+
+fn key_name<S: serde::Serializer>(k: &KeyKind, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(match k {
+        KeyKind::FiveTuple => "5-tuple",
+        KeyKind::FlowLabel => "flow-label",
+    })
+}
+
+/// A reservation table's counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ReservationStats {
+    /// Its name.
+    pub name: String,
+    /// Flows it holds.
+    pub flows: u64,
+    /// IP packets looked up.
+    pub lookups: u64,
+    /// Packets of reserved flows (including each flow's first).
+    pub hits: u64,
+    /// Flows admitted.
+    pub admitted: u64,
+    /// Flows refused because the table was full.
+    pub refused_full: u64,
+    /// Packets without a key of the table's kind (no ports, a zero flow label).
+    pub no_key: u64,
+}
+
+impl ReservationStats {
+    fn count(&mut self, a: Admission) {
+        self.lookups += 1;
+        match a {
+            Admission::NoKey => self.no_key += 1,
+            Admission::Hit => self.hits += 1,
+            Admission::Admitted => {
+                self.hits += 1;
+                self.admitted += 1;
+            }
+            Admission::Full => self.refused_full += 1,
+            Admission::Miss => {}
+        }
+    }
+}
+
+struct Table {
+    params: ReservationParams,
+    table: Reservations,
+    stats: ReservationStats,
+}
+
 /// A compiled policy-map.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PolicyParams {
@@ -72,6 +138,8 @@ pub struct PolicyParams {
     pub classes: Vec<ClassParams>,
     /// How the class queues are served.
     pub scheduler: Scheduler,
+    /// Its reservation tables, by index ([`Cond::Reserved`]); at most 32.
+    pub reservations: Vec<ReservationParams>,
 }
 
 /// A policy that cannot be built.
@@ -80,9 +148,12 @@ pub enum PolicyError {
     /// More than one priority class (one low-latency queue here).
     #[error("classes '{0}' and '{1}' both have priority: one priority class per policy")]
     TwoPriorities(String, String),
-    /// The last class must match everything.
-    #[error("the last class must be class-default (no class map)")]
+    /// The last class, and only it, must match everything.
+    #[error("the last class, and only it, must be class-default (no class map)")]
     NoDefault,
+    /// More reservation tables than a packet's 32 bits can name.
+    #[error("at most 32 reservation tables per policy")]
+    TooManyTables,
     /// A WRED profile is unusable.
     #[error("class '{class}': {source}")]
     Wred {
@@ -156,6 +227,7 @@ pub struct Policy {
     name: String,
     classes: Vec<ClassState>,
     maps: Vec<ClassMap>,
+    tables: Vec<Table>,
     sched: Cbwfq,
 }
 
@@ -170,16 +242,43 @@ const EMPTY: crate::cbwfq::ClassStats = crate::cbwfq::ClassStats {
     dropped_early: 0,
 };
 
-/// The IP packet inside an Ethernet frame, with its length from its own header (so
-/// padding is not counted), or `None` for other frames.
-fn ip_range(frame: &[u8]) -> Option<(std::ops::Range<usize>, Fields)> {
+/// Where the IP packet lies in an Ethernet frame, by its own length field (so padding
+/// is not counted); `None` for other frames or a truncated fixed header.
+fn ip_range(frame: &[u8]) -> Option<std::ops::Range<usize>> {
     let ethertype = u16::from_be_bytes([*frame.get(12)?, *frame.get(13)?]);
     if ethertype != 0x0800 && ethertype != 0x86dd {
         return None;
     }
     let ip = frame.get(ETH_HEADER..)?;
-    let f = Fields::parse(ip)?;
-    Some((ETH_HEADER..ETH_HEADER + f.len.min(ip.len()), f))
+    let (len, header) = match ip.first()? >> 4 {
+        4 => (
+            usize::from(u16::from_be_bytes([*ip.get(2)?, *ip.get(3)?])),
+            20,
+        ),
+        6 => (
+            40 + usize::from(u16::from_be_bytes([*ip.get(4)?, *ip.get(5)?])),
+            40,
+        ),
+        _ => return None,
+    };
+    if ip.len() < header {
+        return None;
+    }
+    Some(ETH_HEADER..ETH_HEADER + len.min(ip.len()))
+}
+
+/// The DSCP of an IP packet, read in place (0 when it has none).
+fn dscp_of(ip: &[u8]) -> u8 {
+    match (ip.first().map(|b| b >> 4), ip.get(1)) {
+        (Some(4), Some(tos)) => tos >> 2,
+        (Some(6), Some(b1)) => ((ip[0] & 0x0f) << 2) | (b1 >> 6),
+        _ => 0,
+    }
+}
+
+/// The packet's fields, parsed once on first need.
+fn fields_of(cache: &mut Option<Option<Fields>>, ip: &[u8]) -> Option<Fields> {
+    *cache.get_or_insert_with(|| Fields::parse(ip))
 }
 
 impl Policy {
@@ -191,8 +290,13 @@ impl Policy {
         seed: u64,
         now: Instant,
     ) -> Result<Self, PolicyError> {
-        if params.classes.last().is_none_or(|c| c.map.is_some()) {
+        if params.classes.last().is_none_or(|c| c.map.is_some())
+            || params.classes.iter().rev().skip(1).any(|c| c.map.is_none())
+        {
             return Err(PolicyError::NoDefault);
+        }
+        if params.reservations.len() > 32 {
+            return Err(PolicyError::TooManyTables);
         }
         let mut priority: Option<(Priority, &str)> = None;
         let mut shares = Vec::new();
@@ -250,10 +354,23 @@ impl Policy {
             .iter()
             .filter_map(|c| c.map.clone())
             .collect();
+        let tables = params
+            .reservations
+            .into_iter()
+            .map(|p| Table {
+                table: Reservations::new(p.key),
+                stats: ReservationStats {
+                    name: p.name.clone(),
+                    ..ReservationStats::default()
+                },
+                params: p,
+            })
+            .collect();
         Ok(Self {
             name: params.name,
             classes,
             maps,
+            tables,
             sched,
         })
     }
@@ -263,19 +380,57 @@ impl Policy {
         &self.name
     }
 
-    /// Which class a frame falls in (index into the classes, class-default last).
-    pub fn classify(&self, frame: &[u8]) -> usize {
+    /// Which class a frame falls in (index into the classes, class-default last). The
+    /// reservation tables are looked up first (admitting new flows they take); a class
+    /// map that looks only at reservations is decided without parsing the packet
+    /// further, so a flow-label table never walks IPv6 extension headers.
+    pub fn classify(&mut self, frame: &[u8]) -> usize {
         let default = self.classes.len() - 1;
-        match ip_range(frame) {
-            Some((_, f)) => crate::classify::classify(&self.maps, &f).unwrap_or(default),
-            None => default,
+        let Some(r) = ip_range(frame) else {
+            return default;
+        };
+        let ip = &frame[r];
+        let mut fields = None;
+        let mut bits = 0u32;
+        for (i, t) in self.tables.iter_mut().enumerate() {
+            let admit = &t.params.admit;
+            let cache = &mut fields;
+            let found = t.table.lookup_or_admit(ip, 0, t.params.max_flows, || {
+                admit
+                    .as_ref()
+                    .is_some_and(|m| fields_of(cache, ip).is_some_and(|f| m.matches(&f)))
+            });
+            t.stats.count(found);
+            if matches!(found, Admission::Hit | Admission::Admitted) {
+                bits |= 1 << i;
+            }
         }
+        for (ci, m) in self.maps.iter().enumerate() {
+            let hit = if m.only_reservations() {
+                let held =
+                    |c: &Cond| matches!(c, Cond::Reserved(n) if bits & (1u32 << (n & 31)) != 0);
+                if m.all {
+                    m.conds.iter().all(held)
+                } else {
+                    m.conds.iter().any(held)
+                }
+            } else {
+                fields_of(&mut fields, ip).is_some_and(|mut f| {
+                    f.reserved = bits;
+                    m.matches(&f)
+                })
+            };
+            if hit {
+                return ci;
+            }
+        }
+        default
     }
 
     /// Offer an Ethernet frame at `now`.
     pub fn enqueue(&mut self, mut frame: Vec<u8>, now: Instant) -> Verdict {
         let ci = self.classify(&frame);
-        let ip = ip_range(&frame).map(|(r, _)| r);
+        let ip = ip_range(&frame);
         let c = &mut self.classes[ci];
         c.stats.offered_packets += 1;
         c.stats.offered_bytes += frame.len() as u64;
@@ -300,9 +455,7 @@ impl Policy {
             }
         }
         // The DSCP after marking and policing, for WRED's profile.
-        let dscp = ip
-            .and_then(|r| Fields::parse(&frame[r]))
-            .map_or(0, |f| f.dscp);
+        let dscp = ip.map_or(0, |r| dscp_of(&frame[r]));
         let target = c.target;
         let since = self.sched.empty_since(target);
         let wred = c.wred.as_mut();
@@ -343,6 +496,17 @@ impl Policy {
     /// The link under the policy.
     pub fn link(&self) -> &Link {
         self.sched.link()
+    }
+
+    /// Counters per reservation table, in the policy's order.
+    pub fn reservation_stats(&self) -> Vec<ReservationStats> {
+        self.tables
+            .iter()
+            .map(|t| ReservationStats {
+                flows: t.table.len() as u64,
+                ..t.stats.clone()
+            })
+            .collect()
     }
 
     /// Counters per class, in the policy's order.
@@ -454,11 +618,9 @@ mod tests {
         "2001:2:0:1::2".parse().unwrap()
     }
 
-    /// Seed 002's policy on a 10 Mbit/s link with a tx-ring of 2: traffic from the
-    /// sender's subnets marked EF with priority 2 Mbit/s (burst 50,000 B); the rest best
-    /// effort with a queue of 75 and, if asked, WRED (`min`, `max`, 1/10, n = 9).
-    fn seed_policy(wred: Option<(u32, u32)>, scheduler: Scheduler) -> Policy {
-        let link = Link::new(
+    /// 10 Mbit/s with a tx-ring of 2.
+    fn ring_link() -> Link {
+        Link::new(
             LinkParams {
                 rate_bps: 10_000_000,
                 limit_packets: Some(2),
@@ -466,10 +628,18 @@ mod tests {
             },
             1,
         )
-        .unwrap();
+        .unwrap()
+    }
+
+    /// Seed 002's policy on a 10 Mbit/s link with a tx-ring of 2: traffic from the
+    /// sender's subnets marked EF with priority 2 Mbit/s (burst 50,000 B); the rest best
+    /// effort with a queue of 75 and, if asked, WRED (`min`, `max`, 1/10, n = 9).
+    fn seed_policy(wred: Option<(u32, u32)>, scheduler: Scheduler) -> Policy {
+        let link = ring_link();
         let params = PolicyParams {
             name: "bouras".into(),
             scheduler,
+            reservations: Vec::new(),
             classes: vec![
                 ClassParams {
                     name: "foreground".into(),
@@ -762,5 +932,91 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn reservations_admit_new_flows_and_classify_them_without_a_full_parse() {
+        let link = ring_link();
+        let from_sender = ClassMap {
+            name: "audio".into(),
+            all: true,
+            conds: vec![Cond::SrcAny(vec![
+                (IpAddr::V4(Ipv4Addr::new(198, 18, 1, 0)), 24),
+                (IpAddr::V6("2001:2:0:1::".parse().unwrap()), 64),
+            ])],
+        };
+        let bandwidth = |weight| {
+            Queueing::Bandwidth(Share {
+                weight,
+                limit_packets: 64,
+            })
+        };
+        let params = PolicyParams {
+            name: "intserv".into(),
+            scheduler: Scheduler::Drr,
+            reservations: vec![ReservationParams {
+                name: "rsvp".into(),
+                key: KeyKind::FlowLabel,
+                max_flows: 2,
+                admit: Some(from_sender),
+            }],
+            classes: vec![
+                ClassParams {
+                    name: "reserved".into(),
+                    map: Some(ClassMap {
+                        name: "reserved".into(),
+                        all: true,
+                        conds: vec![Cond::Reserved(0)],
+                    }),
+                    set_dscp: None,
+                    police: None,
+                    queueing: bandwidth(70),
+                    wred: None,
+                },
+                ClassParams {
+                    name: "class-default".into(),
+                    map: None,
+                    set_dscp: None,
+                    police: None,
+                    queueing: bandwidth(30),
+                    wred: None,
+                },
+            ],
+        };
+        let mut p = Policy::new(params, link, 1, Instant::ZERO).unwrap();
+        let labelled = |label: u32, src: Ipv6Addr| {
+            let mut f = frame(IpAddr::V6(src), 0, 100, 0, 0);
+            f[14 + 1] = (label >> 16) as u8 & 0x0f;
+            f[14 + 2..14 + 4].copy_from_slice(&(label as u16).to_be_bytes());
+            f
+        };
+        // Two flows from the sender are admitted, the third finds the table full; a
+        // flow from elsewhere is not admitted; a zero label has no key.
+        assert_eq!(p.classify(&labelled(1, fg6())), 0);
+        assert_eq!(p.classify(&labelled(1, fg6())), 0);
+        assert_eq!(p.classify(&labelled(2, fg6())), 0);
+        assert_eq!(p.classify(&labelled(3, fg6())), 1);
+        assert_eq!(
+            p.classify(&labelled(4, "2001:2:0:2::2".parse().unwrap())),
+            1
+        );
+        assert_eq!(p.classify(&labelled(0, fg6())), 1);
+        // IPv4 has no label: its 5-tuple keys it, and the table is full.
+        assert_eq!(p.classify(&frame(IpAddr::V4(FG4), 0, 100, 0, 0)), 1);
+        let r = &p.reservation_stats()[0];
+        assert_eq!(
+            (
+                r.flows,
+                r.lookups,
+                r.hits,
+                r.admitted,
+                r.refused_full,
+                r.no_key
+            ),
+            (2, 7, 3, 2, 2, 1)
+        );
+        // A truncated frame is class-default and looks nothing up.
+        assert_eq!(p.classify(&labelled(1, fg6())[..20]), 1);
+        assert_eq!(p.reservation_stats()[0].lookups, 7);
     }
 }

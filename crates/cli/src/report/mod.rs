@@ -65,6 +65,9 @@ pub(crate) struct Row {
     /// 0: the measured flow; N: the point's Nth background flow.
     #[serde(skip_serializing_if = "is_zero")]
     flow: u8,
+    /// The lab router a router's figure is of.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    router: Option<String>,
     unit: &'static str,
     ipv4: Option<Sample>,
     ipv6: Option<Sample>,
@@ -101,14 +104,14 @@ pub(crate) struct TableRow {
 pub(crate) struct Results {
     /// In plan order, point by point.
     rows: Vec<Row>,
-    index: HashMap<(String, MetricKind, u8), usize>,
+    index: HashMap<(String, MetricKind, u8, Option<String>), usize>,
     pub(crate) runs: usize,
 }
 
 impl Results {
-    pub(crate) fn row(&self, point: &str, metric: MetricKind, flow: u8) -> Option<&Row> {
+    pub(crate) fn row(&self, point: &str, c: &Column) -> Option<&Row> {
         self.index
-            .get(&(point.to_owned(), metric, flow))
+            .get(&(point.to_owned(), c.metric, c.flow, c.router.clone()))
             .map(|i| &self.rows[*i])
     }
 }
@@ -174,49 +177,76 @@ pub(crate) fn run(args: ReportArgs) -> Result<()> {
     }
     let mut rows = Vec::new();
     let mut index = HashMap::new();
-    // The measured flow, then each background flow any run has.
+    // The measured flow, then each background flow any run has, then each lab router.
     let flows = records
         .iter()
         .map(|r| r.background.len())
         .max()
         .unwrap_or(0)
-        .min(8) as u8;
-    for point in &order {
-        for flow in 0..=flows {
-            for m in MetricKind::ALL {
-                let column = Column {
+        .min(lab::plan::MAX_BACKGROUND) as u8;
+    let routers: std::collections::BTreeSet<&String> =
+        records.iter().flat_map(|r| r.routers.keys()).collect();
+    let mut columns: Vec<Column> = (0..=flows)
+        .flat_map(|flow| {
+            MetricKind::ALL
+                .into_iter()
+                .filter(|m| !matches!(m, MetricKind::CpuPerFrame | MetricKind::QosPerFrame))
+                .map(move |m| Column {
                     metric: m,
                     unit: m.default_unit(),
                     flow,
-                };
-                let values = |family: u8| -> Vec<f64> {
-                    records
-                        .iter()
-                        .filter(|r| &r.point == point && r.run.family == family)
-                        .filter_map(|r| column.of(&r.report, &r.background))
-                        .collect()
-                };
-                let ipv4 = Sample::new(&values(4), DEFAULT_LEVEL);
-                let ipv6 = Sample::new(&values(6), DEFAULT_LEVEL);
-                if ipv4.is_none() && ipv6.is_none() {
-                    continue;
-                }
-                let cmp = ipv4
-                    .as_ref()
-                    .zip(ipv6.as_ref())
-                    .and_then(|(a, b)| compare(a, b, DEFAULT_ALPHA));
-                index.insert((point.clone(), m, flow), rows.len());
-                rows.push(Row {
-                    point: point.clone(),
-                    factors: factors.get(point).cloned().unwrap_or_default(),
-                    metric: m,
-                    flow,
-                    unit: m.base_unit(),
-                    ipv4,
-                    ipv6,
-                    ipv6_vs_ipv4: cmp,
-                });
+                    router: None,
+                })
+        })
+        .collect();
+    for r in &routers {
+        for metric in [MetricKind::CpuPerFrame, MetricKind::QosPerFrame] {
+            columns.push(Column {
+                metric,
+                unit: metric.default_unit(),
+                flow: 0,
+                router: Some((*r).clone()),
+            });
+        }
+    }
+    for point in &order {
+        for column in &columns {
+            let values = |family: u8| -> Vec<f64> {
+                records
+                    .iter()
+                    .filter(|r| &r.point == point && r.run.family == family)
+                    .filter_map(|r| column.of(r))
+                    .collect()
+            };
+            let ipv4 = Sample::new(&values(4), DEFAULT_LEVEL);
+            let ipv6 = Sample::new(&values(6), DEFAULT_LEVEL);
+            if ipv4.is_none() && ipv6.is_none() {
+                continue;
             }
+            let cmp = ipv4
+                .as_ref()
+                .zip(ipv6.as_ref())
+                .and_then(|(a, b)| compare(a, b, DEFAULT_ALPHA));
+            index.insert(
+                (
+                    point.clone(),
+                    column.metric,
+                    column.flow,
+                    column.router.clone(),
+                ),
+                rows.len(),
+            );
+            rows.push(Row {
+                point: point.clone(),
+                factors: factors.get(point).cloned().unwrap_or_default(),
+                metric: column.metric,
+                flow: column.flow,
+                router: column.router.clone(),
+                unit: column.metric.base_unit(),
+                ipv4,
+                ipv6,
+                ipv6_vs_ipv4: cmp,
+            });
         }
     }
     let results = Results {
@@ -226,9 +256,19 @@ pub(crate) fn run(args: ReportArgs) -> Result<()> {
     };
     let has = |p: &str, flow: u8| {
         flow == 0
-            || MetricKind::ALL
-                .iter()
-                .any(|m| results.row(p, *m, flow).is_some())
+            || MetricKind::ALL.iter().any(|m| {
+                results
+                    .row(
+                        p,
+                        &Column {
+                            metric: *m,
+                            unit: m.default_unit(),
+                            flow,
+                            router: None,
+                        },
+                    )
+                    .is_some()
+            })
     };
     let tables = tables(&specs, &order, &factors, flows, &has);
 
@@ -346,11 +386,13 @@ fn tables(
             s.holds(factors_of(p))
                 && s.metrics
                     .iter()
-                    .any(|c| c.flow == flow && c.metric.covers(m))
+                    .any(|c| c.flow == flow && c.router.is_none() && c.metric.covers(m))
         })
     };
     let declared = !out.is_empty();
-    for (flow, m) in (0..=flows).flat_map(|f| DEFAULT_METRICS.map(|m| (f, m))) {
+    // Background flows beyond the eighth (seed 001's many identical streams) have rows
+    // in `--json` but no tables of their own unless the plan declares them.
+    for (flow, m) in (0..=flows.min(8)).flat_map(|f| DEFAULT_METRICS.map(|m| (f, m))) {
         let mut loose: Vec<(String, Vec<&String>)> = Vec::new();
         for p in order.iter().filter(|p| !shown(p, m, flow) && has(p, flow)) {
             let f = factors_of(p);
@@ -374,6 +416,7 @@ fn tables(
                 metric: m,
                 unit: m.default_unit(),
                 flow,
+                router: None,
             };
             let mut title = if group.is_empty() {
                 column.heading()
@@ -416,13 +459,17 @@ fn table(
         .collect();
     keys.sort_unstable();
     keys.dedup();
-    let varying: Vec<&String> = keys
+    let mut varying: Vec<&String> = keys
         .into_iter()
         .filter(|k| {
             let first = points.first().and_then(|p| f(p).get(*k));
             points.iter().any(|p| f(p).get(*k) != first)
         })
         .collect();
+    // Points that name their own factors are told apart by those, not by their labels.
+    if varying.len() > 1 {
+        varying.retain(|k| k.as_str() != "point");
+    }
     let single = match varying.as_slice() {
         [k] if points.iter().all(|p| f(p).contains_key(*k)) => Some(*k),
         _ => None,
@@ -507,7 +554,7 @@ fn csv(tables: &[Table], results: &Results) -> String {
     for t in tables {
         for r in &t.rows {
             for c in &t.metrics {
-                let row = results.row(&r.point, c.metric, c.flow);
+                let row = results.row(&r.point, c);
                 let scaled =
                     |v: Option<f64>| v.map_or(String::new(), |v| (v / c.unit.scale).to_string());
                 let side = |s: Option<&Sample>| match s {
@@ -528,10 +575,10 @@ fn csv(tables: &[Table], results: &Results) -> String {
                     q(&t.title),
                     q(&r.label),
                     q(&r.point),
-                    if c.flow == 0 {
-                        c.metric.key().to_owned()
-                    } else {
-                        format!("bg{}.{}", c.flow, c.metric.key())
+                    match (&c.router, c.flow) {
+                        (Some(r), _) => format!("{r}.{}", c.metric.key()),
+                        (None, 0) => c.metric.key().to_owned(),
+                        (None, n) => format!("bg{n}.{}", c.metric.key()),
                     },
                     q(&c.unit.name),
                     side(row.and_then(|r| r.ipv4.as_ref())),
@@ -590,6 +637,7 @@ mod tests {
                     metric: *m,
                     unit: Unit::parse(*m, u).unwrap(),
                     flow: 0,
+                    router: None,
                 })
                 .collect(),
             paper: BTreeMap::new(),

@@ -50,7 +50,7 @@ fn cell(s: Option<&Sample>, c: &Column) -> String {
 fn cells(t: &Table, results: &Results, point: &str, label: &str) -> Vec<String> {
     let mut out = Vec::new();
     for (i, c) in t.metrics.iter().enumerate() {
-        let row = results.row(point, c.metric, c.flow);
+        let row = results.row(point, c);
         let cmp = row.and_then(|r| r.ipv6_vs_ipv4.as_ref());
         out.push(cell(row.and_then(|r| r.ipv4.as_ref()), c));
         out.push(cell(row.and_then(|r| r.ipv6.as_ref()), c));
@@ -112,7 +112,10 @@ fn caption(t: &Table) -> Vec<String> {
     )];
     for c in &t.metrics {
         if c.flow == 0 {
-            out.push(format!("{}: {}.", c.metric.title(), c.metric.definition()));
+            let what = format!("{}: {}.", c.metric.title(), c.metric.definition());
+            if !out.contains(&what) {
+                out.push(what);
+            }
         }
     }
     if t.metrics.iter().any(|c| c.flow > 0) {
@@ -200,7 +203,7 @@ pub(crate) fn plots(tables: &[Table], results: &Results) -> Vec<Plot> {
                 format!("{} – {}", t.title, c.metric.title())
             };
             let pick = |point: &str, family: u8| {
-                results.row(point, c.metric, c.flow).and_then(|r| {
+                results.row(point, c).and_then(|r| {
                     if family == 4 {
                         r.ipv4.as_ref()
                     } else {

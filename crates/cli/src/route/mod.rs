@@ -67,12 +67,21 @@ enum Egress {
 }
 
 impl Egress {
-    fn enqueue(&mut self, frame: Vec<u8>, now: Instant) {
+    fn enqueue(&mut self, frame: Vec<u8>, now: Instant, cpu: &mut CpuBase) {
         // A drop is counted in the link's or the policy's stats.
-        let _ = match self {
-            Self::Link(l) => l.enqueue(frame, now),
-            Self::Policy(p) => p.enqueue(frame, now),
-        };
+        match self {
+            Self::Link(l) => {
+                let _ = l.enqueue(frame, now);
+            }
+            Self::Policy(p) => {
+                // The policy's own cost (classify, mark, police, queue), by the
+                // monotonic clock (a vDSO read) around it.
+                let t0 = netio::clock::mono_ns();
+                let _ = p.enqueue(frame, now);
+                cpu.qos_ns += netio::clock::mono_ns().saturating_sub(t0);
+                cpu.qos_frames += 1;
+            }
+        }
     }
 
     fn dequeue(&mut self, now: Instant) -> Option<Vec<u8>> {
@@ -102,6 +111,7 @@ impl Egress {
             Self::Policy(p) => serde_json::json!({
                 "policy": p.name(),
                 "classes": p.stats(),
+                "reservations": p.reservation_stats(),
             }),
         }
     }
@@ -301,6 +311,14 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
     };
     let start = Instant::from_nanos(netio::clock::mono_ns());
     let mut qos = QosState::default();
+    // Where the CPU accounting starts: now, then at each reload.
+    let mut cpu = CpuBase {
+        thread_cpu_ns: netio::clock::thread_cpu_ns(),
+        frames: 0,
+        busy_ns: 0,
+        qos_ns: 0,
+        qos_frames: 0,
+    };
     let mut links = match load_egress(&cfg, args.qos.as_deref(), start) {
         Ok(l) => l,
         Err(e) => usage!("{e}"),
@@ -342,6 +360,10 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
         let now_ns = netio::clock::mono_ns();
         let now = Instant::from_nanos(now_ns);
+        // The CPU time of frame handling (receive, forward, classify, queue, send), not
+        // of waking idle or writing the counters: what a frame costs the router.
+        let cpu_before = netio::clock::thread_cpu_ns();
+        let mut handled = 0u64;
         for (i, sock) in socks.iter_mut().enumerate() {
             let mut frames: Vec<Vec<u8>> = Vec::new();
             let got = sock.recv_batch(256, |frame, info| {
@@ -365,9 +387,10 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
                 Ok(_) => {}
                 Err(e) => io[i].error(&cfg.names[i], &e),
             }
+            handled += frames.len() as u64;
             for f in frames {
                 if let Some(out) = fwd.handle_frame(i, &f) {
-                    links[out.iface].enqueue(out.frame, now);
+                    links[out.iface].enqueue(out.frame, now, &mut cpu);
                 }
             }
         }
@@ -388,6 +411,7 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
                         }
                         pending[i].pop_front();
                         sent = true;
+                        handled += 1;
                     }
                     Ok(false) => {
                         io[i].tx_ring_full += 1;
@@ -405,6 +429,9 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
                 }
             }
         }
+        if handled > 0 {
+            cpu.busy_ns += netio::clock::thread_cpu_ns().saturating_sub(cpu_before);
+        }
         // SIGUSR2: read the QoS file again and start every egress afresh (counters from
         // zero; frames still queued are discarded). A file that does not read keeps the
         // running policies and says why in the stats.
@@ -413,6 +440,13 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
             match load_egress(&cfg, args.qos.as_deref(), now) {
                 Ok(l) => {
                     links = l;
+                    cpu = CpuBase {
+                        thread_cpu_ns: netio::clock::thread_cpu_ns(),
+                        frames: rx_frames(&fwd),
+                        busy_ns: 0,
+                        qos_ns: 0,
+                        qos_frames: 0,
+                    };
                     qos.reloads += 1;
                     qos.error = None;
                     eprintln!("dualperf route: reloaded {}", qos_file(&args));
@@ -443,7 +477,15 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
             }
             write_stats(
                 &args,
-                &stats_json(&fwd, &links, &socks, &io, &qos, now_ns - started),
+                &stats_json(
+                    &fwd,
+                    &links,
+                    &socks,
+                    &io,
+                    &qos,
+                    &cpu_since(&cpu, &fwd),
+                    now_ns - started,
+                ),
             );
             next_stats = now_ns + 500_000_000;
         }
@@ -475,6 +517,7 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
         &socks,
         &io,
         &qos,
+        &cpu_since(&cpu, &fwd),
         netio::clock::mono_ns() - started,
     );
     write_stats(&args, &doc);
@@ -482,6 +525,57 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
         eprintln!("{}", serde_json::to_string_pretty(&doc)?);
     }
     Ok(())
+}
+
+/// The router thread's CPU time spent handling frames, and the frames it received, since
+/// it started or last reloaded: its cost per frame (receive, forward, classify, queue,
+/// send), as seed 001 measures a router's processing load. Loop turns that handled no
+/// frame (timer wake-ups, writing these counters) are left out.
+#[derive(Debug, Default, serde::Serialize)]
+struct CpuStats {
+    /// CPU time of the forwarding thread in turns that handled frames (user + system,
+    /// CLOCK_THREAD_CPUTIME_ID), ns.
+    busy_ns: u64,
+    /// All the thread's CPU time, idle turns and counters included, ns.
+    thread_cpu_ns: u64,
+    /// Frames received on every interface.
+    frames: u64,
+    /// `busy_ns / frames`; `null` before the first frame.
+    cpu_ns_per_frame: Option<f64>,
+    /// Time spent inside service policies' enqueue (classification, reservations,
+    /// marking, policing, WRED, queueing), ns.
+    qos_ns: u64,
+    /// Frames offered to service policies.
+    qos_frames: u64,
+    /// `qos_ns / qos_frames`: a policy's cost per frame; `null` without a policy.
+    qos_ns_per_frame: Option<f64>,
+}
+
+/// Where the CPU accounting starts: at start, then at each reload.
+struct CpuBase {
+    thread_cpu_ns: u64,
+    frames: u64,
+    busy_ns: u64,
+    qos_ns: u64,
+    qos_frames: u64,
+}
+
+fn cpu_since(base: &CpuBase, fwd: &Forwarder) -> CpuStats {
+    let frames = rx_frames(fwd).saturating_sub(base.frames);
+    CpuStats {
+        busy_ns: base.busy_ns,
+        thread_cpu_ns: netio::clock::thread_cpu_ns().saturating_sub(base.thread_cpu_ns),
+        frames,
+        cpu_ns_per_frame: (frames > 0).then(|| base.busy_ns as f64 / frames as f64),
+        qos_ns: base.qos_ns,
+        qos_frames: base.qos_frames,
+        qos_ns_per_frame: (base.qos_frames > 0)
+            .then(|| base.qos_ns as f64 / base.qos_frames as f64),
+    }
+}
+
+fn rx_frames(fwd: &Forwarder) -> u64 {
+    fwd.stats().iter().map(|s| s.rx_frames).sum()
 }
 
 /// What became of the QoS file's reloads (SIGUSR2; SIGHUP, like SIGINT and SIGTERM, stops the router).
@@ -610,6 +704,7 @@ fn stats_json(
     socks: &[PacketSocket],
     io: &[IoStats],
     qos: &QosState,
+    cpu: &CpuStats,
     uptime_ns: u64,
 ) -> serde_json::Value {
     let ifaces: Vec<serde_json::Value> = fwd
@@ -637,6 +732,7 @@ fn stats_json(
         "format_version": 1,
         "uptime_ns": uptime_ns,
         "qos": qos,
+        "cpu": cpu,
         "interfaces": ifaces,
     })
 }

@@ -119,8 +119,9 @@ fn a_killed_run_resumes_without_measuring_twice() {
         .assert_success()
         .json();
     let rows = doc["rows"].as_array().unwrap();
-    // Throughput, one-way delay, delay, jitter, loss: no rtt without --meter rtt.
-    assert_eq!(rows.len(), 2 * 5, "{doc:#}");
+    // Throughput, frame throughput, one-way delay, delay, jitter (D-ITG's and RFC
+    // 3550's), loss: no rtt without --meter rtt.
+    assert_eq!(rows.len(), 2 * 7, "{doc:#}");
     assert!(rows.iter().all(|r| r["metric"] != "rtt"));
     for r in rows {
         assert_eq!(r["ipv4"]["n"], 2, "{r:#}");

@@ -15,6 +15,9 @@ use wire::ds::Dscp;
 
 use super::QosError;
 
+/// The placeholder of a class map's `reservation` until a policy names its table.
+pub(super) const UNRESOLVED: u8 = u8::MAX;
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct File {
@@ -70,6 +73,8 @@ pub(super) struct ClassMapFile {
     #[serde(default)]
     pub(super) dscp: Option<Vec<Scalar>>,
     #[serde(default)]
+    pub(super) reservation: Option<String>,
+    #[serde(default)]
     pub(super) protocol: Option<Scalar>,
     #[serde(default)]
     pub(super) src: Option<OneOrMany>,
@@ -98,7 +103,20 @@ pub(super) struct PolicyFile {
     #[serde(default)]
     pub(super) scheduler: Option<String>,
     #[serde(default)]
+    pub(super) reservation: Vec<Spanned<ReservationFile>>,
+    #[serde(default)]
     pub(super) class: Vec<Spanned<PolicyClassFile>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ReservationFile {
+    pub(super) name: String,
+    pub(super) key: String,
+    #[serde(default)]
+    pub(super) max_flows: Option<usize>,
+    #[serde(default)]
+    pub(super) admit: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -339,6 +357,10 @@ pub(super) fn class_map(c: &ClassMapFile, line: Option<usize>) -> Result<ClassMa
     if let Some(s) = &c.length {
         let (a, b) = parse_range(s, 65535).ok_or_else(|| bad("length", s, "bytes or FROM-TO"))?;
         conds.push(Cond::Len(a as usize, b as usize));
+    }
+    if c.reservation.is_some() {
+        // The table's index is the policy's: set when a policy uses the class map.
+        conds.push(Cond::Reserved(UNRESOLVED));
     }
     let all = match c.mode.as_deref() {
         None | Some("all") => true,

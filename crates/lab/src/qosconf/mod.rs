@@ -42,6 +42,24 @@
 //! output = "bouras"
 //! ```
 //!
+//! Per-flow reservations (seed 001's RSVP classification), declared in a policy and
+//! asked about by a class map:
+//!
+//! ```toml
+//! [[class_map]]
+//! name = "audio"                # the flows to reserve (their first packet admits them)
+//! src = "2001:2:0:1::/64"
+//! [[class_map]]
+//! name = "reserved"
+//! reservation = "rsvp"          # true for packets of flows table "rsvp" holds
+//!
+//! [[policy_map.reservation]]
+//! name = "rsvp"
+//! key = "flow-label"            # or "5-tuple"; IPv4 falls back to its 5-tuple
+//! max_flows = 1000
+//! admit = "audio"
+//! ```
+//!
 //! Rules, as IOS 12.2T (pre-HQF) has them (reference: shared/reference/qos.md §1):
 //! - one policy's `bandwidth` classes use one form (kbit/s, percent, or remaining
 //!   percent); priority + fixed bandwidths may not exceed `max_reserved` of the link;
@@ -63,8 +81,8 @@ use file::{class_map, err, parse_amount, parse_dscp, police, wred, Amount, Bandw
 use std::collections::BTreeMap;
 
 use qos::cbwfq::{Priority, Scheduler, Share};
-use qos::classify::ClassMap;
-use qos::policy::{ClassParams, PoliceParams, PolicyParams, Queueing};
+use qos::classify::{ClassMap, Cond, KeyKind};
+use qos::policy::{ClassParams, PoliceParams, PolicyParams, Queueing, ReservationParams};
 use qos::wred::WredParams;
 
 /// The QoS file format this build reads.
@@ -106,6 +124,7 @@ pub struct PolicySpec {
     pub tx_ring: u32,
     max_reserved_percent: f64,
     scheduler: Scheduler,
+    reservations: Vec<ReservationParams>,
     classes: Vec<ClassSpec>,
 }
 
@@ -141,6 +160,8 @@ impl QosConfig {
             ));
         }
         let mut maps: BTreeMap<String, ClassMap> = BTreeMap::new();
+        // Class map → the reservation table it asks about, by name.
+        let mut wants_table: BTreeMap<String, String> = BTreeMap::new();
         for m in &file.class_map {
             let line = line_at(m.span().start);
             let c = m.get_ref();
@@ -157,6 +178,9 @@ impl QosConfig {
                 ));
             }
             maps.insert(c.name.clone(), class_map(c, line)?);
+            if let Some(r) = &c.reservation {
+                wants_table.insert(c.name.clone(), r.clone());
+            }
         }
         let mut policies = BTreeMap::new();
         for p in &file.policy_map {
@@ -199,6 +223,66 @@ impl QosConfig {
             if pf.class.len() > MAX_CLASSES {
                 return Err(err(pline, format!("at most {MAX_CLASSES} classes")));
             }
+            let mut reservations: Vec<ReservationParams> = Vec::new();
+            for r in &pf.reservation {
+                let line = line_at(r.span().start);
+                let rf = r.get_ref();
+                if reservations.iter().any(|x| x.name == rf.name) {
+                    return Err(err(
+                        line,
+                        format!("reservation '{}' is declared twice", rf.name),
+                    ));
+                }
+                if reservations.len() == 32 {
+                    return Err(err(line, "at most 32 reservation tables per policy"));
+                }
+                let key = match rf.key.as_str() {
+                    "5-tuple" => KeyKind::FiveTuple,
+                    "flow-label" => KeyKind::FlowLabel,
+                    o => {
+                        return Err(err(
+                            line,
+                            format!(
+                                "reservation '{}': key '{o}': \"5-tuple\" or \"flow-label\"",
+                                rf.name
+                            ),
+                        ))
+                    }
+                };
+                let max_flows = rf.max_flows.unwrap_or(1000);
+                if !(1..=1_000_000).contains(&max_flows) {
+                    return Err(err(
+                        line,
+                        format!("reservation '{}': max_flows 1 to 1000000", rf.name),
+                    ));
+                }
+                let admit = match &rf.admit {
+                    None => None,
+                    Some(m) => match maps.get(m) {
+                        Some(map) if !map.conds.iter().any(|c| matches!(c, Cond::Reserved(_))) => {
+                            Some(map.clone())
+                        }
+                        Some(_) => {
+                            return Err(err(
+                                line,
+                                format!("reservation '{}': admit '{m}' may not itself ask about reservations", rf.name),
+                            ))
+                        }
+                        None => {
+                            return Err(err(
+                                line,
+                                format!("reservation '{}': admit '{m}': no class_map of that name", rf.name),
+                            ))
+                        }
+                    },
+                };
+                reservations.push(ReservationParams {
+                    name: rf.name.clone(),
+                    key,
+                    max_flows,
+                    admit,
+                });
+            }
             let mut classes: Vec<ClassSpec> = Vec::new();
             for c in &pf.class {
                 let line = line_at(c.span().start);
@@ -210,12 +294,29 @@ impl QosConfig {
                 let map = if is_default {
                     None
                 } else {
-                    Some(maps.get(&cf.name).cloned().ok_or_else(|| {
+                    let mut m = maps.get(&cf.name).cloned().ok_or_else(|| {
                         err(
                             line,
                             format!("class '{}': no class_map of that name", cf.name),
                         )
-                    })?)
+                    })?;
+                    if let Some(table) = wants_table.get(&cf.name) {
+                        let i = reservations.iter().position(|r| &r.name == table).ok_or_else(|| {
+                            err(
+                                line,
+                                format!(
+                                    "class '{}': its class_map asks about reservation '{table}', which policy_map '{}' does not declare",
+                                    cf.name, pf.name
+                                ),
+                            )
+                        })?;
+                        for c in &mut m.conds {
+                            if *c == Cond::Reserved(file::UNRESOLVED) {
+                                *c = Cond::Reserved(i as u8);
+                            }
+                        }
+                    }
+                    Some(m)
                 };
                 let amount = |s: &str, what: &str| {
                     parse_amount(s).ok_or_else(|| {
@@ -379,6 +480,7 @@ impl QosConfig {
                     tx_ring,
                     max_reserved_percent,
                     scheduler,
+                    reservations,
                     classes,
                 },
             );
@@ -554,6 +656,7 @@ impl PolicySpec {
             name: self.name.clone(),
             classes: out,
             scheduler: self.scheduler,
+            reservations: self.reservations.clone(),
         })
     }
 }
@@ -677,5 +780,65 @@ mod tests {
         );
         assert_eq!(a.violate, Action::SetDscp(10));
         assert_eq!(a.exceed, Action::SetDscp(10));
+    }
+
+    #[test]
+    fn reservation_tables_are_the_policys_and_class_maps_ask_about_them() {
+        for (text, key) in [
+            (
+                include_str!("../../../../plans/qos/seed001-flow-label.toml"),
+                KeyKind::FlowLabel,
+            ),
+            (
+                include_str!("../../../../plans/qos/seed001-5-tuple.toml"),
+                KeyKind::FiveTuple,
+            ),
+        ] {
+            let p = QosConfig::parse(text)
+                .unwrap()
+                .params_for("to-r2", 10_000_000)
+                .unwrap()
+                .unwrap();
+            assert_eq!(p.reservations.len(), 1);
+            let r = &p.reservations[0];
+            assert_eq!((r.key, r.max_flows), (key, 1000));
+            assert_eq!(r.admit.as_ref().unwrap().name, "audio");
+            assert_eq!(
+                p.classes[0].map.as_ref().unwrap().conds,
+                vec![Cond::Reserved(0)]
+            );
+        }
+        let base = include_str!("../../../../plans/qos/seed001-flow-label.toml");
+        for (from, to, want) in [
+            (
+                "key = \"flow-label\"",
+                "key = \"label\"",
+                "\"5-tuple\" or \"flow-label\"",
+            ),
+            (
+                "admit = \"audio\"",
+                "admit = \"nope\"",
+                "admit 'nope': no class_map",
+            ),
+            (
+                "admit = \"audio\"",
+                "admit = \"reserved\"",
+                "may not itself ask",
+            ),
+            (
+                "name = \"rsvp\"\nkey",
+                "name = \"other\"\nkey",
+                "does not declare",
+            ),
+            (
+                "max_flows = 1000",
+                "max_flows = 0",
+                "max_flows 1 to 1000000",
+            ),
+        ] {
+            let e = QosConfig::parse(&base.replace(from, to)).unwrap_err();
+            assert!(e.to_string().contains(want), "{to}: {e}");
+            assert!(e.line.is_some(), "{to}: {e}");
+        }
     }
 }
