@@ -49,6 +49,8 @@ fuzz_target!(|data: &[u8]| {
         Share { weight: 10, limit_packets: 10 },
     ];
     let mut q = Cbwfq::new(link, Some(prio), &shares, Instant::ZERO);
+    // The second class serves its packets by conversation (`fair-queue`).
+    assert!(q.set_fair_queue(1, 0));
     let mut tbf = Tbf::new(
         TbfParams { rate_bps: 800_000, burst_bytes: 3000, limit_packets: 16 },
         Instant::ZERO,
@@ -65,7 +67,12 @@ fuzz_target!(|data: &[u8]| {
                     n => Class::Bandwidth(usize::from(n - 1)),
                 };
                 offered += 1;
-                if q.enqueue(class, vec![0; size], Instant::from_nanos(now)) != Verdict::Queued {
+                // IPv4-looking bytes with the op's values, so conversations differ.
+                let mut pkt = vec![0; size];
+                pkt[0] = 0x45;
+                pkt[size - 1] = a;
+                pkt[1] = b;
+                if q.enqueue(class, pkt, Instant::from_nanos(now)) != Verdict::Queued {
                     dropped += 1;
                 }
                 t_offered += 1;

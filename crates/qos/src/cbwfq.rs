@@ -288,6 +288,15 @@ impl Cbwfq {
         }
     }
 
+    /// Serve bandwidth class `i`'s queue by conversation (`fair-queue`; IP header at
+    /// `offset`). Only under the DRR scheduler, before packets arrive; `false` otherwise.
+    pub fn set_fair_queue(&mut self, i: usize, offset: usize) -> bool {
+        match &mut self.drr {
+            Inner::Drr(d) => d.set_fair_queue(i, offset),
+            _ => false,
+        }
+    }
+
     /// Whether a packet arriving at `now` would wait in a class queue (the ring is full
     /// or packets are already waiting): the interface is congested, and the class's
     /// policer and WRED act.

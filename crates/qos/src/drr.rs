@@ -11,6 +11,7 @@ use std::collections::VecDeque;
 use serde::Serialize;
 use wire::time::Instant;
 
+use crate::fq::FairQueue;
 use crate::{DropReason, Verdict};
 
 /// A class's configuration.
@@ -35,9 +36,57 @@ pub struct DrrStats {
     pub dropped: u64,
 }
 
+/// A class's queue: one FIFO, or conversations served fairly ([`FairQueue`]).
+enum ClassQueue {
+    Fifo(VecDeque<Vec<u8>>),
+    Fair(Box<FairQueue>),
+}
+
+impl ClassQueue {
+    fn len(&self) -> usize {
+        match self {
+            Self::Fifo(q) => q.len(),
+            Self::Fair(q) => q.len(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether `pkt` finds its queue at `limit`: the class's FIFO, or its conversation.
+    fn full_for(&self, pkt: &[u8], limit: usize) -> bool {
+        match self {
+            Self::Fifo(q) => q.len() >= limit,
+            Self::Fair(q) => q.conversation_len(pkt) >= limit,
+        }
+    }
+
+    fn push_back(&mut self, pkt: Vec<u8>) {
+        match self {
+            Self::Fifo(q) => q.push_back(pkt),
+            Self::Fair(q) => q.push(pkt),
+        }
+    }
+
+    fn front_len(&mut self) -> Option<usize> {
+        match self {
+            Self::Fifo(q) => q.front().map(Vec::len),
+            Self::Fair(q) => q.peek_len(),
+        }
+    }
+
+    fn pop_front(&mut self) -> Option<Vec<u8>> {
+        match self {
+            Self::Fifo(q) => q.pop_front(),
+            Self::Fair(q) => q.pop(),
+        }
+    }
+}
+
 struct Class {
     cfg: DrrClass,
-    queue: VecDeque<Vec<u8>>,
+    queue: ClassQueue,
     deficit: u64,
     stats: DrrStats,
 }
@@ -63,7 +112,7 @@ impl Drr {
                         quantum_bytes: c.quantum_bytes.max(1),
                         ..*c
                     },
-                    queue: VecDeque::new(),
+                    queue: ClassQueue::Fifo(VecDeque::new()),
                     deficit: 0,
                     stats: DrrStats::default(),
                 })
@@ -78,7 +127,7 @@ impl Drr {
         let Some(c) = self.classes.get_mut(class) else {
             return Verdict::Dropped(DropReason::QueueLimitPackets);
         };
-        if c.queue.len() >= c.cfg.limit_packets as usize {
+        if c.queue.full_for(&pkt, c.cfg.limit_packets as usize) {
             c.stats.dropped += 1;
             return Verdict::Dropped(DropReason::QueueLimitPackets);
         }
@@ -99,7 +148,7 @@ impl Drr {
                 c.deficit += u64::from(c.cfg.quantum_bytes);
                 self.turn_started = true;
             }
-            let head = c.queue.front().map_or(0, |p| p.len() as u64);
+            let head = c.queue.front_len().map_or(0, |l| l as u64);
             if head <= c.deficit {
                 let pkt = c.queue.pop_front()?;
                 c.deficit -= head;
@@ -126,6 +175,19 @@ impl Drr {
     /// A class's counters.
     pub fn stats(&self, class: usize) -> Option<&DrrStats> {
         self.classes.get(class).map(|c| &c.stats)
+    }
+
+    /// Serve class `class`'s packets by conversation (flow-based fair queueing, Cisco's
+    /// `fair-queue`; the IP header at `offset` in each packet) instead of one FIFO.
+    /// Only before the class holds packets; `false` otherwise or out of range.
+    pub fn set_fair_queue(&mut self, class: usize, offset: usize) -> bool {
+        match self.classes.get_mut(class) {
+            Some(c) if c.queue.is_empty() => {
+                c.queue = ClassQueue::Fair(Box::new(FairQueue::new(offset)));
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Packets queued in one class.

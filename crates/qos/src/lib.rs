@@ -19,6 +19,7 @@
 //! - [`classify`]: packet fields, first-match class maps, and reservation tables keyed
 //!   by the 5-tuple or the IPv6 flow-label 3-tuple.
 //! - [`drr`]: deficit round robin over class queues.
+//! - [`fq`]: flow-based fair queueing inside a class (`fair-queue`).
 //! - [`mark`]: DSCP marking in place (RFC 1624 checksum update) and the IPv6
 //!   extension-header walk to the transport header (RFC 8200).
 //! - [`mdrr`]: modified deficit round robin with a low-latency queue (Cisco 12000/IOS XR).
@@ -37,6 +38,7 @@ pub mod cbwfq;
 pub mod classify;
 pub mod drr;
 pub mod forward;
+pub mod fq;
 pub mod hist;
 pub mod link;
 pub mod mark;

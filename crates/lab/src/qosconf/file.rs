@@ -139,6 +139,8 @@ pub(super) struct PolicyClassFile {
     pub(super) police: Option<PoliceFile>,
     #[serde(default)]
     pub(super) random_detect: Option<WredFile>,
+    #[serde(default)]
+    pub(super) fair_queue: Option<bool>,
 }
 
 #[derive(Deserialize)]

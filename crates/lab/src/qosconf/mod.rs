@@ -35,6 +35,7 @@
 //! bandwidth = "55%"             # or "5500kbit", or bandwidth_remaining = "100%"
 //! police = { cir = "8mbit", bc = 50000, be = 0, conform = "transmit", exceed = "drop" }
 //! random_detect = { weight = 9, min = 30, max = 50, denominator = 10, count_rule = "bernoulli" }
+//! fair_queue = true             # conversations served fairly inside the class (drr only)
 //! # per DSCP: random_detect.dscp = [{ dscp = "af11", min = 32, max = 40, denominator = 10 }]
 //!
 //! [[service_policy]]
@@ -112,6 +113,7 @@ struct ClassSpec {
     set_dscp: Option<u8>,
     police: Option<PoliceParams>,
     wred: Option<WredParams>,
+    fair_queue: bool,
 }
 
 /// A validated policy-map; [`QosConfig::params_for`] resolves it against a link.
@@ -416,6 +418,16 @@ impl QosConfig {
                         return Err(err(line, format!("class '{}': a WRED max threshold above the queue_limit {queue_limit} is never reached", cf.name)));
                     }
                 }
+                let fair_queue = cf.fair_queue.unwrap_or(false);
+                if fair_queue && (priority.is_some() || scheduler != Scheduler::Drr) {
+                    return Err(err(
+                        line,
+                        format!(
+                            "class '{}': fair_queue needs a bandwidth class (or class-default) under scheduler \"drr\"",
+                            cf.name
+                        ),
+                    ));
+                }
                 classes.push(ClassSpec {
                     line,
                     name: cf.name.clone(),
@@ -426,6 +438,7 @@ impl QosConfig {
                     set_dscp,
                     police,
                     wred,
+                    fair_queue,
                 });
             }
             // class-default last, implicit if absent.
@@ -444,6 +457,7 @@ impl QosConfig {
                     set_dscp: None,
                     police: None,
                     wred: None,
+                    fair_queue: false,
                 }),
             }
             let prios: Vec<&ClassSpec> = classes.iter().filter(|c| c.priority.is_some()).collect();
@@ -650,6 +664,7 @@ impl PolicySpec {
                 police: c.police,
                 queueing,
                 wred,
+                fair_queue: c.fair_queue,
             });
         }
         Ok(PolicyParams {
@@ -729,6 +744,11 @@ mod tests {
             ),
             ("version = 1\n\n[[service_policy]]\ninterface = \"x\"\noutput = \"none\"\n", 3, "no policy_map"),
             ("version = 1\nbogus = 3\n", 2, "unknown field"),
+            (
+                "version = 1\n[[policy_map]]\nname = \"p\"\nscheduler = \"wfq\"\n[[policy_map.class]]\nname = \"class-default\"\nfair_queue = true\n",
+                5,
+                "fair_queue needs",
+            ),
         ];
         for (text, line, needle) in cases {
             let e = first_error(text);
