@@ -343,8 +343,9 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
                 bg_receiver = Some(start_receiver(&config.exe, &bg_place)?);
             }
             let bg_port = bg_receiver.as_ref().map_or(0, |r| r.port);
-            // They outlast the measured flow by half a second.
-            let bg_ns = lead.as_nanos() + plan.duration.as_nanos() + 500_000_000;
+            // They run until stopped half a second after the measured flow ends (SIGINT:
+            // each reports what it measured); the duration is only a backstop.
+            let bg_ns = lead.as_nanos() + plan.duration.as_nanos() + BACKGROUND_BACKSTOP_NS;
             for b in &point.background {
                 let (place, port) = if b.from_sender {
                     (&config.place, receiver.port)
@@ -358,11 +359,24 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
                     port.to_string(),
                 ];
                 argv.extend(b.args());
-                argv.extend(["--duration".into(), format!("{bg_ns}ns"), "--json".into()]);
+                argv.extend([
+                    "--duration".into(),
+                    format!("{bg_ns}ns"),
+                    "--json".into(),
+                    "--announce-start".into(),
+                ]);
                 bg_procs.push(Output::spawn(
                     Place::command(&config.exe, place.sender_ns()).args(&argv),
                     &config.exe,
                 )?);
+            }
+            // The lead counts from when every background flow has begun: their control
+            // connections may cross a saturated link and take seconds.
+            let connect_by = std::time::Instant::now() + BACKGROUND_START;
+            for p in &bg_procs {
+                if !p.wait_started(connect_by) {
+                    break;
+                }
             }
             let until =
                 std::time::Instant::now() + std::time::Duration::from_nanos(lead.as_nanos());
@@ -395,6 +409,12 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
             + std::time::Duration::from_nanos(plan.duration.as_nanos() + lead.as_nanos())
             + SEND_MARGIN;
         let (status, stdout, stderr) = fg.wait(deadline)?;
+        if !bg_procs.is_empty() {
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            for p in &bg_procs {
+                p.interrupt();
+            }
+        }
         let background: Vec<serde_json::Value> = bg_procs
             .into_iter()
             .map(|p| {
@@ -465,6 +485,13 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
     Ok(outcome)
 }
 
+/// Background flows' duration beyond the lead and the measured flow's, ns: a backstop
+/// (they are interrupted half a second after the measured flow ends).
+const BACKGROUND_BACKSTOP_NS: u64 = 60_000_000_000;
+
+/// How long background flows may take to begin (their control connections).
+const BACKGROUND_START: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// How long background flows run before the measured flow starts, by default.
 const DEFAULT_LEAD: wire::time::Duration = wire::time::Duration::from_secs(2);
 
@@ -474,6 +501,8 @@ struct Output {
     child: Child,
     out: std::thread::JoinHandle<String>,
     err: std::thread::JoinHandle<String>,
+    /// Told when the sender says "dualperf send: started" (`--announce-start`).
+    started: std::sync::mpsc::Receiver<()>,
 }
 
 impl Output {
@@ -487,28 +516,53 @@ impl Output {
                 what: format!("starting {} send", exe.display()),
                 source,
             })?;
-        let read = |pipe: Option<Box<dyn Read + Send>>| {
-            std::thread::spawn(move || {
-                let mut s = String::new();
-                if let Some(mut p) = pipe {
-                    let _ = p.read_to_string(&mut s);
+        let out_pipe = child.stdout.take();
+        let out = std::thread::spawn(move || {
+            let mut s = String::new();
+            if let Some(mut p) = out_pipe {
+                let _ = p.read_to_string(&mut s);
+            }
+            s
+        });
+        let (tell, started) = std::sync::mpsc::channel();
+        let err_pipe = child.stderr.take();
+        let err = std::thread::spawn(move || {
+            let mut s = String::new();
+            if let Some(p) = err_pipe {
+                for line in BufReader::new(p).lines() {
+                    let Ok(line) = line else { break };
+                    if line == "dualperf send: started" {
+                        let _ = tell.send(());
+                        continue;
+                    }
+                    s.push_str(&line);
+                    s.push('\n');
                 }
-                s
-            })
-        };
-        let out = read(
-            child
-                .stdout
-                .take()
-                .map(|p| Box::new(p) as Box<dyn Read + Send>),
-        );
-        let err = read(
-            child
-                .stderr
-                .take()
-                .map(|p| Box::new(p) as Box<dyn Read + Send>),
-        );
-        Ok(Self { child, out, err })
+            }
+            s
+        });
+        Ok(Self {
+            child,
+            out,
+            err,
+            started,
+        })
+    }
+
+    /// Ask it to stop (SIGINT: `dualperf send` reports what it measured, then exits).
+    fn interrupt(&self) {
+        let _ = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+
+    /// Wait until it says its flows began, until `deadline`; `false` if it did not
+    /// (it failed, or is still connecting).
+    fn wait_started(&self, deadline: std::time::Instant) -> bool {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        self.started.recv_timeout(left).is_ok()
     }
 
     /// Wait for it until `deadline` (then kill it: `None`), and take what it said.

@@ -77,6 +77,11 @@ pub(crate) struct SendArgs {
     /// Print one JSON object with sender- and receiver-side results per flow.
     #[arg(long)]
     json: bool,
+    /// Say "dualperf send: started" on stderr once the receiver has accepted the flows
+    /// and they begin (for `dualperf run`, which starts the measured flow only after
+    /// background flows have begun).
+    #[arg(long, hide = true)]
+    announce_start: bool,
     /// Write the sender's per-packet records (send schedule, and echoes for --meter rtt)
     /// to this binary log.
     #[arg(long, value_name = "FILE")]
@@ -517,6 +522,8 @@ pub(crate) struct SendConfig {
     /// on stdout when `live` is set.
     pub(crate) interval: Option<Duration>,
     pub(crate) live: bool,
+    /// Say on stderr when the flows begin.
+    pub(crate) announce_start: bool,
 }
 
 impl SendConfig {
@@ -532,6 +539,7 @@ impl SendConfig {
             progress: false,
             interval: None,
             live: false,
+            announce_start: false,
         }
     }
 }
@@ -581,6 +589,7 @@ pub(crate) fn run(args: SendArgs) -> Result<()> {
         interval: check_interval(args.interval, &flows)?,
         // As iperf3 -J: JSON alone on stdout.
         live: !args.json,
+        announce_start: args.announce_start,
         ..SendConfig::new(dest, flows)
     };
     let outcome = run_session(&config, &crate::interrupt::flag());

@@ -113,6 +113,9 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
                 .spawn(move || run_flow(&run, conn))?,
         );
     }
+    if config.announce_start {
+        eprintln!("dualperf send: started");
+    }
     let total_planned: Option<u64> = config.flows.iter().map(planned_packets).sum();
     let mut last_print = std::time::Instant::now();
     let mut live = config

@@ -372,13 +372,15 @@ paper = { "beside" = [80, 800] }
         )
         .unwrap();
         let bg = &beside["background"][0]["flows"][0];
-        // It started 300 ms before the measured flow and ends 500 ms after it: 1.4 s at
-        // 200 packets a second.
-        assert_eq!(bg["sent"]["packets"], 280, "{bg}");
+        // It began 300 ms before the measured flow (once its own flows had begun) and
+        // was stopped 500 ms after it: about 1.4 s at 200 packets a second, plus the
+        // measured sender's start-up.
+        let bg_sent = bg["sent"]["packets"].as_u64().unwrap();
+        assert!((280..320).contains(&bg_sent), "{bg}");
         assert_eq!(bg["spec"]["size_bytes"], 500);
         assert_eq!(beside["report"]["flows"][0]["sent"]["packets"], 60);
         // Both went to the receivers: the measured flow's and the background's own.
-        assert_eq!(bg["received"]["packets"], 280);
+        assert_eq!(bg["received"]["packets"], bg_sent);
     }
     let out = run(&["report", path_str(&dir), "--csv"])
         .assert_success()
@@ -391,9 +393,9 @@ paper = { "beside" = [80, 800] }
         })
         .unwrap_or_else(|| panic!("{out}"));
     // 500-byte payloads at 200 packets a second: 800 kbit/s (a little more over the
-    // first-to-last arrival span: 280 packets' bits over 279 gaps).
+    // first-to-last arrival span: n packets' bits over n − 1 gaps).
     let mean: f64 = bg_row.split(',').nth(6).unwrap().parse().unwrap();
-    assert!((mean - 800.0 * 280.0 / 279.0).abs() < 8.0, "{bg_row}");
+    assert!((mean - 800.0).abs() < 10.0, "{bg_row}");
     let text = run(&["report", path_str(&dir)])
         .assert_success()
         .stdout
