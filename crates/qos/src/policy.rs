@@ -275,9 +275,9 @@ fn ip_range(frame: &[u8]) -> Option<std::ops::Range<usize>> {
 
 /// The DSCP of an IP packet, read in place (0 when it has none).
 fn dscp_of(ip: &[u8]) -> u8 {
-    match (ip.first().map(|b| b >> 4), ip.get(1)) {
-        (Some(4), Some(tos)) => tos >> 2,
-        (Some(6), Some(b1)) => ((ip[0] & 0x0f) << 2) | (b1 >> 6),
+    match ip.first().map(|b| b >> 4) {
+        Some(4) => wire::ipv4::Packet::new_checked(ip).map_or(0, |p| p.dscp()),
+        Some(6) => wire::ipv6::Packet::new_checked(ip).map_or(0, |p| p.dscp()),
         _ => 0,
     }
 }
