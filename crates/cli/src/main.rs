@@ -10,11 +10,13 @@ mod clock;
 mod compare;
 mod decode;
 mod export;
+mod interop;
 mod interrupt;
 mod labcmd;
 mod out;
 mod overhead;
 mod png;
+mod portcheck;
 mod recv;
 mod report;
 mod route;
@@ -58,6 +60,8 @@ enum Command {
     Route(route::RouteArgs),
     Lab(labcmd::LabArgs),
     Clock(clock::ClockArgs),
+    Portcheck(portcheck::PortcheckArgs),
+    Interop(interop::InteropArgs),
 }
 
 fn main() {
@@ -74,6 +78,8 @@ fn main() {
         Command::Route(args) => route::run(args),
         Command::Lab(args) => labcmd::run(args),
         Command::Clock(args) => clock::run(args),
+        Command::Portcheck(args) => portcheck::run(args),
+        Command::Interop(args) => interop::run(args),
     };
     if let Err(err) = result {
         if err.is::<out::StdoutClosed>() {

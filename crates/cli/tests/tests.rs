@@ -19,6 +19,8 @@ mod flow_file;
 mod garbage;
 #[path = "tests/handshake.rs"]
 mod handshake;
+#[path = "tests/interop.rs"]
+mod interop;
 #[path = "tests/interrupt.rs"]
 mod interrupt;
 #[path = "tests/lab.rs"]
@@ -33,6 +35,8 @@ mod marking;
 mod overhead;
 #[path = "tests/plan_run.rs"]
 mod plan_run;
+#[path = "tests/portcheck.rs"]
+mod portcheck;
 #[path = "tests/presets.rs"]
 mod presets;
 #[path = "tests/raw_protocol.rs"]

@@ -108,6 +108,18 @@ pub fn connect(
 /// to `!dual_stack`; `[::]:port` with `dual_stack` accepts IPv4 too (peers
 /// appear as v4-mapped addresses).
 pub fn listen(addr: SocketAddr, dual_stack: bool) -> io::Result<TcpListener> {
+    listen_with_backlog(addr, dual_stack, 1024)
+}
+
+/// [`listen`] with an explicit accept backlog. With `backlog` 0 Linux queues one
+/// connection; once it sits unaccepted, further SYNs are dropped and their
+/// `connect` hangs in SYN retransmission: a stalled server, on loopback, for
+/// testing fallback (`dualperf interop`'s Happy Eyeballs).
+pub fn listen_with_backlog(
+    addr: SocketAddr,
+    dual_stack: bool,
+    backlog: i32,
+) -> io::Result<TcpListener> {
     let family = Family::of(&addr);
     let fd = sys::socket(family, libc::SOCK_STREAM)?;
     sys::setsockopt_int(&fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
@@ -119,7 +131,7 @@ pub fn listen(addr: SocketAddr, dual_stack: bool) -> io::Result<TcpListener> {
     // SAFETY: `sa` holds a valid sockaddr of the stated length.
     cvt(unsafe { libc::bind(fd.as_raw_fd(), sa.as_ptr(), sa.len()) })?;
     // SAFETY: listen(2) takes no pointers.
-    cvt(unsafe { libc::listen(fd.as_raw_fd(), 1024) })?;
+    cvt(unsafe { libc::listen(fd.as_raw_fd(), backlog) })?;
     Ok(TcpListener::from(fd))
 }
 

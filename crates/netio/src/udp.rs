@@ -446,6 +446,15 @@ impl UdpSocket {
     }
 }
 
+impl UdpSocket {
+    /// The same socket as a standard-library one, for callers that want `recv_from`
+    /// as the kernel reports it: v4-mapped sources stay `::ffff:a.b.c.d` (what
+    /// `dualperf interop` shows), where [`UdpSocket::recv_batch`] unmaps them.
+    pub fn into_std(self) -> std::net::UdpSocket {
+        std::net::UdpSocket::from(self.fd)
+    }
+}
+
 impl AsFd for UdpSocket {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()

@@ -1,0 +1,795 @@
+//! `dualperf interop`: how this host's dual stack behaves, observed with real sockets on
+//! loopback or between two nodes of a lab: seed 000's 2×2 interoperability table (TCP
+//! and UDP), RFC 3986 bracketed literals, RFC 6724 ordering of several answers, and a
+//! Happy Eyeballs (RFC 8305) connect against a dual-stack, a refused and a stalled
+//! IPv6 server. The decisions are `port::dualstack`'s; this file only binds them to
+//! sockets and the clock.
+
+use std::io::{Read, Write};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
+use std::sync::mpsc;
+use std::time::Duration as StdDuration;
+
+use anyhow::{bail, Context, Result};
+use port::dualstack::eyeballs::{self, EventKind, HappyEyeballs, Outcome};
+use port::dualstack::hostport::{naive_split, parse_host_port, parse_url};
+use port::dualstack::select::{self, parse_gai_conf, Candidate, PolicyTable};
+use serde::Serialize;
+use wire::time::{Duration, Instant};
+
+/// Check dual-stack behaviour on this host: the IPv4/IPv6 client × server table (seed
+/// 000), bracketed IPv6 literals (RFC 3986), address selection over several DNS
+/// answers (RFC 6724) and Happy Eyeballs (RFC 8305).
+///
+/// Everything is observed, not assumed: servers and clients are real sockets on
+/// loopback (127.0.0.1, ::1), or, with --lab, in a lab's `receiver` and `sender`
+/// namespaces at their benchmark-range addresses. A dual-stack IPv6 server is one
+/// `[::]` socket with IPV6_V6ONLY = 0; the address it reports for an IPv4 client is
+/// the IPv4-mapped `::ffff:a.b.c.d` (RFC 4291 §2.5.5.2). Only loopback or the lab's
+/// own addresses are ever contacted; name lookups (`--name`) are never connected to.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  dualperf interop                       # loopback: the 2×2 table, literals, RFC 6724, Happy Eyeballs
+  dualperf interop --json
+  dualperf interop --lab two-hop         # sender → receiver of a running lab (root)
+  dualperf interop --name localhost --gai-conf /etc/gai.conf")]
+pub(crate) struct InteropArgs {
+    /// Run servers in this lab's server node and clients in its client node (a lab
+    /// made by `dualperf lab up`; needs root).
+    #[arg(long, value_name = "LAB")]
+    lab: Option<String>,
+    /// With --lab: the node that runs the servers.
+    #[arg(
+        long,
+        default_value = "receiver",
+        requires = "lab",
+        value_name = "NODE"
+    )]
+    server_node: String,
+    /// With --lab: the node that runs the clients.
+    #[arg(long, default_value = "sender", requires = "lab", value_name = "NODE")]
+    client_node: String,
+    /// The name whose addresses are ordered (resolved by getaddrinfo; never contacted).
+    #[arg(long, default_value = "localhost")]
+    name: String,
+    /// The address-selection policy file (glibc's defaults if it does not exist).
+    #[arg(long, default_value = "/etc/gai.conf", value_name = "FILE")]
+    gai_conf: std::path::PathBuf,
+    /// Happy Eyeballs' connection attempt delay (RFC 8305 §5: 250 ms recommended).
+    #[arg(long, default_value = "250ms", value_parser = crate::args::std_duration, value_name = "DURATION")]
+    attempt_delay: StdDuration,
+    /// How long one connection attempt or datagram may take.
+    #[arg(long, default_value = "2s", value_parser = crate::args::std_duration, value_name = "DURATION")]
+    timeout: StdDuration,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Where servers and clients run, and the server's addresses.
+#[derive(Clone, Debug)]
+struct Place {
+    server_ns: Option<String>,
+    client_ns: Option<String>,
+    v4: Ipv4Addr,
+    v6: Ipv6Addr,
+}
+
+/// One cell of the 2×2 table.
+#[derive(Debug, Serialize)]
+struct Cell {
+    proto: &'static str,
+    client: &'static str,
+    server: &'static str,
+    /// What the client connected or sent to.
+    dest: SocketAddr,
+    ok: bool,
+    /// The client's address as the server saw it (`accept`/`recvfrom`).
+    server_saw: Option<String>,
+    /// The client's own address (`getsockname`).
+    client_local: Option<String>,
+    error: Option<String>,
+    note: &'static str,
+}
+
+impl Cell {
+    fn new(
+        proto: &'static str,
+        (client, server, dest, note): (&'static str, &'static str, SocketAddr, &'static str),
+    ) -> Cell {
+        Cell {
+            proto,
+            client,
+            server,
+            dest,
+            ok: false,
+            server_saw: None,
+            client_local: None,
+            error: None,
+            note,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct Literal {
+    input: String,
+    parsed: Result<String, String>,
+    naive_split: (String, Option<String>),
+    /// Connected to the dual-stack test server at the parsed address.
+    connected: Option<bool>,
+}
+
+#[derive(Debug, Serialize)]
+struct Selection {
+    name: String,
+    gai_conf: String,
+    /// The name's addresses in getaddrinfo's order (glibc sorts them by RFC 6724 with
+    /// the gai.conf table).
+    getaddrinfo_order: Vec<IpAddr>,
+    /// The same addresses sorted by `port::dualstack::select`; `agree` is null when
+    /// the name has fewer than two addresses (nothing to order).
+    rfc6724_order: Vec<IpAddr>,
+    agree: Option<bool>,
+    /// The test servers' two addresses as a resolver would return them unsorted (A
+    /// before AAAA), the sources this host's kernel picks for them, and their RFC 6724
+    /// order with the rule that decided.
+    answers: Vec<IpAddr>,
+    sources: Vec<Option<IpAddr>>,
+    answers_sorted: Vec<IpAddr>,
+    deciding_rules: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct Eyeballs {
+    scenario: &'static str,
+    addresses: Vec<SocketAddr>,
+    winner: Option<SocketAddr>,
+    connect_ms: f64,
+    timeline: Vec<String>,
+}
+
+pub(crate) fn run(args: InteropArgs) -> Result<()> {
+    let place = match &args.lab {
+        None => Place {
+            server_ns: None,
+            client_ns: None,
+            v4: Ipv4Addr::LOCALHOST,
+            v6: Ipv6Addr::LOCALHOST,
+        },
+        Some(lab) => lab_place(lab, &args.server_node, &args.client_node)?,
+    };
+    let timeout = args.timeout;
+    let mut cells = matrix_tcp(&place, timeout)?;
+    cells.extend(matrix_udp(&place, timeout)?);
+    let literals = literals(&place, timeout)?;
+    let selection = selection(&args, &place)?;
+    let eyeballs = eyeballs_scenarios(&place, args.attempt_delay, timeout)?;
+    if args.json {
+        return crate::out::print_json(&serde_json::json!({
+            "place": if args.lab.is_some() { "lab" } else { "loopback" },
+            "server_v4": place.v4, "server_v6": place.v6,
+            "matrix": cells, "literals": literals,
+            "address_selection": selection, "happy_eyeballs": eyeballs,
+        }));
+    }
+    crate::out::print(render(&place, &cells, &literals, &selection, &eyeballs))
+}
+
+fn lab_place(lab: &str, server: &str, client: &str) -> Result<Place> {
+    let state = lab::netlab::state(lab)?
+        .with_context(|| format!("no lab {lab:?} is up (dualperf lab up)"))?;
+    let t = &state.topology;
+    let s = t
+        .node(server)
+        .with_context(|| format!("lab {lab} has no node {server:?}"))?;
+    let c = t
+        .node(client)
+        .with_context(|| format!("lab {lab} has no node {client:?}"))?;
+    let (_, end, _) = t
+        .ends_of(s)
+        .next()
+        .with_context(|| format!("node {server} has no link"))?;
+    Ok(Place {
+        server_ns: Some(t.namespace(s)),
+        client_ns: Some(t.namespace(c)),
+        v4: end.ipv4,
+        v6: end.ipv6,
+    })
+}
+
+/// Runs `f` on a thread inside network namespace `ns` (or here). Sockets made there
+/// stay in that namespace wherever they are used afterwards.
+fn in_ns<T: Send + 'static>(
+    ns: Option<&str>,
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    let ns = ns.map(str::to_string);
+    std::thread::spawn(move || {
+        if let Some(ns) = &ns {
+            netio::netns::enter(ns).with_context(|| format!("entering namespace {ns}"))?;
+        }
+        f()
+    })
+    .join()
+    .map_err(|_| anyhow::anyhow!("a socket thread panicked"))?
+}
+
+fn mapped(v4: Ipv4Addr) -> Ipv6Addr {
+    v4.to_ipv6_mapped()
+}
+
+/// The cells of the table: client, server, destination, which server (0 IPv4-only, 1
+/// dual-stack IPv6, 2 IPv6-only) at ports `p`, and what to expect.
+fn plan(
+    v4: Ipv4Addr,
+    v6: Ipv6Addr,
+    p: [u16; 3],
+) -> [(&'static str, &'static str, SocketAddr, usize, &'static str); 6] {
+    let at = |ip: IpAddr, i: usize| SocketAddr::new(ip, p[i]);
+    let (v4, v6, m) = (IpAddr::V4(v4), IpAddr::V6(v6), IpAddr::V6(mapped(v4)));
+    [
+        ("IPv4", "IPv4", at(v4, 0), 0, "IPv4 end to end"),
+        (
+            "IPv4",
+            "IPv6 dual-stack",
+            at(v4, 1),
+            1,
+            "IPv4 on the wire; the server sees an IPv4-mapped address",
+        ),
+        ("IPv6", "IPv6 dual-stack", at(v6, 1), 1, "IPv6 end to end"),
+        (
+            "IPv6",
+            "IPv4",
+            at(v6, 0),
+            0,
+            "no IPv6 socket on that port: refused (TCP RST, ICMPv6 port unreachable for UDP)",
+        ),
+        (
+            "IPv6 (mapped)",
+            "IPv4",
+            at(m, 0),
+            0,
+            "an AF_INET6 socket reaches an IPv4 server through ::ffff:a.b.c.d; IPv4 on the wire",
+        ),
+        (
+            "IPv4",
+            "IPv6-only (V6ONLY=1)",
+            at(v4, 2),
+            2,
+            "IPV6_V6ONLY=1 refuses IPv4: no port there",
+        ),
+    ]
+}
+
+/// TCP: an IPv4-only server, a dual-stack IPv6 server and an IPv6-only server; clients of
+/// each family connect, send a byte, and the server reports the peer it accepted.
+fn matrix_tcp(p: &Place, timeout: StdDuration) -> Result<Vec<Cell>> {
+    let (v4, v6) = (p.v4, p.v6);
+    let (l4, l6, l6only) = in_ns(p.server_ns.as_deref(), move || {
+        Ok((
+            netio::tcp::listen(SocketAddr::new(v4.into(), 0), false)?,
+            netio::tcp::listen(SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), 0), true)?,
+            netio::tcp::listen(SocketAddr::new(v6.into(), 0), false)?,
+        ))
+    })?;
+    let (p4, p6, p6o) = (
+        l4.local_addr()?.port(),
+        l6.local_addr()?.port(),
+        l6only.local_addr()?.port(),
+    );
+    let servers = [&l4, &l6, &l6only];
+    let mut cells = Vec::new();
+    for (client, server, dest, which, note) in plan(v4, v6, [p4, p6, p6o]) {
+        let listener = servers[which];
+        let attempt = in_ns(p.client_ns.as_deref(), move || {
+            let mut s = TcpStream::connect_timeout(&dest, timeout)?;
+            s.write_all(b"x")?;
+            Ok(s.local_addr()?)
+        });
+        let mut cell = Cell::new("tcp", (client, server, dest, note));
+        match attempt {
+            Ok(local) => {
+                cell.client_local = Some(local.ip().to_string());
+                let (mut conn, peer) = listener.accept()?;
+                conn.set_read_timeout(Some(timeout))?;
+                let mut b = [0u8; 1];
+                cell.ok = conn.read_exact(&mut b).is_ok();
+                cell.server_saw = Some(peer.ip().to_string());
+            }
+            Err(e) => cell.error = Some(root_cause(&e)),
+        }
+        cells.push(cell);
+    }
+    Ok(cells)
+}
+
+/// UDP: the same servers as datagram sockets; the client connects its socket (so an
+/// ICMP port unreachable comes back as ECONNREFUSED), sends one datagram, and the
+/// server reports the source address `recvfrom` gave.
+fn matrix_udp(p: &Place, timeout: StdDuration) -> Result<Vec<Cell>> {
+    let (v4, v6) = (p.v4, p.v6);
+    let (u4, u6) = in_ns(p.server_ns.as_deref(), move || {
+        Ok((
+            netio::UdpSocket::bind(SocketAddr::new(v4.into(), 0), false)?.into_std(),
+            netio::UdpSocket::bind(SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), 0), true)?
+                .into_std(),
+        ))
+    })?;
+    u4.set_read_timeout(Some(timeout))?;
+    u6.set_read_timeout(Some(timeout))?;
+    let (p4, p6) = (u4.local_addr()?.port(), u6.local_addr()?.port());
+    let servers = [&u4, &u6];
+    let mut cells = Vec::new();
+    // UDP has no IPv6-only server row: the dual-stack rows show the same thing.
+    for (client, server, dest, which, note) in
+        plan(v4, v6, [p4, p6, 0]).into_iter().filter(|c| c.3 < 2)
+    {
+        let sock = servers[which];
+        let sent = in_ns(p.client_ns.as_deref(), move || {
+            let any: SocketAddr = if dest.is_ipv4() {
+                (Ipv4Addr::UNSPECIFIED, 0).into()
+            } else {
+                (Ipv6Addr::UNSPECIFIED, 0).into()
+            };
+            let c = UdpSocket::bind(any)?;
+            c.connect(dest)?;
+            c.send(b"x")?;
+            let local = c.local_addr()?;
+            Ok((c, local))
+        });
+        let mut cell = Cell::new("udp", (client, server, dest, note));
+        match sent {
+            Ok((c, local)) => {
+                cell.client_local = Some(local.ip().to_string());
+                let mut b = [0u8; 16];
+                // Only this cell's datagram can be waiting: the one before it was read.
+                let received = if cell.client.starts_with("IPv6")
+                    && server == "IPv4"
+                    && !dest.ip().to_string().starts_with("::ffff:")
+                {
+                    None
+                } else {
+                    sock.recv_from(&mut b).ok()
+                };
+                match received {
+                    Some((_, from)) => {
+                        cell.ok = true;
+                        cell.server_saw = Some(from.ip().to_string());
+                    }
+                    None => {
+                        c.set_read_timeout(Some(timeout))?;
+                        cell.error = Some(match c.recv(&mut b) {
+                            Err(e) => short(&e.to_string()),
+                            Ok(_) => "not delivered".into(),
+                        });
+                    }
+                }
+            }
+            Err(e) => cell.error = Some(root_cause(&e)),
+        }
+        cells.push(cell);
+    }
+    Ok(cells)
+}
+
+/// An error as the table shows it: "Connection refused", not "… (os error 111)".
+fn root_cause(e: &anyhow::Error) -> String {
+    short(&e.root_cause().to_string())
+}
+
+fn short(s: &str) -> String {
+    s.split(" (os error").next().unwrap_or(s).to_string()
+}
+
+/// Host and URL strings with IPv6 literals: parsed by RFC 3986's rules and by a naive
+/// split at the first colon, and the parsed ones connected to a dual-stack server.
+fn literals(p: &Place, timeout: StdDuration) -> Result<Vec<Literal>> {
+    let l6 = in_ns(p.server_ns.as_deref(), || {
+        Ok(netio::tcp::listen(
+            SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), 0),
+            true,
+        )?)
+    })?;
+    l6.set_nonblocking(true)?;
+    let port = l6.local_addr()?.port();
+    let (v4, v6) = (p.v4, p.v6);
+    let inputs = [
+        format!("[{v6}]:{port}"),
+        format!("http://[{v6}]:{port}/status"),
+        format!("{v4}:{port}"),
+        format!("[{}]:{port}", mapped(v4)),
+        format!("{v6}"),
+        format!("{v6}:{port}"),
+        "[fe80::1%25eth0]:80".to_string(),
+        format!("[{v4}]:{port}"),
+    ];
+    let mut out = Vec::new();
+    for input in inputs {
+        let parsed = if input.contains("://") {
+            parse_url(&input).map(|u| u.host_port)
+        } else {
+            parse_host_port(&input)
+        };
+        let target = parsed
+            .as_ref()
+            .ok()
+            .and_then(|hp| Some(SocketAddr::new(hp.host.ip()?, hp.port?)));
+        let connected = match target {
+            Some(t)
+                if t.port() == port
+                    && (t.ip() == IpAddr::V4(v4)
+                        || t.ip() == IpAddr::V6(v6)
+                        || t.ip() == IpAddr::V6(mapped(v4))) =>
+            {
+                let ok = in_ns(p.client_ns.as_deref(), move || {
+                    Ok(TcpStream::connect_timeout(&t, timeout).is_ok())
+                })?;
+                while l6.accept().is_ok() {}
+                Some(ok)
+            }
+            _ => None,
+        };
+        out.push(Literal {
+            parsed: parsed
+                .map(|hp| {
+                    format!(
+                        "host {} port {}",
+                        hp.host,
+                        hp.port.map_or("none".into(), |p| p.to_string())
+                    )
+                })
+                .map_err(|e| e.to_string()),
+            naive_split: naive_split(&input),
+            input,
+            connected,
+        });
+    }
+    Ok(out)
+}
+
+/// getaddrinfo's order for a name against ours (RFC 6724 §6 with the gai.conf table),
+/// and our order for the test servers' IPv4 and IPv6 addresses with the sources the
+/// kernel picks for them (a connected UDP socket: nothing is sent), in the client's
+/// namespace.
+fn selection(args: &InteropArgs, p: &Place) -> Result<Selection> {
+    let base = PolicyTable::glibc_default();
+    let (table, conf) = match std::fs::read_to_string(&args.gai_conf) {
+        Ok(text) => (
+            parse_gai_conf(&text, &base)
+                .with_context(|| format!("{}", args.gai_conf.display()))?
+                .table,
+            args.gai_conf.display().to_string(),
+        ),
+        Err(_) => (
+            base,
+            format!("{} absent: glibc's defaults", args.gai_conf.display()),
+        ),
+    };
+    let mut order: Vec<IpAddr> = Vec::new();
+    for a in (args.name.as_str(), 0u16)
+        .to_socket_addrs()
+        .with_context(|| format!("resolving {}", args.name))?
+    {
+        if !order.contains(&a.ip()) {
+            order.push(a.ip());
+        }
+    }
+    // Sorting getaddrinfo's own order: the sort is stable, so where RFC 6724 ties the
+    // resolver's order stands (rule 10) and only a real disagreement shows.
+    let sorted = |addrs: &[IpAddr], sources: &[Option<IpAddr>]| {
+        let mut c: Vec<Candidate> = addrs
+            .iter()
+            .zip(sources)
+            .map(|(&dst, &src)| Candidate { dst, src })
+            .collect();
+        select::sort_destinations(&mut c, &table);
+        c
+    };
+    let name_sources: Vec<Option<IpAddr>> = order.iter().map(|&d| source_for(d)).collect();
+    let ours: Vec<IpAddr> = sorted(&order, &name_sources)
+        .iter()
+        .map(|c| c.dst)
+        .collect();
+    let answers = vec![IpAddr::V4(p.v4), IpAddr::V6(p.v6)];
+    let probe = answers.clone();
+    let sources = in_ns(p.client_ns.as_deref(), move || {
+        Ok(probe.iter().map(|&d| source_for(d)).collect::<Vec<_>>())
+    })?;
+    let cands = sorted(&answers, &sources);
+    let deciding_rules = cands
+        .windows(2)
+        .map(|w| {
+            let (_, rule) = select::compare(&w[0], &w[1], &table);
+            format!("{} before {}: {rule}", w[0].dst, w[1].dst)
+        })
+        .collect();
+    Ok(Selection {
+        name: args.name.clone(),
+        gai_conf: conf,
+        agree: (order.len() > 1).then(|| ours == order),
+        getaddrinfo_order: order,
+        rfc6724_order: ours,
+        answers,
+        sources,
+        answers_sorted: cands.iter().map(|c| c.dst).collect(),
+        deciding_rules,
+    })
+}
+
+fn source_for(dst: IpAddr) -> Option<IpAddr> {
+    let any: SocketAddr = if dst.is_ipv4() {
+        (Ipv4Addr::UNSPECIFIED, 0).into()
+    } else {
+        (Ipv6Addr::UNSPECIFIED, 0).into()
+    };
+    let s = UdpSocket::bind(any).ok()?;
+    s.connect((dst, 9)).ok()?;
+    Some(s.local_addr().ok()?.ip())
+}
+
+/// Three servers for one port: both families up; IPv6 refused; IPv6 stalled (an
+/// IPv6-only listener with backlog 0 whose one queued connection is never accepted, so
+/// further SYNs are dropped).
+fn eyeballs_scenarios(
+    p: &Place,
+    delay: StdDuration,
+    timeout: StdDuration,
+) -> Result<Vec<Eyeballs>> {
+    let mut out = Vec::new();
+    let (v4, v6) = (p.v4, p.v6);
+    for scenario in [
+        "both families listen",
+        "IPv6 refused",
+        "IPv6 stalled (SYNs dropped)",
+    ] {
+        let servers = in_ns(p.server_ns.as_deref(), move || -> Result<_> {
+            for _ in 0..20 {
+                let l4 = netio::tcp::listen(SocketAddr::new(v4.into(), 0), false)?;
+                let port = l4.local_addr()?.port();
+                let l6 = match scenario {
+                    "both families listen" => {
+                        netio::tcp::listen(SocketAddr::new(v6.into(), port), false)
+                    }
+                    "IPv6 refused" => Ok(l4.try_clone()?),
+                    _ => {
+                        netio::tcp::listen_with_backlog(SocketAddr::new(v6.into(), port), false, 0)
+                    }
+                };
+                if let Ok(l6) = l6 {
+                    return Ok((l4, l6, port));
+                }
+            }
+            bail!("no port free on both {v4} and {v6}")
+        })?;
+        let (_l4, l6, port) = servers;
+        let mut fillers = Vec::new();
+        if scenario.starts_with("IPv6 stalled") {
+            // Fill the accept queue until a connect times out: from then on SYNs drop.
+            let dest = SocketAddr::new(v6.into(), port);
+            fillers = in_ns(p.client_ns.as_deref(), move || {
+                let mut v = Vec::new();
+                for _ in 0..8 {
+                    match TcpStream::connect_timeout(&dest, StdDuration::from_millis(300)) {
+                        Ok(s) => v.push(s),
+                        Err(_) => return Ok(v),
+                    }
+                }
+                bail!("the IPv6 listener did not stall after 8 queued connections")
+            })?;
+        }
+        let addrs = vec![
+            SocketAddr::new(v6.into(), port),
+            SocketAddr::new(v4.into(), port),
+        ];
+        let (winner, connect_ms, timeline) =
+            happy_eyeballs(p.client_ns.as_deref(), &addrs, delay, timeout)?;
+        drop(fillers);
+        drop(l6);
+        out.push(Eyeballs {
+            scenario,
+            addresses: addrs,
+            winner,
+            connect_ms,
+            timeline,
+        });
+    }
+    Ok(out)
+}
+
+/// Drives `port::dualstack::eyeballs` with real connects, one thread per attempt.
+fn happy_eyeballs(
+    ns: Option<&str>,
+    addrs: &[SocketAddr],
+    delay: StdDuration,
+    timeout: StdDuration,
+) -> Result<(Option<SocketAddr>, f64, Vec<String>)> {
+    let params = eyeballs::Params {
+        attempt_delay: Duration::from_nanos(delay.as_nanos() as u64),
+        ..eyeballs::Params::default()
+    };
+    let now = || Instant::from_nanos(netio::clock::mono_ns());
+    let start = now();
+    let mut he = HappyEyeballs::new(addrs, params, start);
+    let (tx, rx) = mpsc::channel::<(usize, bool)>();
+    let deadline = start + Duration::from_nanos(3 * timeout.as_nanos() as u64);
+    while he.outcome().is_none() && now() < deadline {
+        while let Some(a) = he.poll_attempt(now()) {
+            let (tx, ns) = (tx.clone(), ns.map(str::to_string));
+            std::thread::spawn(move || {
+                let ok = in_ns(ns.as_deref(), move || {
+                    Ok(TcpStream::connect_timeout(&a.addr, timeout).is_ok())
+                })
+                .unwrap_or(false);
+                let _ = tx.send((a.id, ok));
+            });
+        }
+        let wait = he.poll_timeout().map_or(StdDuration::from_millis(50), |t| {
+            StdDuration::from_nanos(t.as_nanos().saturating_sub(now().as_nanos()))
+        });
+        match rx.recv_timeout(wait.min(StdDuration::from_millis(50))) {
+            Ok((id, true)) => he.handle_connected(id, now()),
+            Ok((id, false)) => he.handle_failed(id, now()),
+            Err(_) => {}
+        }
+    }
+    while he.poll_cancel().is_some() {}
+    let timeline = he
+        .events()
+        .iter()
+        .map(|e| {
+            let what = match e.kind {
+                EventKind::Started { id, addr } => format!("attempt {id} to {addr} starts"),
+                EventKind::Connected { id } => format!("attempt {id} connected"),
+                EventKind::Failed { id } => format!("attempt {id} failed"),
+                EventKind::Cancelled { id } => format!("attempt {id} cancelled"),
+            };
+            format!("{:>8.1} ms  {what}", (e.at - start).as_nanos() as f64 / 1e6)
+        })
+        .collect();
+    Ok(match he.outcome() {
+        Some(Outcome::Connected { addr, at, .. }) => {
+            (Some(addr), (at - start).as_nanos() as f64 / 1e6, timeline)
+        }
+        _ => (None, (now() - start).as_nanos() as f64 / 1e6, timeline),
+    })
+}
+
+fn render(p: &Place, cells: &[Cell], lits: &[Literal], sel: &Selection, he: &[Eyeballs]) -> String {
+    let mut o = String::new();
+    o += &format!(
+        "Dual-stack interoperability (seed 000), servers at {} and {}:\n\n",
+        p.v4, p.v6
+    );
+    for proto in ["tcp", "udp"] {
+        o += &format!(
+            "{:<8}{:<15}{:<22}{:<28}{:<5}{}\n",
+            proto.to_uppercase(),
+            "client",
+            "server",
+            "destination",
+            "ok",
+            "server saw / error"
+        );
+        for c in cells.iter().filter(|c| c.proto == proto) {
+            o += &format!(
+                "{:<8}{:<15}{:<22}{:<28}{:<5}{}\n",
+                "",
+                c.client,
+                c.server,
+                c.dest.to_string(),
+                if c.ok { "yes" } else { "no" },
+                c.server_saw
+                    .clone()
+                    .or_else(|| c.error.clone())
+                    .unwrap_or_default()
+            );
+        }
+        o += "\n";
+    }
+    o += "Seed 000's table, as observed (TCP):\n";
+    let saw = |client: &str, server: &str| {
+        cells
+            .iter()
+            .find(|c| c.proto == "tcp" && c.client == client && c.server == server)
+            .map(|c| match (&c.server_saw, &c.error) {
+                (Some(s), _) => format!("server sees {s}"),
+                (None, Some(e)) => format!("fails: {e}"),
+                _ => "fails".into(),
+            })
+            .unwrap_or_default()
+    };
+    o += &format!(
+        "  {:<13}{:<36}{}\n",
+        "", "IPv4 server", "IPv6 server (dual-stack)"
+    );
+    o += &format!(
+        "  {:<13}{:<36}{}\n",
+        "IPv4 client",
+        saw("IPv4", "IPv4"),
+        saw("IPv4", "IPv6 dual-stack")
+    );
+    o += &format!(
+        "  {:<13}{:<36}{}\n",
+        "IPv6 client",
+        saw("IPv6", "IPv4"),
+        saw("IPv6", "IPv6 dual-stack")
+    );
+    o += &format!(
+        "  {:<13}to ::ffff:{}: {}\n",
+        "",
+        p.v4,
+        saw("IPv6 (mapped)", "IPv4")
+    );
+    o += "\nLiteral addresses (RFC 3986 §3.2.2), and a naive split at the first ':':\n";
+    for l in lits {
+        o += &format!(
+            "  {:<32} {}{}\n  {:<32} naive: host {:?}, port {}\n",
+            l.input,
+            match &l.parsed {
+                Ok(s) => s.clone(),
+                Err(e) => format!("error: {e}"),
+            },
+            match l.connected {
+                Some(true) => ", connected",
+                Some(false) => ", connect FAILED",
+                None => "",
+            },
+            "",
+            l.naive_split.0,
+            l.naive_split
+                .1
+                .as_deref()
+                .map_or("none".to_string(), |p| format!("{p:?}"))
+        );
+    }
+    o += &format!(
+        "\nAddress selection (RFC 6724 §6; policy: {}):\n",
+        sel.gai_conf
+    );
+    o += &format!(
+        "  {:?} → getaddrinfo: {}; ours: {}{}\n",
+        sel.name,
+        join(&sel.getaddrinfo_order),
+        join(&sel.rfc6724_order),
+        match sel.agree {
+            Some(true) => " (agree)",
+            Some(false) => " (DIFFER)",
+            None => " (one address: nothing to order)",
+        }
+    );
+    let srcs: Vec<String> = sel
+        .sources
+        .iter()
+        .map(|s| s.map_or("none".into(), |s| s.to_string()))
+        .collect();
+    o += &format!(
+        "  answers {} (sources {}) → {}\n",
+        join(&sel.answers),
+        srcs.join(", "),
+        join(&sel.answers_sorted)
+    );
+    for r in &sel.deciding_rules {
+        o += &format!("    {r}\n");
+    }
+    o += "\nHappy Eyeballs (RFC 8305 §5: IPv6 first; the next attempt when the delay runs out, or\nafter a failure but never within 10 ms of the last start):\n";
+    for h in he {
+        o += &format!(
+            "  {:<30} winner {:<24} after {:.1} ms\n",
+            h.scenario,
+            h.winner.map_or("none".into(), |a| a.to_string()),
+            h.connect_ms
+        );
+        for t in &h.timeline {
+            o += &format!("      {t}\n");
+        }
+    }
+    o
+}
+
+fn join(v: &[IpAddr]) -> String {
+    v.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
