@@ -4,8 +4,9 @@
 //!   and the IPv6 identifiers that show its IPv6 side is handled;
 //! - from a program under test (started after `--`, or `--pid`): the sockets it holds
 //!   (`/proc/PID/fd` matched against `/proc/PID/net/{tcp,tcp6,udp,udp6}`), probes of
-//!   its TCP listeners over 127.0.0.1, ::1 and ::ffff:127.0.0.1, and the IPv6 flow
-//!   labels it leases (`/proc/PID/net/ip6_flowlabel`);
+//!   its TCP listeners over 127.0.0.1 and ::1, and the IPv6 flow labels it leases
+//!   (`/proc/PID/net/ip6_flowlabel`: those it owns, and, for a program started here,
+//!   those that appeared in its namespace while it ran — shared leases show no owner);
 //! - and what stays a manual check, said as such.
 
 use std::collections::{BTreeMap, HashMap};
@@ -60,7 +61,7 @@ struct Check {
 pub(super) fn run(args: &PortcheckArgs, opts: &Options) -> Result<()> {
     let scan = (!args.paths.is_empty()).then(|| scan_paths(&args.paths, opts));
     let runtime = if let Some(pid) = args.pid {
-        Some(inspect(pid, Vec::new())?)
+        Some(inspect(pid, Vec::new(), None)?)
     } else if !args.command.is_empty() {
         Some(run_and_inspect(&args.command, args.settle)?)
     } else {
@@ -112,6 +113,11 @@ pub(super) fn run(args: &PortcheckArgs, opts: &Options) -> Result<()> {
 }
 
 fn run_and_inspect(command: &[String], settle: Duration) -> Result<Runtime> {
+    let baseline: std::collections::BTreeSet<String> =
+        flow_labels(std::path::Path::new("/proc/self"))
+            .into_iter()
+            .map(|(label, _)| label)
+            .collect();
     let mut child = std::process::Command::new(&command[0])
         .args(&command[1..])
         .stdin(std::process::Stdio::null())
@@ -127,14 +133,33 @@ fn run_and_inspect(command: &[String], settle: Duration) -> Result<Runtime> {
             exited: Some(format!("exited before inspection ({status})")),
             ..Runtime::default()
         }),
-        None => inspect(child.id(), command.to_vec()),
+        None => inspect(child.id(), command.to_vec(), Some(&baseline)),
     };
     let _ = child.kill();
     let _ = child.wait();
     result
 }
 
-fn inspect(pid: u32, command: Vec<String>) -> Result<Runtime> {
+/// Flow labels leased in a namespace (`/proc/PID/net/ip6_flowlabel`), with their owner:
+/// a pid for process-shared leases, a uid for user-shared ones, 0 otherwise.
+fn flow_labels(proc: &std::path::Path) -> Vec<(String, u32)> {
+    let text = std::fs::read_to_string(proc.join("net/ip6_flowlabel")).unwrap_or_default();
+    text.lines()
+        .skip(1)
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let label = f.next()?.to_string();
+            let owner = f.nth(1)?.parse().ok()?;
+            Some((label, owner))
+        })
+        .collect()
+}
+
+fn inspect(
+    pid: u32,
+    command: Vec<String>,
+    baseline: Option<&std::collections::BTreeSet<String>>,
+) -> Result<Runtime> {
     let proc = PathBuf::from(format!("/proc/{pid}"));
     let mut inodes = Vec::new();
     for e in
@@ -159,6 +184,9 @@ fn inspect(pid: u32, command: Vec<String>) -> Result<Runtime> {
             table.insert(inode, s);
         }
     }
+    // A socket shared by two descriptors (dup, fork) is one socket.
+    inodes.sort_unstable();
+    inodes.dedup();
     let sockets: Vec<ProcSocket> = inodes
         .iter()
         .filter_map(|i| table.get(i).cloned())
@@ -191,12 +219,10 @@ fn inspect(pid: u32, command: Vec<String>) -> Result<Runtime> {
             });
         }
     }
-    let labels = std::fs::read_to_string(proc.join("net/ip6_flowlabel")).unwrap_or_default();
-    let flow_labels = labels
-        .lines()
-        .skip(1)
-        .filter(|l| l.split_whitespace().nth(2) == Some(&pid.to_string()))
-        .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
+    let flow_labels = flow_labels(&proc)
+        .into_iter()
+        .filter(|(label, owner)| *owner == pid || baseline.is_some_and(|b| !b.contains(label)))
+        .map(|(label, _)| label)
         .collect();
     Ok(Runtime {
         pid,

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::support::{run, TempDir};
+use crate::support::{run, Receiver, TempDir};
 
 fn fixture() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -215,4 +215,47 @@ fn criteria_for_a_dual_stack_server_and_an_ipv4_only_one() {
     assert!(both.stdout.contains("gethostbyname ×"), "{}", both.stdout);
     let none = run(&["portcheck", "--criteria"]);
     assert_eq!(none.code(), Some(2));
+}
+
+#[test]
+fn criteria_see_the_flow_label_a_program_leases() {
+    let bin = env!("CARGO_BIN_EXE_dualperf");
+    let rx = Receiver::start(&[]);
+    // A label no earlier run left lingering in the table (leases linger 6 s).
+    let label = 0x10000 + std::process::id() % 0xefff;
+    let (port, label_arg) = (rx.port.to_string(), format!("{label:#x}"));
+    let r = run(&[
+        "portcheck",
+        "--criteria",
+        "--json",
+        "--settle",
+        "1500ms",
+        "--",
+        bin,
+        "send",
+        "::1",
+        "-p",
+        &port,
+        "--udp",
+        "--flow-label",
+        &label_arg,
+        "--rate",
+        "100pps",
+        "--duration",
+        "4s",
+    ]);
+    r.assert_success();
+    let d = r.json();
+    let labels: Vec<&str> = d["runtime"]["flow_labels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(
+        labels.contains(&format!("{label:05X}").as_str()),
+        "{labels:?} {d}"
+    );
+    assert_eq!(criteria_of(&d, 2), "pass", "{d}");
+    drop(rx);
 }

@@ -507,14 +507,17 @@ pub(super) fn addr_integers(cx: &Cx<'_>) -> Vec<(usize, usize)> {
 /// swapping shift by 24 too, into other names.
 pub(super) fn octets_into_address(cx: &Cx<'_>, i: usize) -> bool {
     let toks = &cx.toks[..];
-    let start = toks[..i]
+    // The statement around it, at most 64 tokens either side (bounded work per hit).
+    let lo = i.saturating_sub(64);
+    let start = toks[lo..i]
         .iter()
         .rposition(|t| t.is_punct(';') || t.is_punct('{') || t.is_punct('}'))
-        .map_or(0, |p| p + 1);
+        .map_or(lo, |p| lo + p + 1);
     let end = toks[i..]
         .iter()
+        .take(64)
         .position(|t| t.is_punct(';'))
-        .map_or(toks.len(), |p| i + p);
+        .map_or((i + 64).min(toks.len()), |p| i + p);
     let stmt = &toks[start..end];
     let shifted_by = |n: &str| {
         stmt.windows(3)
