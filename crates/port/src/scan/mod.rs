@@ -69,7 +69,7 @@ pub fn scan_source(src: &str, lang: Lang, enabled: Option<&[bool]>) -> Vec<Findi
             }
         }
     }
-    let mut out = Vec::new();
+    let mut hits: Vec<(usize, usize, &'static Rule)> = Vec::new();
     for (i, rule) in RULES.iter().enumerate() {
         if !rule.langs.contains(&lang)
             || enabled.is_some_and(|e| !e.get(i).copied().unwrap_or(false))
@@ -83,10 +83,16 @@ pub fn scan_source(src: &str, lang: Lang, enabled: Option<&[bool]>) -> Vec<Findi
             Matcher::Ident(_) => std::mem::take(&mut ident_hits[i]),
             _ => matches(rule, &cx),
         };
-        for (start, end) in spans {
-            out.push(finding(rule, src, &lines, start, end));
-        }
+        hits.extend(spans.into_iter().map(|(start, end)| (start, end, rule)));
     }
+    // Positions in one forward walk: a dense file (many findings on long lines) costs
+    // what a sparse one does.
+    hits.sort_by_key(|&(start, _, _)| start);
+    let mut at = Cursor::default();
+    let mut out: Vec<Finding> = hits
+        .into_iter()
+        .map(|(start, end, rule)| finding(rule, src, &lines, at.advance(src, start), start, end))
+        .collect();
     out.sort_by(|a, b| (a.line, a.column, a.rule).cmp(&(b.line, b.column, b.rule)));
     out.dedup_by(|a, b| a.line == b.line && a.column == b.column && a.rule == b.rule);
     out
@@ -110,24 +116,62 @@ pub fn evidence(src: &str, lang: Lang) -> Vec<&'static str> {
     out
 }
 
-fn finding(rule: &'static Rule, src: &str, lines: &LineIndex, start: usize, end: usize) -> Finding {
-    let (line, column) = lines.line_col(src, start);
-    let (end_line, mut end_column) = lines.line_col(src, end);
-    if end_line != line {
-        end_column = lines.line_text(src, line).chars().count() + 1;
+/// A position walked forward through a text: byte offset, 1-based line and column
+/// (columns count code points).
+#[derive(Debug)]
+struct Cursor {
+    offset: usize,
+    line: usize,
+    column: usize,
+}
+
+impl Default for Cursor {
+    fn default() -> Self {
+        Cursor {
+            offset: 0,
+            line: 1,
+            column: 1,
+        }
     }
+}
+
+impl Cursor {
+    /// Moves to `offset` (at or after the current one) and returns (line, column).
+    fn advance(&mut self, src: &str, offset: usize) -> (usize, usize) {
+        let seg = src.get(self.offset..offset).unwrap_or("");
+        match seg.rfind('\n') {
+            Some(p) => {
+                self.line += seg.bytes().filter(|&b| b == b'\n').count();
+                self.column = seg[p + 1..].chars().count() + 1;
+            }
+            None => self.column += seg.chars().count(),
+        }
+        self.offset = self.offset.max(offset);
+        (self.line, self.column)
+    }
+}
+
+fn finding(
+    rule: &'static Rule,
+    src: &str,
+    lines: &LineIndex,
+    (line, column): (usize, usize),
+    start: usize,
+    end: usize,
+) -> Finding {
+    let matched = src.get(start..end).unwrap_or("");
+    let end_column = match matched.find('\n') {
+        // A match over several lines ends, for display, at the end of its first.
+        Some(_) => lines.line_text(src, line).chars().count() + 1,
+        None => column + matched.chars().count(),
+    };
     Finding {
         rule: rule.id,
         severity: rule.severity,
         line,
         column,
         end_column: end_column.max(column + 1),
-        matched: src
-            .get(start..end)
-            .unwrap_or("")
-            .chars()
-            .take(120)
-            .collect(),
+        matched: matched.chars().take(120).collect(),
         snippet: lines.line_text(src, line).chars().take(300).collect(),
     }
 }
