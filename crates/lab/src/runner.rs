@@ -364,6 +364,8 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
                     format!("{bg_ns}ns"),
                     "--json".into(),
                     "--announce-start".into(),
+                    "--connect-timeout".into(),
+                    CONNECT_TIMEOUT.into(),
                 ]);
                 bg_procs.push(Output::spawn(
                     Place::command(&config.exe, place.sender_ns()).args(&argv),
@@ -395,6 +397,8 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
             "--duration".into(),
             format!("{}ns", plan.duration.as_nanos()),
             "--json".into(),
+            "--connect-timeout".into(),
+            CONNECT_TIMEOUT.into(),
         ]);
         let started_unix_ns = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -494,6 +498,12 @@ const BACKGROUND_START: std::time::Duration = std::time::Duration::from_secs(30)
 
 /// How long background flows run before the measured flow starts, by default.
 const DEFAULT_LEAD: wire::time::Duration = wire::time::Duration::from_secs(2);
+
+/// How long a sender may take to connect and set up its session. In a lab its control
+/// connection may cross a link that background flows saturate, where lost SYNs and
+/// segments wait out TCP's retransmission timeouts (1 s, 3 s, 7 s…): the receivers get
+/// the same 30 s for their handshake.
+const CONNECT_TIMEOUT: &str = "30s";
 
 /// A `dualperf send` child with its stdout and stderr read on threads (so a full pipe
 /// never blocks it).

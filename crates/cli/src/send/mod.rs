@@ -14,6 +14,7 @@ mod session;
 use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration as StdDuration;
 
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -82,6 +83,11 @@ pub(crate) struct SendArgs {
     /// background flows have begun).
     #[arg(long, hide = true)]
     announce_start: bool,
+    /// How long connecting to the receiver may take (its control connection and TCP
+    /// data connections), and at least how long setting up the session may; raise it
+    /// across a congested link, where lost SYNs wait out TCP's 1 s, 3 s, 7 s retries.
+    #[arg(long, default_value = "5s", value_parser = crate::args::std_duration, value_name = "DURATION")]
+    connect_timeout: StdDuration,
     /// Write the sender's per-packet records (send schedule, and echoes for --meter rtt)
     /// to this binary log.
     #[arg(long, value_name = "FILE")]
@@ -524,6 +530,8 @@ pub(crate) struct SendConfig {
     pub(crate) live: bool,
     /// Say on stderr when the flows begin.
     pub(crate) announce_start: bool,
+    /// Bound on connecting to the receiver (see `--connect-timeout`).
+    pub(crate) connect_timeout: StdDuration,
 }
 
 impl SendConfig {
@@ -540,6 +548,7 @@ impl SendConfig {
             interval: None,
             live: false,
             announce_start: false,
+            connect_timeout: StdDuration::from_secs(5),
         }
     }
 }
@@ -590,6 +599,7 @@ pub(crate) fn run(args: SendArgs) -> Result<()> {
         // As iperf3 -J: JSON alone on stdout.
         live: !args.json,
         announce_start: args.announce_start,
+        connect_timeout: args.connect_timeout,
         ..SendConfig::new(dest, flows)
     };
     let outcome = run_session(&config, &crate::interrupt::flag());

@@ -62,12 +62,12 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
         &netio::Marking::default(),
         true,
         None,
-        StdDuration::from_secs(5),
+        config.connect_timeout,
     )
     .with_context(|| {
         format!("cannot reach a dualperf receiver at {dest} (is `dualperf recv` running?)")
     })?;
-    ctrl.set_read_timeout(Some(StdDuration::from_secs(10)))?;
+    ctrl.set_read_timeout(Some(config.connect_timeout.max(StdDuration::from_secs(10))))?;
     let mut reader = MsgReader::new();
     handshake(&mut ctrl, &mut reader, config.key.as_deref())?;
     let (conns, grants) = register(&mut ctrl, &mut reader, config)?;
@@ -360,7 +360,7 @@ fn register(
             &marking_of(spec),
             spec.nodelay,
             spec.congestion.as_deref(),
-            StdDuration::from_secs(5),
+            config.connect_timeout,
         )
         .map_err(|e| {
             // TCP_CONGESTION fails with ENOENT for an algorithm the kernel does not have

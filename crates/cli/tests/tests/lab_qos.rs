@@ -326,13 +326,33 @@ qos = { r1 = "llq.toml" }
     )
     .unwrap();
     let results = dir.path("results");
-    crate::support::run(&[
+    let out = crate::support::run(&[
         "run",
         crate::support::path_str(&plan),
         "--dir",
         crate::support::path_str(&results),
-    ])
-    .assert_success();
+    ]);
+    if out.code() != Some(0) {
+        // Say why a run failed: its exit code and stderr are kept beside the results.
+        for e in std::fs::read_dir(results.join("runs"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if e.path().to_string_lossy().contains(".failed") {
+                let r: serde_json::Value =
+                    serde_json::from_slice(&std::fs::read(e.path()).unwrap()).unwrap();
+                eprintln!(
+                    "{}: exit {} stderr {}\nbackground {}",
+                    e.path().display(),
+                    r["exit_code"],
+                    r["stderr"],
+                    r["background"]
+                );
+            }
+        }
+    }
+    out.assert_success();
     let record = |point: &str| -> serde_json::Value {
         serde_json::from_slice(
             &std::fs::read(results.join(format!("runs/rep001-{point}-ipv4.json"))).unwrap(),
