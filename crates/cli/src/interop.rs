@@ -547,13 +547,15 @@ fn eyeballs_scenarios(
             for _ in 0..20 {
                 let l4 = netio::tcp::listen(SocketAddr::new(v4.into(), 0), false)?;
                 let port = l4.local_addr()?.port();
+                // "IPv6 refused": nothing listens on the IPv6 side of the port.
                 let l6 = match scenario {
                     "both families listen" => {
-                        netio::tcp::listen(SocketAddr::new(v6.into(), port), false)
+                        netio::tcp::listen(SocketAddr::new(v6.into(), port), false).map(Some)
                     }
-                    "IPv6 refused" => Ok(l4.try_clone()?),
+                    "IPv6 refused" => Ok(None),
                     _ => {
                         netio::tcp::listen_with_backlog(SocketAddr::new(v6.into(), port), false, 0)
+                            .map(Some)
                     }
                 };
                 if let Ok(l6) = l6 {

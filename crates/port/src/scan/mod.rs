@@ -44,11 +44,7 @@ pub struct Finding {
 /// [`RULES`]; `None` means all).
 pub fn scan_source(src: &str, lang: Lang, enabled: Option<&[bool]>) -> Vec<Finding> {
     let toks = tokenize(src, lang);
-    let idents: HashSet<&str> = toks
-        .iter()
-        .filter(|t| t.kind == Kind::Ident)
-        .map(|t| t.text)
-        .collect();
+    let idents = code_idents(&toks);
     let lines = LineIndex::new(src);
     let ipv4_file = ["s_addr", "in_addr", "sockaddr_in", "in_addr_t"]
         .iter()
@@ -69,7 +65,7 @@ pub fn scan_source(src: &str, lang: Lang, enabled: Option<&[bool]>) -> Vec<Findi
             }
         }
     }
-    let mut hits: Vec<(usize, usize, &'static Rule)> = Vec::new();
+    let mut out = Vec::new();
     for (i, rule) in RULES.iter().enumerate() {
         if !rule.langs.contains(&lang)
             || enabled.is_some_and(|e| !e.get(i).copied().unwrap_or(false))
@@ -79,33 +75,27 @@ pub fn scan_source(src: &str, lang: Lang, enabled: Option<&[bool]>) -> Vec<Findi
         if rule.unless.iter().any(|u| idents.contains(u)) {
             continue;
         }
-        let spans = match rule.matcher {
-            Matcher::Ident(_) => std::mem::take(&mut ident_hits[i]),
-            _ => matches(rule, &cx),
-        };
-        hits.extend(spans.into_iter().map(|(start, end)| (start, end, rule)));
+        for (start, end) in matches(rule, &cx, &mut ident_hits[i]) {
+            out.push(finding(rule, src, &lines, start, end));
+        }
     }
-    // Positions in one forward walk: a dense file (many findings on long lines) costs
-    // what a sparse one does.
-    hits.sort_by_key(|&(start, _, _)| start);
-    let mut at = Cursor::default();
-    let mut out: Vec<Finding> = hits
-        .into_iter()
-        .map(|(start, end, rule)| finding(rule, src, &lines, at.advance(src, start), start, end))
-        .collect();
     out.sort_by(|a, b| (a.line, a.column, a.rule).cmp(&(b.line, b.column, b.rule)));
     out.dedup_by(|a, b| a.line == b.line && a.column == b.column && a.rule == b.rule);
     out
 }
 
+/// The identifiers a file's code uses.
+fn code_idents<'a>(toks: &[Token<'a>]) -> HashSet<&'a str> {
+    toks.iter()
+        .filter(|t| t.kind == Kind::Ident)
+        .map(|t| t.text)
+        .collect()
+}
+
 /// The [`crate::rules::EVIDENCE`] identifiers a file's code uses.
 pub fn evidence(src: &str, lang: Lang) -> Vec<&'static str> {
     let toks = tokenize(src, lang);
-    let idents: HashSet<&str> = toks
-        .iter()
-        .filter(|t| t.kind == Kind::Ident)
-        .map(|t| t.text)
-        .collect();
+    let idents = code_idents(&toks);
     let mut out: Vec<&'static str> = crate::rules::EVIDENCE
         .iter()
         .flat_map(|(_, names)| names.iter().copied())
@@ -116,49 +106,8 @@ pub fn evidence(src: &str, lang: Lang) -> Vec<&'static str> {
     out
 }
 
-/// A position walked forward through a text: byte offset, 1-based line and column
-/// (columns count code points).
-#[derive(Debug)]
-struct Cursor {
-    offset: usize,
-    line: usize,
-    column: usize,
-}
-
-impl Default for Cursor {
-    fn default() -> Self {
-        Cursor {
-            offset: 0,
-            line: 1,
-            column: 1,
-        }
-    }
-}
-
-impl Cursor {
-    /// Moves to `offset` (at or after the current one) and returns (line, column).
-    fn advance(&mut self, src: &str, offset: usize) -> (usize, usize) {
-        let seg = src.get(self.offset..offset).unwrap_or("");
-        match seg.rfind('\n') {
-            Some(p) => {
-                self.line += seg.bytes().filter(|&b| b == b'\n').count();
-                self.column = seg[p + 1..].chars().count() + 1;
-            }
-            None => self.column += seg.chars().count(),
-        }
-        self.offset = self.offset.max(offset);
-        (self.line, self.column)
-    }
-}
-
-fn finding(
-    rule: &'static Rule,
-    src: &str,
-    lines: &LineIndex,
-    (line, column): (usize, usize),
-    start: usize,
-    end: usize,
-) -> Finding {
+fn finding(rule: &'static Rule, src: &str, lines: &LineIndex, start: usize, end: usize) -> Finding {
+    let (line, column) = lines.line_col(src, start);
     let matched = src.get(start..end).unwrap_or("");
     let end_column = match matched.find('\n') {
         // A match over several lines ends, for display, at the end of its first.
@@ -205,16 +154,13 @@ struct Cx<'a> {
     ipv4_file: bool,
 }
 
-/// Byte ranges the rule matches.
-fn matches(rule: &Rule, cx: &Cx<'_>) -> Vec<(usize, usize)> {
+/// Byte ranges the rule matches. An identifier rule's were found in `scan_source`'s one
+/// pass over the identifiers (`ident_hits`, this rule's share of it).
+fn matches(rule: &Rule, cx: &Cx<'_>, ident_hits: &mut Vec<(usize, usize)>) -> Vec<(usize, usize)> {
     let (toks, lang) = (&cx.toks[..], cx.lang);
     let span = |t: &Token<'_>| (t.offset, t.end);
     match rule.matcher {
-        Matcher::Ident(names) => toks
-            .iter()
-            .filter(|t| t.kind == Kind::Ident && names.contains(&t.text))
-            .map(span)
-            .collect(),
+        Matcher::Ident(_) => std::mem::take(ident_hits),
         Matcher::StrEquals(values) => toks
             .iter()
             .filter(|t| t.kind == Kind::Str && values.contains(&t.text))
