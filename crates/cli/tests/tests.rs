@@ -43,6 +43,8 @@ mod presets;
 mod raw_protocol;
 #[path = "tests/report_html.rs"]
 mod report_html;
+#[path = "tests/route_stall.rs"]
+mod route_stall;
 #[path = "tests/rtp_capture.rs"]
 mod rtp_capture;
 #[path = "tests/streams.rs"]

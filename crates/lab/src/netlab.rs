@@ -332,6 +332,9 @@ fn build(
         let text = node.qos.as_ref().map_or(NO_QOS, |q| q.text.as_str());
         std::fs::write(&qos, text).map_err(io(&qos))?;
         cmd.arg("--qos").arg(&qos);
+        if let Some(cpu) = node.cpu {
+            cmd.arg("--cpu").arg(cpu.to_string());
+        }
         if let Some(p) = pcap {
             let d = p.join(&node.name);
             std::fs::create_dir_all(&d).map_err(io(&d))?;

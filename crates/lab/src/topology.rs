@@ -10,6 +10,8 @@
 //! [[node]]
 //! name = "sender"
 //! kind = "host"            # or "router"
+//! # qos = "qos/policy.toml" # a router's service policies (dualperf route --qos)
+//! # cpu = 1                 # pin a router's forwarding thread (dualperf route --cpu)
 //!
 //! [[link]]
 //! a = "sender"
@@ -94,6 +96,8 @@ struct NodeFile {
     kind: Kind,
     #[serde(default)]
     qos: Option<String>,
+    #[serde(default)]
+    cpu: Option<usize>,
 }
 
 #[derive(Deserialize)]
@@ -196,6 +200,9 @@ pub struct Node {
     /// A router's QoS file (`dualperf route --qos`), read and checked with the topology.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub qos: Option<NodeQos>,
+    /// The CPU a router's forwarding thread is pinned to (`dualperf route --cpu`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<usize>,
 }
 
 /// A router's QoS file: where it was read from and its text.
@@ -416,10 +423,17 @@ impl Topology {
                     })
                 }
             };
+            if nf.cpu.is_some() && nf.kind != Kind::Router {
+                return Err(err(
+                    line,
+                    format!("node '{}': only a router takes cpu", nf.name),
+                ));
+            }
             nodes.push(Node {
                 name: nf.name.clone(),
                 kind: nf.kind,
                 qos,
+                cpu: nf.cpu,
             });
         }
         if file.link.len() > MAX_LINKS {

@@ -119,6 +119,7 @@
 
 pub mod clock;
 mod cmsg;
+pub mod cpu;
 mod marking;
 pub mod netns;
 pub mod packet;

@@ -445,6 +445,18 @@ impl PacketSocket {
         max: usize,
         mut f: impl FnMut(&[u8], RxInfo),
     ) -> io::Result<usize> {
+        self.recv_batch_mut(max, |frame, info| f(frame, info))
+    }
+
+    /// [`Self::recv_batch`] with the frame writable in place: a forwarder can
+    /// rewrite its headers in the RX slot and copy it once, straight into a
+    /// TX slot. What `f` writes is gone when the slot goes back to the
+    /// kernel.
+    pub fn recv_batch_mut(
+        &mut self,
+        max: usize,
+        mut f: impl FnMut(&mut [u8], RxInfo),
+    ) -> io::Result<usize> {
         let mut handed = 0;
         let mut visited = 0;
         while handed < max && visited < self.rx.frames {
@@ -488,9 +500,10 @@ impl PacketSocket {
                     losing: st & libc::TP_STATUS_LOSING != 0,
                 };
                 // SAFETY: `mac_off + len <= frame_size`, so the bytes lie inside this
-                // slot of the mapping; the kernel does not write the slot until we
-                // hand it back below, after `f` (which cannot keep the borrow) returns.
-                let frame = unsafe { std::slice::from_raw_parts(self.at(slot + mac_off), len) };
+                // slot of the mapping; the kernel neither reads nor writes the slot
+                // until we hand it back below, after `f` (which cannot keep the
+                // borrow) returns, and nothing else points into it meanwhile.
+                let frame = unsafe { std::slice::from_raw_parts_mut(self.at(slot + mac_off), len) };
                 f(frame, info);
                 handed += 1;
             }
@@ -501,6 +514,17 @@ impl PacketSocket {
             visited += 1;
         }
         Ok(handed)
+    }
+
+    /// Whether the next RX slot holds a frame (or an outgoing one to skip):
+    /// one load of its status word, no syscall. A busy-polling loop asks this
+    /// before it goes to sleep in `poll`.
+    pub fn rx_pending(&self) -> bool {
+        let hdr = self.hdr(self.rx.slot(self.rx_next));
+        // SAFETY: as in `recv_batch_mut`: the header of a slot inside the mapping,
+        // its status word only accessed atomically.
+        let status = unsafe { AtomicU32::from_ptr(ptr::addr_of_mut!((*hdr).tp_status)) };
+        status.load(Ordering::Relaxed) & libc::TP_STATUS_USER != 0
     }
 
     /// Queues `frame` (a whole Ethernet frame, header included, no FCS) in

@@ -127,6 +127,42 @@ pub struct Output {
     pub frame: Vec<u8>,
 }
 
+/// What [`Forwarder::handle_frame_in_place`] made of a frame.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Nothing to send (the reason is counted).
+    Drop,
+    /// The frame was rewritten in place for its next hop (Ethernet addresses, TTL or
+    /// hop limit, IPv4 checksum): send its first `len` bytes (Ethernet padding is not
+    /// carried) out of interface `iface`.
+    Forward {
+        /// Egress interface.
+        iface: usize,
+        /// Bytes of the rewritten frame to send.
+        len: usize,
+    },
+    /// A new frame to send (an ARP or NDP answer, an echo reply, an ICMP error); the
+    /// frame received is left as it was.
+    Reply(Output),
+}
+
+/// What the family handlers decide, before any byte of the frame is changed.
+enum Decision {
+    Drop,
+    Reply(Output),
+    Forward {
+        iface: usize,
+        mac: ethernet::Address,
+        packet_len: usize,
+    },
+}
+
+impl From<Option<Output>> for Decision {
+    fn from(o: Option<Output>) -> Self {
+        o.map_or(Self::Drop, Self::Reply)
+    }
+}
+
 /// The forwarding engine.
 pub struct Forwarder {
     ifaces: Vec<Interface>,
@@ -231,20 +267,76 @@ impl Forwarder {
         })
     }
 
-    /// Decide what to do with `frame`, received on interface `iface`.
+    /// Decide what to do with `frame`, received on interface `iface`: at most one frame
+    /// to send, as a new buffer. [`Self::handle_frame_in_place`] does the same without
+    /// allocating for a forwarded frame.
     pub fn handle_frame(&mut self, iface: usize, frame: &[u8]) -> Option<Output> {
-        let st = self.stats.get_mut(iface)?;
+        let mut buf = frame.to_vec();
+        match self.handle_frame_in_place(iface, &mut buf) {
+            Action::Drop => None,
+            Action::Reply(out) => Some(out),
+            Action::Forward { iface, len } => {
+                buf.truncate(len);
+                Some(Output { iface, frame: buf })
+            }
+        }
+    }
+
+    /// Decide what to do with `frame`, received on interface `iface`, rewriting a
+    /// forwarded frame where it lies (a router's RX slot): its Ethernet header for the
+    /// next hop, the TTL (with the IPv4 checksum updated per RFC 1624) or hop limit.
+    /// Frames that are not forwarded are left unchanged.
+    pub fn handle_frame_in_place(&mut self, iface: usize, frame: &mut [u8]) -> Action {
+        let decision = self.decide(iface, frame);
+        let Decision::Forward {
+            iface: out,
+            mac,
+            packet_len,
+        } = decision
+        else {
+            return match decision {
+                Decision::Reply(o) => Action::Reply(o),
+                _ => Action::Drop,
+            };
+        };
+        let len = ethernet::HEADER_LEN + packet_len;
+        let frame = &mut frame[..len];
+        let mut eth = ethernet::Frame::new_unchecked(&mut *frame);
+        let ethertype = eth.ethertype();
+        ethernet::Repr {
+            src_addr: self.ifaces[out].mac,
+            dst_addr: mac,
+            ethertype,
+        }
+        .emit(&mut eth);
+        let packet = &mut frame[ethernet::HEADER_LEN..];
+        if ethertype == EtherType::Ipv4 {
+            ipv4::Packet::new_unchecked(packet).decrement_ttl();
+            self.stats[iface].forwarded_ipv4 += 1;
+        } else {
+            let mut q = ipv6::Packet::new_unchecked(packet);
+            let hop = q.hop_limit();
+            q.set_hop_limit(hop - 1);
+            self.stats[iface].forwarded_ipv6 += 1;
+        }
+        Action::Forward { iface: out, len }
+    }
+
+    fn decide(&mut self, iface: usize, frame: &[u8]) -> Decision {
+        let Some(st) = self.stats.get_mut(iface) else {
+            return Decision::Drop;
+        };
         st.rx_frames += 1;
         st.rx_bytes += frame.len() as u64;
         let Ok(eth) = ethernet::Frame::new_checked(frame) else {
             st.malformed += 1;
-            return None;
+            return Decision::Drop;
         };
         let me = self.ifaces[iface].mac;
         let dst = eth.dst_addr();
         if dst != me && !dst.is_broadcast() && !dst.is_multicast() {
             st.ignored += 1;
-            return None;
+            return Decision::Drop;
         }
         let src_mac = eth.src_addr();
         let payload = eth.payload();
@@ -253,16 +345,16 @@ impl Forwarder {
         // §2.4(e)): only ARP and neighbour solicitations are answered from such frames.
         let group = dst != me;
         match eth.ethertype() {
-            EtherType::Arp => self.handle_arp(iface, payload),
+            EtherType::Arp => self.handle_arp(iface, payload).into(),
             EtherType::Ipv4 if group => {
                 self.stats[iface].local += 1;
-                None
+                Decision::Drop
             }
             EtherType::Ipv4 => self.handle_ipv4(iface, src_mac, payload),
             EtherType::Ipv6 => self.handle_ipv6(iface, src_mac, payload, group),
             EtherType::Unknown(_) => {
                 self.stats[iface].ignored += 1;
-                None
+                Decision::Drop
             }
         }
     }
@@ -285,6 +377,19 @@ impl Forwarder {
         .emit(&mut f);
         frame[ethernet::HEADER_LEN..].copy_from_slice(packet);
         Output { iface, frame }
+    }
+
+    /// An ICMP error back to the sender, if one may be sent.
+    fn reply(
+        &self,
+        iface: usize,
+        dst_mac: ethernet::Address,
+        ethertype: EtherType,
+        packet: Option<Vec<u8>>,
+    ) -> Decision {
+        packet
+            .map(|p| self.frame(iface, dst_mac, ethertype, &p))
+            .into()
     }
 
     /// Whether `ip` is on `iface`'s own subnet.
@@ -329,22 +434,25 @@ impl Forwarder {
         route
     }
 
-    /// `packet` framed for its next hop on the route's interface, counting a missing
+    /// The next hop's MAC for `dst` on the route's interface, counting a missing
     /// neighbour entry against `iface`.
-    fn frame_for_next_hop(
+    fn next_hop(
         &mut self,
         iface: usize,
         route: &Route,
         dst: IpAddr,
-        ethertype: EtherType,
-        packet: &[u8],
-    ) -> Option<Output> {
+        packet_len: usize,
+    ) -> Decision {
         let next_hop = route.via.unwrap_or(dst);
         let Some(mac) = self.neighbors.get(&(route.iface, next_hop)).map(|n| n.mac) else {
             self.stats[iface].no_neighbor += 1;
-            return None;
+            return Decision::Drop;
         };
-        Some(self.frame(route.iface, mac, ethertype, packet))
+        Decision::Forward {
+            iface: route.iface,
+            mac,
+            packet_len,
+        }
     }
 
     fn handle_arp(&mut self, iface: usize, payload: &[u8]) -> Option<Output> {
@@ -386,14 +494,14 @@ impl Forwarder {
         iface: usize,
         src_mac: ethernet::Address,
         payload: &[u8],
-    ) -> Option<Output> {
+    ) -> Decision {
         let Ok(p) = ipv4::Packet::new_checked(payload) else {
             self.stats[iface].malformed += 1;
-            return None;
+            return Decision::Drop;
         };
         if !p.verify_checksum() {
             self.stats[iface].malformed += 1;
-            return None;
+            return Decision::Drop;
         }
         // The packet without Ethernet padding.
         let packet = &payload[..usize::from(p.total_len())];
@@ -402,11 +510,11 @@ impl Forwarder {
             return match icmp::v4_echo_reply(packet) {
                 Some(reply) => {
                     self.stats[iface].echo_replies += 1;
-                    Some(self.frame(iface, src_mac, EtherType::Ipv4, &reply))
+                    Decision::Reply(self.frame(iface, src_mac, EtherType::Ipv4, &reply))
                 }
                 None => {
                     self.stats[iface].local += 1;
-                    None
+                    Decision::Drop
                 }
             };
         }
@@ -418,35 +526,35 @@ impl Forwarder {
             o[0] == 0 || o[0] == 127 || o[0] >= 224 || src.is_link_local() || dst.is_link_local();
         if martian && !dst.is_broadcast() && !dst.is_multicast() {
             self.stats[iface].martian += 1;
-            return None;
+            return Decision::Drop;
         }
         if dst.is_broadcast() || dst.is_multicast() || dst.is_unspecified() || dst.is_loopback() {
             self.stats[iface].local += 1;
-            return None;
+            return Decision::Drop;
         }
         if p.ttl() <= 1 {
             self.stats[iface].ttl_exceeded += 1;
-            let (me, _) = self.ifaces[iface].ipv4?;
-            let reply = icmp::v4_time_exceeded(me, packet)?;
-            return Some(self.frame(iface, src_mac, EtherType::Ipv4, &reply));
+            let reply = self.ifaces[iface]
+                .ipv4
+                .and_then(|(me, _)| icmp::v4_time_exceeded(me, packet));
+            return self.reply(iface, src_mac, EtherType::Ipv4, reply);
         }
-        let route = self.route(iface, dst.into())?;
+        let Some(route) = self.route(iface, dst.into()) else {
+            return Decision::Drop;
+        };
         let out = route.iface;
         if packet.len() > self.ifaces[out].mtu as usize {
             self.stats[iface].too_big += 1;
             if !p.dont_frag() {
-                return None; // fragmentation is not done here
+                return Decision::Drop; // fragmentation is not done here
             }
-            let (me, _) = self.ifaces[iface].ipv4?;
             let mtu = u16::try_from(self.ifaces[out].mtu).unwrap_or(u16::MAX);
-            let reply = icmp::v4_frag_needed(me, mtu, packet)?;
-            return Some(self.frame(iface, src_mac, EtherType::Ipv4, &reply));
+            let reply = self.ifaces[iface]
+                .ipv4
+                .and_then(|(me, _)| icmp::v4_frag_needed(me, mtu, packet));
+            return self.reply(iface, src_mac, EtherType::Ipv4, reply);
         }
-        let mut o = self.frame_for_next_hop(iface, &route, dst.into(), EtherType::Ipv4, packet)?;
-        let mut q = ipv4::Packet::new_unchecked(&mut o.frame[ethernet::HEADER_LEN..]);
-        q.decrement_ttl();
-        self.stats[iface].forwarded_ipv4 += 1;
-        Some(o)
+        self.next_hop(iface, &route, dst.into(), packet.len())
     }
 
     fn handle_ipv6(
@@ -455,10 +563,10 @@ impl Forwarder {
         src_mac: ethernet::Address,
         payload: &[u8],
         group: bool,
-    ) -> Option<Output> {
+    ) -> Decision {
         let Ok(p) = ipv6::Packet::new_checked(payload) else {
             self.stats[iface].malformed += 1;
-            return None;
+            return Decision::Drop;
         };
         let packet = &payload[..ipv6::HEADER_LEN + usize::from(p.payload_len())];
         let dst = p.dst_addr();
@@ -469,7 +577,7 @@ impl Forwarder {
             if let Ok(ns) = icmp::parse_ns(packet) {
                 if Some(ns.target) != mine {
                     self.stats[iface].local += 1;
-                    return None;
+                    return Decision::Drop;
                 }
                 // RFC 4861 §7.2.3: learn the solicitor once the target is ours.
                 if let (Some(source_ll), false) = (ns.source_ll, src.is_unspecified()) {
@@ -491,27 +599,27 @@ impl Forwarder {
                     solicited,
                 );
                 self.stats[iface].neighbor_adverts += 1;
-                return Some(self.frame(iface, to_mac, EtherType::Ipv6, &na));
+                return Decision::Reply(self.frame(iface, to_mac, EtherType::Ipv6, &na));
             }
         }
         if group {
             self.stats[iface].local += 1;
-            return None;
+            return Decision::Drop;
         }
         // RFC 4291 §2.5.2–2.5.3, §2.7: no packet from these may be forwarded.
         if src.is_multicast() || src.is_loopback() || src.is_unspecified() {
             self.stats[iface].martian += 1;
-            return None;
+            return Decision::Drop;
         }
         if self.is_mine(dst.into()) {
             return match icmp::v6_echo_reply(packet) {
                 Some(reply) => {
                     self.stats[iface].echo_replies += 1;
-                    Some(self.frame(iface, src_mac, EtherType::Ipv6, &reply))
+                    Decision::Reply(self.frame(iface, src_mac, EtherType::Ipv6, &reply))
                 }
                 None => {
                     self.stats[iface].local += 1;
-                    None
+                    Decision::Drop
                 }
             };
         }
@@ -524,28 +632,28 @@ impl Forwarder {
             || dst.is_loopback()
         {
             self.stats[iface].local += 1;
-            return None;
+            return Decision::Drop;
         }
         if p.hop_limit() <= 1 {
             self.stats[iface].ttl_exceeded += 1;
-            let (me, _) = self.ifaces[iface].ipv6?;
-            let reply = icmp::v6_time_exceeded(me, packet)?;
-            return Some(self.frame(iface, src_mac, EtherType::Ipv6, &reply));
+            let reply = self.ifaces[iface]
+                .ipv6
+                .and_then(|(me, _)| icmp::v6_time_exceeded(me, packet));
+            return self.reply(iface, src_mac, EtherType::Ipv6, reply);
         }
-        let route = self.route(iface, dst.into())?;
+        let Some(route) = self.route(iface, dst.into()) else {
+            return Decision::Drop;
+        };
         let out = route.iface;
         if packet.len() > self.ifaces[out].mtu as usize {
             self.stats[iface].too_big += 1;
-            let (me, _) = self.ifaces[iface].ipv6?;
-            let reply = icmp::v6_packet_too_big(me, self.ifaces[out].mtu, packet)?;
-            return Some(self.frame(iface, src_mac, EtherType::Ipv6, &reply));
+            let mtu = self.ifaces[out].mtu;
+            let reply = self.ifaces[iface]
+                .ipv6
+                .and_then(|(me, _)| icmp::v6_packet_too_big(me, mtu, packet));
+            return self.reply(iface, src_mac, EtherType::Ipv6, reply);
         }
-        let mut o = self.frame_for_next_hop(iface, &route, dst.into(), EtherType::Ipv6, packet)?;
-        let mut q = ipv6::Packet::new_unchecked(&mut o.frame[ethernet::HEADER_LEN..]);
-        let hop = q.hop_limit();
-        q.set_hop_limit(hop - 1);
-        self.stats[iface].forwarded_ipv6 += 1;
-        Some(o)
+        self.next_hop(iface, &route, dst.into(), packet.len())
     }
 }
 

@@ -332,6 +332,39 @@ impl Link {
         None
     }
 
+    /// Offer a frame of `len` bytes that would cross the link at once and unchanged:
+    /// a link with no rate, delay, jitter or loss, nothing queued or in flight, and room
+    /// for the frame. Then it is counted exactly as [`Link::enqueue`] followed by
+    /// [`Link::dequeue`] at `now` would count it, and `true` says the caller sends it
+    /// straight on (a router copies it from its RX slot into a TX slot, never into a
+    /// buffer of ours). `false` changes nothing: enqueue the frame instead.
+    pub fn pass(&mut self, len: usize, now: Instant) -> bool {
+        let p = &self.params;
+        let transparent = p.rate_bps == 0
+            && p.delay == Duration::ZERO
+            && p.jitter == Duration::ZERO
+            && p.loss == LossModel::None;
+        if !transparent
+            || !self.queue.is_empty()
+            || !self.in_flight.is_empty()
+            || p.limit_bytes.is_some_and(|l| len as u64 > l)
+            || self.busy_until > now
+            || self.last_arrival > now
+        {
+            return false;
+        }
+        let bytes = len as u64;
+        self.stats.offered_packets += 1;
+        self.stats.offered_bytes += bytes;
+        self.stats.max_backlog_packets = self.stats.max_backlog_packets.max(1);
+        self.queue_delay.record(0);
+        self.busy_until = now;
+        self.last_arrival = now;
+        self.stats.sent_packets += 1;
+        self.stats.sent_bytes += bytes;
+        true
+    }
+
     /// When the next frame arrives at the far end or the next serialization starts;
     /// `None` when the link is empty.
     pub fn poll_timeout(&self) -> Option<Instant> {
@@ -706,5 +739,62 @@ mod tests {
             ..LinkParams::default()
         })
         .contains("60 s"));
+    }
+
+    #[test]
+    fn passing_a_frame_counts_exactly_as_enqueue_then_dequeue() {
+        // Frames of varied sizes at varied times through a transparent link, half of
+        // them offered with `pass` first; a byte limit below the largest frame, so
+        // some cannot pass and take the queue's path (and its drop).
+        let params = LinkParams {
+            limit_bytes: Some(1000),
+            ..LinkParams::default()
+        };
+        let mut a = Link::new(params.clone(), 1).unwrap();
+        let mut b = Link::new(params, 1).unwrap();
+        let (mut out_a, mut out_b, mut passed) = (0u64, 0u64, 0u64);
+        let mut x = 7u64;
+        for i in 0..2000u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let len = 60 + (x >> 33) as usize % 1100;
+            let now = t(i * 1000 + (x >> 50));
+            if i % 2 == 0 && a.pass(len, now) {
+                passed += 1;
+                out_a += 1;
+            } else {
+                let _ = a.enqueue(vec![0; len], now);
+            }
+            let _ = b.enqueue(vec![0; len], now);
+            while a.dequeue(now).is_some() {
+                out_a += 1;
+            }
+            while b.dequeue(now).is_some() {
+                out_b += 1;
+            }
+        }
+        assert!(passed > 500, "{passed}");
+        assert_eq!(out_a, out_b);
+        assert_eq!(a.stats(), b.stats());
+        // A link that shapes, delays or loses never passes a frame.
+        for p in [
+            LinkParams {
+                rate_bps: 1_000_000,
+                ..LinkParams::default()
+            },
+            LinkParams {
+                delay: Duration::from_nanos(1),
+                ..LinkParams::default()
+            },
+            LinkParams {
+                loss: LossModel::Bernoulli { p: 0.0 },
+                ..LinkParams::default()
+            },
+        ] {
+            let mut l = Link::new(p, 1).unwrap();
+            assert!(!l.pass(100, t(0)));
+            assert_eq!(l.stats().offered_packets, 0);
+        }
     }
 }

@@ -1,16 +1,22 @@
 //! `dualperf route`: a userspace IPv4/IPv6 router. The decisions are `qos`'s
-//! (`forward::Forwarder`, one `link::Link` per egress); this driver moves frames between
-//! them and `AF_PACKET` rings, and sleeps until the next frame or the next link event.
+//! (`forward::Forwarder`, one `link::Link` or service policy per egress); `engine.rs`
+//! moves frames between them and `AF_PACKET` rings; `aux.rs` is the second thread that
+//! writes the stats file, captures and log lines, so nothing on the forwarding thread
+//! waits for a disk.
 
+mod aux;
+mod engine;
 mod pcap;
 
-use std::collections::VecDeque;
 use std::net::IpAddr;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use lab::topology::{Loss, RouterConfig};
 use netio::packet::{PacketSocket, RingConfig};
+
+use self::aux::{Aux, Sinks};
+use self::engine::{CpuBase, Engine};
 use qos::forward::{Forwarder, Interface, Route};
 use qos::link::{Link, LinkParams, LossModel};
 use qos::policy::Policy;
@@ -43,7 +49,8 @@ pub(crate) struct RouteArgs {
     #[arg(long, value_name = "FILE")]
     config: PathBuf,
     /// Keep the counters (JSON) in FILE, rewritten every 500 ms, at once on SIGUSR1, and
-    /// at exit.
+    /// at exit, by a thread of their own (a slow disk never holds up forwarding). `loop`
+    /// records the forwarding loop's longest turn and gap: a stall shows there.
     #[arg(long, value_name = "FILE")]
     stats: Option<PathBuf>,
     /// Capture every interface into DIR/IFACE.pcap (frames received and sent).
@@ -57,6 +64,22 @@ pub(crate) struct RouteArgs {
     /// leaves the policies as they were.
     #[arg(long, value_name = "FILE")]
     qos: Option<PathBuf>,
+    /// Pin the forwarding thread to CPU N (the writer thread stays free). Without it
+    /// the scheduler may put the router on the sender's CPU.
+    #[arg(long, value_name = "N")]
+    cpu: Option<usize>,
+    /// Keep polling the rings for this long after the last frame before sleeping in
+    /// ppoll: a frame arriving meanwhile is taken without a wake-up. 0 sleeps at once.
+    #[arg(long, default_value = "50us", value_parser = crate::args::duration, value_name = "DURATION")]
+    busy_poll: Duration,
+    /// Slots in each interface's RX and TX ring: at 500,000 frames/s, 8192 slots hold
+    /// 16 ms of traffic while the router is away.
+    #[arg(long, default_value_t = 8192, value_name = "N")]
+    ring_slots: u32,
+    /// Tests only: the writer thread sleeps this long before each stats write, as on a
+    /// disk that stalls.
+    #[arg(long, hide = true, value_parser = crate::args::std_duration, value_name = "DURATION")]
+    debug_stats_delay: Option<std::time::Duration>,
 }
 
 /// What sends on one interface: the emulated link alone, or a service policy in front
@@ -81,6 +104,15 @@ impl Egress {
                 cpu.qos_ns += netio::clock::mono_ns().saturating_sub(t0);
                 cpu.qos_frames += 1;
             }
+        }
+    }
+
+    /// A frame that crosses the egress at once (see [`Link::pass`]); never with a
+    /// service policy, which classifies and counts every frame.
+    fn pass(&mut self, len: usize, now: Instant) -> bool {
+        match self {
+            Self::Link(l) => l.pass(len, now),
+            Self::Policy(_) => false,
         }
     }
 
@@ -283,6 +315,8 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
         // A slot holds the frame after 66 bytes of ring header: room for the MTU.
         let ring = RingConfig {
             frame_size: (cfg.mtu[i] + 14 + 66).next_power_of_two().max(2048),
+            rx_frames: args.ring_slots.max(64),
+            tx_frames: args.ring_slots.max(64),
             ..RingConfig::default()
         };
         let sock = PacketSocket::open(name, &ring)
@@ -305,21 +339,13 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
         });
         socks.push(sock);
     }
-    let mut fwd = match Forwarder::new(ifaces, cfg.routes.clone(), cfg.neighbors.clone()) {
+    let fwd = match Forwarder::new(ifaces, cfg.routes.clone(), cfg.neighbors.clone()) {
         Ok(f) => f,
         Err(e) => usage!("{}: {e}", args.config.display()),
     };
     let start = Instant::from_nanos(netio::clock::mono_ns());
     let mut qos = QosState::default();
-    // Where the CPU accounting starts: now, then at each reload.
-    let mut cpu = CpuBase {
-        thread_cpu_ns: netio::clock::thread_cpu_ns(),
-        frames: 0,
-        busy_ns: 0,
-        qos_ns: 0,
-        qos_frames: 0,
-    };
-    let mut links = match load_egress(&cfg, args.qos.as_deref(), start) {
+    let links = match load_egress(&cfg, args.qos.as_deref(), start) {
         Ok(l) => l,
         Err(e) => usage!("{e}"),
     };
@@ -333,6 +359,20 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
             pcaps.push(pcap::PcapWriter::new(std::io::BufWriter::new(f))?);
         }
     }
+    // The writer thread starts before the forwarding thread is pinned, so it keeps
+    // every CPU.
+    let aux = Aux::start(Sinks {
+        stats: args.stats.clone(),
+        pcaps,
+        stats_delay: args.debug_stats_delay.unwrap_or_default(),
+    })?;
+    if let Some(cpu) = args.cpu {
+        if let Err(e) = netio::cpu::pin_current_thread(cpu) {
+            usage!("--cpu {cpu}: {e}");
+        }
+    }
+    // Link events (a frame's end of serialization or propagation) wake the loop on time.
+    let _ = netio::clock::set_timer_slack_ns(1);
     let stop = crate::interrupt::flag();
     let asked = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGUSR1, asked.clone())
@@ -340,12 +380,6 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
     let reload = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGUSR2, reload.clone())
         .context("cannot install the SIGUSR2 handler")?;
-    let mut io = vec![IoStats::default(); socks.len()];
-    // Frames a full TX ring could not take yet, per interface (bounded).
-    let mut pending: Vec<VecDeque<Vec<u8>>> = vec![VecDeque::new(); socks.len()];
-    let fds: Vec<_> = socks.iter().map(PacketSocket::fd).collect();
-    let started = netio::clock::mono_ns();
-    let mut next_stats = started;
     for (name, l) in cfg.names.iter().zip(&links) {
         if let Egress::Policy(p) = l {
             eprintln!("dualperf route: {name}: service-policy output {}", p.name());
@@ -356,226 +390,99 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
         cfg.names.join(", "),
         cfg.routes.len()
     );
-    let mut readable = vec![false; socks.len()];
+    let mut eng = Engine::new(cfg.names.clone(), socks, fwd, links, aux);
+    let busy_poll_ns = args.busy_poll.as_nanos();
+    let started = netio::clock::mono_ns();
+    let mut next_stats = started;
+    let mut last_frame_ns = 0u64;
+    // The start of the previous turn, unless the loop slept since.
+    let mut prev_turn: Option<u64> = None;
     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-        let now_ns = netio::clock::mono_ns();
-        let now = Instant::from_nanos(now_ns);
-        // The CPU time of frame handling (receive, forward, classify, queue, send), not
-        // of waking idle or writing the counters: what a frame costs the router.
-        let cpu_before = netio::clock::thread_cpu_ns();
-        let mut handled = 0u64;
-        for (i, sock) in socks.iter_mut().enumerate() {
-            let mut frames: Vec<Vec<u8>> = Vec::new();
-            let got = sock.recv_batch(256, |frame, info| {
-                if let Some(p) = pcaps.get_mut(i) {
-                    let _ = p.write(info.timestamp_ns, frame);
-                }
-                if info.truncated {
-                    io[i].rx_truncated += 1;
-                } else {
-                    frames.push(frame.to_vec());
-                }
-            });
-            match got {
-                // Readable with nothing in the ring: a socket error (the interface went
-                // down, say). Reading it clears it, so poll stops reporting it.
-                Ok(0) if readable[i] => {
-                    if let Ok(Some(e)) = sock.take_error() {
-                        io[i].error(&cfg.names[i], &e);
-                    }
-                }
-                Ok(_) => {}
-                Err(e) => io[i].error(&cfg.names[i], &e),
-            }
-            handled += frames.len() as u64;
-            for f in frames {
-                if let Some(out) = fwd.handle_frame(i, &f) {
-                    links[out.iface].enqueue(out.frame, now, &mut cpu);
-                }
-            }
+        let t0 = netio::clock::mono_ns();
+        if let Some(p) = prev_turn {
+            eng.record_gap(t0.saturating_sub(p));
         }
-        for (i, link) in links.iter_mut().enumerate() {
-            while let Some(f) = link.dequeue(now) {
-                if pending[i].len() >= MAX_PENDING {
-                    io[i].tx_backlog_drops += 1;
-                } else {
-                    pending[i].push_back(f);
-                }
-            }
-            let mut sent = false;
-            while let Some(f) = pending[i].front() {
-                match socks[i].send(f) {
-                    Ok(true) => {
-                        if let Some(p) = pcaps.get_mut(i) {
-                            let _ = p.write(netio::clock::wall_ns(), f);
-                        }
-                        pending[i].pop_front();
-                        sent = true;
-                        handled += 1;
-                    }
-                    Ok(false) => {
-                        io[i].tx_ring_full += 1;
-                        break;
-                    }
-                    Err(e) => {
-                        io[i].error(&cfg.names[i], &e);
-                        pending[i].pop_front();
-                    }
-                }
-            }
-            if sent || !pending[i].is_empty() {
-                if let Err(e) = socks[i].flush() {
-                    io[i].error(&cfg.names[i], &e);
-                }
-            }
-        }
-        if handled > 0 {
-            cpu.busy_ns += netio::clock::thread_cpu_ns().saturating_sub(cpu_before);
-        }
+        let handled = eng.turn(t0);
+        let mut busy = handled > 0;
         // SIGUSR2: read the QoS file again and start every egress afresh (counters from
         // zero; frames still queued are discarded). A file that does not read keeps the
         // running policies and says why in the stats.
         let reloaded = reload.swap(false, std::sync::atomic::Ordering::Relaxed);
         if reloaded {
-            match load_egress(&cfg, args.qos.as_deref(), now) {
+            busy = true;
+            match load_egress(&cfg, args.qos.as_deref(), Instant::from_nanos(t0)) {
                 Ok(l) => {
-                    links = l;
-                    cpu = CpuBase {
-                        thread_cpu_ns: netio::clock::thread_cpu_ns(),
-                        frames: rx_frames(&fwd),
-                        busy_ns: 0,
-                        qos_ns: 0,
-                        qos_frames: 0,
-                    };
+                    eng.links = l;
+                    eng.restart_cpu();
                     qos.reloads += 1;
                     qos.error = None;
-                    eprintln!("dualperf route: reloaded {}", qos_file(&args));
-                    for (name, l) in cfg.names.iter().zip(&links) {
+                    eng.aux
+                        .log(format!("dualperf route: reloaded {}", qos_file(&args)));
+                    for (name, l) in cfg.names.iter().zip(&eng.links) {
                         if let Egress::Policy(p) = l {
-                            eprintln!("dualperf route: {name}: service-policy output {}", p.name());
+                            let line = format!(
+                                "dualperf route: {name}: service-policy output {}",
+                                p.name()
+                            );
+                            eng.aux.log(line);
                         }
                     }
                 }
                 Err(e) => {
-                    eprintln!("dualperf route: reload refused, policies unchanged: {e}");
+                    eng.aux.log(format!(
+                        "dualperf route: reload refused, policies unchanged: {e}"
+                    ));
                     qos.error = Some(e);
                     qos.refused += 1;
                 }
             }
         }
         // Every 500 ms, and at once on SIGUSR1 (`dualperf lab status` asks so) and
-        // after a reload.
-        if now_ns >= next_stats
-            || reloaded
-            || asked.swap(false, std::sync::atomic::Ordering::Relaxed)
-        {
-            for (i, sock) in socks.iter().enumerate() {
-                // The kernel's counters reset on every read: keep running totals.
-                if let Ok(k) = sock.stats() {
-                    io[i].kernel_rx_drops += k.drops;
-                }
-            }
-            write_stats(
-                &args,
-                &stats_json(
-                    &fwd,
-                    &links,
-                    &socks,
-                    &io,
-                    &qos,
-                    &cpu_since(&cpu, &fwd),
-                    now_ns - started,
-                ),
-            );
-            next_stats = now_ns + 500_000_000;
+        // after a reload: a snapshot for the writer thread.
+        if t0 >= next_stats || reloaded || asked.swap(false, std::sync::atomic::Ordering::Relaxed) {
+            busy = true;
+            eng.read_kernel_drops();
+            let doc = eng.stats_json(&qos, t0 - started);
+            eng.aux.stats(doc);
+            next_stats = t0 + 500_000_000;
+        } else {
+            eng.aux.retry();
+        }
+        let t1 = netio::clock::mono_ns();
+        eng.record_turn(t1.saturating_sub(t0), busy, handled);
+        if handled > 0 {
+            last_frame_ns = t1;
+        }
+        // Busy-poll while frames came recently: a frame arriving now is taken without
+        // the wake-up a sleep would cost.
+        if t1.saturating_sub(last_frame_ns) < busy_poll_ns || eng.rx_pending() {
+            prev_turn = Some(t0);
+            std::hint::spin_loop();
+            continue;
         }
         // Sleep until a frame arrives, the next link event, or 100 ms (to see Ctrl-C
         // and refresh the counters); while a TX ring is backed up, retry in 200 µs.
-        let mut wake = now_ns + 100_000_000;
-        for l in &links {
-            if let Some(t) = l.poll_timeout() {
-                wake = wake.min(t.as_nanos());
-            }
+        let (event, backlog) = eng.wake_at();
+        let mut wake = t1 + 100_000_000;
+        if let Some(t) = event {
+            wake = wake.min(t);
         }
-        if pending.iter().any(|p| !p.is_empty()) {
-            wake = wake.min(now_ns + 200_000);
+        if backlog {
+            wake = wake.min(t1 + 200_000);
         }
-        let timeout = wake.saturating_sub(netio::clock::mono_ns());
-        readable = netio::poll::poll_readable(&fds, Some(timeout))?;
-    }
-    for p in &mut pcaps {
-        p.flush()?;
-    }
-    for (i, sock) in socks.iter().enumerate() {
-        if let Ok(k) = sock.stats() {
-            io[i].kernel_rx_drops += k.drops;
+        if wake <= t1 {
+            prev_turn = Some(t0);
+            continue;
         }
+        eng.sleep(wake - t1)?;
+        prev_turn = None;
     }
-    let doc = stats_json(
-        &fwd,
-        &links,
-        &socks,
-        &io,
-        &qos,
-        &cpu_since(&cpu, &fwd),
-        netio::clock::mono_ns() - started,
-    );
-    write_stats(&args, &doc);
+    eng.read_kernel_drops();
+    let doc = eng.stats_json(&qos, netio::clock::mono_ns() - started);
     if args.stats.is_none() {
         eprintln!("{}", serde_json::to_string_pretty(&doc)?);
     }
-    Ok(())
-}
-
-/// The router thread's CPU time spent handling frames, and the frames it received, since
-/// it started or last reloaded: its cost per frame (receive, forward, classify, queue,
-/// send), as seed 001 measures a router's processing load. Loop turns that handled no
-/// frame (timer wake-ups, writing these counters) are left out.
-#[derive(Debug, Default, serde::Serialize)]
-struct CpuStats {
-    /// CPU time of the forwarding thread in turns that handled frames (user + system,
-    /// CLOCK_THREAD_CPUTIME_ID), ns.
-    busy_ns: u64,
-    /// All the thread's CPU time, idle turns and counters included, ns.
-    thread_cpu_ns: u64,
-    /// Frames received on every interface.
-    frames: u64,
-    /// `busy_ns / frames`; `null` before the first frame.
-    cpu_ns_per_frame: Option<f64>,
-    /// Time spent inside service policies' enqueue (classification, reservations,
-    /// marking, policing, WRED, queueing), ns.
-    qos_ns: u64,
-    /// Frames offered to service policies.
-    qos_frames: u64,
-    /// `qos_ns / qos_frames`: a policy's cost per frame; `null` without a policy.
-    qos_ns_per_frame: Option<f64>,
-}
-
-/// Where the CPU accounting starts: at start, then at each reload.
-struct CpuBase {
-    thread_cpu_ns: u64,
-    frames: u64,
-    busy_ns: u64,
-    qos_ns: u64,
-    qos_frames: u64,
-}
-
-fn cpu_since(base: &CpuBase, fwd: &Forwarder) -> CpuStats {
-    let frames = rx_frames(fwd).saturating_sub(base.frames);
-    CpuStats {
-        busy_ns: base.busy_ns,
-        thread_cpu_ns: netio::clock::thread_cpu_ns().saturating_sub(base.thread_cpu_ns),
-        frames,
-        cpu_ns_per_frame: (frames > 0).then(|| base.busy_ns as f64 / frames as f64),
-        qos_ns: base.qos_ns,
-        qos_frames: base.qos_frames,
-        qos_ns_per_frame: (base.qos_frames > 0)
-            .then(|| base.qos_ns as f64 / base.qos_frames as f64),
-    }
-}
-
-fn rx_frames(fwd: &Forwarder) -> u64 {
-    fwd.stats().iter().map(|s| s.rx_frames).sum()
+    eng.aux.finish(doc)
 }
 
 /// What became of the QoS file's reloads (SIGUSR2; SIGHUP, like SIGINT and SIGTERM, stops the router).
@@ -650,91 +557,6 @@ fn load_egress(
         });
     }
     Ok(links)
-}
-
-/// Most frames held for a full TX ring per interface, beyond the link's own queue.
-const MAX_PENDING: usize = 1024;
-
-/// What the driver counts per interface beyond the forwarder and the link.
-#[derive(Clone, Debug, Default, serde::Serialize)]
-struct IoStats {
-    /// Sends that found the TX ring full (the frame waited for the next try).
-    tx_ring_full: u64,
-    /// Frames dropped because MAX_PENDING were already waiting for the TX ring.
-    tx_backlog_drops: u64,
-    /// Frames received truncated (longer than a ring slot): dropped.
-    rx_truncated: u64,
-    /// Frames the kernel dropped for lack of room in the RX ring (running total).
-    kernel_rx_drops: u64,
-    /// Socket errors (the interface went down, …); the router carries on.
-    io_errors: u64,
-}
-
-impl IoStats {
-    fn error(&mut self, iface: &str, e: &std::io::Error) {
-        self.io_errors += 1;
-        // The first, then every thousandth: an interface that stays down must not
-        // flood the log.
-        if self.io_errors % 1000 == 1 {
-            eprintln!("dualperf route: {iface}: {e} ({} so far)", self.io_errors);
-        }
-    }
-}
-
-/// Replace the stats file (if there is one) with `doc`, whole.
-fn write_stats(args: &RouteArgs, doc: &serde_json::Value) {
-    if let Some(path) = &args.stats {
-        let tmp = path.with_extension("json.tmp");
-        let ok = std::fs::write(&tmp, serde_json::to_vec_pretty(&doc).unwrap_or_default())
-            .and_then(|()| std::fs::rename(&tmp, path));
-        if let Err(e) = ok {
-            eprintln!(
-                "dualperf route: warning: cannot write {}: {e}",
-                path.display()
-            );
-        }
-    }
-}
-
-/// The counters: per interface what arrived (the forwarder's view) and what left (the
-/// egress link's view), plus the kernel's ring drops.
-fn stats_json(
-    fwd: &Forwarder,
-    links: &[Egress],
-    socks: &[PacketSocket],
-    io: &[IoStats],
-    qos: &QosState,
-    cpu: &CpuStats,
-    uptime_ns: u64,
-) -> serde_json::Value {
-    let ifaces: Vec<serde_json::Value> = fwd
-        .interfaces()
-        .iter()
-        .zip(fwd.stats())
-        .zip(links)
-        .zip(socks)
-        .zip(io)
-        .map(|((((f, rx), egress), sock), io)| {
-            let link = egress.link();
-            serde_json::json!({
-                "name": f.name,
-                "mac": f.mac.to_string(),
-                "ingress": rx,
-                "egress": link.stats(),
-                "egress_link": link.params(),
-                "qos": egress.qos_json(),
-                "io": io,
-                "tx_wrong_format": sock.tx_wrong_format(),
-            })
-        })
-        .collect();
-    serde_json::json!({
-        "format_version": 1,
-        "uptime_ns": uptime_ns,
-        "qos": qos,
-        "cpu": cpu,
-        "interfaces": ifaces,
-    })
 }
 
 #[cfg(test)]

@@ -52,6 +52,23 @@ fn two_hop_named(name: &str) -> String {
     .replace("name = \"two-hop\"", &format!("name = \"{name}\""))
 }
 
+/// `text` with its first `name = "…"` line (the lab's, before any `[[node]]`) naming
+/// the lab `name`.
+fn rename_lab(text: &str, name: &str) -> String {
+    let mut done = false;
+    text.lines()
+        .map(|l| {
+            if !done && l.starts_with("name = ") {
+                done = true;
+                format!("name = \"{name}\"")
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// A two-hop lab under its own name, removed on drop.
 pub(crate) struct Lab {
     pub(crate) name: String,
@@ -82,6 +99,28 @@ impl Lab {
         let lab = Self { name, _dir: dir };
         run(&args).assert_success();
         lab
+    }
+
+    /// A shipped topology (`plans/topologies/FILE`) under a name of its own.
+    pub(crate) fn up_shipped(tag: &str, file: &str) -> Self {
+        let name = format!("t{tag}-{}", std::process::id() % 100_000);
+        let dir = TempDir::new(&format!("lab-{tag}"));
+        let text = std::fs::read_to_string(format!(
+            "{}/../../plans/topologies/{file}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap();
+        let text = rename_lab(&text, &name);
+        let topo = dir.path("topo.toml");
+        std::fs::write(&topo, text).unwrap();
+        let lab = Self { name, _dir: dir };
+        run(&["lab", "up", path_str(&topo)]).assert_success();
+        lab
+    }
+
+    /// The lab's state file (`/run/dualperf/labs/NAME/state.json`).
+    pub(crate) fn state_json(&self) -> serde_json::Value {
+        self.state()
     }
 
     /// `dualperf ARGS` inside `node`, to completion.

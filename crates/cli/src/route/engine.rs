@@ -1,0 +1,450 @@
+//! The forwarding loop: AF_PACKET rings ⇄ the `qos` forwarder and egress links.
+//!
+//! One turn reads every RX ring, forwards each frame in its RX slot
+//! ([`Forwarder::handle_frame_in_place`]) and, when the egress link would pass it at
+//! once, copies it straight into the egress TX slot; frames the link must hold (rate,
+//! delay, loss, a policy's queues) go into a pooled buffer. Then each link gives what
+//! is due, and each TX ring that got frames is kicked once. A turn makes no syscall but
+//! those kicks: the clock is the vDSO's, the rings are shared memory.
+//!
+//! Between turns the loop busy-polls the RX rings for `busy_poll` after the last frame,
+//! then sleeps in `ppoll` until a frame, the next link event or 100 ms.
+
+use std::collections::VecDeque;
+use std::os::fd::RawFd;
+
+use netio::packet::PacketSocket;
+use qos::forward::{Action, Forwarder};
+use qos::hist::{Histogram, Summary};
+use wire::time::Instant;
+
+use super::aux::Aux;
+use super::Egress;
+
+/// Frames read from one RX ring per turn at most, so one busy interface cannot starve
+/// the others.
+const RX_BATCH: usize = 256;
+/// Most frames held for a full TX ring per interface, beyond the link's own queue.
+const MAX_PENDING: usize = 4096;
+/// Buffers kept for reuse (frames queued in links and policies).
+const POOL_MAX: usize = 8192;
+/// A turn or a gap between turns longer than this is a stall (counted).
+const STALL_NS: u64 = 1_000_000;
+
+/// Reusable frame buffers: a frame that must wait in a link is copied into one, and it
+/// comes back once sent. In a steady state no frame allocates.
+#[derive(Default)]
+struct Pool(Vec<Vec<u8>>);
+
+impl Pool {
+    fn copy(&mut self, frame: &[u8]) -> Vec<u8> {
+        let mut b = self.0.pop().unwrap_or_else(|| Vec::with_capacity(2048));
+        b.clear();
+        b.extend_from_slice(frame);
+        b
+    }
+
+    fn give(&mut self, b: Vec<u8>) {
+        if self.0.len() < POOL_MAX {
+            self.0.push(b);
+        }
+    }
+}
+
+/// What the driver counts per interface beyond the forwarder and the link.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub(super) struct IoStats {
+    /// Sends that found the TX ring full (the frame waited for the next try).
+    pub(super) tx_ring_full: u64,
+    /// Frames dropped because MAX_PENDING were already waiting for the TX ring.
+    pub(super) tx_backlog_drops: u64,
+    /// Frames received truncated (longer than a ring slot): dropped.
+    pub(super) rx_truncated: u64,
+    /// Frames the kernel dropped for lack of room in the RX ring (running total).
+    pub(super) kernel_rx_drops: u64,
+    /// Socket errors (the interface went down, …); the router carries on.
+    pub(super) io_errors: u64,
+}
+
+impl IoStats {
+    fn error(&mut self, iface: &str, e: &std::io::Error, aux: &mut Aux) {
+        self.io_errors += 1;
+        // The first, then every thousandth: an interface that stays down must not
+        // flood the log.
+        if self.io_errors % 1000 == 1 {
+            aux.log(format!(
+                "dualperf route: {iface}: {e} ({} so far)",
+                self.io_errors
+            ));
+        }
+    }
+}
+
+/// How the loop itself ran: the record that shows a stall. A turn is the work from one
+/// look at the rings to the next (receive, forward, send, counters); a gap is the time
+/// between the starts of two turns when the loop did not choose to sleep in between
+/// (a long turn, or the thread preempted while busy-polling).
+#[derive(Debug, Default, serde::Serialize)]
+pub(super) struct LoopStats {
+    /// Turns that handled at least one frame or wrote the counters.
+    pub(super) busy_turns: u64,
+    /// Turns that found nothing (busy-polling).
+    pub(super) idle_turns: u64,
+    /// Sleeps in ppoll.
+    pub(super) sleeps: u64,
+    /// The longest busy turn, ns.
+    pub(super) max_turn_ns: u64,
+    /// The longest gap between the starts of two turns with no sleep between, ns.
+    pub(super) max_gap_ns: u64,
+    /// Busy turns longer than 1 ms.
+    pub(super) turns_over_1ms: u64,
+    /// Gaps longer than 1 ms.
+    pub(super) gaps_over_1ms: u64,
+    /// Busy turn durations, ns.
+    #[serde(skip)]
+    turn_hist: Histogram,
+    /// Their percentiles (filled when the stats are written).
+    turn_ns: Summary,
+}
+
+impl LoopStats {
+    fn turn(&mut self, took_ns: u64) {
+        self.busy_turns += 1;
+        self.max_turn_ns = self.max_turn_ns.max(took_ns);
+        self.turns_over_1ms += u64::from(took_ns > STALL_NS);
+        self.turn_hist.record(took_ns);
+    }
+
+    fn gap(&mut self, ns: u64) {
+        self.max_gap_ns = self.max_gap_ns.max(ns);
+        self.gaps_over_1ms += u64::from(ns > STALL_NS);
+    }
+}
+
+/// Where the CPU accounting starts: at start, then at each reload.
+pub(super) struct CpuBase {
+    pub(super) thread_cpu_ns: u64,
+    pub(super) frames: u64,
+    pub(super) busy_ns: u64,
+    pub(super) qos_ns: u64,
+    pub(super) qos_frames: u64,
+}
+
+/// The router's cost per frame, as seed 001 measures a router's processing load.
+#[derive(Debug, Default, serde::Serialize)]
+pub(super) struct CpuStats {
+    /// Time of the forwarding thread in turns that handled frames (receive, forward,
+    /// classify, queue, send), ns, by the monotonic clock: its CPU time while it is not
+    /// preempted (pin it with `--cpu` to make sure). Busy-polling that finds nothing and
+    /// sleeps are left out.
+    busy_ns: u64,
+    /// All the thread's CPU time (CLOCK_THREAD_CPUTIME_ID, user + system), idle polling
+    /// and counters included, ns; read only when the counters are written.
+    thread_cpu_ns: u64,
+    /// Frames received on every interface.
+    frames: u64,
+    /// `busy_ns / frames`; `null` before the first frame.
+    cpu_ns_per_frame: Option<f64>,
+    /// Time spent inside service policies' enqueue (classification, reservations,
+    /// marking, policing, WRED, queueing), ns.
+    qos_ns: u64,
+    /// Frames offered to service policies.
+    qos_frames: u64,
+    /// `qos_ns / qos_frames`: a policy's cost per frame; `null` without a policy.
+    qos_ns_per_frame: Option<f64>,
+}
+
+/// The forwarding state and everything the loop touches.
+pub(super) struct Engine {
+    pub(super) names: Vec<String>,
+    pub(super) socks: Vec<PacketSocket>,
+    pub(super) fds: Vec<RawFd>,
+    pub(super) fwd: Forwarder,
+    pub(super) links: Vec<Egress>,
+    pub(super) io: Vec<IoStats>,
+    pub(super) cpu: CpuBase,
+    pub(super) aux: Aux,
+    pub(super) looped: LoopStats,
+    pending: Vec<VecDeque<Vec<u8>>>,
+    kick: Vec<bool>,
+    pool: Pool,
+    readable: Vec<bool>,
+}
+
+impl Engine {
+    pub(super) fn new(
+        names: Vec<String>,
+        socks: Vec<PacketSocket>,
+        fwd: Forwarder,
+        links: Vec<Egress>,
+        aux: Aux,
+    ) -> Self {
+        let n = socks.len();
+        Self {
+            fds: socks.iter().map(PacketSocket::fd).collect(),
+            names,
+            socks,
+            cpu: CpuBase {
+                thread_cpu_ns: netio::clock::thread_cpu_ns(),
+                frames: 0,
+                busy_ns: 0,
+                qos_ns: 0,
+                qos_frames: 0,
+            },
+            fwd,
+            links,
+            io: vec![IoStats::default(); n],
+            aux,
+            looped: LoopStats::default(),
+            pending: vec![VecDeque::new(); n],
+            kick: vec![false; n],
+            pool: Pool::default(),
+            readable: vec![false; n],
+        }
+    }
+
+    /// Start the CPU accounting afresh (after a reload).
+    pub(super) fn restart_cpu(&mut self) {
+        self.cpu = CpuBase {
+            thread_cpu_ns: netio::clock::thread_cpu_ns(),
+            frames: self.rx_frames(),
+            busy_ns: 0,
+            qos_ns: 0,
+            qos_frames: 0,
+        };
+    }
+
+    /// One turn at `now_ns`: every RX ring, every link, every TX ring that got frames.
+    /// Returns the frames received and sent.
+    pub(super) fn turn(&mut self, now_ns: u64) -> u64 {
+        let now = Instant::from_nanos(now_ns);
+        let mut handled = 0u64;
+        let n = self.socks.len();
+        let capture = self.aux.capturing();
+        for i in 0..n {
+            let (before, rest) = self.socks.split_at_mut(i);
+            let Some((me, after)) = rest.split_first_mut() else {
+                continue;
+            };
+            let (fwd, links, pending, kick, pool, io, aux, cpu, names) = (
+                &mut self.fwd,
+                &mut self.links,
+                &mut self.pending,
+                &mut self.kick,
+                &mut self.pool,
+                &mut self.io,
+                &mut self.aux,
+                &mut self.cpu,
+                &self.names,
+            );
+            let mut sent = 0u64;
+            let got = me.recv_batch_mut(RX_BATCH, |frame, info| {
+                if capture {
+                    aux.pcap(i, info.timestamp_ns, frame);
+                }
+                if info.truncated {
+                    io[i].rx_truncated += 1;
+                    return;
+                }
+                match fwd.handle_frame_in_place(i, frame) {
+                    Action::Drop => {}
+                    Action::Reply(out) => links[out.iface].enqueue(out.frame, now, cpu),
+                    Action::Forward { iface: o, len } => {
+                        let f = &frame[..len];
+                        // The egress TX ring, unless the frame goes back out where it
+                        // came in (that one is borrowed for reading).
+                        let tx = match o.cmp(&i) {
+                            std::cmp::Ordering::Less => before.get_mut(o),
+                            std::cmp::Ordering::Greater => after.get_mut(o - i - 1),
+                            std::cmp::Ordering::Equal => None,
+                        };
+                        match tx {
+                            Some(tx) if pending[o].is_empty() && links[o].pass(len, now) => {
+                                match tx.send(f) {
+                                    Ok(true) => {
+                                        kick[o] = true;
+                                        sent += 1;
+                                        if capture {
+                                            aux.pcap(o, netio::clock::wall_ns(), f);
+                                        }
+                                    }
+                                    Ok(false) => {
+                                        io[o].tx_ring_full += 1;
+                                        pending[o].push_back(pool.copy(f));
+                                    }
+                                    Err(e) => io[o].error(&names[o], &e, aux),
+                                }
+                            }
+                            _ => links[o].enqueue(pool.copy(f), now, cpu),
+                        }
+                    }
+                }
+            });
+            match got {
+                // Readable with nothing in the ring: a socket error (the interface went
+                // down, say). Reading it clears it, so poll stops reporting it.
+                Ok(0) if self.readable[i] => {
+                    if let Ok(Some(e)) = me.take_error() {
+                        self.io[i].error(&self.names[i], &e, &mut self.aux);
+                    }
+                }
+                Ok(got) => handled += got as u64,
+                Err(e) => self.io[i].error(&self.names[i], &e, &mut self.aux),
+            }
+            self.readable[i] = false;
+            handled += sent;
+        }
+        for o in 0..n {
+            while let Some(f) = self.links[o].dequeue(now) {
+                if self.pending[o].len() >= MAX_PENDING {
+                    self.io[o].tx_backlog_drops += 1;
+                    self.pool.give(f);
+                } else {
+                    self.pending[o].push_back(f);
+                }
+            }
+            while let Some(f) = self.pending[o].front() {
+                match self.socks[o].send(f) {
+                    Ok(true) => {
+                        if capture {
+                            self.aux.pcap(o, netio::clock::wall_ns(), f);
+                        }
+                        if let Some(f) = self.pending[o].pop_front() {
+                            self.pool.give(f);
+                        }
+                        self.kick[o] = true;
+                        handled += 1;
+                    }
+                    Ok(false) => {
+                        self.io[o].tx_ring_full += 1;
+                        break;
+                    }
+                    Err(e) => {
+                        self.io[o].error(&self.names[o], &e, &mut self.aux);
+                        if let Some(f) = self.pending[o].pop_front() {
+                            self.pool.give(f);
+                        }
+                    }
+                }
+            }
+            // One kick per interface and turn for everything queued in its TX ring;
+            // while frames wait for room, kick again each turn.
+            if std::mem::take(&mut self.kick[o]) || !self.pending[o].is_empty() {
+                if let Err(e) = self.socks[o].flush() {
+                    self.io[o].error(&self.names[o], &e, &mut self.aux);
+                }
+            }
+        }
+        handled
+    }
+
+    /// Whether any RX ring holds a frame (no syscall).
+    pub(super) fn rx_pending(&self) -> bool {
+        self.socks.iter().any(PacketSocket::rx_pending)
+    }
+
+    /// The next link event, and whether frames wait for a full TX ring.
+    pub(super) fn wake_at(&self) -> (Option<u64>, bool) {
+        let next = self
+            .links
+            .iter()
+            .filter_map(|l| l.poll_timeout().map(|t| t.as_nanos()))
+            .min();
+        (next, self.pending.iter().any(|p| !p.is_empty()))
+    }
+
+    /// Sleep in ppoll for at most `timeout_ns`, until a frame arrives.
+    pub(super) fn sleep(&mut self, timeout_ns: u64) -> std::io::Result<()> {
+        self.looped.sleeps += 1;
+        self.readable = netio::poll::poll_readable(&self.fds, Some(timeout_ns))?;
+        Ok(())
+    }
+
+    /// Record a turn.
+    pub(super) fn record_turn(&mut self, took_ns: u64, busy: bool, handled: u64) {
+        if busy {
+            self.looped.turn(took_ns);
+        } else {
+            self.looped.idle_turns += 1;
+        }
+        if handled > 0 {
+            self.cpu.busy_ns += took_ns;
+        }
+    }
+
+    /// Record the gap between the starts of two turns with no sleep between.
+    pub(super) fn record_gap(&mut self, ns: u64) {
+        self.looped.gap(ns);
+    }
+
+    /// The kernel's RX ring drops since the last call, added to the running totals.
+    pub(super) fn read_kernel_drops(&mut self) {
+        for (i, sock) in self.socks.iter().enumerate() {
+            // The kernel's counters reset on every read: keep running totals.
+            if let Ok(k) = sock.stats() {
+                self.io[i].kernel_rx_drops += k.drops;
+            }
+        }
+    }
+
+    fn rx_frames(&self) -> u64 {
+        self.fwd.stats().iter().map(|s| s.rx_frames).sum()
+    }
+
+    fn cpu_stats(&self) -> CpuStats {
+        let base = &self.cpu;
+        let frames = self.rx_frames().saturating_sub(base.frames);
+        CpuStats {
+            busy_ns: base.busy_ns,
+            thread_cpu_ns: netio::clock::thread_cpu_ns().saturating_sub(base.thread_cpu_ns),
+            frames,
+            cpu_ns_per_frame: (frames > 0).then(|| base.busy_ns as f64 / frames as f64),
+            qos_ns: base.qos_ns,
+            qos_frames: base.qos_frames,
+            qos_ns_per_frame: (base.qos_frames > 0)
+                .then(|| base.qos_ns as f64 / base.qos_frames as f64),
+        }
+    }
+
+    /// The counters: per interface what arrived (the forwarder's view) and what left
+    /// (the egress link's view), the kernel's ring drops, the loop's own record and
+    /// the writer's.
+    pub(super) fn stats_json(
+        &mut self,
+        qos: &super::QosState,
+        uptime_ns: u64,
+    ) -> serde_json::Value {
+        self.looped.turn_ns = self.looped.turn_hist.summary();
+        let ifaces: Vec<serde_json::Value> = self
+            .fwd
+            .interfaces()
+            .iter()
+            .zip(self.fwd.stats())
+            .zip(&self.links)
+            .zip(&self.socks)
+            .zip(&self.io)
+            .map(|((((f, rx), egress), sock), io)| {
+                let link = egress.link();
+                serde_json::json!({
+                    "name": f.name,
+                    "mac": f.mac.to_string(),
+                    "ingress": rx,
+                    "egress": link.stats(),
+                    "egress_link": link.params(),
+                    "qos": egress.qos_json(),
+                    "io": io,
+                    "tx_wrong_format": sock.tx_wrong_format(),
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "format_version": 1,
+            "uptime_ns": uptime_ns,
+            "qos": qos,
+            "cpu": self.cpu_stats(),
+            "loop": &self.looped,
+            "writer": self.aux.writer_stats(),
+            "interfaces": ifaces,
+        })
+    }
+}
