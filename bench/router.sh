@@ -13,7 +13,11 @@
 #     - through r1's `dualperf route` as the lab starts it, and through r1's kernel
 #       (dualperf route stopped; forwarding sysctls on; the same addresses, routes and
 #       static neighbours), and the ratio dualperf / kernel (the kernel's best figure);
-#     - unpinned (one sender thread per CPU, bench/router/blast.c) and pinned (one
+#     - the senders are bench/router/blast.c: by default (SENDER=raw) whole frames
+#       through AF_PACKET, the same UDP datagrams the sender's stack would build but
+#       several times cheaper to send, so the forwarder rather than the sender is what
+#       runs out; SENDER=udp sends through UDP sockets;
+#     - unpinned (one sender thread per CPU) and pinned (one
 #       sender thread on CPU 0, the router on the last CPU: topology key cpu, or
 #       taskset for a dualperf without it). A figure the senders could not push past
 #       (nothing lost at their unpaced maximum) is marked '*': it is the senders'
@@ -33,6 +37,7 @@
 #   STALL_SECONDS [60]  the loop-stall run (0 skips it)
 #   SIZES ["64,1400"]  FAMILIES ["4,6"]  MODES ["unpinned,pinned"]
 #   ENGINES ["dualperf,kernel"]
+#   SENDER [raw]        raw (AF_PACKET frames) or udp (UDP sockets)
 #   JSON []             also write the results as JSON to this file
 # Exit status: 0 the bench ran; 1 a step failed; 2 bad settings or not root.
 #
@@ -61,4 +66,5 @@ python3 "$HERE/lib/routerbench.py" --dualperf "$WORK/dualperf" --blast "$WORK/bl
     --topologies "$ROOT/plans/topologies" --duration "${DURATION:-2}" \
     --iterations "${ITERATIONS:-7}" --stall-seconds "${STALL_SECONDS:-60}" \
     --sizes "${SIZES:-64,1400}" --families "${FAMILIES:-4,6}" \
-    --modes "${MODES:-unpinned,pinned}" --engines "${ENGINES:-dualperf,kernel}" "${json_args[@]}"
+    --modes "${MODES:-unpinned,pinned}" --engines "${ENGINES:-dualperf,kernel}" \
+    --sender "${SENDER:-raw}" "${json_args[@]}"

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 
 LOSS_MAX = 0.001  # "forwarding rate": the highest offered rate with <= 0.1 % loss
 DST = {4: "198.18.2.2", 6: "2001:2:0:2::2"}
@@ -61,10 +62,15 @@ class Lab:
         sh([self.dp, "lab", "up", self.file.name])
         self.engine = "dualperf"
         st = self.state()
+        nodes = [n["name"] for n in st["topology"]["nodes"]]
         for link in st["topology"]["links"]:
             for end in link["ends"]:
                 if end["ifname"] == RECV_IF:
                     self.rmac = end["mac"]
+                if nodes[end["node"]] == "sender":
+                    self.sender = end
+                if end["ifname"] == "to-sender":
+                    self.r1_in_mac = end["mac"]
 
     def down(self):
         sh([self.dp, "lab", "down", self.name], check=False)
@@ -91,16 +97,17 @@ class Lab:
                     open(f"/proc/{r['pid']}/stat").read().split(") ")[1][0] == "Z":
                 break
             time.sleep(0.05)
-        cfg = open(r["config"]).read()
+        with open(r["config"], "rb") as f:
+            cfg = tomllib.load(f)
         ns = self.ns("r1")
-        ifaces = re.findall(r'name = "([^"]+)"\nipv4 = "([^"]+)"\nipv6 = "([^"]+)"', cfg)
-        neigh = re.findall(r'\[\[neighbor\]\]\ninterface = "([^"]+)"\nip = "([^"]+)"\nmac = "([^"]+)"', cfg)
-        routes = re.findall(r'\[\[route\]\]\nprefix = "([^"]+)"\nvia = "([^"]+)"\ninterface = "([^"]+)"', cfg)
-        if not ifaces:
-            raise RuntimeError(f"cannot read the interfaces of {r['config']}")
+        ifaces = [(i["name"], i["ipv4"], i["ipv6"], i.get("mac")) for i in cfg["interface"]]
+        neigh = [(n["interface"], n["ip"], n["mac"]) for n in cfg.get("neighbor", [])]
+        routes = [(x["prefix"], x["via"], x["interface"]) for x in cfg.get("route", [])]
         for s in ["net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1"]:
             sh(["ip", "netns", "exec", ns, "sysctl", "-qw", s])
-        for name, v4, v6 in ifaces:
+        for name, v4, v6, mac in ifaces:
+            if mac:  # the router's MAC, which the lab keeps off the kernel's side
+                sh(["ip", "-n", ns, "link", "set", name, "address", mac])
             sh(["ip", "netns", "exec", ns, "sysctl", "-qw", f"net.ipv6.conf.{name}.disable_ipv6=0"])
             sh(["ip", "netns", "exec", ns, "sysctl", "-qw", f"net.ipv6.conf.{name}.forwarding=1"])
             sh(["ip", "-n", ns, "addr", "add", v4, "dev", name])
@@ -133,6 +140,9 @@ def trial(lab, args, family, size, rate, threads, cpus, duration):
            "-s", str(size), "-r", str(int(rate)), "-d", str(duration), "-t", str(threads)]
     if cpus:
         cmd += ["-c", cpus]
+    if args.sender == "raw":
+        src = lab.sender["ipv4"] if family == 4 else lab.sender["ipv6"]
+        cmd += ["-R", lab.sender["ifname"], "-M", lab.r1_in_mac, "-S", src]
     out = sh(cmd, timeout=duration + 30)
     m = dict(kv.split("=") for kv in out.split()[1:])
     time.sleep(0.3)  # the router's queues drain
@@ -228,6 +238,7 @@ def main():
     ap.add_argument("--modes", default="unpinned,pinned")
     ap.add_argument("--engines", default="dualperf,kernel")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--sender", choices=["raw", "udp"], default="raw")
     args = ap.parse_args()
     ncpu = os.cpu_count() or 1
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -261,9 +272,9 @@ def main():
                     for size in sizes:
                         log(f"{mode} {engine} IPv{family} {size} B: forwarding rate")
                         results[(mode, engine, family, size)] = search(lab, args, family, size, threads, cpus)
-                if engine == "dualperf" and args.stall_seconds > 0:
-                    fam, size = families[0], sizes[-1]
-                    best = results[(mode, engine, fam, size)]["pps"]
+                fam, size = families[0], sizes[-1]
+                best = results[(mode, engine, fam, size)]["pps"] if engine == "dualperf" else 0
+                if best > 0 and args.stall_seconds > 0:
                     log(f"{mode} {engine}: {args.stall_seconds} s at half the maximum ({fmt_k(best/2)} pps, IPv{fam} {size} B)")
                     stalls[mode] = stall_run(lab, args, fam, size, best / 2, threads, cpus)
             finally:
@@ -272,6 +283,8 @@ def main():
     modes = args.modes.split(",")
     print()
     print("Forwarding rate with <= 0.1 % loss (received pkt/s; * = the sender's limit, not the forwarder's)")
+    print(f"senders: {args.sender} ({'AF_PACKET frames' if args.sender == 'raw' else 'UDP sockets'}), "
+          f"{ncpu} threads unpinned, 1 thread on CPU 0 pinned")
     print()
     hdr = f"{'family':<7}{'payload':>8}"
     for mode in modes:
@@ -331,7 +344,9 @@ def main():
         else:
             print(f"Loop stall ({mode}, {args.stall_seconds} s at {fmt_k(t['rate'])} pkt/s): longest turn "
                   f"{loop['max_turn_ns']/1e6:.3f} ms, longest gap between turns {loop['max_gap_ns']/1e6:.3f} ms, "
-                  f"turns over 1 ms: {loop['turns_over_1ms']}; loss {100*t['loss']:.4f} %")
+                  f"turns over 1 ms: {loop['turns_over_1ms']}, gaps over 1 ms: {loop['gaps_over_1ms']}; "
+                  f"loss {100*t['loss']:.4f} %; the scheduler took its CPU {loop.get('involuntary_switches')} times, "
+                  f"{(loop.get('runqueue_wait_ns') or 0)/1e6:.1f} ms in all")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"rows": rows, "rtt": {f"{m}/{e}/{fa}": v for (m, e, fa), v in rtts.items()},

@@ -364,6 +364,7 @@ mod tests {
             stderr: String::new(),
             background: Vec::new(),
             routers: std::collections::BTreeMap::new(),
+            router_stalls: std::collections::BTreeMap::new(),
             report: serde_json::json!({"flows": [{
                 "spec": {"protocol": "udp", "meter": "owd", "size_bytes": 64},
                 "sent": {"packets": 1000},

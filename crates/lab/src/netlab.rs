@@ -198,9 +198,17 @@ fn build(
     for l in &t.links {
         let [a, b] = &l.ends;
         let (na, nb) = (t.namespace(a.node), t.namespace(b.node));
+        // A router's side gets another MAC in the kernel than the router answers to
+        // (see topology::kernel_mac): the namespace's kernel drops frames for the router
+        // at once, as for another host, and the router reads them from its ring.
+        let kernel_mac = |e: &crate::topology::End| match t.nodes[e.node].kind {
+            Kind::Router => crate::topology::kernel_mac(&e.mac),
+            Kind::Host => e.mac.clone(),
+        };
+        let (mac_a, mac_b) = (kernel_mac(a), kernel_mac(b));
         run(&[
-            "ip", "link", "add", "name", &a.ifname, "address", &a.mac, "netns", &na, "type",
-            "veth", "peer", "name", &b.ifname, "address", &b.mac, "netns", &nb,
+            "ip", "link", "add", "name", &a.ifname, "address", &mac_a, "netns", &na, "type",
+            "veth", "peer", "name", &b.ifname, "address", &mac_b, "netns", &nb,
         ])?;
         for end in [a, b] {
             let ns = t.namespace(end.node);

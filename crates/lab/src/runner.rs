@@ -442,6 +442,15 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
                 .collect(),
             Place::Loopback => BTreeMap::new(),
         };
+        let router_stalls = stalls(&routers);
+        for (node, ns) in &router_stalls {
+            eprintln!(
+                "dualperf run: warning: run {}: router {node} stalled {:.1} ms (a loop turn or gap over {} ms); its delays and losses may be the router's",
+                run.id,
+                *ns as f64 / 1e6,
+                ROUTER_STALL_LIMIT_NS / 1_000_000
+            );
+        }
         if config.stop.load(Ordering::SeqCst) {
             // A run cut short by Ctrl-C is not a measurement of the plan's duration:
             // not stored, measured again on --resume.
@@ -476,6 +485,7 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
             report,
             background,
             routers,
+            router_stalls,
         };
         if finished {
             store.put_run(&record)?;
@@ -487,6 +497,27 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
     drop(receiver);
     drop(bg_receiver);
     Ok(outcome)
+}
+
+/// A router loop turn or gap (`dualperf route`'s `loop.max_turn_ns`, `max_gap_ns`)
+/// longer than this during a run flags the run (`router_stalls` in its record, and a
+/// warning): 1 ms is about 100 frames of a 1 Gbit/s flow held back.
+pub const ROUTER_STALL_LIMIT_NS: u64 = 1_000_000;
+
+/// The routers whose loop stalled longer than [`ROUTER_STALL_LIMIT_NS`], with their
+/// longest turn or gap.
+fn stalls(routers: &BTreeMap<String, serde_json::Value>) -> BTreeMap<String, u64> {
+    routers
+        .iter()
+        .filter_map(|(node, stats)| {
+            let l = &stats["loop"];
+            let worst = l["max_turn_ns"]
+                .as_u64()
+                .unwrap_or(0)
+                .max(l["max_gap_ns"].as_u64().unwrap_or(0));
+            (worst > ROUTER_STALL_LIMIT_NS).then(|| (node.clone(), worst))
+        })
+        .collect()
 }
 
 /// Background flows' duration beyond the lead and the measured flow's, ns: a backstop
@@ -606,6 +637,30 @@ impl Output {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_router_whose_loop_turned_or_paused_over_a_millisecond_flags_the_run() {
+        let routers = BTreeMap::from([
+            (
+                "r1".to_owned(),
+                serde_json::json!({"loop": {"max_turn_ns": 400_000, "max_gap_ns": 2_500_000}}),
+            ),
+            (
+                "r2".to_owned(),
+                serde_json::json!({"loop": {"max_turn_ns": 1_000_000, "max_gap_ns": 900_000}}),
+            ),
+            (
+                "r3".to_owned(),
+                serde_json::json!({"loop": {"max_turn_ns": 1_000_001}}),
+            ),
+            // A router that does not record its loop flags nothing.
+            ("r4".to_owned(), serde_json::json!({"cpu": {}})),
+        ]);
+        assert_eq!(
+            stalls(&routers),
+            BTreeMap::from([("r1".to_owned(), 2_500_000), ("r3".to_owned(), 1_000_001)])
+        );
+    }
 
     #[test]
     fn the_port_comes_from_the_listening_line_only() {

@@ -95,6 +95,12 @@ pub struct RunRecord {
     /// start from zero at each run).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub routers: BTreeMap<String, serde_json::Value>,
+    /// Routers whose forwarding loop stalled during the run longer than
+    /// [`crate::runner::ROUTER_STALL_LIMIT_NS`]: node → its longest turn or gap, ns. A
+    /// stalled router held frames in its rings (or lost them), so the run's delays and
+    /// losses may be the router's, not the path's.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub router_stalls: BTreeMap<String, u64>,
 }
 
 /// A run directory.
@@ -248,6 +254,7 @@ mod tests {
             stderr: String::new(),
             background: Vec::new(),
             routers: BTreeMap::new(),
+            router_stalls: BTreeMap::new(),
             report: serde_json::json!({"flows": []}),
         };
         s.put_run(&record).unwrap();

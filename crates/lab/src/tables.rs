@@ -597,6 +597,7 @@ metrics = ["throughput:Mbps", "loss"]"#,
                 "r1".to_owned(),
                 serde_json::json!({"cpu": {"cpu_ns_per_frame": 812.5}}),
             )]),
+            router_stalls: BTreeMap::new(),
         };
         assert_eq!(t.metrics[1].of(&record), Some(3.0));
         let cpu = table("title = \"T\"\nmetrics = [\"r1.cpu_per_frame:ns\"]").unwrap();

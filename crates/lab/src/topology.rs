@@ -250,6 +250,19 @@ pub struct RouterInterface {
     pub mtu: u32,
     /// What the router emulates when it sends on this interface.
     pub emulation: Emulation,
+    /// The router's MAC on it, when not the interface's own: a lab gives the kernel's
+    /// side of a router's veth another MAC ([`kernel_mac`]), so frames for the router
+    /// reach the namespace's kernel as for another host and are dropped at its first
+    /// look, instead of being routed, refused and counted as errors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mac: Option<String>,
+}
+
+/// The MAC a lab gives the kernel's side of a router's veth whose router answers to
+/// `mac` (`02:64:70:…` becomes `02:64:71:…`; still locally administered, never a
+/// lab address).
+pub fn kernel_mac(mac: &str) -> String {
+    mac.replacen("02:64:70:", "02:64:71:", 1)
 }
 
 /// A router's route.
@@ -706,6 +719,7 @@ impl Topology {
                 ipv6: format!("{}/64", mine.ipv6),
                 mtu: l.mtu,
                 emulation: l.emulation.clone(),
+                mac: Some(mine.mac.clone()),
             })
             .collect();
         let routes = self

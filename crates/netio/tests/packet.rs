@@ -386,3 +386,57 @@ fn guard_removes_the_namespace_even_on_panic() {
     assert!(result.is_err());
     assert!(!netns_listed(&name), "namespace {name} left behind");
 }
+
+#[test]
+fn a_frame_rewritten_in_its_rx_slot_goes_out_as_rewritten() {
+    if !privileged() {
+        return;
+    }
+    let ns = Netns::create("inplace").with_veth();
+    let (mac_a, mac_b) = (ns.mac("dpta"), ns.mac("dptb"));
+    ns.run_inside(move || {
+        let cfg = RingConfig::default();
+        let mut a = PacketSocket::open("dpta", &cfg).unwrap();
+        let mut b = PacketSocket::open("dptb", &cfg).unwrap();
+        // Let the kernel's own chatter (ND, MLD) pass before we look.
+        thread::sleep(Duration::from_millis(200));
+        drain_ours(&mut b);
+        drain_ours(&mut a);
+        send_all(&mut a, &[frame(mac_b, mac_a, 7, 200)]);
+        let start = Instant::now();
+        while !b.rx_pending() {
+            assert!(
+                start.elapsed() < GIVE_UP,
+                "rx_pending never said a frame waits"
+            );
+            thread::yield_now();
+        }
+        // B turns the frame around where it lies: new addresses, a byte changed, then
+        // straight from its RX slot into its TX slot.
+        let mut turned = None;
+        let start = Instant::now();
+        while turned.is_none() {
+            assert!(start.elapsed() < GIVE_UP, "the frame never came");
+            b.recv_batch_mut(64, |f, _| {
+                if is_ours(f) {
+                    f[..6].copy_from_slice(&mac_a);
+                    f[6..12].copy_from_slice(&mac_b);
+                    f[20] ^= 0xff;
+                    turned = Some(f.to_vec());
+                    // The sending ring is another socket's, as in a router.
+                }
+            })
+            .unwrap();
+        }
+        let turned = turned.unwrap();
+        send_all(&mut b, std::slice::from_ref(&turned));
+        let back = recv_ours(&mut a, 1);
+        assert_eq!(back[0].0, turned);
+        assert_eq!(back[0].1.pkt_type, PACKET_HOST);
+        let mut want = frame(mac_b, mac_a, 7, 200);
+        want[..6].copy_from_slice(&mac_a);
+        want[6..12].copy_from_slice(&mac_b);
+        want[20] ^= 0xff;
+        assert_eq!(back[0].0, want);
+    });
+}

@@ -820,6 +820,60 @@ mod tests {
     }
 
     #[test]
+    fn forwarding_in_place_rewrites_the_frame_where_it_lies_and_nothing_else() {
+        let mut r = router(1500);
+        for (ethertype, pkt) in [
+            (EtherType::Ipv4, udp4(v4([198, 18, 4, 2]), 64, 100, false)),
+            (EtherType::Ipv6, udp6(v6("2001:2:0:4::2"), 64, 100)),
+        ] {
+            // 6 bytes of padding after the packet, as a short frame would carry.
+            let mut f = frame(R0, ethertype, &pkt, 6);
+            let copy = r.handle_frame(0, &f).unwrap();
+            let len = ethernet::HEADER_LEN + pkt.len();
+            assert_eq!(
+                r.handle_frame_in_place(0, &mut f),
+                Action::Forward { iface: 1, len }
+            );
+            assert_eq!((copy.iface, &copy.frame[..]), (1, &f[..len]));
+            let e = ethernet::Frame::new_checked(&f[..len]).unwrap();
+            assert_eq!((e.dst_addr(), e.src_addr()), (N1, R1));
+            if ethertype == EtherType::Ipv4 {
+                let ip = ipv4::Packet::new_checked(e.payload()).unwrap();
+                assert_eq!(ip.ttl(), 63);
+                assert!(ip.verify_checksum());
+            } else {
+                assert_eq!(
+                    ipv6::Packet::new_checked(e.payload()).unwrap().hop_limit(),
+                    63
+                );
+            }
+            assert_eq!(&f[len..], &[0; 6], "the padding is left alone");
+        }
+        // What is not forwarded is left as it came.
+        let mut f = frame(
+            R0,
+            EtherType::Ipv4,
+            &udp4(v4([198, 18, 4, 2]), 1, 100, false),
+            0,
+        );
+        let before = f.clone();
+        assert!(matches!(
+            r.handle_frame_in_place(0, &mut f),
+            Action::Reply(_)
+        ));
+        assert_eq!(f, before);
+        let mut f = frame(
+            R0,
+            EtherType::Ipv4,
+            &udp4(v4([198, 19, 9, 9]), 64, 100, false),
+            0,
+        );
+        assert_eq!(r.handle_frame_in_place(0, &mut f), Action::Drop);
+        assert_eq!(r.stats()[0].forwarded_ipv4, 2);
+        assert_eq!(r.stats()[0].forwarded_ipv6, 2);
+    }
+
+    #[test]
     fn a_ttl_or_hop_limit_of_one_gets_time_exceeded_from_the_ingress_address() {
         let mut r = router(1500);
         let pkt = udp4(v4([198, 18, 4, 2]), 1, 100, false);

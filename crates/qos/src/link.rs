@@ -759,7 +759,7 @@ mod tests {
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             let len = 60 + (x >> 33) as usize % 1100;
-            let now = t(i * 1000 + (x >> 50));
+            let now = t(i * 1000 + (x >> 55));
             if i % 2 == 0 && a.pass(len, now) {
                 passed += 1;
                 out_a += 1;

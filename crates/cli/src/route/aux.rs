@@ -83,6 +83,9 @@ pub(super) struct Sinks {
     pub(super) pcaps: Vec<PcapWriter<std::io::BufWriter<std::fs::File>>>,
     /// A pause before each stats write, standing in for a slow disk (tests only).
     pub(super) stats_delay: std::time::Duration,
+    /// The forwarding thread's CPU (`--cpu`): the writer keeps off it where there is
+    /// another.
+    pub(super) avoid_cpu: Option<usize>,
 }
 
 impl Aux {
@@ -191,6 +194,12 @@ impl Aux {
 }
 
 fn writer(rx: mpsc::Receiver<Msg>, mut sinks: Sinks, shared: &Shared) -> Result<()> {
+    if let (Some(cpu), Ok(all)) = (sinks.avoid_cpu, netio::cpu::allowed_cpus()) {
+        let others: Vec<usize> = all.into_iter().filter(|&c| c != cpu).collect();
+        if !others.is_empty() {
+            let _ = netio::cpu::set_current_thread_cpus(&others);
+        }
+    }
     let mut pcap_error = None;
     loop {
         let last = match rx.recv_timeout(std::time::Duration::from_millis(50)) {

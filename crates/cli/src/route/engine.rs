@@ -7,8 +7,8 @@
 //! is due, and each TX ring that got frames is kicked once. A turn makes no syscall but
 //! those kicks: the clock is the vDSO's, the rings are shared memory.
 //!
-//! Between turns the loop busy-polls the RX rings for `busy_poll` after the last frame,
-//! then sleeps in `ppoll` until a frame, the next link event or 100 ms.
+//! Between turns the loop busy-polls the RX rings for a while after the last frame
+//! ([`BusyPoll`]), then sleeps in `ppoll` until a frame, the next link event or 100 ms.
 
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
@@ -23,7 +23,7 @@ use super::Egress;
 
 /// Frames read from one RX ring per turn at most, so one busy interface cannot starve
 /// the others.
-const RX_BATCH: usize = 256;
+const RX_BATCH: usize = 64;
 /// Most frames held for a full TX ring per interface, beyond the link's own queue.
 const MAX_PENDING: usize = 4096;
 /// Buffers kept for reuse (frames queued in links and policies).
@@ -105,6 +105,15 @@ pub(super) struct LoopStats {
     turn_hist: Histogram,
     /// Their percentiles (filled when the stats are written).
     turn_ns: Summary,
+    /// Times another task took the forwarding thread's CPU while it could run
+    /// (`nonvoluntary_ctxt_switches`), and how long it waited for a CPU in all, ns
+    /// (`/proc/thread-self/schedstat`): a long turn or gap with these rising is the
+    /// scheduler's doing, not the loop's (pin the router with `--cpu` on a CPU nothing
+    /// else uses). `null` where the kernel does not tell.
+    involuntary_switches: Option<u64>,
+    runqueue_wait_ns: Option<u64>,
+    #[serde(skip)]
+    sched_base: Option<netio::cpu::SchedStats>,
 }
 
 impl LoopStats {
@@ -118,6 +127,68 @@ impl LoopStats {
     fn gap(&mut self, ns: u64) {
         self.max_gap_ns = self.max_gap_ns.max(ns);
         self.gaps_over_1ms += u64::from(ns > STALL_NS);
+    }
+
+    /// A fresh record; the scheduler's counters are taken from here on.
+    fn start() -> Self {
+        Self {
+            sched_base: netio::cpu::thread_sched_stats().ok(),
+            ..Self::default()
+        }
+    }
+
+    /// Update the scheduler's counters (called on the forwarding thread).
+    fn read_sched(&mut self) {
+        if let (Some(base), Ok(now)) = (self.sched_base, netio::cpu::thread_sched_stats()) {
+            self.involuntary_switches = Some(
+                now.involuntary_switches
+                    .saturating_sub(base.involuntary_switches),
+            );
+            self.runqueue_wait_ns = Some(now.wait_ns.saturating_sub(base.wait_ns));
+        }
+    }
+}
+
+/// How long the loop keeps polling the rings after the last frame before it sleeps in
+/// ppoll, adapted to the traffic: a sleep that a frame ended after `t` (shorter than the
+/// most, `max_ns`) sets the window to 2t, so the next gap of that length is polled
+/// through instead of paying a wake-up; a longer sleep, or one that ran out, sets it
+/// back to the least. Steady traffic with gaps up to `max_ns` is forwarded without
+/// wake-ups (and keeps one CPU busy); sparse traffic costs one wake-up per frame and
+/// no CPU between. `max_ns = 0` never polls.
+#[derive(Debug)]
+pub(super) struct BusyPoll {
+    max_ns: u64,
+    window_ns: u64,
+}
+
+/// The least busy-poll window: about one wake-up's latency.
+const BUSY_POLL_MIN_NS: u64 = 50_000;
+
+impl BusyPoll {
+    pub(super) fn new(max_ns: u64) -> Self {
+        Self {
+            max_ns,
+            window_ns: BUSY_POLL_MIN_NS.min(max_ns),
+        }
+    }
+
+    /// Poll on while the last frame came less than this long ago.
+    pub(super) fn window_ns(&self) -> u64 {
+        self.window_ns
+    }
+
+    /// A sleep of `slept_ns` ended: by a frame (`readable`) or by its timeout (the next
+    /// link event, the idle timeout).
+    pub(super) fn after_sleep(&mut self, slept_ns: u64, readable: bool) {
+        let least = BUSY_POLL_MIN_NS.min(self.max_ns);
+        self.window_ns = if readable && slept_ns < self.max_ns {
+            slept_ns.saturating_mul(2).clamp(least, self.max_ns)
+        } else if readable || slept_ns >= self.max_ns {
+            least
+        } else {
+            self.window_ns
+        };
     }
 }
 
@@ -195,7 +266,7 @@ impl Engine {
             links,
             io: vec![IoStats::default(); n],
             aux,
-            looped: LoopStats::default(),
+            looped: LoopStats::start(),
             pending: vec![VecDeque::new(); n],
             kick: vec![false; n],
             pool: Pool::default(),
@@ -203,8 +274,10 @@ impl Engine {
         }
     }
 
-    /// Start the CPU accounting afresh (after a reload).
-    pub(super) fn restart_cpu(&mut self) {
+    /// Start the CPU accounting and the loop's record afresh (after a reload, which
+    /// a plan sends before each run).
+    pub(super) fn restart_counters(&mut self) {
+        self.looped = LoopStats::start();
         self.cpu = CpuBase {
             thread_cpu_ns: netio::clock::thread_cpu_ns(),
             frames: self.rx_frames(),
@@ -353,11 +426,11 @@ impl Engine {
         (next, self.pending.iter().any(|p| !p.is_empty()))
     }
 
-    /// Sleep in ppoll for at most `timeout_ns`, until a frame arrives.
-    pub(super) fn sleep(&mut self, timeout_ns: u64) -> std::io::Result<()> {
+    /// Sleep in ppoll for at most `timeout_ns`, until a frame arrives; whether one did.
+    pub(super) fn sleep(&mut self, timeout_ns: u64) -> std::io::Result<bool> {
         self.looped.sleeps += 1;
         self.readable = netio::poll::poll_readable(&self.fds, Some(timeout_ns))?;
-        Ok(())
+        Ok(self.readable.iter().any(|&r| r))
     }
 
     /// Record a turn.
@@ -415,6 +488,7 @@ impl Engine {
         uptime_ns: u64,
     ) -> serde_json::Value {
         self.looped.turn_ns = self.looped.turn_hist.summary();
+        self.looped.read_sched();
         let ifaces: Vec<serde_json::Value> = self
             .fwd
             .interfaces()
@@ -446,5 +520,46 @@ impl Engine {
             "writer": self.aux.writer_stats(),
             "interfaces": ifaces,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_busy_poll_window_follows_the_gaps_it_sleeps_through() {
+        let mut b = BusyPoll::new(2_000_000);
+        assert_eq!(b.window_ns(), 50_000);
+        // Frames every millisecond: the first sleep lasts ~0.95 ms, then the loop polls
+        // through gaps up to 1.9 ms.
+        b.after_sleep(950_000, true);
+        assert_eq!(b.window_ns(), 1_900_000);
+        // A short sleep narrows it, never below the least.
+        b.after_sleep(10_000, true);
+        assert_eq!(b.window_ns(), 50_000);
+        b.after_sleep(700_000, true);
+        assert_eq!(b.window_ns(), 1_400_000);
+        // A link event's wake-up says nothing about the traffic.
+        b.after_sleep(300_000, false);
+        assert_eq!(b.window_ns(), 1_400_000);
+        // Sparse traffic: a gap beyond the most, or the idle timeout.
+        b.after_sleep(1_500_000, true);
+        assert_eq!(b.window_ns(), 2_000_000);
+        b.after_sleep(2_000_000, true);
+        assert_eq!(b.window_ns(), 50_000);
+        b.after_sleep(700_000, true);
+        b.after_sleep(100_000_000, false);
+        assert_eq!(b.window_ns(), 50_000);
+    }
+
+    #[test]
+    fn a_zero_busy_poll_never_polls() {
+        let mut b = BusyPoll::new(0);
+        assert_eq!(b.window_ns(), 0);
+        for (slept, readable) in [(10, true), (1_000_000, true), (100_000_000, false)] {
+            b.after_sleep(slept, readable);
+            assert_eq!(b.window_ns(), 0);
+        }
     }
 }

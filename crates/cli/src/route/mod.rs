@@ -42,8 +42,13 @@ use crate::usage;
   dualperf route --config r1.toml --pcap captures/
 
 The configuration is what `dualperf lab up` writes for each router (TOML: [[interface]]
-with name, ipv4, ipv6, mtu and emulation; [[route]]; [[neighbor]]); see
-crates/lab/src/topology.rs, RouterConfig.")]
+with name, ipv4, ipv6, mtu, emulation and optionally mac, the MAC the router answers to
+when not the interface's own; [[route]]; [[neighbor]]); see crates/lab/src/topology.rs,
+RouterConfig.
+
+The stats file's `loop` shows whether the forwarding loop ever stalled (its longest turn
+and gap, and how often the scheduler took its CPU); bench/router.sh compares the router
+with the kernel forwarding the same lab.")]
 pub(crate) struct RouteArgs {
     /// The router configuration (TOML).
     #[arg(long, value_name = "FILE")]
@@ -68,9 +73,11 @@ pub(crate) struct RouteArgs {
     /// the scheduler may put the router on the sender's CPU.
     #[arg(long, value_name = "N")]
     cpu: Option<usize>,
-    /// Keep polling the rings for this long after the last frame before sleeping in
-    /// ppoll: a frame arriving meanwhile is taken without a wake-up. 0 sleeps at once.
-    #[arg(long, default_value = "50us", value_parser = crate::args::duration, value_name = "DURATION")]
+    /// The most the loop keeps polling the rings after the last frame before it sleeps
+    /// in ppoll. The window adapts: steady traffic with gaps up to this long is taken
+    /// without wake-ups (keeping one CPU busy while it flows), sparse traffic costs a
+    /// wake-up per frame and no CPU between. 0 sleeps at once.
+    #[arg(long, default_value = "2ms", value_parser = crate::args::duration, value_name = "DURATION")]
     busy_poll: Duration,
     /// Slots in each interface's RX and TX ring: at 500,000 frames/s, 8192 slots hold
     /// 16 ms of traffic while the router is away.
@@ -155,6 +162,7 @@ struct Config {
     ipv4: Vec<(std::net::Ipv4Addr, u8)>,
     ipv6: Vec<(std::net::Ipv6Addr, u8)>,
     mtu: Vec<u32>,
+    macs: Vec<Option<ethernet::Address>>,
     links: Vec<LinkParams>,
     routes: Vec<Route>,
     neighbors: Vec<(usize, IpAddr, ethernet::Address)>,
@@ -205,6 +213,7 @@ fn config(file: &RouterConfig) -> std::result::Result<Config, String> {
         ipv4: Vec::new(),
         ipv6: Vec::new(),
         mtu: Vec::new(),
+        macs: Vec::new(),
         links: Vec::new(),
         routes: Vec::new(),
         neighbors: Vec::new(),
@@ -237,6 +246,13 @@ fn config(file: &RouterConfig) -> std::result::Result<Config, String> {
             }
         }
         c.mtu.push(f.mtu);
+        c.macs.push(match &f.mac {
+            None => None,
+            Some(m) => Some(
+                m.parse()
+                    .map_err(|_| format!("interface {}: mac '{m}' is not a MAC address", f.name))?,
+            ),
+        });
         let e = &f.emulation;
         let params = LinkParams {
             rate_bps: e.rate_bps,
@@ -321,7 +337,12 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
         };
         let sock = PacketSocket::open(name, &ring)
             .with_context(|| format!("cannot open AF_PACKET on {name}"))?;
-        let mac = ethernet::Address(sock.mac().with_context(|| format!("{name}: no MAC"))?);
+        // The configured MAC (a lab's router answers to its topology's MAC while the
+        // kernel's side of the veth has another), else the interface's own.
+        let mac = match &cfg.macs[i] {
+            Some(m) => *m,
+            None => ethernet::Address(sock.mac().with_context(|| format!("{name}: no MAC"))?),
+        };
         if let Ok(kernel_mtu) = sock.mtu() {
             if kernel_mtu < cfg.mtu[i] {
                 usage!(
@@ -365,6 +386,7 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
         stats: args.stats.clone(),
         pcaps,
         stats_delay: args.debug_stats_delay.unwrap_or_default(),
+        avoid_cpu: args.cpu,
     })?;
     if let Some(cpu) = args.cpu {
         if let Err(e) = netio::cpu::pin_current_thread(cpu) {
@@ -391,7 +413,7 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
         cfg.routes.len()
     );
     let mut eng = Engine::new(cfg.names.clone(), socks, fwd, links, aux);
-    let busy_poll_ns = args.busy_poll.as_nanos();
+    let mut busy_poll = engine::BusyPoll::new(args.busy_poll.as_nanos());
     let started = netio::clock::mono_ns();
     let mut next_stats = started;
     let mut last_frame_ns = 0u64;
@@ -413,7 +435,7 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
             match load_egress(&cfg, args.qos.as_deref(), Instant::from_nanos(t0)) {
                 Ok(l) => {
                     eng.links = l;
-                    eng.restart_cpu();
+                    eng.restart_counters();
                     qos.reloads += 1;
                     qos.error = None;
                     eng.aux
@@ -455,9 +477,13 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
         }
         // Busy-poll while frames came recently: a frame arriving now is taken without
         // the wake-up a sleep would cost.
-        if t1.saturating_sub(last_frame_ns) < busy_poll_ns || eng.rx_pending() {
+        if t1.saturating_sub(last_frame_ns) < busy_poll.window_ns() || eng.rx_pending() {
             prev_turn = Some(t0);
-            std::hint::spin_loop();
+            if handled == 0 {
+                // Polling with nothing to do: a task woken on this CPU (the receiver a
+                // frame just reached, say) runs now rather than after our time slice.
+                std::thread::yield_now();
+            }
             continue;
         }
         // Sleep until a frame arrives, the next link event, or 100 ms (to see Ctrl-C
@@ -474,7 +500,8 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
             prev_turn = Some(t0);
             continue;
         }
-        eng.sleep(wake - t1)?;
+        let readable = eng.sleep(wake - t1)?;
+        busy_poll.after_sleep(netio::clock::mono_ns().saturating_sub(t1), readable);
         prev_turn = None;
     }
     eng.read_kernel_drops();

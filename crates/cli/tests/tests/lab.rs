@@ -123,6 +123,37 @@ impl Lab {
         self.state()
     }
 
+    /// One UDP flow from the lab's sender to `dest` (a `dualperf recv` in its receiver
+    /// for the one session): `send --json`'s flow.
+    pub(crate) fn udp_flow(
+        &self,
+        dest: &str,
+        rate: &str,
+        size: &str,
+        duration: &str,
+    ) -> serde_json::Value {
+        let rx = self.spawn("receiver", &["recv", "--sessions", "1"]);
+        rx.wait_stderr_line(|l| l.contains("listening on"));
+        let out = self.exec(
+            "sender",
+            &[
+                "send",
+                dest,
+                "--udp",
+                "--rate",
+                rate,
+                "--size",
+                size,
+                "--duration",
+                duration,
+                "--json",
+            ],
+        );
+        out.assert_success();
+        rx.finish();
+        out.json()["flows"][0].clone()
+    }
+
     /// `dualperf ARGS` inside `node`, to completion.
     pub(crate) fn exec(&self, node: &str, args: &[&str]) -> crate::support::Finished {
         let mut all = vec!["lab", "exec", &self.name, node, "--", BIN];
@@ -459,25 +490,7 @@ fn udp_at_12_mbit_loses_what_the_framing_arithmetic_predicts() {
     // The link carries 10e6 / (8 · frame) frames a second; over the run it delivers those
     // plus the 100 frames its queue holds when the sender stops.
     for (dest, ip_header) in [(RECEIVER_V4, 20.0), (RECEIVER_V6, 40.0)] {
-        let rx = lab.spawn("receiver", &["recv", "--sessions", "1"]);
-        rx.wait_stderr_line(|l| l.contains("listening on"));
-        let out = lab.exec(
-            "sender",
-            &[
-                "send",
-                dest,
-                "--udp",
-                "--rate",
-                "12mbit",
-                "--size",
-                "1400",
-                "--duration",
-                "4s",
-                "--json",
-            ],
-        );
-        out.assert_success();
-        let flow = &out.json()["flows"][0];
+        let flow = &lab.udp_flow(dest, "12mbit", "1400", "4s");
         let sent = flow["sent"]["packets"].as_f64().unwrap();
         let span_s = flow["sent"]["duration_ns"].as_f64().unwrap() / 1e9;
         let received = flow["received"]["packets"].as_f64().unwrap();
@@ -492,7 +505,6 @@ fn udp_at_12_mbit_loses_what_the_framing_arithmetic_predicts() {
             (measured - predicted).abs() < 1.0,
             "{dest}: {measured} vs {predicted}"
         );
-        rx.finish();
     }
     lab.down();
 }

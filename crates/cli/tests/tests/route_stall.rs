@@ -57,31 +57,12 @@ fn a_stats_writer_stuck_for_a_second_costs_no_frame() {
     // 5 s at 20,000 frames/s of 1000-byte payloads: each stuck write spans 20,000
     // frames, far beyond a ring of 8192 slots, were the loop to wait for it.
     for dest in ["198.18.2.2", "2001:2:0:2::2"] {
-        let rx = lab.spawn("receiver", &["recv", "--sessions", "1"]);
-        rx.wait_stderr_line(|l| l.contains("listening on"));
-        let out = lab.exec(
-            "sender",
-            &[
-                "send",
-                dest,
-                "--udp",
-                "--rate",
-                "20000pps",
-                "--size",
-                "1000",
-                "--duration",
-                "5s",
-                "--json",
-            ],
-        );
-        out.assert_success();
-        let flow = &out.json()["flows"][0];
+        let flow = lab.udp_flow(dest, "20000pps", "1000", "5s");
         let sent = flow["sent"]["packets"].as_u64().unwrap();
         let lost = flow["received"]["loss"]["lost"].as_u64().unwrap();
         eprintln!("{dest}: {sent} sent, {lost} lost while the stats writer stalled");
         assert!(sent >= 99_000, "{sent}");
         assert_eq!(lost, 0, "{dest}: frames lost while the writer was stuck");
-        rx.finish();
     }
     // SIGTERM: the router writes its last snapshot (the writer still sleeps first).
     // SAFETY: kill(2) on the router this test started and has not reaped.
