@@ -38,6 +38,10 @@
 #   SIZES ["64,1400"]  FAMILIES ["4,6"]  MODES ["unpinned,pinned"]
 #   ENGINES ["dualperf,kernel"]
 #   SENDER [raw]        raw (AF_PACKET frames) or udp (UDP sockets)
+#   ISOLATE [1]         1: after the pinned stall run, a second one with the router's
+#                       CPU to itself (every task that may move is moved off it for
+#                       the run, as isolcpus would; restored after): what stalls are
+#                       left there are the loop's own, or per-CPU kernel threads'
 #   JSON []             also write the results as JSON to this file
 # Exit status: 0 the bench ran; 1 a step failed; 2 bad settings or not root.
 #
@@ -60,6 +64,8 @@ SRC_DP=${DUALPERF:-${CARGO_TARGET_DIR:-$ROOT/target}/release/dualperf}
 [[ -x $SRC_DP ]] || { echo "bench/router.sh: no $SRC_DP (cargo build --release)" >&2; exit 2; }
 cp "$SRC_DP" "$WORK/dualperf"
 cc -O2 -Wall -Wextra -pthread -o "$WORK/blast" "$HERE/router/blast.c"
+isolate=()
+[[ ${ISOLATE:-1} == 1 ]] && isolate=(--isolate)
 json_args=()
 [[ -n ${JSON:-} ]] && json_args=(--json "$JSON")
 python3 "$HERE/lib/routerbench.py" --dualperf "$WORK/dualperf" --blast "$WORK/blast" \
@@ -67,4 +73,4 @@ python3 "$HERE/lib/routerbench.py" --dualperf "$WORK/dualperf" --blast "$WORK/bl
     --iterations "${ITERATIONS:-7}" --stall-seconds "${STALL_SECONDS:-60}" \
     --sizes "${SIZES:-64,1400}" --families "${FAMILIES:-4,6}" \
     --modes "${MODES:-unpinned,pinned}" --engines "${ENGINES:-dualperf,kernel}" \
-    --sender "${SENDER:-raw}" "${json_args[@]}"
+    --sender "${SENDER:-raw}" "${isolate[@]}" "${json_args[@]}"

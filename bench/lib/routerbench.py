@@ -212,12 +212,45 @@ def rtt(lab, args, family):
 def stall_run(lab, args, family, size, rate, threads, cpus):
     """A long run at half the router's maximum rate; the router's loop record says
     how long its longest turn was (None from a router that does not record it)."""
-    before = lab.router_stats().get("loop")
+    # SIGUSR2: the router reads its (empty) QoS file again and starts its counters,
+    # the loop's record among them, afresh.
+    before = lab.router_stats().get("qos", {}).get("reloads", 0)
+    os.kill(lab.router_pid(), 12)
+    for _ in range(50):
+        time.sleep(0.1)
+        if lab.router_stats().get("qos", {}).get("reloads", 0) > before:
+            break
     t = trial(lab, args, family, size, rate, threads, cpus, args.stall_seconds)
     os.kill(lab.router_pid(), 10)  # SIGUSR1: write the counters now
     time.sleep(0.6)
     loop = lab.router_stats().get("loop")
-    return {"trial": t, "loop": loop, "loop_before": before}
+    return {"trial": t, "loop": loop}
+
+
+def isolate(cpu):
+    """Move every task that may run on `cpu` and on others too (unbound kernel threads
+    such as kdamond and kcompactd, and every process) off `cpu`, as `isolcpus` would;
+    returns what to restore. Per-CPU kernel threads (ksoftirqd/N, kworker/N:M) stay."""
+    saved = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            allowed = os.sched_getaffinity(int(pid))
+            if cpu in allowed and len(allowed) > 1:
+                os.sched_setaffinity(int(pid), allowed - {cpu})
+                saved.append((int(pid), allowed))
+        except OSError:
+            pass  # gone, or a kernel thread that may not move
+    return saved
+
+
+def restore(saved):
+    for pid, allowed in saved:
+        try:
+            os.sched_setaffinity(pid, allowed)
+        except OSError:
+            pass
 
 
 def fmt_k(pps):
@@ -239,6 +272,7 @@ def main():
     ap.add_argument("--engines", default="dualperf,kernel")
     ap.add_argument("--json", default=None)
     ap.add_argument("--sender", choices=["raw", "udp"], default="raw")
+    ap.add_argument("--isolate", action="store_true")
     args = ap.parse_args()
     ncpu = os.cpu_count() or 1
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -277,6 +311,14 @@ def main():
                 if best > 0 and args.stall_seconds > 0:
                     log(f"{mode} {engine}: {args.stall_seconds} s at half the maximum ({fmt_k(best/2)} pps, IPv{fam} {size} B)")
                     stalls[mode] = stall_run(lab, args, fam, size, best / 2, threads, cpus)
+                    if pinned and args.isolate:
+                        # Again with the router's CPU to itself: what is left is the loop's.
+                        saved = isolate(ncpu - 1)
+                        try:
+                            log(f"{mode} {engine}: again with CPU {ncpu - 1} isolated")
+                            stalls[mode + ", CPU isolated"] = stall_run(lab, args, fam, size, best / 2, threads, cpus)
+                        finally:
+                            restore(saved)
             finally:
                 lab.down()
     # The table.

@@ -170,6 +170,23 @@ pub(crate) fn run(args: ReportArgs) -> Result<()> {
                 .join(", ")
         );
     }
+    // Runs whose lab routers stalled (dualperf run recorded it): their delays and
+    // losses may be the router's. Said on stderr, so the tables stay as they are.
+    let stalled: Vec<&str> = records
+        .iter()
+        .filter(|r| !r.router_stalls.is_empty())
+        .map(|r| r.run.id.as_str())
+        .collect();
+    if !stalled.is_empty() {
+        eprintln!(
+            "dualperf report: warning: {} of {} runs had a router loop stall over {} ms ({}{}): their delays and losses may be the router's",
+            stalled.len(),
+            records.len(),
+            lab::runner::ROUTER_STALL_LIMIT_NS / 1_000_000,
+            stalled[..stalled.len().min(5)].join(", "),
+            if stalled.len() > 5 { ", …" } else { "" }
+        );
+    }
     for r in &records {
         if !order.contains(&r.point) {
             order.push(r.point.clone());
