@@ -490,11 +490,23 @@ fn router(name: &str, node: &str) -> Result<RouterProc, LabError> {
 /// Router `node`'s counters, fresh (SIGUSR1, then its stats file once rewritten).
 pub fn router_stats(name: &str, node: &str) -> Result<serde_json::Value, LabError> {
     let r = router(name, node)?;
-    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    let before = modified(&r.stats);
+    let read = |p: &Path| -> Option<serde_json::Value> {
+        std::fs::read(p)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+    };
+    // The router counts the snapshots SIGUSR1 asked for: one that counts more than the
+    // file did before the signal was taken after it (its writer thread may still be
+    // writing an older one when the signal comes).
+    let answered = |doc: &Option<serde_json::Value>| {
+        doc.as_ref()
+            .and_then(|d| d["usr1_answered"].as_u64())
+            .unwrap_or(0)
+    };
+    let before = answered(&read(&r.stats));
     run(&["kill", "-USR1", &r.pid.to_string()])?;
-    let deadline = StdInstant::now() + StdDuration::from_secs(2);
-    while modified(&r.stats) == before && StdInstant::now() < deadline {
+    let deadline = StdInstant::now() + StdDuration::from_secs(5);
+    while answered(&read(&r.stats)) <= before && StdInstant::now() < deadline {
         std::thread::sleep(StdDuration::from_millis(10));
     }
     let bytes = std::fs::read(&r.stats).map_err(io(&r.stats))?;

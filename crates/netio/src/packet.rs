@@ -229,8 +229,9 @@ pub struct PacketSocket {
 // SAFETY: the raw pointer in `map` is to a process-wide shared mapping owned
 // by this value; nothing about it is tied to the creating thread.
 unsafe impl Send for PacketSocket {}
-// SAFETY: methods taking `&self` only make syscalls on the descriptor; every
-// access to the ring memory needs `&mut self`.
+// SAFETY: methods taking `&self` make syscalls on the descriptor, or
+// (`rx_pending`) one atomic load of a slot's status word; every other access to
+// the ring memory needs `&mut self`.
 unsafe impl Sync for PacketSocket {}
 
 impl PacketSocket {
@@ -491,7 +492,12 @@ impl PacketSocket {
             };
             if sll.sll_pkttype != libc::PACKET_OUTGOING {
                 // Never trust offsets to leave the slot.
-                let mac_off = (tp_mac as usize).min(self.rx.frame_size);
+                // Nor to reach back into the header and the status word: the frame is
+                // handed out writable.
+                let mac_off = (tp_mac as usize).clamp(
+                    HDR_ALIGNED + size_of::<libc::sockaddr_ll>(),
+                    self.rx.frame_size,
+                );
                 let len = (tp_snaplen as usize).min(self.rx.frame_size - mac_off);
                 let info = RxInfo {
                     timestamp_ns: u64::from(tp_sec) * 1_000_000_000 + u64::from(tp_nsec),

@@ -82,8 +82,9 @@ impl IoStats {
 
 /// How the loop itself ran: the record that shows a stall. A turn is the work from one
 /// look at the rings to the next (receive, forward, send, counters); a gap is the time
-/// between the starts of two turns when the loop did not choose to sleep in between
-/// (a long turn, or the thread preempted while busy-polling).
+/// between the starts of two turns when the loop did not choose to sleep or yield in
+/// between (a long turn, or the thread preempted while busy-polling). A reload's turn
+/// is not counted: the counters start afresh after it.
 #[derive(Debug, Default, serde::Serialize)]
 pub(super) struct LoopStats {
     /// Turns that handled at least one frame or wrote the counters.
@@ -92,6 +93,11 @@ pub(super) struct LoopStats {
     pub(super) idle_turns: u64,
     /// Sleeps in ppoll.
     pub(super) sleeps: u64,
+    /// Yields while polling with nothing to do, and the time spent in them, ns: while
+    /// another task on this CPU could run, it ran then (the loop's choice, so no gap
+    /// spans a yield; `involuntary_switches` and `runqueue_wait_ns` do count them).
+    pub(super) yields: u64,
+    pub(super) yield_ns: u64,
     /// The longest busy turn, ns.
     pub(super) max_turn_ns: u64,
     /// The longest gap between the starts of two turns with no sleep between, ns.
@@ -236,6 +242,9 @@ pub(super) struct Engine {
     pub(super) cpu: CpuBase,
     pub(super) aux: Aux,
     pub(super) looped: LoopStats,
+    /// Snapshots taken because SIGUSR1 asked (in the stats: a caller waits for it to
+    /// grow, so it knows the file it reads was taken after its signal).
+    pub(super) usr1_answered: u64,
     pending: Vec<VecDeque<Vec<u8>>>,
     kick: Vec<bool>,
     pool: Pool,
@@ -267,6 +276,7 @@ impl Engine {
             io: vec![IoStats::default(); n],
             aux,
             looped: LoopStats::start(),
+            usr1_answered: 0,
             pending: vec![VecDeque::new(); n],
             kick: vec![false; n],
             pool: Pool::default(),
@@ -332,7 +342,12 @@ impl Engine {
                             std::cmp::Ordering::Equal => None,
                         };
                         match tx {
-                            Some(tx) if pending[o].is_empty() && links[o].pass(len, now) => {
+                            // Not while capturing: a frame sent now would be written
+                            // to its egress's capture before frames that came in on that
+                            // interface earlier in the turn.
+                            Some(tx)
+                                if !capture && pending[o].is_empty() && links[o].pass(len, now) =>
+                            {
                                 match tx.send(f) {
                                     Ok(true) => {
                                         kick[o] = true;
@@ -433,16 +448,22 @@ impl Engine {
         Ok(self.readable.iter().any(|&r| r))
     }
 
-    /// Record a turn.
-    pub(super) fn record_turn(&mut self, took_ns: u64, busy: bool, handled: u64) {
+    /// Record a turn that took `took_ns`, of which `frames_ns` went to the frames.
+    pub(super) fn record_turn(&mut self, took_ns: u64, busy: bool, frames_ns: u64, handled: u64) {
         if busy {
             self.looped.turn(took_ns);
         } else {
             self.looped.idle_turns += 1;
         }
         if handled > 0 {
-            self.cpu.busy_ns += took_ns;
+            self.cpu.busy_ns += frames_ns;
         }
+    }
+
+    /// Record a yield that took `ns` (other tasks ran for most of it, if any could).
+    pub(super) fn record_yield(&mut self, ns: u64) {
+        self.looped.yields += 1;
+        self.looped.yield_ns += ns;
     }
 
     /// Record the gap between the starts of two turns with no sleep between.
@@ -514,6 +535,7 @@ impl Engine {
         serde_json::json!({
             "format_version": 1,
             "uptime_ns": uptime_ns,
+            "usr1_answered": self.usr1_answered,
             "qos": qos,
             "cpu": self.cpu_stats(),
             "loop": &self.looped,

@@ -425,7 +425,14 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
             eng.record_gap(t0.saturating_sub(p));
         }
         let handled = eng.turn(t0);
+        // Where the frames' work ends: the cost per frame leaves out the counters below.
+        let t_frames = if handled > 0 {
+            netio::clock::mono_ns()
+        } else {
+            t0
+        };
         let mut busy = handled > 0;
+        let mut restart = false;
         // SIGUSR2: read the QoS file again and start every egress afresh (counters from
         // zero; frames still queued are discarded). A file that does not read keeps the
         // running policies and says why in the stats.
@@ -435,7 +442,9 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
             match load_egress(&cfg, args.qos.as_deref(), Instant::from_nanos(t0)) {
                 Ok(l) => {
                     eng.links = l;
-                    eng.restart_counters();
+                    // The counters start afresh after this turn, which is the reload's,
+                    // not the traffic's.
+                    restart = true;
                     qos.reloads += 1;
                     qos.error = None;
                     eng.aux
@@ -461,8 +470,10 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
         }
         // Every 500 ms, and at once on SIGUSR1 (`dualperf lab status` asks so) and
         // after a reload: a snapshot for the writer thread.
-        if t0 >= next_stats || reloaded || asked.swap(false, std::sync::atomic::Ordering::Relaxed) {
+        let usr1 = asked.swap(false, std::sync::atomic::Ordering::Relaxed);
+        if t0 >= next_stats || reloaded || usr1 {
             busy = true;
+            eng.usr1_answered += u64::from(usr1);
             eng.read_kernel_drops();
             let doc = eng.stats_json(&qos, t0 - started);
             eng.aux.stats(doc);
@@ -471,18 +482,24 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
             eng.aux.retry();
         }
         let t1 = netio::clock::mono_ns();
-        eng.record_turn(t1.saturating_sub(t0), busy, handled);
+        eng.record_turn(t1.saturating_sub(t0), busy, t_frames - t0, handled);
         if handled > 0 {
             last_frame_ns = t1;
+        }
+        if restart {
+            eng.restart_counters();
         }
         // Busy-poll while frames came recently: a frame arriving now is taken without
         // the wake-up a sleep would cost.
         if t1.saturating_sub(last_frame_ns) < busy_poll.window_ns() || eng.rx_pending() {
-            prev_turn = Some(t0);
+            prev_turn = (!restart).then_some(t0);
             if handled == 0 {
                 // Polling with nothing to do: a task woken on this CPU (the receiver a
                 // frame just reached, say) runs now rather than after our time slice.
+                // Time given away so is the loop's choice, not a stall: no gap spans it.
                 std::thread::yield_now();
+                eng.record_yield(netio::clock::mono_ns().saturating_sub(t1));
+                prev_turn = None;
             }
             continue;
         }
@@ -497,7 +514,7 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
             wake = wake.min(t1 + 200_000);
         }
         if wake <= t1 {
-            prev_turn = Some(t0);
+            prev_turn = (!restart).then_some(t0);
             continue;
         }
         let readable = eng.sleep(wake - t1)?;
