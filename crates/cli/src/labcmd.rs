@@ -161,6 +161,7 @@ pub(crate) fn run(args: LabArgs) -> Result<()> {
                         "NOT RUNNING"
                     }
                 );
+                print_loop(&r["stats"]);
                 print_qos(&r["stats"]);
             }
             Ok(())
@@ -200,6 +201,32 @@ fn print_nodes(state: &netlab::LabState) {
             addrs.join("; ")
         );
     }
+}
+
+/// A router's forwarding loop: did it stall (see `loop` in docs/output.md)?
+fn print_loop(stats: &serde_json::Value) {
+    let l = &stats["loop"];
+    let (Some(turn), Some(gap)) = (l["max_turn_ns"].as_u64(), l["max_gap_ns"].as_u64()) else {
+        return;
+    };
+    let n = |k: &str| l[k].as_u64().unwrap_or(0);
+    let sched = match (
+        l["involuntary_switches"].as_u64(),
+        l["runqueue_wait_ns"].as_u64(),
+    ) {
+        (Some(k), Some(w)) => format!(
+            "; other tasks took its CPU {k} times, {:.1} ms in all",
+            w as f64 / 1e6
+        ),
+        _ => String::new(),
+    };
+    println!(
+        "  loop: longest turn {:.3} ms, longest gap {:.3} ms, turns over 1 ms {}, gaps over 1 ms {}{sched}",
+        turn as f64 / 1e6,
+        gap as f64 / 1e6,
+        n("turns_over_1ms"),
+        n("gaps_over_1ms"),
+    );
 }
 
 /// Per-class counters of a router's service policies, one line per class.
