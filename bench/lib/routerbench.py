@@ -48,7 +48,6 @@ class Lab:
         self.file = tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False)
         self.file.write(text)
         self.file.close()
-        self.engine = None
         self.rmac = None
 
     def ns(self, node):
@@ -60,7 +59,6 @@ class Lab:
 
     def up(self):
         sh([self.dp, "lab", "up", self.file.name])
-        self.engine = "dualperf"
         st = self.state()
         nodes = [n["name"] for n in st["topology"]["nodes"]]
         for link in st["topology"]["links"]:
@@ -116,10 +114,6 @@ class Lab:
             sh(["ip", "-n", ns, "neigh", "replace", ip, "lladdr", mac, "dev", name, "nud", "permanent"])
         for prefix, via, name in routes:
             sh(["ip", "-n", ns, "route", "add", prefix, "via", via, "dev", name])
-        self.engine = "kernel"
-
-    def pin_kernel_sender(self):
-        pass
 
     def sink(self, on):
         """While on, the receiver's interface answers to another MAC: frames addressed to

@@ -32,7 +32,9 @@ pub(crate) struct LabArgs {
 enum Action {
     /// Build the topology (removing a lab of the same name first).
     Up {
-        /// The topology (TOML), e.g. plans/topologies/two-hop.toml.
+        /// The topology (TOML), e.g. plans/topologies/two-hop.toml or one-router.toml. A
+        /// router node may take `qos = "FILE"` (its service policies) and `cpu = N` (pin
+        /// its forwarding thread to CPU N).
         topology: PathBuf,
         /// Capture every router interface into DIR/ROUTER/IFACE.pcap.
         #[arg(long, value_name = "DIR")]

@@ -207,6 +207,19 @@ pub(super) struct CpuBase {
     pub(super) qos_frames: u64,
 }
 
+impl CpuBase {
+    /// Accounting from now on, `frames` having been received so far.
+    fn from_here(frames: u64) -> Self {
+        Self {
+            thread_cpu_ns: netio::clock::thread_cpu_ns(),
+            frames,
+            busy_ns: 0,
+            qos_ns: 0,
+            qos_frames: 0,
+        }
+    }
+}
+
 /// The router's cost per frame, as seed 001 measures a router's processing load.
 #[derive(Debug, Default, serde::Serialize)]
 pub(super) struct CpuStats {
@@ -264,13 +277,7 @@ impl Engine {
             fds: socks.iter().map(PacketSocket::fd).collect(),
             names,
             socks,
-            cpu: CpuBase {
-                thread_cpu_ns: netio::clock::thread_cpu_ns(),
-                frames: 0,
-                busy_ns: 0,
-                qos_ns: 0,
-                qos_frames: 0,
-            },
+            cpu: CpuBase::from_here(0),
             fwd,
             links,
             io: vec![IoStats::default(); n],
@@ -288,13 +295,7 @@ impl Engine {
     /// a plan sends before each run).
     pub(super) fn restart_counters(&mut self) {
         self.looped = LoopStats::start();
-        self.cpu = CpuBase {
-            thread_cpu_ns: netio::clock::thread_cpu_ns(),
-            frames: self.rx_frames(),
-            busy_ns: 0,
-            qos_ns: 0,
-            qos_frames: 0,
-        };
+        self.cpu = CpuBase::from_here(self.rx_frames());
     }
 
     /// One turn at `now_ns`: every RX ring, every link, every TX ring that got frames.

@@ -32,23 +32,25 @@ use crate::usage;
 /// hop limit (IPv4 checksum updated incrementally, RFC 1624), answers ARP, neighbour
 /// solicitations and echo requests for its own addresses, and sends ICMP time exceeded,
 /// packet too big and fragmentation needed. Each egress is a link with a rate (counting
-/// Ethernet frame bytes), delay, jitter, random loss and a tail-drop queue; see
-/// crates/qos/src/link.rs. The kernel's own addresses and forwarding should be off on
+/// Ethernet frame bytes), delay, jitter, random loss and a tail-drop queue (a lab
+/// topology's link keys, see plans/topologies/). The kernel's own addresses and forwarding should be off on
 /// these interfaces (`dualperf lab up` does that). Addresses, routes and neighbours must
 /// lie in the benchmarking ranges 198.18.0.0/15 and 2001:2::/48.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   dualperf route --config r1.toml --stats r1.stats.json
   dualperf route --config r1.toml --pcap captures/
+  dualperf route --config r1.toml --stats r1.stats.json --cpu 1
 
-The configuration is what `dualperf lab up` writes for each router (TOML: [[interface]]
-with name, ipv4, ipv6, mtu, emulation and optionally mac, the MAC the router answers to
-when not the interface's own; [[route]]; [[neighbor]]); see crates/lab/src/topology.rs,
-RouterConfig.
+The configuration is what `dualperf lab up` writes for each router: read one in
+/run/dualperf/labs/LAB/NODE.toml of a running lab (TOML: [[interface]] with name, ipv4,
+ipv6, mtu, emulation and optionally mac, the MAC the router answers to when not the
+interface's own; [[route]]; [[neighbor]]).
 
-The stats file's `loop` shows whether the forwarding loop ever stalled (its longest turn
-and gap, and how often the scheduler took its CPU); bench/router.sh compares the router
-with the kernel forwarding the same lab.")]
+The stats file (fields in docs/output.md) has a `loop` record that shows whether the
+forwarding loop ever stalled: its longest turn and gap, and how often other tasks took
+its CPU; `dualperf lab status` prints it. bench/router.sh compares the router with the
+kernel forwarding the same lab.")]
 pub(crate) struct RouteArgs {
     /// The router configuration (TOML).
     #[arg(long, value_name = "FILE")]
@@ -62,8 +64,8 @@ pub(crate) struct RouteArgs {
     #[arg(long, value_name = "DIR")]
     pcap: Option<PathBuf>,
     /// QoS policies (TOML modelled on MQC: [[class_map]], [[policy_map]] with
-    /// [[policy_map.class]], [[service_policy]] interface/output); see
-    /// crates/lab/src/qosconf/mod.rs and plans/qos/. A policy's tx_ring replaces the
+    /// [[policy_map.class]], [[service_policy]] interface/output); examples in
+    /// plans/qos/. A policy's tx_ring replaces the
     /// interface's queue limit; its class queues hold the rest. SIGUSR2 reads the file
     /// again and restarts every egress (counters from zero); a file that does not read
     /// leaves the policies as they were.
