@@ -123,32 +123,15 @@ impl Lab {
         self.state()
     }
 
-    /// One UDP flow from the lab's sender to `dest` (a `dualperf recv` in its receiver
-    /// for the one session): `send --json`'s flow.
-    pub(crate) fn udp_flow(
-        &self,
-        dest: &str,
-        rate: &str,
-        size: &str,
-        duration: &str,
-    ) -> serde_json::Value {
+    /// One flow from the lab's sender to `dest` with `send` options `opts` (a `dualperf
+    /// recv` in its receiver for the one session): `send --json`'s flow.
+    pub(crate) fn flow(&self, dest: &str, opts: &[&str]) -> serde_json::Value {
         let rx = self.spawn("receiver", &["recv", "--sessions", "1"]);
         rx.wait_stderr_line(|l| l.contains("listening on"));
-        let out = self.exec(
-            "sender",
-            &[
-                "send",
-                dest,
-                "--udp",
-                "--rate",
-                rate,
-                "--size",
-                size,
-                "--duration",
-                duration,
-                "--json",
-            ],
-        );
+        let mut args = vec!["send", dest];
+        args.extend(opts);
+        args.push("--json");
+        let out = self.exec("sender", &args);
         out.assert_success();
         rx.finish();
         out.json()["flows"][0].clone()
@@ -418,28 +401,11 @@ fn bulk_tcp_gets_at_least_9_mbit_through_the_10_mbit_bottleneck() {
     }
     let lab = Lab::up("bk", None);
     for dest in [RECEIVER_V4, RECEIVER_V6] {
-        let rx = lab.spawn("receiver", &["recv", "--sessions", "1"]);
-        rx.wait_stderr_line(|l| l.contains("listening on"));
-        let out = lab.exec(
-            "sender",
-            &[
-                "send",
-                dest,
-                "--tcp",
-                "--bulk",
-                "--duration",
-                "4s",
-                "--json",
-            ],
-        );
-        out.assert_success();
-        let bps = out.json()["flows"][0]["received"]["bitrate_bps"]
-            .as_f64()
-            .unwrap();
+        let flow = lab.flow(dest, &["--tcp", "--bulk", "--duration", "4s"]);
+        let bps = flow["received"]["bitrate_bps"].as_f64().unwrap();
         eprintln!("dualperf bulk TCP to {dest}: {:.2} Mbit/s", bps / 1e6);
         // At least 9 Mbit/s, and under the 10 Mbit/s the link carries with headers.
         assert!((9e6..10e6).contains(&bps), "{dest}: {bps}");
-        rx.finish();
         // iperf3, the peer tool, through the same lab.
         let mut server = Command::new("ip")
             .args([
@@ -490,7 +456,18 @@ fn udp_at_12_mbit_loses_what_the_framing_arithmetic_predicts() {
     // The link carries 10e6 / (8 · frame) frames a second; over the run it delivers those
     // plus the 100 frames its queue holds when the sender stops.
     for (dest, ip_header) in [(RECEIVER_V4, 20.0), (RECEIVER_V6, 40.0)] {
-        let flow = &lab.udp_flow(dest, "12mbit", "1400", "4s");
+        let flow = &lab.flow(
+            dest,
+            &[
+                "--udp",
+                "--rate",
+                "12mbit",
+                "--size",
+                "1400",
+                "--duration",
+                "4s",
+            ],
+        );
         let sent = flow["sent"]["packets"].as_f64().unwrap();
         let span_s = flow["sent"]["duration_ns"].as_f64().unwrap() / 1e9;
         let received = flow["received"]["packets"].as_f64().unwrap();

@@ -57,7 +57,18 @@ fn a_stats_writer_stuck_for_a_second_costs_no_frame() {
     // 5 s at 20,000 frames/s of 1000-byte payloads: each stuck write spans 20,000
     // frames, far beyond a ring of 8192 slots, were the loop to wait for it.
     for dest in ["198.18.2.2", "2001:2:0:2::2"] {
-        let flow = lab.udp_flow(dest, "20000pps", "1000", "5s");
+        let flow = lab.flow(
+            dest,
+            &[
+                "--udp",
+                "--rate",
+                "20000pps",
+                "--size",
+                "1000",
+                "--duration",
+                "5s",
+            ],
+        );
         let sent = flow["sent"]["packets"].as_u64().unwrap();
         let lost = flow["received"]["loss"]["lost"].as_u64().unwrap();
         eprintln!("{dest}: {sent} sent, {lost} lost while the stats writer stalled");
