@@ -23,6 +23,8 @@ mod handshake;
 mod interop;
 #[path = "tests/interrupt.rs"]
 mod interrupt;
+#[path = "tests/json_shape.rs"]
+mod json_shape;
 #[path = "tests/lab.rs"]
 mod lab;
 #[path = "tests/lab_qos.rs"]

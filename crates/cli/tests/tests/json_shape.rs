@@ -1,0 +1,169 @@
+//! The JSON documents dualperf writes keep their shape: for fixed-seed runs on loopback
+//! (`send --json` with each meter, `recv --json`, `decode --json`, a run record of a
+//! small plan and `report --json` over it), every key path and the JSON type of its
+//! value equal those recorded in `fixtures/shapes/*.txt`.
+//!
+//! The fixtures were written by the binary before the crates were restructured
+//! (issue 13), so a renamed, dropped or retyped field fails here. To record shapes
+//! anew after a deliberate change of format: `DUALPERF_BLESS_SHAPES=1 cargo test
+//! json_shape`, then review the diff.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::support::{path_str, run, send, Receiver, TempDir};
+
+/// Every key path of `v` with the JSON types seen there. Array items share the path
+/// `[]`; object keys that are data rather than names (numbers, flow ids, sizes) share
+/// the path `*`. Integers and fractions are different types (`int`, `float`).
+fn shape(v: &Value) -> BTreeMap<String, BTreeSet<&'static str>> {
+    let mut out = BTreeMap::new();
+    walk(v, String::new(), &mut out);
+    out
+}
+
+fn walk(v: &Value, path: String, out: &mut BTreeMap<String, BTreeSet<&'static str>>) {
+    let kind = match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_f64() => "float",
+        Value::Number(_) => "int",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    };
+    out.entry(path.clone()).or_default().insert(kind);
+    match v {
+        Value::Array(items) => {
+            for item in items {
+                walk(item, format!("{path}[]"), out);
+            }
+        }
+        Value::Object(map) => {
+            for (k, item) in map {
+                let key = if is_data_key(k) { "*" } else { k.as_str() };
+                walk(item, format!("{path}/{key}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A key that is a value (a number, a flow or run id, a file name), not a field name.
+fn is_data_key(k: &str) -> bool {
+    k.chars().next().is_some_and(|c| c.is_ascii_digit())
+        || k.contains('.')
+        || k.contains(['=', ' ', ':'])
+}
+
+fn render(shape: &BTreeMap<String, BTreeSet<&'static str>>) -> String {
+    let mut s = String::new();
+    for (path, kinds) in shape {
+        let kinds: Vec<&str> = kinds.iter().copied().collect();
+        s.push_str(&format!(
+            "{} {}\n",
+            if path.is_empty() { "/" } else { path },
+            kinds.join("|")
+        ));
+    }
+    s
+}
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/shapes")
+        .join(format!("{name}.txt"))
+}
+
+/// Compare `docs`' merged shape with the fixture `name` (or record it when blessing).
+fn check(name: &str, docs: &[Value]) {
+    let mut merged: BTreeMap<String, BTreeSet<&'static str>> = BTreeMap::new();
+    for d in docs {
+        for (k, v) in shape(d) {
+            merged.entry(k).or_default().extend(v);
+        }
+    }
+    let got = render(&merged);
+    let path = fixture(name);
+    if std::env::var_os("DUALPERF_BLESS_SHAPES").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &got).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    if got != want {
+        let want_set: BTreeSet<&str> = want.lines().collect();
+        let got_set: BTreeSet<&str> = got.lines().collect();
+        let missing: Vec<&&str> = want_set.difference(&got_set).collect();
+        let extra: Vec<&&str> = got_set.difference(&want_set).collect();
+        panic!("{name}: the JSON shape changed\n  recorded, now missing: {missing:#?}\n  new: {extra:#?}");
+    }
+}
+
+const ARGS: &[&str] = &[
+    "--udp", "--rate", "1000pps", "--size", "64", "--count", "300", "--seed", "7", "--json",
+];
+
+#[test]
+fn send_recv_and_decode_json_keep_their_shape() {
+    let dir = TempDir::new("json-shape");
+    let log = dir.path("recv.dplog");
+    let rx = Receiver::start(&["--log", path_str(&log), "--json", "--sessions", "2"]);
+    let owd = send("127.0.0.1", rx.port, ARGS).assert_success().json();
+    let mut rtt_args = ARGS.to_vec();
+    rtt_args.extend(["--meter", "rtt"]);
+    let rtt = send("::1", rx.port, &rtt_args).assert_success().json();
+    let recv = rx.finish();
+    recv.finished.assert_success();
+    let decoded = run(&["decode", path_str(&log), "--json"])
+        .assert_success()
+        .json();
+    check("send-owd", &[owd]);
+    check("send-rtt", &[rtt]);
+    let mut recv_lines = recv.flows.clone();
+    recv_lines.push(recv.counters.clone());
+    check("recv", &recv_lines);
+    check("decode", &[decoded]);
+}
+
+const PLAN: &str = r#"version = 1
+name = "shape"
+repetitions = 2
+duration = "300ms"
+
+[flow]
+udp = true
+seed = 7
+rate = "200pps"
+
+[factors]
+size = [64]
+
+[[tables]]
+title = "Table 1. UDP"
+metrics = ["throughput:kbit/s", "loss", "rtt", "jitter"]
+"#;
+
+#[test]
+fn a_run_record_and_its_report_keep_their_shape() {
+    let tmp = TempDir::new("json-shape-plan");
+    let plan = tmp.path("shape.toml");
+    std::fs::write(&plan, PLAN).unwrap();
+    let dir = tmp.path("results");
+    run(&["run", path_str(&plan), "--dir", path_str(&dir)]).assert_success();
+    let mut records = Vec::new();
+    for e in std::fs::read_dir(dir.join("runs")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "json") {
+            records.push(serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap());
+        }
+    }
+    assert_eq!(records.len(), 4, "two runs per family");
+    let report = run(&["report", path_str(&dir), "--json"])
+        .assert_success()
+        .json();
+    check("run-record", &records);
+    check("report", &[report]);
+}
