@@ -40,7 +40,7 @@ use crate::record::RxRecord;
 pub const MAX_WINDOWS: u64 = 1 << 22;
 
 /// One window of the series.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Interval {
     /// Window start (inclusive), same clock as `rx_ns`.
     pub start_ns: u64,

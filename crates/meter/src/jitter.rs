@@ -25,7 +25,7 @@ use crate::stats::percentile_nearest_rank;
 
 /// Every jitter definition of one set of records; each is `None` when
 /// undefined (too few packets or pairs).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Jitter {
     /// D-ITG "Average jitter": mean `|D_i − D_{i−1}|` over consecutive records
     /// in arrival order, divided by `N − 1`; `None` when `N < 2`.
@@ -156,7 +156,7 @@ impl Rfc3550Jitter {
 /// missing neighbour are skipped, and a duplicated sequence number uses its
 /// first received copy. Percentiles are of `|IPDV|` (irtt reports its summary
 /// over `|IPDV|`), nearest rank.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IpdvStats {
     /// Number of `(seq − 1, seq)` pairs with both packets received.
     pub pairs: u64,

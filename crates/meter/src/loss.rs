@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, HashSet};
 use serde::{Deserialize, Serialize};
 
 /// Loss and ordering metrics of one flow, or of several flows summed.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Loss {
     /// Packets the sender reports having sent; `None` when unknown.
     pub sent: Option<u64>,
@@ -67,7 +67,7 @@ pub struct Loss {
 /// after the last received packet are invisible, a duplicate can mask a loss,
 /// and the first packet's gap is never an event. One deviation: D-ITG's
 /// unsigned event counter can wrap below zero; ours saturates at 0.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DitgLoss {
     /// ITGDec "Packets dropped".
     pub dropped: u64,

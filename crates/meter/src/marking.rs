@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::record::RxRecord;
 
 /// Histograms (value → packets) of the received header fields.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Marking {
     /// Received DS field byte (`DSCP << 2 | ECN`) → packets.
     pub tos_seen: BTreeMap<u8, u64>,

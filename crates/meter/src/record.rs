@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize};
 
 /// One packet as received: by the receiver (one-way meter) or an echo received
 /// back by the sender (round-trip meter).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct RxRecord {
     /// Flow id carried in the probe.
     pub flow: u32,
@@ -58,7 +60,9 @@ impl RxRecord {
 }
 
 /// One packet as sent, recorded by the sender.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct TxRecord {
     /// Flow id carried in the probe.
     pub flow: u32,

@@ -56,7 +56,7 @@ pub const DEFAULT_LEVEL: f64 = 0.95;
 pub const DEFAULT_ALPHA: f64 = 0.05;
 
 /// Summary of one metric over `n` repetitions (one value per run).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Sample {
     /// Number of repetitions.
     pub n: u64,
@@ -124,7 +124,7 @@ impl Sample {
 }
 
 /// Outcome of [`compare`] at its significance level.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// `p < alpha`: the means differ beyond what run-to-run spread explains.
@@ -140,7 +140,7 @@ pub enum Verdict {
 
 /// IPv6 (`b`) against IPv4 (`a`) for one metric: difference of the means and
 /// Welch's unequal-variances t-test.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Comparison {
     /// `mean_b − mean_a`, in the metric's unit.
     pub diff: f64,

@@ -24,7 +24,7 @@ pub struct RtpJitter {
 }
 
 /// What [`RtpJitter`] measured.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RtpJitterSummary {
     /// Packets fed.
     pub packets: u64,

@@ -21,7 +21,7 @@ use crate::stats::percentile_nearest_rank;
 pub const DEFAULT_LATE_THRESHOLD_NS: u64 = 1_000_000;
 
 /// Schedule error statistics of a set of sent packets.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ScheduleError {
     /// Packets considered.
     pub packets: u64,
@@ -81,7 +81,7 @@ pub fn sent_by_flow(tx: &[TxRecord]) -> BTreeMap<u32, u64> {
 
 /// What a sender handed to the kernel: counts, and rates over its first→last actual
 /// send time, the span D-ITG's ITGDec divides by on either side (`ITGDecod.cpp` line 809).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SentSummary {
     /// Records.
     pub packets: u64,

@@ -12,7 +12,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Summary statistics of a finite, non-empty sample.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Stats {
     /// Number of values.
     pub count: u64,

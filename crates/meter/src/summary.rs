@@ -26,7 +26,7 @@ use crate::stats::Stats;
 pub const TOTAL_FLOW: u32 = u32::MAX;
 
 /// Everything measured about one flow (or all flows, for the total).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FlowSummary {
     /// Flow id; [`TOTAL_FLOW`] for the total.
     pub flow: u32,
@@ -69,7 +69,7 @@ pub struct FlowSummary {
 
 /// Delay statistics over every received record (duplicates included, as
 /// D-ITG does).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DelayStats {
     /// Minimum delay (D-ITG "Minimum delay").
     pub min_ns: i64,
@@ -85,7 +85,7 @@ pub struct DelayStats {
 }
 
 /// Per-flow summaries and their total.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Summary {
     /// One summary per flow id, ascending.
     pub flows: Vec<FlowSummary>,

@@ -24,7 +24,7 @@ use wire::control::Protocol;
 use crate::dist::Dist;
 
 /// An application model.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum App {
     /// Interactive Telnet (TCP).

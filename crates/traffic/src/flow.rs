@@ -9,7 +9,9 @@ use crate::dist::{Dist, OnOff};
 use crate::units::Rate;
 
 /// When a flow stops: whichever limit comes first. At least one must be set.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct StopSpec {
     /// Stop sending at start + this.
     #[serde(rename = "duration_ns")]
@@ -22,7 +24,9 @@ pub struct StopSpec {
 }
 
 /// How packets of a flow are marked. DSCP and ECN are separate.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct MarkingSpec {
     /// DiffServ codepoint.
     pub dscp: Option<Dscp>,
@@ -49,7 +53,7 @@ impl MarkingSpec {
 
 /// A flow whose packets carry a real RFC 3550 RTP header in front of the probe, so
 /// Wireshark and RTP tools follow the stream.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RtpSpec {
     /// RTP payload type (RFC 3551: 0 PCMU, 4 G723, 18 G729, 31 H261).
     pub payload_type: u8,
@@ -61,7 +65,7 @@ pub struct RtpSpec {
 /// frame rate) a frame of a random size is cut into packets that leave back to back, all
 /// with the frame's RTP timestamp and the marker bit on the last one (RFC 3550 §5.1,
 /// RFC 4587 §4.1 for H.261). The model and its parameters are in [`crate::stream`].
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct VideoSpec {
     /// Coded bytes per frame.
     pub frame_bytes: Dist,
@@ -78,7 +82,7 @@ pub struct VideoSpec {
 }
 
 /// One flow.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FlowSpec {
     /// Transport.
     pub protocol: Protocol,

@@ -40,7 +40,7 @@ use crate::flow::{RtpSpec, VideoSpec};
 use crate::units::Rate;
 
 /// An RTP stream preset.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Stream {
     /// G.711 µ-law audio, 64 kbit/s.

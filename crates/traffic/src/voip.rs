@@ -41,7 +41,7 @@ use serde::{Deserialize, Serialize};
 use crate::units::Rate;
 
 /// A codec as D-ITG models it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum Codec {
     /// G.711, one 10 ms frame per packet.
     #[serde(rename = "g711.1")]
@@ -61,7 +61,9 @@ pub enum Codec {
 }
 
 /// The header D-ITG accounts for in the payload.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum VoipHeader {
     /// A 12-byte RTP header.
@@ -151,7 +153,7 @@ impl Codec {
 }
 
 /// The bandwidth of a VoIP flow as D-ITG models it, at each layer, over one IP version.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct Bandwidth {
     /// UDP payload bytes per packet (codec bytes and the RTP/CRTP header D-ITG counts).
     pub payload_bytes: u32,

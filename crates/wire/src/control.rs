@@ -36,7 +36,9 @@ pub const MAX_SESSION_MSG_LEN: usize = 16 << 20;
 pub const CONTEXT: &[u8] = b"dualperf control v1";
 
 /// Transport of a flow.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Protocol {
     /// UDP datagrams, one probe each.
@@ -47,7 +49,9 @@ pub enum Protocol {
 }
 
 /// What the flow measures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Meter {
     /// One-way delay: the receiver timestamps each probe.
@@ -58,7 +62,7 @@ pub enum Meter {
 }
 
 /// A flow as the sender announces it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 pub struct FlowAnnounce {
     /// The sender's own index for this flow.
     pub index: u32,
@@ -89,7 +93,7 @@ pub struct FlowAnnounce {
 }
 
 /// The receiver's answer for one announced flow.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FlowGrant {
     /// The sender's index.
     pub index: u32,
@@ -100,7 +104,7 @@ pub struct FlowGrant {
 }
 
 /// What the sender sent, reported at the end.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FlowSent {
     /// Flow id.
     pub id: u16,
@@ -111,7 +115,7 @@ pub struct FlowSent {
 }
 
 /// One flow's receiver-side result.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FlowResult {
     /// Flow id.
     pub id: u16,
@@ -132,7 +136,7 @@ pub struct FlowResult {
 }
 
 /// A control message.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Msg {
     /// Opens a control session.

@@ -9,7 +9,19 @@ use core::fmt;
 use core::str::FromStr;
 
 /// A DiffServ codepoint, 0..=63 (serialised as its number).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    schemars::JsonSchema,
+)]
 #[serde(transparent)]
 pub struct Dscp(u8);
 
@@ -129,7 +141,16 @@ impl FromStr for Dscp {
 
 /// The ECN codepoint (RFC 3168 §5).
 #[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
 )]
 #[serde(rename_all = "kebab-case")]
 pub enum Ecn {

@@ -51,7 +51,7 @@ pub const MAX_UDP_PAYLOAD_V4: u32 = 65_507;
 pub const MAX_UDP_PAYLOAD_V6: u32 = 65_527;
 
 /// IP version.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Ip {
     /// IPv4.
@@ -61,7 +61,7 @@ pub enum Ip {
 }
 
 /// Transport.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Transport {
     /// UDP: one datagram, fragmented by IP beyond the MTU.
@@ -127,7 +127,7 @@ pub enum OverheadError {
 }
 
 /// How one message crosses the link.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Carriage {
     /// Application bytes.
     pub payload_bytes: u32,

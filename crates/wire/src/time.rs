@@ -69,6 +69,7 @@ impl Sub<Self> for Instant {
     Hash,
     serde::Serialize,
     serde::Deserialize,
+    schemars::JsonSchema,
 )]
 #[serde(transparent)]
 pub struct Duration {

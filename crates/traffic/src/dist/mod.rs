@@ -138,7 +138,9 @@ pub enum DistError {
 }
 
 /// How an empirical distribution yields its values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum EmpiricalOrder {
     /// In file order, wrapping around at the end (D-ITG `-Ft`/`-Fs`).
@@ -150,7 +152,7 @@ pub enum EmpiricalOrder {
 
 /// A probability distribution over `f64` values. See the module documentation for
 /// units, algorithms and the text spelling.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Dist {
     /// Always `value`.

@@ -5,7 +5,7 @@ use super::*;
 
 /// On/off (burst) process: alternating ON and OFF periods whose durations are drawn from
 /// `on` and `off`. Negative draws count as zero-length periods.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OnOff {
     /// Distribution of ON period durations.
     pub on: Dist,
