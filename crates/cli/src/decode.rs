@@ -120,16 +120,16 @@ pub(crate) fn run(args: DecodeArgs) -> Result<()> {
 
     let mut out = String::new();
     if args.json {
-        let doc = serde_json::json!({
-            "format_version": 1,
-            "log": args.log,
-            "meta": meta,
-            "flow_info": info,
-            "summary": summary,
-            "sent": sent_side,
-            "schedule_error": schedule,
-            "intervals": intervals,
-        });
+        let doc = results::decode::DecodeDoc {
+            format_version: results::decode::DECODE_FORMAT_VERSION,
+            log: args.log.clone(),
+            meta,
+            flow_info: info,
+            summary,
+            sent: sent_side,
+            schedule_error: schedule,
+            intervals,
+        };
         out = serde_json::to_string_pretty(&doc)? + "\n";
     } else if args.csv {
         match &intervals {

@@ -21,6 +21,7 @@ mod recv;
 mod report;
 mod route;
 mod run;
+mod schema;
 mod send;
 mod session;
 mod table;
@@ -62,6 +63,7 @@ enum Command {
     Clock(clock::ClockArgs),
     Portcheck(portcheck::PortcheckArgs),
     Interop(interop::InteropArgs),
+    Schema(schema::SchemaArgs),
 }
 
 fn main() {
@@ -80,6 +82,7 @@ fn main() {
         Command::Clock(args) => clock::run(args),
         Command::Portcheck(args) => portcheck::run(args),
         Command::Interop(args) => interop::run(args),
+        Command::Schema(args) => schema::run(args),
     };
     if let Err(err) = result {
         if err.is::<out::StdoutClosed>() {

@@ -32,6 +32,11 @@ pub(crate) fn print(text: impl AsRef<str>) -> Result<()> {
         })
 }
 
+/// Write `value` as one line of JSON (JSON Lines).
+pub(crate) fn print_json_line(value: &impl serde::Serialize) -> Result<()> {
+    print(serde_json::to_string(value)? + "\n")
+}
+
 /// Write `value` as pretty JSON and a newline.
 pub(crate) fn print_json(value: &impl serde::Serialize) -> Result<()> {
     print(serde_json::to_string_pretty(value)? + "\n")

@@ -95,7 +95,7 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
         // The name comes from the plan: only safe characters reach the path.
-        let name = lab::store::file_safe(&plan.name);
+        let name = lab::plan::file_safe(&plan.name);
         PathBuf::from("results").join(format!("{name}-{now}"))
     });
     let store = Store::create(&dir)?;
@@ -188,7 +188,7 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
             }
             for (file, text) in &qos_files {
                 store.write_file(
-                    &format!("lab/{}", lab::store::file_safe(file)),
+                    &format!("lab/{}", lab::plan::file_safe(file)),
                     text.as_bytes(),
                 )?;
             }

@@ -49,6 +49,8 @@ mod report_html;
 mod route_stall;
 #[path = "tests/rtp_capture.rs"]
 mod rtp_capture;
+#[path = "tests/schema.rs"]
+mod schema;
 #[path = "tests/streams.rs"]
 mod streams;
 #[path = "tests/usage.rs"]

@@ -30,6 +30,14 @@ use crate::tables::MetricKind;
 /// The schema this build writes (`PRAGMA user_version`).
 pub const SCHEMA_VERSION: i64 = 1;
 
+/// A protocol as run records spell it (`spec.protocol`).
+fn protocol_name(p: wire::control::Protocol) -> &'static str {
+    match p {
+        wire::control::Protocol::Udp => "udp",
+        wire::control::Protocol::Tcp => "tcp",
+    }
+}
+
 /// The index file `dualperf run` uses beside a run directory: in its parent.
 pub fn default_path(run_dir: &Path) -> PathBuf {
     run_dir
@@ -241,9 +249,9 @@ impl Index {
             }
         }
         for record in &records {
-            let flow = &record.report["flows"][0];
-            let metric = |m: MetricKind| m.of(&record.report);
-            let int = |v: &Value| v.as_u64().and_then(|v| i64::try_from(v).ok());
+            let flow = record.report.as_ref().and_then(|r| r.flows.first());
+            let metric = |m: MetricKind| m.of(record.report.as_ref()?);
+            let int = |v: Option<u64>| v.and_then(|v| i64::try_from(v).ok());
             tx.execute(
                 "INSERT OR REPLACE INTO runs VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,
                  ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
@@ -255,16 +263,16 @@ impl Index {
                     record.run.repetition,
                     i64::try_from(record.started_unix_ns).unwrap_or(i64::MAX),
                     record.exit_code,
-                    flow["spec"]["protocol"].as_str(),
-                    int(&flow["spec"]["size_bytes"]),
+                    flow.map(|f| protocol_name(f.spec.protocol)),
+                    int(flow.map(|f| u64::from(f.spec.size_bytes))),
                     metric(MetricKind::Throughput),
                     metric(MetricKind::Rtt),
                     metric(MetricKind::Owd),
                     metric(MetricKind::Delay),
                     metric(MetricKind::Jitter),
                     metric(MetricKind::Loss),
-                    int(&flow["sent"]["packets"]),
-                    int(&flow["received"]["packets"]),
+                    int(flow.map(|f| f.sent.packets)),
+                    int(flow.and_then(|f| f.received.as_ref()).map(|r| r.packets)),
                     serde_json::to_string(&record.argv).unwrap_or_default(),
                 ],
             )
@@ -365,7 +373,7 @@ mod tests {
             background: Vec::new(),
             routers: std::collections::BTreeMap::new(),
             router_stalls: std::collections::BTreeMap::new(),
-            report: serde_json::json!({"flows": [{
+            report: Some(crate::testdata::report(serde_json::json!({"flows": [{
                 "spec": {"protocol": "udp", "meter": "owd", "size_bytes": 64},
                 "sent": {"packets": 1000},
                 "received": {"packets": 990, "bitrate_bps": bitrate,
@@ -373,7 +381,7 @@ mod tests {
                              "jitter": {"ditg_ns": 800.0},
                              "loss": {"loss_pct": 1.0}},
                 "rtt": null
-            }]}),
+            }]}))),
         }
     }
 

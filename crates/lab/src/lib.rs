@@ -24,3 +24,6 @@ pub mod runner;
 pub mod store;
 pub mod tables;
 pub mod topology;
+
+#[cfg(test)]
+mod testdata;

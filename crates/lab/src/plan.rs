@@ -220,8 +220,25 @@ fn args_of(settings: &[Setting]) -> Vec<String> {
     }
 }
 
+/// `s` as a file name: letters, digits and `. = , -` kept, anything else `_`, no
+/// leading dot (no hidden file, no `..`). Run ids, run directories and plot files all
+/// take names from plans, which are untrusted.
+pub fn file_safe(s: &str) -> String {
+    let safe: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '=' | ',' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    safe.trim_start_matches('.').to_owned()
+}
+
 /// One measurement: a point over one family in one repetition.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Run {
     /// Stable id, also the result file's name.
     pub id: String,
@@ -823,7 +840,7 @@ fn order_runs(
 
 /// A file-name-safe run id.
 fn run_id(repetition: u32, point: &str, family: u8) -> String {
-    let safe = crate::store::file_safe(point);
+    let safe = file_safe(point);
     format!("rep{repetition:03}-{safe}-ipv{family}")
 }
 
@@ -862,6 +879,14 @@ voip = "g711.1"
 repetitions = 1
 duration = "1s"
 "#;
+
+    #[test]
+    fn names_from_plans_cannot_leave_their_directory() {
+        assert_eq!(file_safe("../../etc/passwd"), "_.._etc_passwd");
+        assert_eq!(file_safe("size=64,protocol=udp"), "size=64,protocol=udp");
+        assert_eq!(file_safe("VoIP G.711.1"), "VoIP_G.711.1");
+        assert_eq!(file_safe(".hidden"), "hidden");
+    }
 
     #[test]
     fn factors_expand_as_a_cross_product_and_runs_interleave_the_families() {

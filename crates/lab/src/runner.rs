@@ -11,7 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::plan::{Plan, Run};
-use crate::store::{RunRecord, Store, StoreError, FORMAT_VERSION};
+use crate::store::{Background, RunRecord, Store, StoreError, FORMAT_VERSION};
+use results::send::SendReport;
 
 /// Why a plan stopped.
 #[derive(Debug, thiserror::Error)]
@@ -419,16 +420,17 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
                 p.interrupt();
             }
         }
-        let background: Vec<serde_json::Value> = bg_procs
+        let background: Vec<Background> = bg_procs
             .into_iter()
             .map(|p| {
                 let (status, out, err) = p.wait(deadline)?;
-                Ok(serde_json::from_str(&out).unwrap_or_else(|_| {
-                    serde_json::json!({
-                        "exit_code": status.and_then(|s| s.code()),
-                        "stderr": err,
-                    })
-                }))
+                Ok(match serde_json::from_str::<SendReport>(&out) {
+                    Ok(report) => Background::Report(Box::new(report)),
+                    Err(_) => Background::Failed {
+                        exit_code: status.and_then(|s| s.code()),
+                        stderr: err,
+                    },
+                })
             })
             .collect::<Result<_, RunError>>()?;
         let routers = match &config.place {
@@ -466,11 +468,20 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
                 stderr: stderr.trim().to_owned(),
             });
         }
-        let report: serde_json::Value =
-            serde_json::from_str(&stdout).unwrap_or(serde_json::Value::Null);
+        let mut stderr = stderr;
+        let report: Option<SendReport> = match serde_json::from_str(&stdout) {
+            Ok(r) => Some(r),
+            Err(e) if !stdout.trim().is_empty() => {
+                stderr.push_str(&format!(
+                    "dualperf run: the sender's report does not read: {e}\n"
+                ));
+                None
+            }
+            Err(_) => None,
+        };
         // A run counts as finished only with a report; a failed one is kept beside it
         // for its stderr, and measured again on --resume.
-        let finished = code == 0 && !report.is_null();
+        let finished = code == 0 && report.is_some();
         if !finished {
             outcome.failed += 1;
         }

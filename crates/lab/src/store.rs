@@ -16,9 +16,12 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use results::send::SendReport;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::plan::Run;
+use crate::tables::{Column, MetricKind};
 
 /// Version of the files in a run directory.
 pub const FORMAT_VERSION: u32 = 1;
@@ -51,25 +54,8 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
     }
 }
 
-/// `s` as a file name: letters, digits and `. = , -` kept, anything else `_`, no
-/// leading dot (no hidden file, no `..`). Run ids, run directories and plot files all
-/// take names from plans, which are untrusted.
-pub fn file_safe(s: &str) -> String {
-    let safe: String = s
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '=' | ',' | '-') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    safe.trim_start_matches('.').to_owned()
-}
-
 /// One finished run, as stored.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunRecord {
     /// [`FORMAT_VERSION`].
     pub format_version: u32,
@@ -85,12 +71,12 @@ pub struct RunRecord {
     pub exit_code: i32,
     /// What the sender said on stderr.
     pub stderr: String,
-    /// `dualperf send --json`.
-    pub report: serde_json::Value,
+    /// `dualperf send --json`; `None` (`null`) when the sender printed none.
+    pub report: Option<SendReport>,
     /// The background flows' `dualperf send --json`, in the point's order (or, for one
     /// that gave none, its exit code and stderr).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub background: Vec<serde_json::Value>,
+    pub background: Vec<Background>,
     /// A lab's routers' counters at the end of the run (`dualperf route --stats`; they
     /// start from zero at each run).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -101,6 +87,74 @@ pub struct RunRecord {
     /// losses may be the router's, not the path's.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub router_stalls: BTreeMap<String, u64>,
+}
+
+/// What a background flow of a run left: its report, or why there is none.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Background {
+    /// Its `dualperf send --json`.
+    Report(Box<SendReport>),
+    /// It printed no report.
+    Failed {
+        /// Its exit status; `None` when a signal ended it.
+        exit_code: Option<i32>,
+        /// What it said on stderr.
+        stderr: String,
+    },
+}
+
+/// Read through a JSON value rather than serde's untagged buffering, which cannot read
+/// a report's maps keyed by numbers (`marking.dscp`: `{"46": 1000}`).
+impl<'de> Deserialize<'de> for Background {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Failed {
+            exit_code: Option<i32>,
+            stderr: String,
+        }
+        let value = serde_json::Value::deserialize(d)?;
+        if value.get("flows").is_some() {
+            let report = serde_json::from_value(value).map_err(serde::de::Error::custom)?;
+            return Ok(Self::Report(Box::new(report)));
+        }
+        let f: Failed = serde_json::from_value(value).map_err(serde::de::Error::custom)?;
+        Ok(Self::Failed {
+            exit_code: f.exit_code,
+            stderr: f.stderr,
+        })
+    }
+}
+
+impl Background {
+    /// Its report, if it gave one.
+    pub fn report(&self) -> Option<&SendReport> {
+        match self {
+            Self::Report(r) => Some(r),
+            Self::Failed { .. } => None,
+        }
+    }
+}
+
+impl Column {
+    /// Its value in a run: from the measured flow's report, the background flow's, or
+    /// the router's counters.
+    pub fn of(&self, record: &RunRecord) -> Option<f64> {
+        if let Some(node) = &self.router {
+            let stats = record.routers.get(node)?;
+            return match self.metric {
+                MetricKind::CpuPerFrame => stats["cpu"]["cpu_ns_per_frame"].as_f64(),
+                MetricKind::QosPerFrame => stats["cpu"]["qos_ns_per_frame"].as_f64(),
+                _ => None,
+            };
+        }
+        match self.flow {
+            0 => self.metric.of(record.report.as_ref()?),
+            n => self
+                .metric
+                .of(record.background.get(usize::from(n) - 1)?.report()?),
+        }
+    }
 }
 
 /// A run directory.
@@ -227,11 +281,28 @@ mod tests {
     }
 
     #[test]
-    fn names_from_plans_cannot_leave_their_directory() {
-        assert_eq!(file_safe("../../etc/passwd"), "_.._etc_passwd");
-        assert_eq!(file_safe("size=64,protocol=udp"), "size=64,protocol=udp");
-        assert_eq!(file_safe("VoIP G.711.1"), "VoIP_G.711.1");
-        assert_eq!(file_safe(".hidden"), "hidden");
+    fn background_reports_and_failures_read_back() {
+        // A report's maps keyed by numbers (the DSCP histogram) read back too.
+        let report = crate::testdata::report(serde_json::json!({}));
+        assert!(!report.flows[0]
+            .received
+            .as_ref()
+            .unwrap()
+            .marking
+            .dscp_seen
+            .is_empty());
+        let background = vec![
+            Background::Report(Box::new(report)),
+            Background::Failed {
+                exit_code: Some(1),
+                stderr: "cannot reach".into(),
+            },
+        ];
+        let text = serde_json::to_string(&background).unwrap();
+        let back: Vec<Background> = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, background);
+        assert!(back[0].report().is_some() && back[1].report().is_none());
+        assert!(serde_json::from_str::<Background>(r#"{"stderr": 1}"#).is_err());
     }
 
     #[test]
@@ -255,7 +326,7 @@ mod tests {
             background: Vec::new(),
             routers: BTreeMap::new(),
             router_stalls: BTreeMap::new(),
-            report: serde_json::json!({"flows": []}),
+            report: None,
         };
         s.put_run(&record).unwrap();
         assert!(s.has_run("rep001-size=64-ipv4"));

@@ -32,7 +32,9 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use results::send::SendReport;
 use serde::{Deserialize, Serialize};
+use wire::control::{Meter, Protocol};
 
 /// What a table shows, read from each run's report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -166,48 +168,47 @@ impl MetricKind {
     /// it has several, so `--parallel` runs count whole; the other metrics are the
     /// first flow's. The round-trip figures count only for a flow metered round trip
     /// and the one-way ones only from the receiver: never one for the other.
-    pub fn of(self, report: &serde_json::Value) -> Option<f64> {
-        let flow = &report["flows"][0];
-        let summary = if flow["spec"]["meter"] == "rtt" {
-            &flow["rtt"]
+    pub fn of(self, report: &SendReport) -> Option<f64> {
+        let flow = report.flows.first()?;
+        let summary = if flow.spec.meter == Meter::Rtt {
+            flow.rtt.as_ref()
         } else {
-            &flow["received"]
+            flow.received.as_ref()
         };
+        let received = flow.received.as_ref();
         match self {
             // Receiver's payload bits over its first-to-last arrival span.
-            Self::Throughput => match report["flows"].as_array().map(Vec::len) {
-                Some(n) if n > 1 => report["sum"]["received"]["bitrate_bps"].as_f64(),
-                _ => flow["received"]["bitrate_bps"].as_f64(),
-            },
+            Self::Throughput => {
+                if report.flows.len() > 1 {
+                    report.sum.received.as_ref()?.bitrate_bps
+                } else {
+                    received?.bitrate_bps
+                }
+            }
             // Mean of the per-packet round trips of the echoes (D-ITG's -m rttm).
-            Self::Rtt => flow["rtt"]["delay"]["mean_ns"].as_f64(),
+            Self::Rtt => Some(flow.rtt.as_ref()?.delay.as_ref()?.mean_ns),
             // Mean one-way delay, RFC 7679's singleton per packet.
-            Self::Owd => flow["received"]["delay"]["mean_ns"].as_f64(),
-            Self::Delay => summary["delay"]["mean_ns"].as_f64(),
+            Self::Owd => Some(received?.delay.as_ref()?.mean_ns),
+            Self::Delay => Some(summary?.delay.as_ref()?.mean_ns),
             // D-ITG's jitter: mean |D(i) − D(i−1)| (ITGDec).
-            Self::Jitter => summary["jitter"]["ditg_ns"].as_f64(),
+            Self::Jitter => summary?.jitter.ditg_ns,
             // Lost share of the sent packets, RFC 7680 (the sender's count is the total).
-            Self::Loss => flow["received"]["loss"]["loss_pct"].as_f64(),
+            Self::Loss => received?.loss.loss_pct,
             // RFC 3550 §6.4.1's J (EWMA gain 1/16) after the last packet, as iperf reports.
-            Self::JitterRfc3550 => summary["jitter"]["rfc3550_ns"].as_f64(),
+            Self::JitterRfc3550 => summary?.jitter.rfc3550_ns,
             // A router's figure: read from the run's router counters ([`Column::of`]).
             Self::CpuPerFrame | Self::QosPerFrame => None,
             // Seed 000's data-link rate: payload rate × (payload + headers) / payload,
             // headers UDP 8 + IPv4 20 or IPv6 40 + Ethernet 14 (no FCS, as a capture).
             Self::FrameThroughput => {
-                if flow["spec"]["protocol"] != "udp" {
+                if flow.spec.protocol != Protocol::Udp {
                     return None;
                 }
-                let r = &flow["received"];
-                let (bytes, packets) = (r["bytes"].as_f64()?, r["packets"].as_f64()?);
-                let ip = if report["dest"].as_str()?.starts_with('[') {
-                    40.0
-                } else {
-                    20.0
-                };
+                let r = received?;
+                let (bytes, packets) = (r.bytes as f64, r.packets as f64);
+                let ip = if report.dest.is_ipv6() { 40.0 } else { 20.0 };
                 (bytes > 0.0).then(|| {
-                    r["bitrate_bps"]
-                        .as_f64()
+                    r.bitrate_bps
                         .map(|b| b * (bytes + packets * (8.0 + ip + 14.0)) / bytes)
                 })?
             }
@@ -303,23 +304,6 @@ impl Column {
             format!("{} ({})", self.metric.title(), self.unit)
         } else {
             format!("bg{}: {} ({})", self.flow, self.metric.title(), self.unit)
-        }
-    }
-
-    /// Its value in a run: from the measured flow's report, the background flow's, or
-    /// the router's counters.
-    pub fn of(&self, record: &crate::store::RunRecord) -> Option<f64> {
-        if let Some(node) = &self.router {
-            let stats = record.routers.get(node)?;
-            return match self.metric {
-                MetricKind::CpuPerFrame => stats["cpu"]["cpu_ns_per_frame"].as_f64(),
-                MetricKind::QosPerFrame => stats["cpu"]["qos_ns_per_frame"].as_f64(),
-                _ => None,
-            };
-        }
-        match self.flow {
-            0 => self.metric.of(&record.report),
-            n => self.metric.of(record.background.get(usize::from(n) - 1)?),
         }
     }
 }
@@ -502,6 +486,8 @@ pub fn parse_table(table: &toml::Table) -> Result<TableSpec, TableError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Background;
+    use crate::testdata::report;
 
     fn table(text: &str) -> Result<TableSpec, TableError> {
         parse_table(&toml::from_str::<toml::Table>(text).unwrap())
@@ -588,10 +574,16 @@ metrics = ["throughput:Mbps", "loss"]"#,
             started_unix_ns: 0,
             exit_code: 0,
             stderr: String::new(),
-            report: serde_json::json!({"flows": [{"received": {"bitrate_bps": 1.0}}]}),
+            report: Some(report(
+                serde_json::json!({"flows": [{"received": {"bitrate_bps": 1.0}}]}),
+            )),
             background: vec![
-                serde_json::json!({"flows": [{"received": {"bitrate_bps": 2.0}}]}),
-                serde_json::json!({"flows": [{"received": {"bitrate_bps": 3.0}}]}),
+                Background::Report(Box::new(report(
+                    serde_json::json!({"flows": [{"received": {"bitrate_bps": 2.0}}]}),
+                ))),
+                Background::Report(Box::new(report(
+                    serde_json::json!({"flows": [{"received": {"bitrate_bps": 3.0}}]}),
+                ))),
             ],
             routers: BTreeMap::from([(
                 "r1".to_owned(),
@@ -635,24 +627,24 @@ metrics = ["throughput:Mbps", "loss"]"#,
 
     #[test]
     fn values_come_from_the_meter_the_flow_used() {
-        let rtt = serde_json::json!({"flows": [{
+        let rtt = report(serde_json::json!({"flows": [{
             "spec": {"meter": "rtt"},
             "received": {"bitrate_bps": 1e6, "delay": {"mean_ns": 7.0},
                          "jitter": {"ditg_ns": 1.0}, "loss": {"loss_pct": 0.5}},
             "rtt": {"delay": {"mean_ns": 20.0}, "jitter": {"ditg_ns": 3.0}}
-        }]});
-        let get = |m: MetricKind, r: &serde_json::Value| m.of(r);
+        }]}));
+        let get = |m: MetricKind, r: &SendReport| m.of(r);
         assert_eq!(get(MetricKind::Delay, &rtt), Some(20.0));
         assert_eq!(get(MetricKind::Jitter, &rtt), Some(3.0));
         assert_eq!(get(MetricKind::Rtt, &rtt), Some(20.0));
         assert_eq!(get(MetricKind::Owd, &rtt), Some(7.0));
         assert_eq!(get(MetricKind::Loss, &rtt), Some(0.5));
         assert_eq!(get(MetricKind::Throughput, &rtt), Some(1e6));
-        let owd = serde_json::json!({"flows": [{
+        let owd = report(serde_json::json!({"flows": [{
             "spec": {"meter": "owd"},
             "received": {"bitrate_bps": 1e6, "delay": {"mean_ns": 7.0}, "jitter": {"ditg_ns": 1.0}},
             "rtt": null
-        }, {}], "sum": {"received": {"bitrate_bps": 3e6}}});
+        }, {}], "sum": {"received": {"bitrate_bps": 3e6}}}));
         assert_eq!(get(MetricKind::Delay, &owd), Some(7.0));
         assert_eq!(get(MetricKind::Jitter, &owd), Some(1.0));
         assert_eq!(
@@ -667,11 +659,11 @@ metrics = ["throughput:Mbps", "loss"]"#,
         );
         // Frames on the link: 10 datagrams of 100 B payload, + UDP 8 + IP + Ethernet 14.
         let udp = |dest: &str| {
-            serde_json::json!({"dest": dest, "flows": [{
+            report(serde_json::json!({"dest": dest, "flows": [{
                 "spec": {"protocol": "udp"},
                 "received": {"bitrate_bps": 8000.0, "bytes": 1000, "packets": 10,
                              "jitter": {"rfc3550_ns": 5.0}}
-            }]})
+            }]}))
         };
         assert_eq!(
             get(MetricKind::FrameThroughput, &udp("[::1]:9")),
@@ -681,9 +673,11 @@ metrics = ["throughput:Mbps", "loss"]"#,
             get(MetricKind::FrameThroughput, &udp("127.0.0.1:9")),
             Some(11_360.0)
         );
-        assert_eq!(get(MetricKind::JitterRfc3550, &udp("::1")), Some(5.0));
-        let tcp = serde_json::json!({"dest": "[::1]:9", "flows": [{"spec": {"protocol": "tcp"},
-            "received": {"bitrate_bps": 1.0, "bytes": 1, "packets": 1}}]});
+        assert_eq!(get(MetricKind::JitterRfc3550, &udp("[::1]:9")), Some(5.0));
+        let tcp = report(
+            serde_json::json!({"dest": "[::1]:9", "flows": [{"spec": {"protocol": "tcp"},
+            "received": {"bitrate_bps": 1.0, "bytes": 1, "packets": 1}}]}),
+        );
         assert_eq!(
             get(MetricKind::FrameThroughput, &tcp),
             None,

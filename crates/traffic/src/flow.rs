@@ -157,6 +157,29 @@ impl FlowSpec {
         }
         Some(pps)
     }
+
+    /// Packets the stop conditions allow (the least of rate × duration, count and bytes),
+    /// in expectation for random gaps and sizes; `None` when that is unknown.
+    pub fn planned_packets(&self) -> Option<u64> {
+        let by_duration = self
+            .stop
+            .duration
+            .zip(self.mean_pps())
+            .map(|(d, pps)| (d.as_secs_f64() * pps).ceil() as u64);
+        let mean_size = match &self.size_dist {
+            None => Some(f64::from(self.size_bytes)),
+            Some(d) => d.mean().filter(|m| *m >= 1.0),
+        };
+        let by_bytes = self
+            .stop
+            .bytes
+            .zip(mean_size)
+            .map(|(b, s)| (b as f64 / s).ceil() as u64);
+        [by_duration, self.stop.count, by_bytes]
+            .into_iter()
+            .flatten()
+            .min()
+    }
 }
 
 impl VideoSpec {

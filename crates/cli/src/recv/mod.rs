@@ -24,8 +24,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use meter::{FlowSummary, RxRecord};
-use serde::Serialize;
+use meter::RxRecord;
+use results::recv::{CounterSnapshot, FlowReport, RecvLine};
 use wire::control::{FlowAnnounce, FlowGrant, Meter, Protocol};
 use wire::probe::SeqUnwrapper;
 
@@ -133,22 +133,6 @@ pub(crate) struct Counters {
     pub(crate) handshake_timeouts: AtomicU64,
     pub(crate) late_after_finish: AtomicU64,
     pub(crate) echo_failures: AtomicU64,
-}
-
-/// A snapshot of [`Counters`].
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct CounterSnapshot {
-    pub(crate) datagrams: u64,
-    pub(crate) malformed_datagrams: u64,
-    pub(crate) unknown_flow: u64,
-    pub(crate) wrong_source: u64,
-    pub(crate) bad_connections: u64,
-    pub(crate) auth_failures: u64,
-    pub(crate) handshake_timeouts: u64,
-    /// Packets of a flow that arrived after its session had reported.
-    pub(crate) late_after_finish: u64,
-    /// Echoes the kernel refused to send.
-    pub(crate) echo_failures: u64,
 }
 
 impl Counters {
@@ -311,26 +295,6 @@ impl FlowTable {
         }
         Ok(grants)
     }
-}
-
-/// One finished flow, as reported.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct FlowReport {
-    pub(crate) id: u16,
-    pub(crate) session: u64,
-    pub(crate) peer: IpAddr,
-    pub(crate) protocol: Protocol,
-    pub(crate) meter: Meter,
-    pub(crate) label: String,
-    pub(crate) sent_packets: Option<u64>,
-    pub(crate) malformed: u64,
-    pub(crate) summary: FlowSummary,
-    /// For RTP flows: the RFC 3550 jitter against the RTP timestamps.
-    pub(crate) rtp: Option<meter::RtpJitterSummary>,
-    /// The series the sender asked for, in windows from the flow's first arrival.
-    pub(crate) intervals: Option<Vec<meter::Interval>>,
-    /// Why the series asked for is missing.
-    pub(crate) intervals_error: Option<String>,
 }
 
 pub(crate) struct Shared {
@@ -581,9 +545,7 @@ impl ReceiverReport {
 
     fn print_counters(&self, json: bool) {
         if json {
-            let _ = crate::out::print(
-                serde_json::json!({"type": "counters", "data": self.counters}).to_string() + "\n",
-            );
+            let _ = crate::out::print_json_line(&RecvLine::Counters(self.counters.clone()));
         } else {
             let c = &self.counters;
             let _ = crate::out::print(format!(
@@ -598,8 +560,7 @@ impl ReceiverReport {
 /// receiver whose log is still being written.
 fn print_report(r: &FlowReport, json: bool) {
     if json {
-        let _ =
-            crate::out::print(serde_json::json!({"type": "flow", "data": r}).to_string() + "\n");
+        let _ = crate::out::print_json_line(&RecvLine::Flow(Box::new(r.clone())));
         return;
     }
     let s = &r.summary;

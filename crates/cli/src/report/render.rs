@@ -256,7 +256,7 @@ pub(crate) fn plots(tables: &[Table], results: &Results) -> Vec<Plot> {
             // Numbered, so two titles alike once made safe never overwrite each other;
             // the title comes from the plan, so only safe characters reach a file name.
             // Cut to 100 characters: a long title must not make the name too long.
-            let name: String = lab::store::file_safe(&format!("{}-{}", t.title, c.metric.key()))
+            let name: String = lab::plan::file_safe(&format!("{}-{}", t.title, c.metric.key()))
                 .chars()
                 .take(100)
                 .collect();

@@ -376,7 +376,7 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
     if let Some(dir) = &args.pcap {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         for name in &cfg.names {
-            let path = dir.join(format!("{}.pcap", lab::store::file_safe(name)));
+            let path = dir.join(format!("{}.pcap", lab::plan::file_safe(name)));
             let f = std::fs::File::create(&path)
                 .with_context(|| format!("cannot create {}", path.display()))?;
             pcaps.push(pcap::PcapWriter::new(std::io::BufWriter::new(f))?);

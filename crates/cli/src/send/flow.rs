@@ -19,7 +19,7 @@ use wire::frame::{self, FrameDecoder};
 use wire::probe::{Packet, Repr, SeqUnwrapper};
 use wire::time::{Duration, Instant};
 
-use super::report::HoldStats;
+use results::send::HoldStats;
 
 /// Most packets handed to the kernel in one call.
 const BATCH: usize = 64;
@@ -281,7 +281,7 @@ fn pace(run: &FlowRun, sink: &mut dyn Sink) -> (Vec<TxRecord>, Option<String>) {
         .map_or((interval_ns / 4).min(50_000), Duration::as_nanos);
     // Packets per wake-up: those due within the batch window (at least one).
     let batch = (run.pacing.batch_window.as_nanos() / interval_ns.max(1)).clamp(1, BATCH as u64);
-    let planned = super::session::planned_packets(spec).unwrap_or(1024);
+    let planned = spec.planned_packets().unwrap_or(1024);
     let mut tx = Vec::with_capacity(planned.min(1 << 20) as usize);
     let mut pending: Vec<(u64, u64, u32)> = Vec::with_capacity(BATCH);
     let flow = u32::from(run.id);

@@ -4,12 +4,12 @@
 //! - `mod.rs`: flags → validated [`SendConfig`];
 //! - `session.rs`: the control session (handshake, registration, finish, results);
 //! - `flow.rs`: one flow's pacing loop and its echo reader;
-//! - `report.rs`: what is printed.
+//! - `text.rs`: what is printed without `--json` (the report types are `results::send`).
 
 mod ditg;
 mod flow;
-mod report;
 mod session;
+mod text;
 
 use std::io::IsTerminal;
 use std::net::SocketAddr;
@@ -24,7 +24,7 @@ use wire::ds::{Dscp, Ecn};
 use wire::probe;
 use wire::time::Duration;
 
-pub(crate) use report::FlowOutcome;
+pub(crate) use results::send::FlowOutcome;
 pub(crate) use session::{run_session, PartialReport};
 
 use crate::session::{resolve, Family, DEFAULT_PORT};
@@ -614,7 +614,7 @@ pub(crate) fn run(args: SendArgs) -> Result<()> {
     if args.json {
         crate::out::print_json(&report)?;
     } else {
-        crate::out::print(report.to_text())?;
+        crate::out::print(text::send_text(&report))?;
     }
     match error {
         Some(e) => Err(anyhow::anyhow!(e)),

@@ -19,9 +19,9 @@ use wire::control::{
 use wire::time::Instant;
 
 use super::flow::{run_flow, Conn, FlowRun, Pacing};
-use super::report::{sent_stats, FlowOutcome, SendReport, SumStats};
 use super::SendConfig;
 use crate::session::{write_msg, MsgReader};
+use results::send::{sent_stats, FlowOutcome, SendReport, SumStats};
 
 /// How long the sender waits for the receiver's results after `Finish`: the receiver
 /// may first wait for packets in flight and summarise millions of records.
@@ -116,7 +116,7 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
     if config.announce_start {
         eprintln!("dualperf send: started");
     }
-    let total_planned: Option<u64> = config.flows.iter().map(planned_packets).sum();
+    let total_planned: Option<u64> = config.flows.iter().map(FlowSpec::planned_packets).sum();
     let mut last_print = std::time::Instant::now();
     let mut live = config
         .interval
@@ -391,34 +391,6 @@ fn register(
         conns.push(Conn::Tcp(stream));
     }
     Ok((conns, grants))
-}
-
-/// The mean packet rate a flow asks for ([`FlowSpec::mean_pps`]).
-pub(crate) fn requested_pps(spec: &FlowSpec) -> Option<f64> {
-    spec.mean_pps()
-}
-
-/// Packets the stop conditions allow (the least of rate × duration, count and bytes), in
-/// expectation for random gaps and sizes; `None` when that is unknown.
-pub(crate) fn planned_packets(spec: &FlowSpec) -> Option<u64> {
-    let by_duration = spec
-        .stop
-        .duration
-        .zip(requested_pps(spec))
-        .map(|(d, pps)| (d.as_secs_f64() * pps).ceil() as u64);
-    let mean_size = match &spec.size_dist {
-        None => Some(f64::from(spec.size_bytes)),
-        Some(d) => d.mean().filter(|m| *m >= 1.0),
-    };
-    let by_bytes = spec
-        .stop
-        .bytes
-        .zip(mean_size)
-        .map(|(b, s)| (b as f64 / s).ceil() as u64);
-    [by_duration, spec.stop.count, by_bytes]
-        .into_iter()
-        .flatten()
-        .min()
 }
 
 fn write_sender_log(

@@ -1,0 +1,94 @@
+//! `dualperf schema`: the JSON Schema of every document dualperf writes, generated from
+//! the types that write and read them.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+
+use crate::usage;
+
+/// Print the JSON Schema (draft 2020-12) of an output document, or write them all.
+///
+/// The schemas are generated from the Rust types that write each document and read it
+/// back (`results`, `lab::store`, `router::stats`, `report`), so they cannot drift from
+/// the output. `docs/schemas/` holds the same files for reading without a build.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  dualperf schema                      # list the documents
+  dualperf schema send                 # the schema of `dualperf send --json`
+  dualperf schema --dir docs/schemas   # every schema, as NAME.schema.json")]
+pub(crate) struct SchemaArgs {
+    /// The document: send, recv, decode, run-record, router-stats, report.
+    #[arg(value_name = "DOCUMENT", conflicts_with = "dir")]
+    document: Option<String>,
+    /// Write every schema into this directory as NAME.schema.json.
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+}
+
+/// A document: its name, what writes it, and its schema.
+struct Doc {
+    name: &'static str,
+    what: &'static str,
+    schema: fn() -> schemars::Schema,
+}
+
+const DOCS: &[Doc] = &[
+    Doc {
+        name: "send",
+        what: "dualperf send --json",
+        schema: || schemars::schema_for!(results::send::SendReport),
+    },
+    Doc {
+        name: "recv",
+        what: "each line of dualperf recv --json",
+        schema: || schemars::schema_for!(results::recv::RecvLine),
+    },
+    Doc {
+        name: "decode",
+        what: "dualperf decode LOG --json",
+        schema: || schemars::schema_for!(results::decode::DecodeDoc),
+    },
+    Doc {
+        name: "run-record",
+        what: "a run directory's runs/ID.json (dualperf run)",
+        schema: || schemars::schema_for!(lab::store::RunRecord),
+    },
+];
+
+pub(crate) fn run(args: SchemaArgs) -> Result<()> {
+    if let Some(dir) = &args.dir {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        for d in DOCS {
+            let path = dir.join(format!("{}.schema.json", d.name));
+            std::fs::write(&path, pretty(d)?)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+        return Ok(());
+    }
+    match &args.document {
+        None => {
+            let mut s = String::from("Documents (dualperf schema NAME prints one):\n");
+            for d in DOCS {
+                s.push_str(&format!("  {:<14}{}\n", d.name, d.what));
+            }
+            crate::out::print(s)
+        }
+        Some(name) => match DOCS.iter().find(|d| d.name == name) {
+            Some(d) => crate::out::print(pretty(d)?),
+            None => usage!(
+                "no document '{name}'; the documents are {}",
+                DOCS.iter().map(|d| d.name).collect::<Vec<_>>().join(", ")
+            ),
+        },
+    }
+}
+
+fn pretty(d: &Doc) -> Result<String> {
+    let mut schema = (d.schema)();
+    schema.insert(
+        "title".into(),
+        format!("dualperf {}: {}", d.name, d.what).into(),
+    );
+    Ok(serde_json::to_string_pretty(&schema)? + "\n")
+}

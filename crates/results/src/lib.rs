@@ -1,0 +1,14 @@
+//! dualperf's output documents as types: what `send --json`, `recv --json` and
+//! `decode --json` print, with `Serialize` to write them, `Deserialize` to read them back
+//! (the lab's run records embed `send --json`), and `schemars::JsonSchema` for
+//! `dualperf schema`. Run records live with the lab (`lab::store`), router statistics
+//! with the router (`router::stats`) and report documents with the report (`report`).
+//!
+//! Every figure is computed by `meter` and cites its definition there; this crate only
+//! names and arranges them, so a renamed field is a compile error in every reader.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod decode;
+pub mod recv;
+pub mod send;

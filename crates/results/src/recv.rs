@@ -1,0 +1,72 @@
+//! What `dualperf recv --json` prints: one line per finished flow, then the receiver's
+//! counters (docs/output.md).
+
+use std::net::IpAddr;
+
+use meter::FlowSummary;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use wire::control::{Meter, Protocol};
+
+/// One line of `recv --json`: `{"type": "flow", "data": …}` as each flow ends, and
+/// `{"type": "counters", "data": …}` last.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", content = "data", rename_all = "lowercase")]
+pub enum RecvLine {
+    /// A finished flow.
+    Flow(Box<FlowReport>),
+    /// The receiver's counters, when it exits.
+    Counters(CounterSnapshot),
+}
+
+/// One finished flow, as the receiver reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FlowReport {
+    /// The flow's id in its session.
+    pub id: u16,
+    /// The control session it belonged to.
+    pub session: u64,
+    /// The sender's address.
+    pub peer: IpAddr,
+    /// Transport.
+    pub protocol: Protocol,
+    /// One-way or round trip.
+    pub meter: Meter,
+    /// The sender's label of the flow.
+    pub label: String,
+    /// Packets the sender says it sent; `None` if it did not say.
+    pub sent_packets: Option<u64>,
+    /// Malformed packets of this flow.
+    pub malformed: u64,
+    /// The one-way figures ([`meter::summarize`]).
+    pub summary: FlowSummary,
+    /// For RTP flows: the RFC 3550 jitter against the RTP timestamps.
+    pub rtp: Option<meter::RtpJitterSummary>,
+    /// The series the sender asked for, in windows from the flow's first arrival.
+    pub intervals: Option<Vec<meter::Interval>>,
+    /// Why the series asked for is missing.
+    pub intervals_error: Option<String>,
+}
+
+/// The receiver's counters of what it could not attribute to a flow, or refused.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CounterSnapshot {
+    /// UDP datagrams received.
+    pub datagrams: u64,
+    /// Datagrams that were not a valid probe.
+    pub malformed_datagrams: u64,
+    /// Probes of no registered flow.
+    pub unknown_flow: u64,
+    /// Probes from another address than their flow's sender.
+    pub wrong_source: u64,
+    /// Connections closed for a protocol error.
+    pub bad_connections: u64,
+    /// Senders that failed to prove the shared key.
+    pub auth_failures: u64,
+    /// Control connections that did not finish their handshake in time.
+    pub handshake_timeouts: u64,
+    /// Packets of a flow that arrived after its session had reported.
+    pub late_after_finish: u64,
+    /// Echoes the kernel refused to send.
+    pub echo_failures: u64,
+}

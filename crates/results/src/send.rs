@@ -1,0 +1,193 @@
+//! What `dualperf send --json` prints: sender-side figures, the receiver's summary, and
+//! the round-trip summary of echoes, per flow (docs/output.md).
+
+use std::net::SocketAddr;
+
+use meter::{FlowSummary, ScheduleError, TxRecord};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use traffic::FlowSpec;
+
+/// The version of [`SendReport`]'s format.
+pub const SEND_FORMAT_VERSION: u32 = 1;
+
+/// Sender-side figures of one flow.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SentStats {
+    /// Packets sent.
+    pub packets: u64,
+    /// Payload bytes sent.
+    pub bytes: u64,
+    /// First to last actual send time; `None` with fewer than two packets.
+    pub duration_ns: Option<u64>,
+    /// Actual send time of the first and the last packet (monotonic clock).
+    #[serde(skip)]
+    pub first_ns: Option<u64>,
+    /// See `first_ns`.
+    #[serde(skip)]
+    pub last_ns: Option<u64>,
+    /// Achieved send rate, `packets / duration` over first→last send, the same
+    /// definition as the receiver's rate (D-ITG's "Average packet rate").
+    pub rate_pps: Option<f64>,
+    /// Payload bits over the same span.
+    pub bitrate_bps: Option<f64>,
+    /// The mean rate asked for; `None` when the gap distribution has no mean.
+    pub requested_pps: Option<f64>,
+    /// Packets the stop conditions allow (rate × duration, count, bytes: the least).
+    pub planned_packets: Option<u64>,
+    /// Actual − scheduled send time (mean, p99, late packets).
+    pub schedule_error: Option<ScheduleError>,
+}
+
+/// How long the receiver held round-trip probes before echoing them (subtracted from
+/// each RTT, as irtt subtracts server processing time). Only probes of at least 32 bytes
+/// carry the receiver's timestamps.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HoldStats {
+    /// Echoes that carried the receiver's hold time.
+    pub packets: u64,
+    /// Mean hold time.
+    pub mean_ns: f64,
+    /// Longest hold time.
+    pub max_ns: u64,
+}
+
+impl HoldStats {
+    /// From the hold times of the echoes, ns; `None` without any.
+    pub fn from_ns(holds: &[i64]) -> Option<Self> {
+        let max = holds.iter().copied().max()?;
+        Some(Self {
+            packets: holds.len() as u64,
+            mean_ns: holds.iter().map(|h| *h as f64).sum::<f64>() / holds.len() as f64,
+            max_ns: u64::try_from(max).unwrap_or(0),
+        })
+    }
+}
+
+/// Results of one flow.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FlowOutcome {
+    /// The flow's id in the session.
+    pub id: u16,
+    /// What was asked for.
+    pub spec: FlowSpec,
+    /// The sender's figures.
+    pub sent: SentStats,
+    /// The receiver's summary (one-way figures); `None` if it did not report.
+    pub received: Option<FlowSummary>,
+    /// For RTP flows: the receiver's RFC 3550 jitter against the RTP timestamps, the
+    /// figure RTP tools such as Wireshark report.
+    pub received_rtp: Option<meter::RtpJitterSummary>,
+    /// The sender's summary of echoes (round-trip figures, --meter rtt).
+    pub rtt: Option<FlowSummary>,
+    /// Receiver hold time of echoes (--meter rtt).
+    pub receiver_hold: Option<HoldStats>,
+    /// The receiver's series in `--interval` windows from the flow's first arrival.
+    pub intervals: Option<Vec<meter::Interval>>,
+    /// Why the receiver did not report the series, if it did not.
+    pub intervals_error: Option<String>,
+    /// Malformed messages the receiver saw on this flow; `None` if it did not report.
+    pub malformed_at_receiver: Option<u64>,
+    /// Why the flow ended early, if it did.
+    pub error: Option<String>,
+}
+
+/// Results of a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SendReport {
+    /// [`SEND_FORMAT_VERSION`].
+    pub format_version: u32,
+    /// `dualperf send` and its version.
+    pub tool: String,
+    /// The receiver.
+    pub dest: SocketAddr,
+    /// Whether Ctrl-C (or a signal) ended the session early.
+    pub interrupted: bool,
+    /// Every flow together.
+    pub sum: SumStats,
+    /// Per flow, in flow order.
+    pub flows: Vec<FlowOutcome>,
+}
+
+/// Every flow of a session together (iperf3's SUM), each side over its own span: the
+/// earliest first packet to the latest last packet of any flow.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SumStats {
+    /// How many flows.
+    pub flows: usize,
+    /// The sender's totals.
+    pub sent: SideSum,
+    /// `None` when the receiver reported no flow.
+    pub received: Option<SideSum>,
+}
+
+/// One side's totals.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SideSum {
+    /// Packets.
+    pub packets: u64,
+    /// Payload bytes.
+    pub bytes: u64,
+    /// First to last packet over all flows; `None` when undefined.
+    pub duration_ns: Option<u64>,
+    /// `bytes · 8 / duration` (payload bits, as per flow).
+    pub bitrate_bps: Option<f64>,
+}
+
+impl SideSum {
+    /// Totals and the span from the first to the last packet.
+    pub fn new(packets: u64, bytes: u64, first: Option<u64>, last: Option<u64>) -> Self {
+        let duration_ns = first.zip(last).and_then(|(a, b)| (b > a).then_some(b - a));
+        Self {
+            packets,
+            bytes,
+            duration_ns,
+            bitrate_bps: duration_ns.map(|d| bytes as f64 * 8e9 / d as f64),
+        }
+    }
+}
+
+impl SumStats {
+    /// Every flow together, each side over its own span.
+    pub fn of(flows: &[FlowOutcome]) -> Self {
+        let sent = SideSum::new(
+            flows.iter().map(|f| f.sent.packets).sum(),
+            flows.iter().map(|f| f.sent.bytes).sum(),
+            flows.iter().filter_map(|f| f.sent.first_ns).min(),
+            flows.iter().filter_map(|f| f.sent.last_ns).max(),
+        );
+        let rx: Vec<&FlowSummary> = flows.iter().filter_map(|f| f.received.as_ref()).collect();
+        let received = (!rx.is_empty()).then(|| {
+            SideSum::new(
+                rx.iter().map(|r| r.packets).sum(),
+                rx.iter().map(|r| r.bytes).sum(),
+                rx.iter().filter_map(|r| r.first_rx_ns).min(),
+                rx.iter().filter_map(|r| r.last_rx_ns).max(),
+            )
+        });
+        Self {
+            flows: flows.len(),
+            sent,
+            received,
+        }
+    }
+}
+
+/// A flow's sender-side figures from its send records (the same definitions as the
+/// receiver's, [`meter::sent_summary`]).
+pub fn sent_stats(spec: &FlowSpec, tx: &[TxRecord]) -> SentStats {
+    let s = meter::sent_summary(tx);
+    SentStats {
+        packets: s.packets,
+        bytes: s.bytes,
+        duration_ns: s.duration_ns,
+        first_ns: s.first_ns,
+        last_ns: s.last_ns,
+        rate_pps: s.rate_pps,
+        bitrate_bps: s.bitrate_bps,
+        requested_pps: spec.mean_pps(),
+        planned_packets: spec.planned_packets(),
+        // An unpaced (bulk) flow has no schedule to miss.
+        schedule_error: (!spec.unpaced).then(|| meter::schedule_error(tx)).flatten(),
+    }
+}
