@@ -187,6 +187,11 @@ impl Background {
     pub fn args(&self) -> Vec<String> {
         args_of(&self.settings)
     }
+
+    /// The options one by one, each with its line.
+    pub fn options(&self) -> Vec<SendOption> {
+        options_of(&self.settings)
+    }
 }
 
 impl Point {
@@ -195,29 +200,56 @@ impl Point {
     pub fn args(&self) -> Vec<String> {
         args_of(&self.settings)
     }
+
+    /// The options one by one, each with its line, as [`Point::args`] gives them.
+    pub fn options(&self) -> Vec<SendOption> {
+        options_of(&self.settings)
+    }
+}
+
+/// One `dualperf send` option of a flow and the plan line it comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SendOption {
+    /// Its name as `send` spells it without the dashes (`size-dist`; `protocol = "tcp"`
+    /// is `tcp`).
+    pub name: String,
+    /// Its value; `None` for a flag.
+    pub value: Option<String>,
+    /// 1-based line in the plan.
+    pub line: Option<usize>,
+}
+
+fn options_of(settings: &[Setting]) -> Vec<SendOption> {
+    let swept_protocol = settings.iter().any(|s| s.key == "protocol");
+    let mut out = Vec::new();
+    for s in settings {
+        if s.value.as_deref() == Some("false")
+            || swept_protocol && (s.key == "udp" || s.key == "tcp")
+        {
+            continue;
+        }
+        if s.key == "protocol" {
+            out.push(SendOption {
+                name: s.value.clone().unwrap_or_default(),
+                value: None,
+                line: s.line,
+            });
+            continue;
+        }
+        out.push(SendOption {
+            name: s.key.replace('_', "-"),
+            value: s.value.clone(),
+            line: s.line,
+        });
+    }
+    out
 }
 
 fn args_of(settings: &[Setting]) -> Vec<String> {
-    {
-        let swept_protocol = settings.iter().any(|s| s.key == "protocol");
-        let mut out = Vec::new();
-        for s in settings {
-            if s.value.as_deref() == Some("false")
-                || swept_protocol && (s.key == "udp" || s.key == "tcp")
-            {
-                continue;
-            }
-            if s.key == "protocol" {
-                out.push(format!("--{}", s.value.as_deref().unwrap_or_default()));
-                continue;
-            }
-            out.push(format!("--{}", s.key.replace('_', "-")));
-            if let Some(v) = &s.value {
-                out.push(v.clone());
-            }
-        }
-        out
-    }
+    options_of(settings)
+        .into_iter()
+        .flat_map(|o| std::iter::once(format!("--{}", o.name)).chain(o.value))
+        .collect()
 }
 
 /// One measurement: a point over one family in one repetition.
