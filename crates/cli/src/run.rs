@@ -494,6 +494,59 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    fn option(name: &str, value: Option<&str>, line: usize) -> SendOption {
+        SendOption {
+            name: name.into(),
+            value: value.map(Into::into),
+            line: Some(line),
+        }
+    }
+
+    #[test]
+    fn a_flow_mistake_is_placed_on_the_line_of_the_option_it_names() {
+        let base = [
+            option("udp", None, 3),
+            option("rate", Some("100pps"), 4),
+            option("size", Some("512"), 5),
+        ];
+        assert!(check_flow(&base).is_ok());
+        for (extra, line, text) in [
+            (
+                option("ttl", Some("0"), 9),
+                Some(9),
+                "invalid value '0' for '--ttl'",
+            ),
+            (option("color", Some("red"), 9), Some(9), "'--color'"),
+            (
+                option("voip", Some("g711.1"), 9),
+                Some(9),
+                "cannot be used with",
+            ),
+            (
+                option("congestion", Some("bbr"), 9),
+                Some(9),
+                "applies to TCP flows",
+            ),
+            (option("tcp", None, 9), Some(9), "cannot be used with"),
+            (
+                option("count", Some("0"), 9),
+                Some(9),
+                "a stop condition of zero",
+            ),
+        ] {
+            let mut flow = base.to_vec();
+            flow.push(extra);
+            let (e, at) = check_flow(&flow).unwrap_err();
+            assert_eq!(at, line, "{e}");
+            assert!(e.to_string().contains(text), "{e}");
+        }
+        // A check names the option it is about.
+        let (e, at) = check_flow(&[option("size", Some("8"), 2)]).unwrap_err();
+        assert_eq!((e.option(), at), ("--size", Some(2)));
+        let (e, at) = check_flow(&[option("bulk", None, 2)]).unwrap_err();
+        assert_eq!((e.option(), at), ("--bulk", Some(2)));
+    }
+
     #[test]
     fn the_progress_bar_fills_with_the_runs_done() {
         assert_eq!(

@@ -918,6 +918,13 @@ duration = "1s"
             ["--voip", "g711.1", "--label", "g711"]
         );
         assert_eq!(p.points[4].factors["group"], "VoIP");
+        // One by one, each option keeps the line it is written on; a swept protocol is
+        // the flag it names.
+        let options = p.points[2].options();
+        let tcp = options.iter().find(|o| o.name == "tcp").unwrap();
+        assert_eq!((tcp.value.as_deref(), tcp.line), (None, Some(12)));
+        let meter = options.iter().find(|o| o.name == "meter").unwrap();
+        assert_eq!((meter.value.as_deref(), meter.line), (Some("rtt"), Some(9)));
         // 5 points × 2 families × 2 repetitions, ABAB within each repetition.
         assert_eq!(p.runs.len(), 20);
         let fams: Vec<u8> = p.runs[..4].iter().map(|r| r.family).collect();
