@@ -279,7 +279,7 @@ impl FlowArgs {
 
 /// The flows `options` describe, with a random seed for a flow that gives none; notes
 /// go to stderr, mistakes are usage errors.
-pub(crate) fn flow_specs(options: &FlowOptions, default_label: String) -> Result<Vec<FlowSpec>> {
+fn flow_specs(options: &FlowOptions, default_label: String) -> Result<Vec<FlowSpec>> {
     let seed = u64::from_ne_bytes(crate::session::random_bytes());
     let specs = options
         .to_specs(default_label, seed)

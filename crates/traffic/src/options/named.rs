@@ -5,10 +5,10 @@
 
 use std::str::FromStr;
 
+use super::checks::{FlowOptions, OptionError};
 use super::values::{
     parse_dist, parse_flow_label, parse_meter, parse_vad, parse_voip_header, ValueError,
 };
-use super::{FlowOptions, OptionError};
 use crate::units::{parse_bytes, parse_duration};
 
 /// Every flow option `send` takes: its long name and the other long names it answers to.
