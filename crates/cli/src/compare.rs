@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use serde::Serialize;
-use traffic::{FlowSpec, MarkingSpec, Rate, StopSpec};
+use traffic::{FlowSpec, Rate, StopSpec};
 use wire::control::{Meter, Protocol};
 use wire::time::Duration;
 
@@ -235,26 +235,12 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
     let port = receiver.local_addr().port();
     let progress = std::io::stderr().is_terminal();
     let base = FlowSpec {
-        protocol: Protocol::Udp,
         meter: Meter::Rtt,
         rate,
         size_bytes: 64,
-        stop: StopSpec {
-            duration: Some(duration),
-            ..Default::default()
-        },
-        start_offset: Duration::ZERO,
-        marking: MarkingSpec::default(),
+        stop: StopSpec::after(duration),
         nodelay: true,
-        label: String::new(),
-        rtp: None,
-        idt_ms: None,
-        size_dist: None,
-        seed: 0,
-        on_off_ms: None,
-        video: None,
-        unpaced: false,
-        congestion: None,
+        ..FlowSpec::default()
     };
     let mut tests: Vec<FlowSpec> = Vec::new();
     for &protocol in &protocols {
@@ -270,14 +256,11 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
     // VoIP and the games are UDP models: they run when UDP is among the protocols.
     let udp = protocols.contains(&Protocol::Udp);
     // A quick battery gives each of them half a second (13 to 72 packets).
-    let model_stop = StopSpec {
-        duration: Some(if args.quick {
-            Duration::from_millis(500)
-        } else {
-            duration
-        }),
-        ..Default::default()
-    };
+    let model_stop = StopSpec::after(if args.quick {
+        Duration::from_millis(500)
+    } else {
+        duration
+    });
     if udp && !args.no_voip {
         // D-ITG's VoIP models with a real RTP header, at their own rates.
         for codec in traffic::voip::Codec::ALL {

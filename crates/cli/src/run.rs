@@ -4,9 +4,11 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use lab::plan::Plan;
+use lab::plan::{Plan, SendOption};
 use lab::runner::{execute, RunConfig, RunError};
 use lab::store::Store;
+use traffic::options::{canonical, NamedOptions};
+use traffic::OptionError;
 
 use crate::usage;
 
@@ -63,20 +65,13 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
     };
     // Every point's options are checked as send reads them before anything runs.
     for point in &plan.points {
-        if let Err(e) = crate::send::check_flow_args(&point.args()) {
-            // clap's first line names the option; the rest is usage.
-            let e = e.lines().next().unwrap_or_default().to_owned();
-            let line = point
-                .settings
-                .iter()
-                .find(|s| e.contains(&format!("--{}", s.key.replace('_', "-"))))
-                .and_then(|s| s.line);
+        if let Err((e, line)) = check_flow(&point.options()) {
             usage!("{}: point '{}': {e}", at(line), point.id);
         }
         for b in &point.background {
-            if let Err(e) = crate::send::check_flow_args(&b.args()) {
-                let e = e.lines().next().unwrap_or_default().to_owned();
-                let line = b.settings.first().and_then(|s| s.line);
+            let options = b.options();
+            if let Err((e, line)) = check_flow(&options) {
+                let line = line.or_else(|| options.first().and_then(|o| o.line));
                 usage!(
                     "{}: point '{}': background {}: {e}",
                     at(line),
@@ -241,6 +236,31 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         Err(e @ RunError::Usage { .. }) => Err(crate::UsageError(format!("{e}")).into()),
         Err(e) => Err(e.into()),
     }
+}
+
+/// Check one flow's options as `send` reads them; a mistake comes with the plan line of
+/// the option it names, when the plan sets that option.
+fn check_flow(options: &[SendOption]) -> Result<(), (OptionError, Option<usize>)> {
+    let mut named = NamedOptions::new(|path| std::fs::read_to_string(path));
+    for o in options {
+        named
+            .set(&o.name, o.value.as_deref())
+            .map_err(|e| (e, o.line))?;
+    }
+    let specs = named
+        .finish()
+        .and_then(|f| f.to_specs("check".into(), 0))
+        .map_err(|e| {
+            let line = options
+                .iter()
+                .find(|o| canonical(&o.name).is_some_and(|n| e.option() == format!("--{n}")))
+                .and_then(|o| o.line);
+            (e, line)
+        })?;
+    for note in specs.notes {
+        eprintln!("dualperf send: note: {note}");
+    }
+    Ok(())
 }
 
 /// `[#######.................]  12/46  size=512 · IPv6 · repetition 1/15  ETA 0:35`.
@@ -473,6 +493,59 @@ fn host_metadata(target: &str) -> serde_json::Value {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    fn option(name: &str, value: Option<&str>, line: usize) -> SendOption {
+        SendOption {
+            name: name.into(),
+            value: value.map(Into::into),
+            line: Some(line),
+        }
+    }
+
+    #[test]
+    fn a_flow_mistake_is_placed_on_the_line_of_the_option_it_names() {
+        let base = [
+            option("udp", None, 3),
+            option("rate", Some("100pps"), 4),
+            option("size", Some("512"), 5),
+        ];
+        assert!(check_flow(&base).is_ok());
+        for (extra, line, text) in [
+            (
+                option("ttl", Some("0"), 9),
+                Some(9),
+                "invalid value '0' for '--ttl'",
+            ),
+            (option("color", Some("red"), 9), Some(9), "'--color'"),
+            (
+                option("voip", Some("g711.1"), 9),
+                Some(9),
+                "cannot be used with",
+            ),
+            (
+                option("congestion", Some("bbr"), 9),
+                Some(9),
+                "applies to TCP flows",
+            ),
+            (option("tcp", None, 9), Some(9), "cannot be used with"),
+            (
+                option("count", Some("0"), 9),
+                Some(9),
+                "a stop condition of zero",
+            ),
+        ] {
+            let mut flow = base.to_vec();
+            flow.push(extra);
+            let (e, at) = check_flow(&flow).unwrap_err();
+            assert_eq!(at, line, "{e}");
+            assert!(e.to_string().contains(text), "{e}");
+        }
+        // A check names the option it is about.
+        let (e, at) = check_flow(&[option("size", Some("8"), 2)]).unwrap_err();
+        assert_eq!((e.option(), at), ("--size", Some(2)));
+        let (e, at) = check_flow(&[option("bulk", None, 2)]).unwrap_err();
+        assert_eq!((e.option(), at), ("--bulk", Some(2)));
+    }
 
     #[test]
     fn the_progress_bar_fills_with_the_runs_done() {

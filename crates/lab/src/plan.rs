@@ -187,6 +187,11 @@ impl Background {
     pub fn args(&self) -> Vec<String> {
         args_of(&self.settings)
     }
+
+    /// The options one by one, each with its line.
+    pub fn options(&self) -> Vec<SendOption> {
+        options_of(&self.settings)
+    }
 }
 
 impl Point {
@@ -195,29 +200,56 @@ impl Point {
     pub fn args(&self) -> Vec<String> {
         args_of(&self.settings)
     }
+
+    /// The options one by one, each with its line, as [`Point::args`] gives them.
+    pub fn options(&self) -> Vec<SendOption> {
+        options_of(&self.settings)
+    }
+}
+
+/// One `dualperf send` option of a flow and the plan line it comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SendOption {
+    /// Its name as `send` spells it without the dashes (`size-dist`; `protocol = "tcp"`
+    /// is `tcp`).
+    pub name: String,
+    /// Its value; `None` for a flag.
+    pub value: Option<String>,
+    /// 1-based line in the plan.
+    pub line: Option<usize>,
+}
+
+fn options_of(settings: &[Setting]) -> Vec<SendOption> {
+    let swept_protocol = settings.iter().any(|s| s.key == "protocol");
+    let mut out = Vec::new();
+    for s in settings {
+        if s.value.as_deref() == Some("false")
+            || swept_protocol && (s.key == "udp" || s.key == "tcp")
+        {
+            continue;
+        }
+        if s.key == "protocol" {
+            out.push(SendOption {
+                name: s.value.clone().unwrap_or_default(),
+                value: None,
+                line: s.line,
+            });
+            continue;
+        }
+        out.push(SendOption {
+            name: s.key.replace('_', "-"),
+            value: s.value.clone(),
+            line: s.line,
+        });
+    }
+    out
 }
 
 fn args_of(settings: &[Setting]) -> Vec<String> {
-    {
-        let swept_protocol = settings.iter().any(|s| s.key == "protocol");
-        let mut out = Vec::new();
-        for s in settings {
-            if s.value.as_deref() == Some("false")
-                || swept_protocol && (s.key == "udp" || s.key == "tcp")
-            {
-                continue;
-            }
-            if s.key == "protocol" {
-                out.push(format!("--{}", s.value.as_deref().unwrap_or_default()));
-                continue;
-            }
-            out.push(format!("--{}", s.key.replace('_', "-")));
-            if let Some(v) = &s.value {
-                out.push(v.clone());
-            }
-        }
-        out
-    }
+    options_of(settings)
+        .into_iter()
+        .flat_map(|o| std::iter::once(format!("--{}", o.name)).chain(o.value))
+        .collect()
 }
 
 /// `s` as a file name: letters, digits and `. = , -` kept, anything else `_`, no
@@ -911,6 +943,13 @@ duration = "1s"
             ["--voip", "g711.1", "--label", "g711"]
         );
         assert_eq!(p.points[4].factors["group"], "VoIP");
+        // One by one, each option keeps the line it is written on; a swept protocol is
+        // the flag it names.
+        let options = p.points[2].options();
+        let tcp = options.iter().find(|o| o.name == "tcp").unwrap();
+        assert_eq!((tcp.value.as_deref(), tcp.line), (None, Some(12)));
+        let meter = options.iter().find(|o| o.name == "meter").unwrap();
+        assert_eq!((meter.value.as_deref(), meter.line), (Some("rtt"), Some(9)));
         // 5 points × 2 families × 2 repetitions, ABAB within each repetition.
         assert_eq!(p.runs.len(), 20);
         let fams: Vec<u8> = p.runs[..4].iter().map(|r| r.family).collect();

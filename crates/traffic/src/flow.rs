@@ -136,6 +136,42 @@ pub struct FlowSpec {
     pub congestion: Option<String>,
 }
 
+impl Default for FlowSpec {
+    /// The flow `dualperf send` sends when no option is given: UDP, one-way delay,
+    /// 1000 packets/s of 512 bytes for 10 s, unmarked, unlabelled, seed 0.
+    fn default() -> Self {
+        Self {
+            protocol: Protocol::Udp,
+            meter: Meter::Owd,
+            rate: Rate::MilliPps(1_000_000),
+            size_bytes: 512,
+            stop: StopSpec::after(Duration::from_secs(10)),
+            start_offset: Duration::ZERO,
+            marking: MarkingSpec::default(),
+            nodelay: false,
+            label: String::new(),
+            rtp: None,
+            idt_ms: None,
+            size_dist: None,
+            seed: 0,
+            on_off_ms: None,
+            video: None,
+            unpaced: false,
+            congestion: None,
+        }
+    }
+}
+
+impl StopSpec {
+    /// Stop after `duration`, and nothing else.
+    pub fn after(duration: Duration) -> Self {
+        Self {
+            duration: Some(duration),
+            ..Self::default()
+        }
+    }
+}
+
 impl FlowSpec {
     /// The mean packet rate this flow asks for: its constant rate (times the talk-spurt
     /// duty cycle, times the mean packets per frame for video), or 1000 / the mean of its

@@ -4,18 +4,23 @@
 //! answers which packet is due, so it is tested in virtual time with exact numbers.
 //! Stochastic inter-departure-time and size distributions, seeded and reproducible, live in
 //! [`dist`]; D-ITG's application models in [`voip`] and [`app`], the seed studies' RTP
-//! streams in [`stream`], all on the same schedule.
+//! streams in [`stream`], all on the same schedule. The flow options `dualperf send`
+//! takes, their parsers and checks are in [`options`]; D-ITG script lines translated into
+//! them in [`ditg`].
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod app;
 pub mod dist;
+pub mod ditg;
 pub mod flow;
+pub mod options;
 pub mod schedule;
 pub mod stream;
 pub mod units;
 pub mod voip;
 
 pub use flow::{FlowSpec, MarkingSpec, RtpSpec, StopSpec, VideoSpec};
+pub use options::{FlowOptions, OptionError};
 pub use schedule::{Schedule, Transmit};
 pub use units::{parse_bytes, parse_duration, Rate, UnitError};

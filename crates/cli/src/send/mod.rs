@@ -1,12 +1,13 @@
 //! `dualperf send`: flows from flags or a flow file, paced on absolute deadlines, with
 //! sender-side and receiver-side results per flow.
 //!
-//! - `mod.rs`: flags → validated [`SendConfig`];
+//! - `mod.rs`: flags → validated [`SendConfig`] (the flow options are `traffic::options`'
+//!   vocabulary: clap reads them into a [`FlowOptions`], which checks them and makes the
+//!   flows);
 //! - `session.rs`: the control session (handshake, registration, finish, results);
 //! - `flow.rs`: one flow's pacing loop and its echo reader;
 //! - `text.rs`: what is printed without `--json` (the report types are `results::send`).
 
-mod ditg;
 mod flow;
 mod session;
 mod text;
@@ -18,10 +19,10 @@ use std::time::Duration as StdDuration;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use traffic::{FlowSpec, MarkingSpec, Rate, StopSpec};
-use wire::control::{Meter, Protocol};
+use traffic::options::Vad;
+use traffic::{FlowOptions, FlowSpec, OptionError, Rate};
+use wire::control::Meter;
 use wire::ds::{Dscp, Ecn};
-use wire::probe;
 use wire::time::Duration;
 
 pub(crate) use results::send::FlowOutcome;
@@ -108,7 +109,8 @@ pub(crate) struct SendArgs {
     interval: Option<Duration>,
 }
 
-/// The options of one flow, shared by the command line and flow files.
+/// The options of one flow, shared by the command line and flow files: clap's reading of
+/// [`FlowOptions`], field by field.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct FlowArgs {
     /// UDP datagrams (default).
@@ -163,31 +165,31 @@ pub(crate) struct FlowArgs {
     /// const:10, uniform:1,5, exp:10 (mean), normal:20,2, poisson:5, pareto:1.5,1,
     /// cauchy:0,1, gamma:2,3, weibull:1.5,2, t:41.7,0.1,0.7, mix:0.6*exp:4.29+0.4*const:10.75,
     /// values:1,2,3, file:PATH.
-    #[arg(long, value_name = "DIST", value_parser = parse_dist, conflicts_with = "rate")]
+    #[arg(long, value_name = "DIST", value_parser = dist, conflicts_with = "rate")]
     idt: Option<traffic::dist::Dist>,
     /// Payload sizes in bytes from a distribution instead of --size (same spelling as
     /// --idt); truncated and clamped to what the probe and the protocol allow.
-    #[arg(long, value_name = "DIST", value_parser = parse_dist, conflicts_with = "size")]
+    #[arg(long, value_name = "DIST", value_parser = dist, conflicts_with = "size")]
     size_dist: Option<traffic::dist::Dist>,
     /// Send only during ON periods of an on/off process whose ON and OFF durations, in
     /// milliseconds, come from these distributions (same spelling as --idt; D-ITG's -B):
     /// --on exp:1000 --off const:2000.
-    #[arg(long, value_name = "DIST", value_parser = parse_dist, requires = "off", conflicts_with = "vad")]
+    #[arg(long, value_name = "DIST", value_parser = dist, requires = "off", conflicts_with = "vad")]
     on: Option<traffic::dist::Dist>,
     /// OFF durations in milliseconds; see --on.
-    #[arg(long, value_name = "DIST", value_parser = parse_dist, requires = "on")]
+    #[arg(long, value_name = "DIST", value_parser = dist, requires = "on")]
     off: Option<traffic::dist::Dist>,
     /// Seed of --idt, --size-dist and --app (default: random; the seed used is in the results).
     #[arg(long)]
     seed: Option<u64>,
     /// Header bytes D-ITG's VoIP model counts in the payload: rtp (12), crtp (2) or none.
-    #[arg(long, default_value = "rtp", value_parser = parse_voip_header, requires = "voip")]
+    #[arg(long, default_value = "rtp", value_parser = traffic::options::parse_voip_header, requires = "voip")]
     voip_header: traffic::voip::VoipHeader,
     /// Voice activity, for --voip and the audio --stream presets. onoff: talk spurts and
     /// silences, exponential with ITU-T P.59's means (1.004 s and 1.587 s, 38.75 %
     /// activity), no packets in a silence; onoff:SPURT,PAUSE sets the means in seconds.
     /// ditg: D-ITG's -VAD, every packet's codec bytes times 0.65 (--voip only).
-    #[arg(long, value_parser = parse_vad, value_name = "MODEL")]
+    #[arg(long, value_parser = traffic::options::parse_vad, value_name = "MODEL")]
     vad: Option<Vad>,
     /// Stop after this long (10s, 500ms, 2m). Default 10s when no stop is given. A sender
     /// that cannot keep up stops at this plus 1 % and reports the shortfall.
@@ -201,7 +203,7 @@ pub(crate) struct FlowArgs {
     bytes: Option<u64>,
     /// owd: the receiver measures one-way delay. rtt: the receiver echoes each probe and
     /// the sender measures round-trip time.
-    #[arg(short, long, default_value = "owd", value_parser = crate::args::meter)]
+    #[arg(short, long, default_value = "owd", value_parser = traffic::options::parse_meter)]
     meter: Meter,
     /// DSCP: 0-63 or a name (EF, AF41, CS1, BE, LE, VA).
     #[arg(long)]
@@ -213,7 +215,7 @@ pub(crate) struct FlowArgs {
     #[arg(long, value_parser = clap::value_parser!(u8).range(1..))]
     ttl: Option<u8>,
     /// IPv6 flow label (0x12345 or decimal, up to 20 bits), for UDP and TCP alike.
-    #[arg(long, value_parser = crate::args::flow_label)]
+    #[arg(long, value_parser = traffic::options::parse_flow_label)]
     flow_label: Option<u32>,
     /// TCP_NODELAY: send each TCP message at once (no Nagle).
     #[arg(long)]
@@ -234,285 +236,63 @@ struct FlowLine {
 }
 
 impl FlowArgs {
-    /// The flows these options describe: one, or `--parallel` copies.
-    fn to_specs(&self, default_label: String) -> Result<Vec<FlowSpec>> {
-        let spec = self.to_spec(default_label)?;
-        if self.parallel == 1 {
-            return Ok(vec![spec]);
-        }
-        let n = self.parallel;
-        Ok((0..n)
-            .map(|i| FlowSpec {
-                label: format!("{} [{}/{n}]", spec.label, i + 1),
-                // Copies of a random model draw different samples.
-                seed: spec.seed.wrapping_add(u64::from(i)),
-                ..spec.clone()
-            })
-            .collect())
-    }
-
-    fn to_spec(&self, default_label: String) -> Result<FlowSpec> {
-        let min = probe::HEADER_LEN as u64;
-        let size = self.size.unwrap_or(match (self.bulk, self.tcp) {
-            (true, true) => 128 * 1024,
-            (true, false) => 1400,
-            (false, _) => 512,
-        });
-        if size < min {
-            usage!("--size {size} is too small: the probe header needs {min} bytes");
-        }
-        if !self.tcp && size > 65_507 {
-            usage!("--size {size} exceeds the largest UDP payload (65507 bytes)");
-        }
-        if self.tcp && size > wire::frame::MAX_DATA_LEN as u64 {
-            usage!(
-                "--size {size} exceeds the largest TCP message ({} bytes)",
-                wire::frame::MAX_DATA_LEN
-            );
-        }
-        let size = size as u32;
-        if self.tcp && self.ecn.is_some() {
-            usage!("--ecn applies to UDP only: on TCP the kernel sets the ECN bits");
-        }
-        if self.count == Some(0) || self.bytes == Some(0) || self.duration == Some(Duration::ZERO) {
-            usage!("a stop condition of zero sends nothing: give --count, --bytes or --duration above 0");
-        }
-        if self.bulk && self.meter == Meter::Rtt {
-            usage!("--bulk measures throughput one way: leave --meter at owd");
-        }
-        if self.bulk && !self.tcp && self.rate.is_none() {
-            usage!("--bulk on UDP needs --rate (e.g. 100mbit): UDP has no congestion control to find the rate");
-        }
-        let mut protocol = if self.tcp {
-            Protocol::Tcp
-        } else {
-            Protocol::Udp
-        };
-        let (mut idt_ms, mut size_dist) = (self.idt.clone(), self.size_dist.clone());
-        let mut default_label = default_label;
-        if let Some(app) = self.app {
-            let model = app.model();
-            // DNS runs over either transport; the others over D-ITG's.
-            if app != traffic::app::App::Dns {
-                if self.tcp && model.protocol == Protocol::Udp
-                    || self.udp && model.protocol == Protocol::Tcp
-                {
-                    usage!("--app {app} runs over {:?} only", model.protocol);
-                }
-                protocol = model.protocol;
-            }
-            idt_ms = Some(model.idt_ms);
-            size_dist = Some(model.size);
-            default_label = format!("app {app}");
-        }
-        for (flag, d) in [("--idt", &idt_ms), ("--size-dist", &size_dist)] {
-            if let Some(d) = d {
-                if let Err(e) = d.validate() {
-                    usage!("{flag}: {e}");
-                }
-            }
-        }
-        let mut on_off_ms = match self.vad {
-            Some(Vad::OnOff { spurt_s, pause_s }) => {
-                if self.voip.is_none()
-                    && !matches!(
-                        self.stream,
-                        Some(traffic::stream::Stream::G711 | traffic::stream::Stream::WebAudio)
-                    )
-                {
-                    usage!("--vad onoff applies to --voip and the audio streams (--stream g711 or webaudio)");
-                }
-                Some(traffic::voip::talk_spurts(spurt_s, pause_s))
-            }
-            Some(Vad::Ditg) if self.voip.is_none() => {
-                usage!("--vad ditg applies to --voip only (D-ITG's codec models)");
-            }
-            _ => None,
-        };
-        if let (Some(on), Some(off)) = (&self.on, &self.off) {
-            on_off_ms = Some(traffic::dist::OnOff {
-                on: on.clone(),
-                off: off.clone(),
-            });
-        }
-        if let Some(process) = &on_off_ms {
-            let flags = if self.vad.is_some() {
-                "--vad"
-            } else {
-                "--on/--off"
-            };
-            if let Err(e) = process.validate() {
-                usage!("{flags}: {e}");
-            }
-            if !process.on.can_be_positive() {
-                usage!("{flags}: {}", traffic::dist::DistError::NeverOn);
-            }
-            if self.bulk && self.tcp && self.rate.is_none() {
-                usage!("{flags} gates paced flows; an unpaced --bulk flow has no deadlines to gate (give --rate)");
-            }
-        }
-        if self.congestion.is_some() && protocol != Protocol::Tcp {
-            usage!("--congestion applies to TCP flows (--tcp, --app telnet, --app dns --tcp)");
-        }
-        let vad_label = match self.vad {
-            Some(Vad::Ditg) => " vad",
-            Some(Vad::OnOff { .. }) => " vad-onoff",
-            None => "",
-        };
-        let mut video = None;
-        let (rate, size, label, rtp) = if let Some(codec) = self.voip {
-            let ditg_vad = self.vad == Some(Vad::Ditg);
-            let size = codec.payload_bytes(self.voip_header, ditg_vad);
-            let header = format!("{:?}", self.voip_header).to_lowercase();
-            let label = format!("voip {codec} {header}{vad_label}");
-            // The 12 bytes D-ITG counts for RTP become a real RTP header when the
-            // probe still fits behind it.
-            let real_rtp = self.voip_header == traffic::voip::VoipHeader::Rtp;
-            let rtp = if real_rtp && size as usize >= RTP_PROBE_MIN {
-                Some(codec.rtp())
-            } else {
-                if real_rtp {
-                    eprintln!(
-                        "dualperf send: note: {label}: {size}-byte payloads leave no room for an RTP header and the probe ({RTP_PROBE_MIN} bytes); sending the probe alone"
-                    );
-                }
-                None
-            };
-            (codec.rate(), size, label, rtp)
-        } else if let Some(stream) = self.stream {
-            let ptime_ms = match self.ptime {
-                None => None,
-                Some(p) if stream != traffic::stream::Stream::G711 => {
-                    usage!("--ptime applies to --stream g711 only, not {stream} ({p})")
-                }
-                Some(p) => {
-                    let ms = p.as_nanos() / 1_000_000;
-                    if p.as_nanos() % 1_000_000 != 0 || !(1..=1000).contains(&ms) {
-                        usage!("--ptime must be whole milliseconds from 1ms to 1s, not {p}");
-                    }
-                    Some(ms as u32)
-                }
-            };
-            let model = stream.model(ptime_ms);
-            video = model.video;
-            let ptime = ptime_ms.map_or(String::new(), |p| format!(" {p}ms"));
-            (
-                model.rate,
-                model.size_bytes,
-                format!("stream {stream}{ptime}{vad_label}"),
-                Some(model.rtp),
-            )
-        } else {
-            let label = if self.bulk {
-                format!("bulk {}", if self.tcp { "tcp" } else { "udp" })
-            } else {
-                default_label
-            };
-            (
-                self.rate.unwrap_or(Rate::MilliPps(1_000_000)),
-                size,
-                label,
-                None,
-            )
-        };
-        let mut stop = StopSpec {
+    /// The options, as traffic's vocabulary holds them.
+    fn options(&self) -> FlowOptions {
+        FlowOptions {
+            udp: self.udp,
+            tcp: self.tcp,
+            rate: self.rate,
+            size: self.size,
+            bulk: self.bulk,
+            parallel: self.parallel,
+            congestion: self.congestion.clone(),
+            voip: self.voip,
+            stream: self.stream,
+            ptime: self.ptime,
+            app: self.app,
+            idt: self.idt.clone(),
+            size_dist: self.size_dist.clone(),
+            on: self.on.clone(),
+            off: self.off.clone(),
+            seed: self.seed,
+            voip_header: self.voip_header,
+            vad: self.vad,
             duration: self.duration,
             count: self.count,
             bytes: self.bytes,
-        };
-        if stop.duration.is_none() && stop.count.is_none() && stop.bytes.is_none() {
-            stop.duration = Some(Duration::from_secs(10));
-        }
-        Ok(FlowSpec {
-            protocol,
             meter: self.meter,
-            rate,
-            size_bytes: size,
-            stop,
-            start_offset: self.start.unwrap_or_default(),
-            marking: MarkingSpec {
-                dscp: self.dscp,
-                ecn: self.ecn,
-                ttl: self.ttl,
-                flow_label: self.flow_label,
-            },
+            dscp: self.dscp,
+            ecn: self.ecn,
+            ttl: self.ttl,
+            flow_label: self.flow_label,
             nodelay: self.nodelay,
-            label: self.label.clone().unwrap_or(label),
-            rtp,
-            idt_ms,
-            size_dist,
-            seed: self
-                .seed
-                .unwrap_or_else(|| u64::from_ne_bytes(crate::session::random_bytes())),
-            on_off_ms,
-            video,
-            unpaced: self.bulk && self.tcp && self.rate.is_none(),
-            congestion: self.congestion.clone(),
-        })
-    }
-}
-
-/// A voice activity model.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) enum Vad {
-    /// D-ITG's constant 0.65 factor.
-    Ditg,
-    /// Exponential talk spurts and silences with these means.
-    OnOff { spurt_s: f64, pause_s: f64 },
-}
-
-fn parse_vad(s: &str) -> Result<Vad, String> {
-    use traffic::voip::{P59_PAUSE_S, P59_TALK_SPURT_S};
-    let lower = s.to_ascii_lowercase();
-    match lower.split_once(':') {
-        None if lower == "ditg" => Ok(Vad::Ditg),
-        None if lower == "onoff" => Ok(Vad::OnOff {
-            spurt_s: P59_TALK_SPURT_S,
-            pause_s: P59_PAUSE_S,
-        }),
-        Some(("onoff", means)) => {
-            let parse = |v: Option<&str>| {
-                v.and_then(|v| v.trim().parse::<f64>().ok())
-                    .filter(|v| v.is_finite() && *v > 0.0)
-            };
-            let mut it = means.split(',');
-            match (parse(it.next()), parse(it.next()), it.next()) {
-                (Some(spurt_s), Some(pause_s), None) => Ok(Vad::OnOff { spurt_s, pause_s }),
-                _ => Err(format!(
-                    "'{s}': onoff:SPURT,PAUSE takes two mean durations in seconds above 0, e.g. onoff:1.004,1.587"
-                )),
-            }
+            start: self.start,
+            label: self.label.clone(),
         }
-        _ => Err(format!(
-            "unknown voice activity model '{s}': use onoff, onoff:SPURT,PAUSE or ditg"
-        )),
+    }
+
+    /// The flows these options describe: one, or `--parallel` copies.
+    fn to_specs(&self, default_label: String) -> Result<Vec<FlowSpec>> {
+        flow_specs(&self.options(), default_label)
     }
 }
 
-/// An RTP header (12 bytes) and the probe (16 bytes).
-const RTP_PROBE_MIN: usize = wire::rtp::HEADER_LEN + probe::HEADER_LEN;
+/// The flows `options` describe, with a random seed for a flow that gives none; notes
+/// go to stderr, mistakes are usage errors.
+fn flow_specs(options: &FlowOptions, default_label: String) -> Result<Vec<FlowSpec>> {
+    let seed = u64::from_ne_bytes(crate::session::random_bytes());
+    let specs = options
+        .to_specs(default_label, seed)
+        .map_err(|e: OptionError| anyhow::Error::new(crate::UsageError(e.to_string())))?;
+    for note in specs.notes {
+        eprintln!("dualperf send: note: {note}");
+    }
+    Ok(specs.flows)
+}
 
 /// A distribution in `kind:args` spelling; `file:PATH` reads the values from a file.
-fn parse_dist(s: &str) -> Result<traffic::dist::Dist, String> {
-    use traffic::dist::{Dist, DistError};
-    match s.parse::<Dist>() {
-        Err(DistError::NeedsFile(path)) => {
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| format!("cannot read values from {path}: {e}"))?;
-            Dist::empirical_from_text(&text).map_err(|e| format!("{path}: {e}"))
-        }
-        other => other.map_err(|e| e.to_string()),
-    }
-}
-
-fn parse_voip_header(s: &str) -> Result<traffic::voip::VoipHeader, String> {
-    use traffic::voip::VoipHeader;
-    match s.to_ascii_lowercase().as_str() {
-        "rtp" => Ok(VoipHeader::Rtp),
-        "crtp" => Ok(VoipHeader::Crtp),
-        "none" => Ok(VoipHeader::None),
-        _ => Err(format!("unknown VoIP header '{s}': use rtp, crtp or none")),
-    }
+fn dist(s: &str) -> Result<traffic::dist::Dist, traffic::options::ValueError> {
+    traffic::options::parse_dist(s, |path| std::fs::read_to_string(path))
 }
 
 /// A validated send: destination, flows, options.
@@ -561,14 +341,14 @@ pub(crate) fn run(args: SendArgs) -> Result<()> {
     };
     let dest = resolve(&args.dest, args.port, family)?;
     if (args.flows.is_some() || args.ditg_script.is_some())
-        && format!("{:?}", args.flow) != format!("{:?}", default_flow_args())
+        && args.flow.options() != FlowOptions::default()
     {
         usage!("flow options on the command line do not apply to the flows of --flows or --ditg-script: write them on the file's lines");
     }
     let flows = match (&args.flows, &args.ditg_script) {
         (Some(path), _) => read_flow_file(path, |line| Ok(line.to_owned()))?,
         (None, Some(path)) => read_flow_file(path, |line| {
-            let t = ditg::translate(line)?;
+            let t = traffic::ditg::translate(line).map_err(|e| e.to_string())?;
             if let Some(a) = &t.dest {
                 match resolve(a, args.port, family) {
                     Ok(addr) if addr.ip() == dest.ip() => {}
@@ -620,28 +400,6 @@ pub(crate) fn run(args: SendArgs) -> Result<()> {
         Some(e) => Err(anyhow::anyhow!(e)),
         None => Ok(()),
     }
-}
-
-/// Check flow options as `send` would read them (a plan's points, before anything runs);
-/// the error is send's own message.
-pub(crate) fn check_flow_args(args: &[String]) -> std::result::Result<(), String> {
-    let line = FlowLine::try_parse_from(args).map_err(|e| {
-        e.to_string()
-            .trim()
-            .trim_start_matches("error: ")
-            .to_owned()
-    })?;
-    line.flow
-        .to_specs("check".into())
-        .map(|_| ())
-        .map_err(|e| format!("{e:#}"))
-}
-
-/// Flow options as no option sets them.
-fn default_flow_args() -> FlowArgs {
-    FlowLine::try_parse_from(std::iter::empty::<&str>())
-        .map(|l| l.flow)
-        .unwrap_or_else(|e| unreachable!("flow options have defaults: {e}"))
 }
 
 /// Shortest `--interval`: windows of at least this, so a window holds a meaningful count.
@@ -712,4 +470,99 @@ fn read_flow_file(
         usage!("flow file {} lists no flows", path.display());
     }
     Ok(flows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn line(args: &[&str]) -> std::result::Result<FlowLine, clap::Error> {
+        FlowLine::try_parse_from(args)
+    }
+
+    #[test]
+    fn no_flags_read_as_traffics_default_options() {
+        let none = line(&[]).unwrap();
+        assert_eq!(none.flow.options(), FlowOptions::default());
+    }
+
+    #[test]
+    fn every_flag_is_a_name_traffic_knows() {
+        for arg in FlowLine::command().get_arguments() {
+            let long = arg.get_long().unwrap_or_default();
+            assert_eq!(
+                traffic::options::canonical(long),
+                Some(long),
+                "--{long} is a flow option traffic does not set by name"
+            );
+        }
+    }
+
+    /// A value each flow option accepts, for the conflict checks below.
+    fn value_of(name: &str) -> Option<&'static str> {
+        match name {
+            "udp" | "tcp" | "bulk" | "nodelay" => None,
+            "voip" => Some("g711.1"),
+            "stream" => Some("g711"),
+            "app" => Some("dns"),
+            "idt" | "size-dist" | "on" | "off" => Some("const:10"),
+            "ptime" => Some("20ms"),
+            "vad" => Some("onoff"),
+            "voip-header" => Some("rtp"),
+            "rate" => Some("10pps"),
+            "meter" => Some("owd"),
+            "ecn" => Some("ect1"),
+            _ => Some("1"),
+        }
+    }
+
+    #[test]
+    fn flags_and_traffic_agree_on_conflicts_and_requirements() {
+        let names: Vec<&str> = FlowLine::command()
+            .get_arguments()
+            .filter_map(|a| a.get_long())
+            .map(|l| traffic::options::canonical(l).unwrap())
+            .collect();
+        // Every pair of options (with what each requires): clap refuses it exactly
+        // when traffic's named options do.
+        let with_required = |n: &'static str| -> Vec<&'static str> {
+            let mut v = vec![n];
+            for (a, b) in traffic::options::REQUIRES {
+                if a == n && !v.contains(&b) {
+                    v.push(b);
+                }
+            }
+            v
+        };
+        for (i, a) in names.iter().enumerate() {
+            for b in &names[i..] {
+                let mut set = with_required(a);
+                for n in with_required(b) {
+                    if !set.contains(&n) {
+                        set.push(n);
+                    }
+                }
+                let mut args = Vec::new();
+                let mut named = traffic::options::NamedOptions::new(|_| Ok("1".into()));
+                for n in &set {
+                    args.push(format!("--{n}"));
+                    args.extend(value_of(n).map(str::to_owned));
+                    named.set(n, value_of(n)).unwrap();
+                }
+                let clap_ok = FlowLine::try_parse_from(&args).is_ok();
+                let traffic_ok = named.finish().is_ok();
+                assert_eq!(clap_ok, traffic_ok, "{args:?}");
+            }
+        }
+        // What a flag requires alone.
+        for (a, b) in traffic::options::REQUIRES {
+            let mut args = vec![format!("--{a}")];
+            args.extend(value_of(a).map(str::to_owned));
+            assert!(
+                FlowLine::try_parse_from(&args).is_err(),
+                "--{a} without --{b}"
+            );
+        }
+    }
 }

@@ -1,14 +1,15 @@
 //! D-ITG script lines translated into dualperf flow options, so an `ITGSend` script (one
-//! flow per line, D-ITG's multi-flow mode) runs here line by line: `send --ditg-script`.
+//! flow per line, D-ITG's multi-flow mode) runs in `dualperf send --ditg-script` line by
+//! line.
 //!
 //! | D-ITG | dualperf | note |
 //! |---|---|---|
 //! | `-a ADDR` | (DEST) | must name DEST: one script goes to one receiver |
 //! | `-T UDP\|TCP` | `--udp`/`--tcp` | ICMP, SCTP and DCCP are refused |
 //! | `-C r` | `--rate r pps` | exact deadlines instead of a constant 1000/r ms gap |
-//! | `-U -E -N -O -V -Y -G -W a [b]` | `--idt DIST` | D-ITG's meanings ([`traffic::dist::from_ditg_idt`]) |
+//! | `-U -E -N -O -V -Y -G -W a [b]` | `--idt DIST` | D-ITG's meanings ([`crate::dist::from_ditg_idt`]) |
 //! | `-c s` | `--size s` | |
-//! | `-u -e -n -o -v -y -g -w a [b]` | `--size-dist DIST` | [`traffic::dist::from_ditg_size`] |
+//! | `-u -e -n -o -v -y -g -w a [b]` | `--size-dist DIST` | [`crate::dist::from_ditg_size`] |
 //! | `-Ft FILE`, `-Fs FILE` | `--idt file:FILE`, `--size-dist file:FILE` | D-ITG takes `-Ft`'s first value as a start delay; here every value is a gap (use `--start`) |
 //! | `-B D1 p… D2 p…` | `--on DIST --off DIST` | ON/OFF durations in ms; see below |
 //! | `-t ms`, `-z n`, `-k KB` | `--duration`, `--count`, `--bytes` | a KByte taken as 1024 bytes |
@@ -31,15 +32,15 @@
 //! random gaps starts each ON period with a packet): with ON periods shorter than the
 //! gap, D-ITG sends more packets than dualperf.
 
-use traffic::dist::{from_ditg_idt, from_ditg_onoff_period, from_ditg_size, Dist};
+use crate::dist::{from_ditg_idt, from_ditg_onoff_period, from_ditg_size, Dist};
 
 /// One script line, translated.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) struct Translated {
+pub struct Translated {
     /// The flow options, in dualperf's spelling.
-    pub(super) args: Vec<String>,
+    pub args: Vec<String>,
     /// The line's `-a`, if it has one.
-    pub(super) dest: Option<String>,
+    pub dest: Option<String>,
 }
 
 /// Options dualperf has its own mechanism for, with their argument counts.
@@ -82,8 +83,17 @@ fn dist_arity(letter: char) -> Option<usize> {
     }
 }
 
+/// A script line dualperf cannot run, and why (naming the D-ITG option).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct DitgError(pub String);
+
 /// Translate one `ITGSend` script line.
-pub(super) fn translate(line: &str) -> Result<Translated, String> {
+pub fn translate(line: &str) -> Result<Translated, DitgError> {
+    translate_line(line).map_err(DitgError)
+}
+
+fn translate_line(line: &str) -> Result<Translated, String> {
     let tokens: Vec<&str> = line.split_whitespace().collect();
     let mut out = Translated {
         args: Vec::new(),
@@ -398,8 +408,12 @@ mod tests {
         assert_eq!(args("-Ssa ::1 -Si lo -C 5"), ["--rate", "5pps"]);
         assert!(translate("VoIP -t 5000 -x G.729.2")
             .unwrap_err()
+            .0
             .contains("-x"));
-        assert!(translate("-L -T TCP").unwrap_err().contains("not allowed"));
+        assert!(translate("-L -T TCP")
+            .unwrap_err()
+            .0
+            .contains("not allowed"));
     }
 
     #[test]
@@ -414,7 +428,7 @@ mod tests {
             ("-b 300", "DS byte"),
             ("-W -1 2", "D-ITG -W"),
         ] {
-            let e = translate(line).unwrap_err();
+            let e = translate(line).unwrap_err().0;
             assert!(e.contains(want), "{line}: {e}");
         }
     }
