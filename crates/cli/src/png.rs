@@ -88,21 +88,22 @@ mod tests {
     fn a_plot_is_drawn_with_its_text_and_its_colours() {
         // CI installs fonts-dejavu-core: without a font this fails rather than skips.
         let fonts = Fonts::system().unwrap();
-        let est = |v: f64| lab::plot::Estimate {
+        let est = |v: f64| report::plot::Estimate {
             value: v,
             interval: Some((v - 1.0, v + 1.0)),
         };
         let lines = [
-            lab::plot::Line {
+            report::plot::Line {
                 name: "IPv4".into(),
                 points: vec![(64.0, est(15.0)), (1536.0, est(368.0))],
             },
-            lab::plot::Line {
+            report::plot::Line {
                 name: "IPv6".into(),
                 points: vec![(64.0, est(14.0)), (1536.0, est(360.0))],
             },
         ];
-        let svg = lab::plot::line_chart("Table 6. UDP", "Payload size (bytes)", "Mbit/s", &lines);
+        let svg =
+            report::plot::line_chart("Table 6. UDP", "Payload size (bytes)", "Mbit/s", &lines);
         let (w, h, px) = decode(&fonts.render(&svg).unwrap());
         assert_eq!((w, h), (1440, 840));
         let at = |x: u32, y: u32| {

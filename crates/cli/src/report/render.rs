@@ -184,8 +184,8 @@ pub(crate) struct Plot {
     table: usize,
 }
 
-fn estimate(s: Option<&Sample>, scale: f64) -> Option<lab::plot::Estimate> {
-    s.map(|s| lab::plot::Estimate {
+fn estimate(s: Option<&Sample>, scale: f64) -> Option<report::plot::Estimate> {
+    s.map(|s| report::plot::Estimate {
         value: s.mean / scale,
         interval: s.ci_low.zip(s.ci_high).map(|(a, b)| (a / scale, b / scale)),
     })
@@ -214,7 +214,7 @@ pub(crate) fn plots(tables: &[Table], results: &Results) -> Vec<Plot> {
             let svg = match &t.x {
                 Some(xs) => {
                     let line = |name: &str, family: u8| {
-                        let mut points: Vec<(f64, lab::plot::Estimate)> = t
+                        let mut points: Vec<(f64, report::plot::Estimate)> = t
                             .rows
                             .iter()
                             .zip(xs)
@@ -223,12 +223,12 @@ pub(crate) fn plots(tables: &[Table], results: &Results) -> Vec<Plot> {
                             })
                             .collect();
                         points.sort_by(|a, b| a.0.total_cmp(&b.0));
-                        lab::plot::Line {
+                        report::plot::Line {
                             name: name.into(),
                             points,
                         }
                     };
-                    lab::plot::line_chart(
+                    report::plot::line_chart(
                         &title,
                         &t.label_heading,
                         &c.heading(),
@@ -237,7 +237,7 @@ pub(crate) fn plots(tables: &[Table], results: &Results) -> Vec<Plot> {
                 }
                 None => {
                     let cats: Vec<String> = t.rows.iter().map(|r| r.label.clone()).collect();
-                    let bars = |name: &str, family: u8| lab::plot::Bars {
+                    let bars = |name: &str, family: u8| report::plot::Bars {
                         name: name.into(),
                         values: t
                             .rows
@@ -245,7 +245,7 @@ pub(crate) fn plots(tables: &[Table], results: &Results) -> Vec<Plot> {
                             .map(|r| estimate(pick(&r.point, family), c.unit.scale))
                             .collect(),
                     };
-                    lab::plot::bar_chart(
+                    report::plot::bar_chart(
                         &title,
                         &c.heading(),
                         &cats,

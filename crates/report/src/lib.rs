@@ -1,0 +1,7 @@
+//! dualperf's reports, from run directories to what a reader sees.
+//!
+//! - [`plot`]: standalone SVG line and bar charts with confidence bands and error bars.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod plot;
