@@ -15,7 +15,6 @@ mod interrupt;
 mod labcmd;
 mod out;
 mod overhead;
-mod png;
 mod portcheck;
 mod recv;
 mod report;

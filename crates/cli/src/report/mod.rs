@@ -304,7 +304,7 @@ pub(crate) fn run(args: ReportArgs) -> Result<()> {
     }
     if let Some(dir) = &args.png {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let fonts = crate::png::Fonts::system()?;
+        let fonts = report::png::Fonts::system()?;
         for p in &plots {
             let path = dir.join(format!("{}.png", p.file));
             let png = fonts
