@@ -35,7 +35,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 /// What a table shows, read from each run's report.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum MetricKind {
     /// Receiver's payload bit rate, bit/s.
@@ -229,7 +229,7 @@ impl MetricKind {
 }
 
 /// A display unit: its name and what a stored value is divided by.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Unit {
     /// As printed: `Mbit/s`, `ms`, `%`.
     pub name: String,
@@ -276,7 +276,7 @@ impl fmt::Display for Unit {
 }
 
 /// A metric in a table, in its unit.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Column {
     /// What it shows.
     pub metric: MetricKind,
