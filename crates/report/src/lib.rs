@@ -5,7 +5,7 @@
 //!
 //! Following a value from a run file to a plot:
 //!
-//! - [`load`]: run directories → finished runs, the points' order and factors, the
+//! - [`load`](mod@load): run directories → finished runs, the points' order and factors, the
 //!   declared tables;
 //! - [`stats`]: runs → mean and confidence interval per family, Welch's t-test, per point
 //!   and metric ([`Results`]);
