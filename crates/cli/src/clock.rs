@@ -89,8 +89,14 @@ pub(crate) fn run(args: ClockArgs) -> Result<()> {
         "timer resolution: monotonic {} ns, realtime {} ns; one clock read ≈ {:.1} ns; timer slack {} ns (lowered to 1 ns for the waits below, as send does)",
         report.monotonic_resolution_ns, report.realtime_resolution_ns, report.clock_read_ns, report.default_timer_slack_ns
     );
-    let mut t =
-        crate::table::Table::new(&["wait", "mode", "late mean µs", "p50 µs", "p99 µs", "max µs"]);
+    let mut t = report::text_table::Table::new(&[
+        "wait",
+        "mode",
+        "late mean µs",
+        "p50 µs",
+        "p99 µs",
+        "max µs",
+    ]);
     for w in &report.waits {
         t.row(vec![
             format!("{} µs", w.wait_ns / 1000),

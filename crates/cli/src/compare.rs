@@ -411,7 +411,7 @@ fn delta(v4: Option<&Side>, v6: Option<&Side>) -> Delta {
 }
 
 fn render(r: &CompareReport) -> String {
-    let mut t = crate::table::Table::new(&[
+    let mut t = report::text_table::Table::new(&[
         "test",
         "Mbit/s v4",
         "v6",

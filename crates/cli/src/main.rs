@@ -15,7 +15,6 @@ mod interrupt;
 mod labcmd;
 mod out;
 mod overhead;
-mod png;
 mod portcheck;
 mod recv;
 mod report;
@@ -24,7 +23,6 @@ mod run;
 mod schema;
 mod send;
 mod session;
-mod table;
 
 use clap::{Parser, Subcommand};
 

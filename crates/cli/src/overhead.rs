@@ -96,7 +96,7 @@ pub(crate) fn run(args: OverheadArgs) -> Result<()> {
             "rows": rows,
         }));
     }
-    let mut t = crate::table::Table::new(&[
+    let mut t = report::text_table::Table::new(&[
         "payload B",
         "proto",
         "packets",
@@ -153,7 +153,7 @@ fn codecs(json: bool) -> Result<()> {
         }));
     }
     let kbit = |b: f64| format!("{:.2}", b / 1e3);
-    let mut t = crate::table::Table::new(&[
+    let mut t = report::text_table::Table::new(&[
         "codec",
         "header",
         "VAD",

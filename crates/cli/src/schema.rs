@@ -54,6 +54,11 @@ const DOCS: &[Doc] = &[
         what: "a run directory's runs/ID.json (dualperf run)",
         schema: || schemars::schema_for!(lab::store::RunRecord),
     },
+    Doc {
+        name: "report",
+        what: "dualperf report DIR --json",
+        schema: report::schema,
+    },
 ];
 
 pub(crate) fn run(args: SchemaArgs) -> Result<()> {

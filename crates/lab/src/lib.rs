@@ -5,9 +5,10 @@
 //! - [`store`]: the run directory of versioned, self-describing files, written so that a
 //!   killed run loses nothing it had finished and resumes without measuring twice;
 //! - [`tables`]: the report tables a plan declares, with their metrics and units;
-//! - [`plot`]: standalone SVG line and bar charts with confidence bands and error bars;
 //! - [`runner`]: measures a plan's runs with `dualperf` processes (a receiver, one sender
 //!   per run), as the lab will inside namespaces.
+//!
+//! The `report` crate reads these run directories into tables, statistics and plots.
 //!
 //! The lab never links `netio`: it runs the `dualperf` binary as processes and reads
 //! their JSON.
@@ -18,7 +19,6 @@
 pub mod index;
 pub mod netlab;
 pub mod plan;
-pub mod plot;
 pub mod qosconf;
 pub mod runner;
 pub mod store;

@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 use wire::control::{Meter, Protocol};
 
 /// What a table shows, read from each run's report.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum MetricKind {
     /// Receiver's payload bit rate, bit/s.
@@ -230,7 +230,7 @@ impl MetricKind {
 }
 
 /// A display unit: its name and what a stored value is divided by.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Unit {
     /// As printed: `Mbit/s`, `ms`, `%`.
     pub name: String,
@@ -277,7 +277,7 @@ impl fmt::Display for Unit {
 }
 
 /// A metric in a table, in its unit.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Column {
     /// What it shows.
     pub metric: MetricKind,

@@ -5,7 +5,7 @@ use wire::control::Meter;
 
 /// `dualperf send`'s results as text: one table row per flow, then notes.
 pub(crate) fn send_text(report: &SendReport) -> String {
-    let mut t = crate::table::Table::new(&[
+    let mut t = report::text_table::Table::new(&[
         "flow",
         "proto",
         "size B",

@@ -173,4 +173,8 @@ fn run_records_and_reports_validate() {
         }
     }
     assert_eq!(n, 8);
+    let report = run(&["report", path_str(&dir), "--json"])
+        .assert_success()
+        .json();
+    assert_valid("report", &report);
 }

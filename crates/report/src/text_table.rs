@@ -1,24 +1,27 @@
 //! Plain aligned text tables for terminal output.
 
 /// A table with a header row; columns are right-aligned except the first.
-pub(crate) struct Table {
+pub struct Table {
     header: Vec<String>,
     rows: Vec<Vec<String>>,
 }
 
 impl Table {
-    pub(crate) fn new(header: &[&str]) -> Self {
+    /// A table with these column headings.
+    pub fn new(header: &[&str]) -> Self {
         Self {
             header: header.iter().map(|s| (*s).to_owned()).collect(),
             rows: Vec::new(),
         }
     }
 
-    pub(crate) fn row(&mut self, cells: Vec<String>) {
+    /// Add a row (one cell per column).
+    pub fn row(&mut self, cells: Vec<String>) {
         self.rows.push(cells);
     }
 
-    pub(crate) fn render(&self) -> String {
+    /// The table as aligned text, one line per row.
+    pub fn render(&self) -> String {
         let cols = self.header.len();
         let mut width = vec![0usize; cols];
         for r in std::iter::once(&self.header).chain(&self.rows) {

@@ -1,10 +1,31 @@
 //! Plots as PNG: the report's SVG drawn by resvg (pure Rust) at twice its size, with
 //! the system's fonts, so a PNG and its SVG show the same picture.
 
-use anyhow::{bail, Context, Result};
+/// Why a plot could not be drawn as PNG.
+#[derive(Debug, thiserror::Error)]
+pub enum PngError {
+    /// The system has no font to draw text with.
+    #[error(
+        "no fonts found to draw the PNG plots' text (on Debian: apt-get install fonts-dejavu-core); \
+         the SVG plots need none"
+    )]
+    NoFonts,
+    /// The SVG does not read.
+    #[error("reading the SVG")]
+    Svg(#[source] resvg::usvg::Error),
+    /// The plot's size, scaled, is not an image size.
+    #[error("plot size")]
+    Size,
+    /// The image could not be allocated.
+    #[error("allocating the image")]
+    Allocate,
+    /// The image could not be encoded.
+    #[error("encoding the PNG")]
+    Encode(#[source] png::EncodingError),
+}
 
 /// The fonts text is drawn with, loaded once for every plot.
-pub(crate) struct Fonts {
+pub struct Fonts {
     options: resvg::usvg::Options<'static>,
 }
 
@@ -23,7 +44,7 @@ const SCALE: f32 = 2.0;
 impl Fonts {
     /// The system's fonts; an error when there is none, since a plot without its title,
     /// axes and legend would mislead.
-    pub(crate) fn system() -> Result<Self> {
+    pub fn system() -> Result<Self, PngError> {
         let mut options = resvg::usvg::Options::default();
         let db = options.fontdb_mut();
         db.load_system_fonts();
@@ -39,10 +60,7 @@ impl Fonts {
             .map(|p| (*p).to_owned())
             .or_else(|| families.first().cloned())
         else {
-            bail!(
-                "no fonts found to draw the PNG plots' text (on Debian: apt-get install fonts-dejavu-core); \
-                 the SVG plots need none"
-            );
+            return Err(PngError::NoFonts);
         };
         db.set_sans_serif_family(family.clone());
         options.font_family = family;
@@ -50,21 +68,21 @@ impl Fonts {
     }
 
     /// The PNG file of one SVG plot.
-    pub(crate) fn render(&self, svg: &str) -> Result<Vec<u8>> {
-        let tree = resvg::usvg::Tree::from_str(svg, &self.options).context("reading the SVG")?;
+    pub fn render(&self, svg: &str) -> Result<Vec<u8>, PngError> {
+        let tree = resvg::usvg::Tree::from_str(svg, &self.options).map_err(PngError::Svg)?;
         let size = tree
             .size()
             .to_int_size()
             .scale_by(SCALE)
-            .context("plot size")?;
-        let mut pixmap = resvg::tiny_skia::Pixmap::new(size.width(), size.height())
-            .context("allocating the image")?;
+            .ok_or(PngError::Size)?;
+        let mut pixmap =
+            resvg::tiny_skia::Pixmap::new(size.width(), size.height()).ok_or(PngError::Allocate)?;
         resvg::render(
             &tree,
             resvg::tiny_skia::Transform::from_scale(SCALE, SCALE),
             &mut pixmap.as_mut(),
         );
-        pixmap.encode_png().context("encoding the PNG")
+        pixmap.encode_png().map_err(PngError::Encode)
     }
 }
 
@@ -88,21 +106,21 @@ mod tests {
     fn a_plot_is_drawn_with_its_text_and_its_colours() {
         // CI installs fonts-dejavu-core: without a font this fails rather than skips.
         let fonts = Fonts::system().unwrap();
-        let est = |v: f64| lab::plot::Estimate {
+        let est = |v: f64| crate::plot::Estimate {
             value: v,
             interval: Some((v - 1.0, v + 1.0)),
         };
         let lines = [
-            lab::plot::Line {
+            crate::plot::Line {
                 name: "IPv4".into(),
                 points: vec![(64.0, est(15.0)), (1536.0, est(368.0))],
             },
-            lab::plot::Line {
+            crate::plot::Line {
                 name: "IPv6".into(),
                 points: vec![(64.0, est(14.0)), (1536.0, est(360.0))],
             },
         ];
-        let svg = lab::plot::line_chart("Table 6. UDP", "Payload size (bytes)", "Mbit/s", &lines);
+        let svg = crate::plot::line_chart("Table 6. UDP", "Payload size (bytes)", "Mbit/s", &lines);
         let (w, h, px) = decode(&fonts.render(&svg).unwrap());
         assert_eq!((w, h), (1440, 840));
         let at = |x: u32, y: u32| {

@@ -1,0 +1,90 @@
+//! The `dualperf report --json` document.
+
+use meter::repeat::{DEFAULT_ALPHA, DEFAULT_LEVEL};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::stats::Row;
+use crate::tables::Table;
+
+/// Version of the [`ReportDoc`] format.
+pub const FORMAT_VERSION: u32 = 2;
+
+/// `dualperf report --json`: every figure, in the stored units (bit/s, ns, %), and the
+/// tables.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ReportDoc {
+    /// [`FORMAT_VERSION`].
+    pub format_version: u32,
+    /// How many runs the figures are over.
+    pub runs: usize,
+    /// Confidence level of the intervals.
+    pub level: f64,
+    /// Significance level of the t-tests.
+    pub alpha: f64,
+    /// Every (point, metric) with figures, in plan order.
+    pub rows: Vec<Row>,
+    /// The tables, declared first.
+    pub tables: Vec<Table>,
+}
+
+impl ReportDoc {
+    /// The document of these rows and tables, at the default levels.
+    pub fn new(runs: usize, rows: Vec<Row>, tables: Vec<Table>) -> Self {
+        Self {
+            format_version: FORMAT_VERSION,
+            runs,
+            level: DEFAULT_LEVEL,
+            alpha: DEFAULT_ALPHA,
+            rows,
+            tables,
+        }
+    }
+
+    /// The document as a JSON value, whose objects print their keys sorted, as
+    /// `report --json` always has.
+    pub fn to_value(&self) -> Result<serde_json::Value, serde_json::Error> {
+        serde_json::to_value(self)
+    }
+}
+
+/// The JSON Schema of [`ReportDoc`].
+pub fn schema() -> schemars::Schema {
+    schemars::schema_for!(ReportDoc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_schema_names_every_key_of_the_document() {
+        let schema = serde_json::to_string(&schema()).unwrap();
+        for key in [
+            "format_version",
+            "runs",
+            "level",
+            "alpha",
+            "rows",
+            "tables",
+            "ipv6_vs_ipv4",
+            "label_heading",
+            "rel_diff_pct",
+        ] {
+            assert!(schema.contains(&format!("\"{key}\"")), "{key}: {schema}");
+        }
+    }
+
+    #[test]
+    fn a_document_reads_back_as_it_was_written() {
+        let doc = ReportDoc::new(0, Vec::new(), Vec::new());
+        let value = doc.to_value().unwrap();
+        let keys: Vec<&String> = value.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            ["alpha", "format_version", "level", "rows", "runs", "tables"]
+        );
+        assert_eq!(value["format_version"], 2);
+        assert_eq!(serde_json::from_value::<ReportDoc>(value).unwrap(), doc);
+    }
+}

@@ -1,0 +1,73 @@
+//! The report as one self-contained HTML page: every table, and each table's plots as
+//! inline SVG.
+
+use std::fmt::Write;
+use std::path::PathBuf;
+
+use meter::repeat::{DEFAULT_ALPHA, DEFAULT_LEVEL};
+
+use crate::charts::Plot;
+use crate::render::{caption, cells, header};
+use crate::stats::Results;
+use crate::tables::Table;
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// One page, nothing fetched: styles inline, plots as inline SVG.
+pub fn html(dirs: &[PathBuf], tables: &[Table], results: &Results, plots: &[Plot]) -> String {
+    let mut out = String::from(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>dualperf report</title>\
+         <style>body{font-family:sans-serif;max-width:64em;margin:2em auto;padding:0 1em}\
+         table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:right}\
+         td:first-child,th:first-child{text-align:left}.ns{color:#777}caption{text-align:left;color:#444;padding:.3em 0}\
+         </style></head><body>\n",
+    );
+    let _ = writeln!(
+        out,
+        "<h1>dualperf report</h1><p>{} runs from {}. Each cell is the mean over repetitions ± the half-width \
+         of its {:.0} % confidence interval (Student t). Δ % = (IPv6 − IPv4) / IPv4; p from Welch's t-test; a \
+         difference with p ≥ {DEFAULT_ALPHA} is <em>not significant</em> (n.s.), whatever its size.</p>",
+        results.runs,
+        esc(&dirs
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")),
+        DEFAULT_LEVEL * 100.0
+    );
+    for (ti, t) in tables.iter().enumerate() {
+        let _ = write!(
+            out,
+            "<h2>{}</h2>\n<table><caption>{}</caption><tr>",
+            esc(&t.title),
+            esc(&caption(t).join(" "))
+        );
+        for h in header(t) {
+            let _ = write!(out, "<th>{}</th>", esc(&h));
+        }
+        out.push_str("</tr>\n");
+        for r in &t.rows {
+            let _ = write!(out, "<tr><td>{}</td>", esc(&r.label));
+            for c in cells(t, results, &r.point, &r.label) {
+                let class = if c.contains("not significant") || c.contains("(n.s.)") {
+                    " class=\"ns\""
+                } else {
+                    ""
+                };
+                let _ = write!(out, "<td{class}>{}</td>", esc(&c));
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</table>\n");
+        for p in plots.iter().filter(|p| p.table == ti) {
+            out.push_str(&p.svg);
+            out.push('\n');
+        }
+    }
+    out.push_str("</body></html>\n");
+    out
+}

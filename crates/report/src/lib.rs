@@ -1,0 +1,90 @@
+//! dualperf's reports, from run directories to what a reader sees: statistics across
+//! repetitions, IPv4 against IPv6 per point and metric, in the tables the plan declares,
+//! as text, Markdown, CSV, JSON, HTML and SVG or PNG plots. It never measures, and it
+//! writes no file: `dualperf report` does.
+//!
+//! Following a value from a run file to a plot:
+//!
+//! - [`load`](mod@load): run directories → finished runs, the points' order and factors, the
+//!   declared tables;
+//! - [`stats`]: runs → mean and confidence interval per family, Welch's t-test, per point
+//!   and metric ([`Results`]);
+//! - [`tables`]: the declared tables over the points they hold, and tables for what they
+//!   leave out;
+//! - [`render`]: the tables as aligned text, Markdown and CSV;
+//! - [`doc`]: the `--json` document ([`ReportDoc`]) and its JSON Schema;
+//! - [`charts`]: one plot per table and metric, drawn by [`plot`] as SVG and by [`png`]
+//!   as PNG;
+//! - [`html`]: one self-contained page with every table and plot.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod charts;
+pub mod doc;
+mod error;
+pub mod html;
+pub mod load;
+pub mod plot;
+pub mod png;
+pub mod render;
+pub mod stats;
+pub mod tables;
+pub mod text_table;
+
+use std::path::PathBuf;
+
+pub use charts::Plot;
+pub use doc::{schema, ReportDoc};
+pub use error::Error;
+pub use load::{load, Runs};
+pub use stats::{Results, Row};
+pub use tables::{Table, TableRow};
+
+/// A report: the statistics of every point and metric, and the tables that show them.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// The statistics.
+    pub results: Results,
+    /// The tables, declared first.
+    pub tables: Vec<Table>,
+}
+
+impl Report {
+    /// The report of pooled runs.
+    pub fn new(runs: &Runs) -> Self {
+        let results = Results::new(runs);
+        let tables = tables::tables(
+            &runs.specs,
+            &runs.order,
+            &runs.factors,
+            results.flows,
+            &|p, flow| results.has(p, flow),
+        );
+        Self { results, tables }
+    }
+
+    /// The tables as aligned text, or as Markdown.
+    pub fn text(&self, markdown: bool) -> String {
+        render::text(&self.tables, &self.results, markdown)
+    }
+
+    /// One CSV row per table row and metric, in the table's unit.
+    pub fn csv(&self) -> String {
+        render::csv(&self.tables, &self.results)
+    }
+
+    /// Every plot, as SVG.
+    pub fn plots(&self) -> Vec<Plot> {
+        charts::plots(&self.tables, &self.results)
+    }
+
+    /// One HTML page of every table and these plots, naming the run directories.
+    pub fn html(&self, dirs: &[PathBuf], plots: &[Plot]) -> String {
+        html::html(dirs, &self.tables, &self.results, plots)
+    }
+
+    /// The `--json` document.
+    pub fn into_doc(self) -> ReportDoc {
+        ReportDoc::new(self.results.runs, self.results.rows, self.tables)
+    }
+}

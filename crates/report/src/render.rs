@@ -1,0 +1,249 @@
+//! The report's tables as aligned text, Markdown and CSV, and the cells, headers and
+//! captions the HTML page shares.
+
+use std::fmt::Write;
+
+use lab::tables::Column;
+use meter::repeat::{Sample, Verdict, DEFAULT_ALPHA, DEFAULT_LEVEL};
+
+use crate::stats::Results;
+use crate::tables::Table;
+use crate::text_table;
+
+/// How a comparison reads: `significant`, `not significant` or `undefined`.
+pub fn verdict(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Significant => "significant",
+        Verdict::NotSignificant => "not significant",
+        Verdict::Undefined => "undefined",
+    }
+}
+
+/// A value with about five significant digits (85.054, 0.16230), never in exponent form.
+fn num(v: f64, digits_like: f64) -> String {
+    let mag = digits_like.abs();
+    let decimals = if mag > 0.0 && mag.is_finite() {
+        (4 - mag.log10().floor() as i32).clamp(0, 6) as usize
+    } else {
+        3
+    };
+    format!("{v:.decimals$}")
+}
+
+/// `mean ± half-width` of the confidence interval, in the column's unit.
+fn cell(s: Option<&Sample>, c: &Column) -> String {
+    match s {
+        Some(s) => {
+            let mean = s.mean / c.unit.scale;
+            match s.ci_high {
+                Some(h) => format!(
+                    "{} ± {}",
+                    num(mean, mean),
+                    num((h - s.mean) / c.unit.scale, mean)
+                ),
+                None => format!("{} (n={})", num(mean, mean), s.n),
+            }
+        }
+        None => "–".into(),
+    }
+}
+
+/// The cells of one row: per metric IPv4, IPv6, Δ %; with a single metric also p and
+/// the verdict, with several a "(n.s.)" on a Δ the data do not support.
+pub(crate) fn cells(t: &Table, results: &Results, point: &str, label: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, c) in t.metrics.iter().enumerate() {
+        let row = results.row(point, c);
+        let cmp = row.and_then(|r| r.ipv6_vs_ipv4.as_ref());
+        out.push(cell(row.and_then(|r| r.ipv4.as_ref()), c));
+        out.push(cell(row.and_then(|r| r.ipv6.as_ref()), c));
+        let delta = cmp
+            .and_then(|c| c.rel_diff_pct)
+            .map_or("–".into(), |d| format!("{d:+.2}"));
+        if t.metrics.len() == 1 {
+            out.push(delta);
+            out.push(
+                cmp.and_then(|c| c.p)
+                    .map_or("–".into(), |p| format!("{p:.3}")),
+            );
+            out.push(cmp.map_or("undefined", |c| verdict(c.verdict)).to_owned());
+        } else {
+            let mark = match cmp.map(|c| c.verdict) {
+                Some(Verdict::Significant) | None => "",
+                Some(Verdict::NotSignificant) => " (n.s.)",
+                Some(Verdict::Undefined) => " (n/a)",
+            };
+            out.push(format!("{delta}{mark}"));
+        }
+        if !t.paper.is_empty() {
+            out.push(
+                t.paper
+                    .get(label)
+                    .and_then(|v| v.get(i).copied().flatten())
+                    .map_or("–".into(), |v| num(v, v)),
+            );
+        }
+    }
+    out
+}
+
+pub(crate) fn header(t: &Table) -> Vec<String> {
+    let mut h = vec![t.label_heading.clone()];
+    let paper = !t.paper.is_empty();
+    if t.metrics.len() == 1 {
+        h.extend(["IPv4", "IPv6", "Δ %", "p", "IPv6 vs IPv4"].map(String::from));
+        if paper {
+            h.push("Paper".into());
+        }
+    } else {
+        for c in &t.metrics {
+            h.push(format!("{}: IPv4", c.heading()));
+            h.extend(["IPv6", "Δ %"].map(String::from));
+            if paper {
+                h.push("Paper".into());
+            }
+        }
+    }
+    h
+}
+
+/// The lines under a table's title: what the cells are and how each metric is measured.
+pub(crate) fn caption(t: &Table) -> Vec<String> {
+    let mut out = vec![format!(
+        "Mean ± half-width of the {:.0} % confidence interval over repetitions.",
+        DEFAULT_LEVEL * 100.0
+    )];
+    for c in &t.metrics {
+        if c.flow == 0 {
+            let what = format!("{}: {}.", c.metric.title(), c.metric.definition());
+            if !out.contains(&what) {
+                out.push(what);
+            }
+        }
+    }
+    if t.metrics.iter().any(|c| c.flow > 0) {
+        out.push(
+            "bgN: the point's Nth background flow (its `background` in the plan), measured alike."
+                .into(),
+        );
+    }
+    if !t.paper.is_empty() {
+        out.push("Paper: the number the paper reports for the row, in the same unit.".into());
+    }
+    out
+}
+
+/// A Markdown cell: a `|` would end it.
+fn md(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+/// The tables as aligned text, or as Markdown, under a line saying what the cells are.
+pub fn text(tables: &[Table], results: &Results, markdown: bool) -> String {
+    let mut out = format!(
+        "dualperf report: {} runs; mean ± half-width of the {:.0} % confidence interval (Student t) over repetitions;\n\
+         Δ % = (IPv6 − IPv4) / IPv4; p from Welch's t-test; \"not significant\" (n.s.) at p ≥ {DEFAULT_ALPHA} whatever Δ.\n\n",
+        results.runs,
+        DEFAULT_LEVEL * 100.0
+    );
+    for t in tables {
+        let header = header(t);
+        let body: Vec<Vec<String>> = t
+            .rows
+            .iter()
+            .map(|r| {
+                let mut row = vec![r.label.clone()];
+                row.extend(cells(t, results, &r.point, &r.label));
+                row
+            })
+            .collect();
+        if markdown {
+            let _ = writeln!(out, "### {}\n\n{}\n", md(&t.title), caption(t).join(" "));
+            let cells = |r: &[String]| r.iter().map(|c| md(c)).collect::<Vec<_>>().join(" | ");
+            let _ = writeln!(out, "| {} |", cells(&header));
+            let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
+            for row in body {
+                let _ = writeln!(out, "| {} |", cells(&row));
+            }
+            out.push('\n');
+        } else {
+            let _ = writeln!(out, "{}\n{}", t.title, caption(t).join("\n"));
+            let h: Vec<&str> = header.iter().map(String::as_str).collect();
+            let mut table = text_table::Table::new(&h);
+            for row in body {
+                table.row(row);
+            }
+            out.push_str(&table.render());
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// One CSV row per table row and metric, in the table's unit.
+pub fn csv(tables: &[Table], results: &Results) -> String {
+    let mut s = String::from(
+        "table,row,point,metric,unit,ipv4_n,ipv4_mean,ipv4_ci_low,ipv4_ci_high,ipv6_n,ipv6_mean,ipv6_ci_low,ipv6_ci_high,rel_diff_pct,p,verdict\n",
+    );
+    let q = |t: &str| format!("\"{}\"", t.replace('"', "\"\""));
+    for t in tables {
+        for r in &t.rows {
+            for c in &t.metrics {
+                let row = results.row(&r.point, c);
+                let scaled =
+                    |v: Option<f64>| v.map_or(String::new(), |v| (v / c.unit.scale).to_string());
+                let side = |s: Option<&Sample>| match s {
+                    Some(s) => format!(
+                        "{},{},{},{}",
+                        s.n,
+                        scaled(Some(s.mean)),
+                        scaled(s.ci_low),
+                        scaled(s.ci_high)
+                    ),
+                    None => ",,,".into(),
+                };
+                let cmp = row.and_then(|r| r.ipv6_vs_ipv4.as_ref());
+                let o = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
+                let _ = writeln!(
+                    s,
+                    "{},{},{},{},{},{},{},{},{},{}",
+                    q(&t.title),
+                    q(&r.label),
+                    q(&r.point),
+                    match (&c.router, c.flow) {
+                        (Some(r), _) => format!("{r}.{}", c.metric.key()),
+                        (None, 0) => c.metric.key().to_owned(),
+                        (None, n) => format!("bg{n}.{}", c.metric.key()),
+                    },
+                    q(&c.unit.name),
+                    side(row.and_then(|r| r.ipv4.as_ref())),
+                    side(row.and_then(|r| r.ipv6.as_ref())),
+                    o(cmp.and_then(|c| c.rel_diff_pct)),
+                    o(cmp.and_then(|c| c.p)),
+                    cmp.map_or("undefined", |c| verdict(c.verdict))
+                );
+            }
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_keep_about_five_significant_digits() {
+        assert_eq!(num(85.054164, 85.054164), "85.054");
+        assert_eq!(num(0.1623, 0.1623), "0.16230");
+        assert_eq!(num(14947.91, 14947.91), "14948");
+        assert_eq!(num(0.012, 85.0), "0.012");
+        assert_eq!(num(0.0, 0.0), "0.000");
+        assert_eq!(num(0.0000012, 0.0000012), "0.000001");
+    }
+
+    #[test]
+    fn markdown_cells_escape_their_bars() {
+        assert_eq!(md("a|b"), "a\\|b");
+    }
+}

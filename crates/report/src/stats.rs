@@ -1,0 +1,167 @@
+//! The statistics of every (point, metric): mean and confidence interval over
+//! repetitions for IPv4 and IPv6, and Welch's t-test between them.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use lab::tables::{Column, MetricKind};
+use meter::repeat::{compare, Comparison, Sample, DEFAULT_ALPHA, DEFAULT_LEVEL};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::load::Runs;
+
+/// One point's metric over both families, in the stored unit.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Row {
+    /// The point's id.
+    pub point: String,
+    /// The point's factors, from the resolved plan.
+    pub factors: BTreeMap<String, String>,
+    /// What the figures are of.
+    pub metric: MetricKind,
+    /// 0: the measured flow; N: the point's Nth background flow.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub flow: u8,
+    /// The lab router a router's figure is of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub router: Option<String>,
+    /// The stored unit (`bit/s`, `ns`, `%`).
+    pub unit: String,
+    /// Over the IPv4 runs.
+    pub ipv4: Option<Sample>,
+    /// Over the IPv6 runs.
+    pub ipv6: Option<Sample>,
+    /// Welch's t-test of IPv6 against IPv4.
+    pub ipv6_vs_ipv4: Option<Comparison>,
+}
+
+/// Everything `report` read: the statistics of every (point, metric).
+#[derive(Clone, Debug)]
+pub struct Results {
+    /// In plan order, point by point.
+    pub rows: Vec<Row>,
+    index: HashMap<(String, MetricKind, u8, Option<String>), usize>,
+    /// How many runs the figures are over.
+    pub runs: usize,
+    /// How many background flows the runs have at most (up to the plan's limit).
+    pub flows: u8,
+}
+
+impl Results {
+    /// The figures of a point in a column, if it has any.
+    pub fn row(&self, point: &str, c: &Column) -> Option<&Row> {
+        self.index
+            .get(&(point.to_owned(), c.metric, c.flow, c.router.clone()))
+            .map(|i| &self.rows[*i])
+    }
+
+    /// The statistics of every point and column the runs have figures for: the
+    /// measured flow, then each background flow any run has, then each lab router.
+    pub fn new(runs: &Runs) -> Self {
+        let Runs {
+            records,
+            order,
+            factors,
+            ..
+        } = runs;
+        let mut rows = Vec::new();
+        let mut index = HashMap::new();
+        let flows = records
+            .iter()
+            .map(|r| r.background.len())
+            .max()
+            .unwrap_or(0)
+            .min(lab::plan::MAX_BACKGROUND) as u8;
+        let routers: BTreeSet<&String> = records.iter().flat_map(|r| r.routers.keys()).collect();
+        let mut columns: Vec<Column> = (0..=flows)
+            .flat_map(|flow| {
+                MetricKind::ALL
+                    .into_iter()
+                    .filter(|m| !matches!(m, MetricKind::CpuPerFrame | MetricKind::QosPerFrame))
+                    .map(move |m| Column {
+                        metric: m,
+                        unit: m.default_unit(),
+                        flow,
+                        router: None,
+                    })
+            })
+            .collect();
+        for r in &routers {
+            for metric in [MetricKind::CpuPerFrame, MetricKind::QosPerFrame] {
+                columns.push(Column {
+                    metric,
+                    unit: metric.default_unit(),
+                    flow: 0,
+                    router: Some((*r).clone()),
+                });
+            }
+        }
+        for point in order {
+            for column in &columns {
+                let values = |family: u8| -> Vec<f64> {
+                    records
+                        .iter()
+                        .filter(|r| &r.point == point && r.run.family == family)
+                        .filter_map(|r| column.of(r))
+                        .collect()
+                };
+                let ipv4 = Sample::new(&values(4), DEFAULT_LEVEL);
+                let ipv6 = Sample::new(&values(6), DEFAULT_LEVEL);
+                if ipv4.is_none() && ipv6.is_none() {
+                    continue;
+                }
+                let cmp = ipv4
+                    .as_ref()
+                    .zip(ipv6.as_ref())
+                    .and_then(|(a, b)| compare(a, b, DEFAULT_ALPHA));
+                index.insert(
+                    (
+                        point.clone(),
+                        column.metric,
+                        column.flow,
+                        column.router.clone(),
+                    ),
+                    rows.len(),
+                );
+                rows.push(Row {
+                    point: point.clone(),
+                    factors: factors.get(point).cloned().unwrap_or_default(),
+                    metric: column.metric,
+                    flow: column.flow,
+                    router: column.router.clone(),
+                    unit: column.metric.base_unit().to_owned(),
+                    ipv4,
+                    ipv6,
+                    ipv6_vs_ipv4: cmp,
+                });
+            }
+        }
+        Self {
+            rows,
+            index,
+            runs: records.len(),
+            flows,
+        }
+    }
+
+    /// Whether a point has figures of a flow (the measured flow always counts).
+    pub fn has(&self, p: &str, flow: u8) -> bool {
+        flow == 0
+            || MetricKind::ALL.iter().any(|m| {
+                self.row(
+                    p,
+                    &Column {
+                        metric: *m,
+                        unit: m.default_unit(),
+                        flow,
+                        router: None,
+                    },
+                )
+                .is_some()
+            })
+    }
+}
+
+fn is_zero(v: &u8) -> bool {
+    *v == 0
+}
