@@ -72,7 +72,7 @@ pub use loss::{DitgLoss, Loss};
 pub use marking::Marking;
 pub use record::{RxRecord, TxRecord};
 pub use repeat::{compare, Comparison, Sample, Verdict};
-pub use rtp::{RtpJitter, RtpJitterSummary};
+pub use rtp::{rtp_jitter, rtp_jitter_by_flow, RtpJitter, RtpJitterSummary};
 pub use schedule::{
     schedule_error, schedule_error_with, sent_by_flow, sent_summary, ScheduleError, SentSummary,
 };

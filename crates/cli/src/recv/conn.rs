@@ -459,6 +459,7 @@ impl DataRx<'_> {
                     hop_limit: meta.and_then(|m| m.hop_limit),
                     flow_label: meta.and_then(|m| m.flow_label),
                     kernel_ts: false,
+                    rtp_ts: None,
                 });
                 true
             }

@@ -180,8 +180,6 @@ pub(crate) struct FlowState {
     pub(crate) last_rx_mono_ns: u64,
     /// Largest delay seen, to size the wait for packets still in flight.
     pub(crate) max_delay_ns: u64,
-    /// RFC 3550 jitter against the RTP timestamps, for RTP flows.
-    pub(crate) rtp: Option<meter::RtpJitter>,
     pub(crate) attached: bool,
 }
 
@@ -291,7 +289,6 @@ impl FlowTable {
                 id,
                 token,
             });
-            let rtp = announce.rtp_clock_hz.map(meter::RtpJitter::new);
             self.flows.insert(
                 id,
                 FlowState {
@@ -304,7 +301,6 @@ impl FlowTable {
                     malformed: 0,
                     last_rx_mono_ns: 0,
                     max_delay_ns: 0,
-                    rtp,
                     attached: false,
                 },
             );
@@ -395,7 +391,12 @@ impl Shared {
                 sent_packets: sent,
                 malformed: state.malformed,
                 summary: meter::summarize(&state.records, sent),
-                rtp: state.rtp.as_ref().and_then(meter::RtpJitter::summary),
+                // RFC 3550 §6.4.1 interarrival jitter against the RTP timestamps, from
+                // the records (as `decode` computes it from the log).
+                rtp: state
+                    .announce
+                    .rtp_clock_hz
+                    .and_then(|hz| meter::rtp_jitter(&state.records, hz)),
                 intervals: None,
                 intervals_error: None,
             };

@@ -489,6 +489,7 @@ fn echo_record(
         hop_limit: meta.hop_limit,
         flow_label: meta.flow_label,
         kernel_ts: meta.kernel_ts,
+        rtp_ts: None,
     };
     state.seen.fetch_add(1, Ordering::Relaxed);
     state
