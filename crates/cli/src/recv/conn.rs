@@ -13,7 +13,7 @@ use wire::probe::{Packet, Repr, SeqUnwrapper};
 
 use super::Shared;
 
-use crate::session::{canonical, is_timeout, is_timeout_error, random_bytes, write_msg, MsgReader};
+use crate::control::{canonical, is_timeout, is_timeout_error, random_bytes, write_msg, MsgReader};
 
 pub(super) fn accept_loop(shared: &std::sync::Arc<Shared>, listener: &TcpListener) {
     while !shared.stop.load(Ordering::Relaxed) {

@@ -29,7 +29,7 @@ use serde::Serialize;
 use wire::control::{FlowAnnounce, FlowGrant, Meter, Protocol};
 use wire::probe::SeqUnwrapper;
 
-use crate::session::DEFAULT_PORT;
+use crate::control::DEFAULT_PORT;
 
 /// Receive flows from `dualperf send`: dual-stack UDP and TCP data and the control
 /// channel on one port.
@@ -283,7 +283,7 @@ impl FlowTable {
                 }
             };
             self.finished.remove(&id);
-            let token = u64::from_ne_bytes(crate::session::random_bytes());
+            let token = u64::from_ne_bytes(crate::control::random_bytes());
             grants.push(FlowGrant {
                 index: announce.index,
                 id,

@@ -9,7 +9,7 @@ use wire::control::{Meter, Protocol};
 use wire::probe::{self, Packet, Repr};
 
 use super::Shared;
-use crate::session::{canonical, is_timeout};
+use crate::control::{canonical, is_timeout};
 
 const BATCH: usize = 64;
 const BUF_LEN: usize = 65_536;

@@ -27,7 +27,7 @@ use wire::time::Duration;
 pub(crate) use report::FlowOutcome;
 pub(crate) use session::{run_session, PartialReport};
 
-use crate::session::{resolve, Family, DEFAULT_PORT};
+use crate::control::{resolve, Family, DEFAULT_PORT};
 use crate::usage;
 
 /// Send flows to a `dualperf recv` and report what both ends measured.
@@ -443,7 +443,7 @@ impl FlowArgs {
             size_dist,
             seed: self
                 .seed
-                .unwrap_or_else(|| u64::from_ne_bytes(crate::session::random_bytes())),
+                .unwrap_or_else(|| u64::from_ne_bytes(crate::control::random_bytes())),
             on_off_ms,
             video,
             unpaced: self.bulk && self.tcp && self.rate.is_none(),

@@ -21,7 +21,7 @@ use wire::time::Instant;
 use super::flow::{run_flow, Conn, FlowRun, Pacing};
 use super::report::{sent_stats, FlowOutcome, SendReport, SumStats};
 use super::SendConfig;
-use crate::session::{write_msg, MsgReader};
+use crate::control::{write_msg, MsgReader};
 
 /// How long the sender waits for the receiver's results after `Finish`: the receiver
 /// may first wait for packets in flight and summarise millions of records.
