@@ -4,10 +4,10 @@
 #![no_main]
 use std::net::SocketAddr;
 
+use dualstack::eyeballs::{HappyEyeballs, Params};
+use dualstack::hostport::{naive_split, parse_host_port, parse_url};
+use dualstack::select::{parse_gai_conf, PolicyTable};
 use libfuzzer_sys::fuzz_target;
-use port::dualstack::eyeballs::{HappyEyeballs, Params};
-use port::dualstack::hostport::{naive_split, parse_host_port, parse_url};
-use port::dualstack::select::{parse_gai_conf, PolicyTable};
 use wire::time::{Duration, Instant};
 
 fuzz_target!(|data: &[u8]| {

@@ -96,6 +96,17 @@ pub(crate) fn run(args: DecodeArgs) -> Result<()> {
         }
     }
     let summary = meter::summarize_all(&contents.rx, &sent);
+    // RTP flows: the RFC 3550 §6.4.1 interarrival jitter against the RTP timestamps the
+    // receiver logged, with the media clock it was announced (the live receiver's
+    // `rtp`, the sender's `received_rtp`). Logs without RTP timestamps have none.
+    let clocks: BTreeMap<u32, u32> = info
+        .iter()
+        .filter_map(|(id, i)| {
+            let hz = i["announce"]["rtp_clock_hz"].as_u64()?;
+            Some((*id, u32::try_from(hz).ok()?))
+        })
+        .collect();
+    let received_rtp = meter::rtp_jitter_by_flow(&contents.rx, &clocks);
     let intervals = match args.interval {
         Some(w) => {
             let origin = contents.rx.iter().map(|r| r.rx_ns).min().unwrap_or(0);
@@ -129,6 +140,7 @@ pub(crate) fn run(args: DecodeArgs) -> Result<()> {
             sent: sent_side,
             schedule_error: schedule,
             intervals,
+            received_rtp,
         };
         out = serde_json::to_string_pretty(&doc)? + "\n";
     } else if args.csv {
@@ -154,6 +166,16 @@ pub(crate) fn run(args: DecodeArgs) -> Result<()> {
                 s.bytes,
                 s.rate_pps.map_or_else(na, |r| format!("{r:.3}")),
                 s.bitrate_bps.map_or_else(na, |b| format!("{:.3}", b / 1e3)),
+            )?;
+        }
+        for (id, j) in &received_rtp {
+            writeln!(
+                out,
+                "Flow {id} RTP jitter (RFC 3550, against RTP timestamps): last {:.3} µs, mean {:.3} µs, max {:.3} µs over {} packets",
+                j.last_ns / 1e3,
+                j.mean_ns / 1e3,
+                j.max_ns / 1e3,
+                j.packets
             )?;
         }
         for (id, e) in &schedule {

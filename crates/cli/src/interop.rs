@@ -2,7 +2,7 @@
 //! loopback or between two nodes of a lab: seed 000's 2×2 interoperability table (TCP
 //! and UDP), RFC 3986 bracketed literals, RFC 6724 ordering of several answers, and a
 //! Happy Eyeballs (RFC 8305) connect against a dual-stack, a refused and a stalled
-//! IPv6 server. The decisions are `port::dualstack`'s; this file only binds them to
+//! IPv6 server. The decisions are `dualstack`'s; this file only binds them to
 //! sockets and the clock.
 
 use std::io::{Read, Write};
@@ -11,9 +11,9 @@ use std::sync::mpsc;
 use std::time::Duration as StdDuration;
 
 use anyhow::{bail, Context, Result};
-use port::dualstack::eyeballs::{self, EventKind, HappyEyeballs, Outcome};
-use port::dualstack::hostport::{naive_split, parse_host_port, parse_url};
-use port::dualstack::select::{self, parse_gai_conf, Candidate, PolicyTable};
+use dualstack::eyeballs::{self, EventKind, HappyEyeballs, Outcome};
+use dualstack::hostport::{naive_split, parse_host_port, parse_url};
+use dualstack::select::{self, parse_gai_conf, Candidate, PolicyTable};
 use serde::Serialize;
 use wire::time::{Duration, Instant};
 
@@ -127,7 +127,7 @@ struct Selection {
     /// The name's addresses in getaddrinfo's order (glibc sorts them by RFC 6724 with
     /// the gai.conf table).
     getaddrinfo_order: Vec<IpAddr>,
-    /// The same addresses sorted by `port::dualstack::select`; `agree` is null when
+    /// The same addresses sorted by `dualstack::select`; `agree` is null when
     /// the name has fewer than two addresses (nothing to order).
     rfc6724_order: Vec<IpAddr>,
     agree: Option<bool>,
@@ -599,7 +599,7 @@ fn eyeballs_scenarios(
     Ok(out)
 }
 
-/// Drives `port::dualstack::eyeballs` with real connects, one thread per attempt.
+/// Drives `dualstack::eyeballs` with real connects, one thread per attempt.
 fn happy_eyeballs(
     ns: Option<&str>,
     addrs: &[SocketAddr],

@@ -8,6 +8,7 @@
 mod args;
 mod clock;
 mod compare;
+mod control;
 mod decode;
 mod export;
 mod interop;
@@ -22,7 +23,6 @@ mod route;
 mod run;
 mod schema;
 mod send;
-mod session;
 
 use clap::{Parser, Subcommand};
 

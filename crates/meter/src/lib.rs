@@ -15,7 +15,8 @@
 //!   periods, duplicates, RFC 4737 reordering, and D-ITG's own loss rules for
 //!   comparison), [`marking`] (received DSCP/ECN, hop limit, flow label),
 //!   [`schedule`] (sender schedule error), [`stats`] (mean, standard
-//!   deviation, nearest-rank percentiles, reusable elsewhere).
+//!   deviation, nearest-rank percentiles, reusable elsewhere), [`rtp`] (RFC 3550
+//!   jitter against the RTP timestamps the records carry).
 //! - Aggregates: [`summary`] ([`summarize`], [`summarize_all`] → per-flow
 //!   [`FlowSummary`] and a D-ITG-style total) and [`interval`] ([`intervals`]:
 //!   per-window series where an empty window is `null`, not 0).
@@ -72,7 +73,7 @@ pub use loss::{DitgLoss, Loss};
 pub use marking::Marking;
 pub use record::{RxRecord, TxRecord};
 pub use repeat::{compare, Comparison, Sample, Verdict};
-pub use rtp::{RtpJitter, RtpJitterSummary};
+pub use rtp::{rtp_jitter, rtp_jitter_by_flow, RtpJitter, RtpJitterSummary};
 pub use schedule::{
     schedule_error, schedule_error_with, sent_by_flow, sent_summary, ScheduleError, SentSummary,
 };

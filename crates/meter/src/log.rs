@@ -9,7 +9,7 @@
 //! ```text
 //!  offset  size  field
 //!  0       6     magic  b"DPLOG\0"
-//!  6       2     format version (u16) = 1
+//!  6       2     format version (u16) = 2 (version 1 is read too)
 //!  8       4     metadata length N (u32), at most 1 MiB
 //!  12      N     metadata: UTF-8 JSON chosen by the writer (run config, host…)
 //! ```
@@ -30,7 +30,14 @@
 //!  tag 0x03  Tx         32 bytes (TxRecord)
 //!            0  flow u32 | 4  seq u64 | 12  size_bytes u32
 //!            16 scheduled_ns u64 | 24  actual_ns u64
+//!  tag 0x04  RxRtp      43 bytes (an RxRecord with an RTP timestamp; version 2)
+//!            0  the 39 bytes of an Rx body | 39  rtp_ts u32
 //! ```
+//!
+//! Version 2 added the RxRtp entry: a received packet that carried an RTP header is
+//! written with its RTP timestamp (RFC 3550 §5.1), so the RTP interarrival jitter can be
+//! computed from the log. Version 1 logs have no RxRtp entries and read as before, with
+//! no RTP timestamps.
 //!
 //! The input is untrusted: no function here panics on any byte sequence, and
 //! no length field is trusted before it is checked against its limit. A file
@@ -49,8 +56,10 @@ use crate::record::{RxRecord, TxRecord};
 
 /// Magic bytes opening every log.
 pub const MAGIC: [u8; 6] = *b"DPLOG\0";
-/// The format version this build writes and reads.
-pub const FORMAT_VERSION: u16 = 1;
+/// The format version this build writes (and the newest it reads).
+pub const FORMAT_VERSION: u16 = 2;
+/// The oldest format version this build reads.
+pub const OLDEST_FORMAT_VERSION: u16 = 1;
 /// Largest metadata blob (1 MiB).
 pub const MAX_META_BYTES: u32 = 1 << 20;
 /// Largest FlowInfo JSON (64 KiB).
@@ -60,9 +69,11 @@ const HEADER_FIXED_BYTES: usize = 12;
 const TAG_FLOW_INFO: u8 = 0x01;
 const TAG_RX: u8 = 0x02;
 const TAG_TX: u8 = 0x03;
+const TAG_RX_RTP: u8 = 0x04;
 const FLOW_INFO_FIXED_BYTES: usize = 8;
 const RX_BYTES: usize = 39;
 const TX_BYTES: usize = 32;
+const RX_RTP_BYTES: usize = RX_BYTES + 4;
 const FLAG_TOS: u8 = 1 << 0;
 const FLAG_HOP_LIMIT: u8 = 1 << 1;
 const FLAG_FLOW_LABEL: u8 = 1 << 2;
@@ -80,12 +91,12 @@ pub enum LogError {
     BadMagic,
     /// The file has a format version this build cannot read.
     #[error(
-        "unsupported packet log format version {found} (this build reads version {supported})"
+        "unsupported packet log format version {found} (this build reads versions 1 to {supported})"
     )]
     UnsupportedVersion {
         /// Version found in the header.
         found: u16,
-        /// Version this build reads.
+        /// Newest version this build reads.
         supported: u16,
     },
     /// The file ends inside its header.
@@ -248,7 +259,7 @@ impl<R: Read> LogReader<R> {
         if got < fixed.len() {
             return Err(short_header_error(&fixed[..got]));
         }
-        let meta_len = check_header_fixed(&fixed)?;
+        let (version, meta_len) = check_header_fixed(&fixed)?;
         let mut meta = vec![0u8; meta_len];
         if read_up_to(&mut input, &mut meta)? < meta_len {
             return Err(LogError::TruncatedHeader);
@@ -258,10 +269,7 @@ impl<R: Read> LogReader<R> {
         })?;
         Ok(Self {
             input,
-            header: Header {
-                version: FORMAT_VERSION,
-                meta_json,
-            },
+            header: Header { version, meta_json },
             offset: (HEADER_FIXED_BYTES + meta_len) as u64,
             truncated_tail_bytes: 0,
             done: false,
@@ -311,10 +319,12 @@ impl<R: Read> LogReader<R> {
         if read_up_to(&mut self.input, &mut tag)? == 0 {
             return Ok(None);
         }
-        let fixed_len = fixed_body_len(tag[0]).ok_or(LogError::UnknownTag {
-            tag: tag[0],
-            offset: entry_offset,
-        })?;
+        let fixed_len = fixed_body_len(tag[0])
+            .filter(|_| tag[0] != TAG_RX_RTP || self.header.version >= 2)
+            .ok_or(LogError::UnknownTag {
+                tag: tag[0],
+                offset: entry_offset,
+            })?;
         let mut body = vec![0u8; fixed_len];
         let got = read_up_to(&mut self.input, &mut body)?;
         if got < fixed_len {
@@ -409,17 +419,14 @@ pub fn parse_header(bytes: &[u8]) -> Result<(Header, usize), LogError> {
     let Some((fixed, rest)) = bytes.split_first_chunk::<HEADER_FIXED_BYTES>() else {
         return Err(short_header_error(bytes));
     };
-    let meta_len = check_header_fixed(fixed)?;
+    let (version, meta_len) = check_header_fixed(fixed)?;
     let meta = rest.get(..meta_len).ok_or(LogError::TruncatedHeader)?;
     let meta_json = std::str::from_utf8(meta)
         .map_err(|_| LogError::InvalidUtf8 {
             what: "log metadata",
         })?
         .to_owned();
-    let header = Header {
-        version: FORMAT_VERSION,
-        meta_json,
-    };
+    let header = Header { version, meta_json };
     Ok((header, HEADER_FIXED_BYTES + meta_len))
 }
 
@@ -455,14 +462,15 @@ fn short_header_error(bytes: &[u8]) -> LogError {
     }
 }
 
-/// Checks magic and version of the fixed header; returns the metadata length.
-fn check_header_fixed(fixed: &[u8; HEADER_FIXED_BYTES]) -> Result<usize, LogError> {
+/// Checks magic and version of the fixed header; returns the version and the metadata
+/// length.
+fn check_header_fixed(fixed: &[u8; HEADER_FIXED_BYTES]) -> Result<(u16, usize), LogError> {
     let mut c = Cursor(fixed);
     if c.array::<6>() != Some(MAGIC) {
         return Err(LogError::BadMagic);
     }
     let version = c.u16().ok_or(LogError::TruncatedHeader)?;
-    if version != FORMAT_VERSION {
+    if !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
         return Err(LogError::UnsupportedVersion {
             found: version,
             supported: FORMAT_VERSION,
@@ -475,7 +483,7 @@ fn check_header_fixed(fixed: &[u8; HEADER_FIXED_BYTES]) -> Result<usize, LogErro
             max: MAX_META_BYTES,
         });
     }
-    Ok(len as usize)
+    Ok((version, len as usize))
 }
 
 /// Length of the fixed part of an entry body with `tag`; `None` if unknown.
@@ -484,6 +492,7 @@ fn fixed_body_len(tag: u8) -> Option<usize> {
         TAG_FLOW_INFO => Some(FLOW_INFO_FIXED_BYTES),
         TAG_RX => Some(RX_BYTES),
         TAG_TX => Some(TX_BYTES),
+        TAG_RX_RTP => Some(RX_RTP_BYTES),
         _ => None,
     }
 }
@@ -519,6 +528,14 @@ fn decode_body(tag: u8, body: &[u8], offset: u64) -> Result<(Entry, usize), LogE
             Entry::FlowInfo { flow, json }
         }
         TAG_RX => Entry::Rx(decode_rx(&mut c, offset)?),
+        TAG_RX_RTP => {
+            let record = decode_rx(&mut c, offset)?;
+            let rtp_ts = c.u32().ok_or_else(truncated)?;
+            Entry::Rx(RxRecord {
+                rtp_ts: Some(rtp_ts),
+                ..record
+            })
+        }
         TAG_TX => Entry::Tx(decode_tx(&mut c).ok_or_else(truncated)?),
         _ => return Err(LogError::UnknownTag { tag, offset }),
     };
@@ -549,7 +566,11 @@ fn encode_rx(r: &RxRecord, out: &mut Vec<u8>) {
             flags |= flag;
         }
     }
-    out.push(TAG_RX);
+    out.push(if r.rtp_ts.is_some() {
+        TAG_RX_RTP
+    } else {
+        TAG_RX
+    });
     out.extend_from_slice(&r.flow.to_le_bytes());
     out.extend_from_slice(&r.seq.to_le_bytes());
     out.extend_from_slice(&r.size_bytes.to_le_bytes());
@@ -559,6 +580,9 @@ fn encode_rx(r: &RxRecord, out: &mut Vec<u8>) {
     out.push(r.tos.unwrap_or(0));
     out.push(r.hop_limit.unwrap_or(0));
     out.extend_from_slice(&r.flow_label.unwrap_or(0).to_le_bytes());
+    if let Some(ts) = r.rtp_ts {
+        out.extend_from_slice(&ts.to_le_bytes());
+    }
 }
 
 /// Decodes an Rx body; the entry at `offset` is named in a flags error.
@@ -586,6 +610,7 @@ fn decode_rx(c: &mut Cursor<'_>, offset: u64) -> Result<RxRecord, LogError> {
         hop_limit: (flags & FLAG_HOP_LIMIT != 0).then_some(hop_limit),
         flow_label: (flags & FLAG_FLOW_LABEL != 0).then_some(flow_label),
         kernel_ts: flags & FLAG_KERNEL_TS != 0,
+        rtp_ts: None,
     })
 }
 
@@ -682,6 +707,7 @@ mod tests {
             hop_limit: Some(63),
             flow_label: Some(0xabcde),
             kernel_ts: true,
+            rtp_ts: None,
         }
     }
 
@@ -732,7 +758,7 @@ mod tests {
         let bytes = sample_log();
         let mut reader = LogReader::open(bytes.as_slice()).unwrap();
         assert_eq!(reader.meta_json(), META);
-        assert_eq!(reader.header().version, 1);
+        assert_eq!(reader.header().version, 2);
         let got: Vec<Entry> = reader.by_ref().map(Result::unwrap).collect();
         assert_eq!(got, entries());
         assert_eq!(reader.truncated_tail_bytes(), 0);
@@ -770,7 +796,7 @@ mod tests {
         let bytes = w.into_inner().unwrap();
         #[rustfmt::skip]
         let want: Vec<u8> = [
-            &b"DPLOG\0"[..], &[1, 0], &[2, 0, 0, 0], b"{}",
+            &b"DPLOG\0"[..], &[2, 0], &[2, 0, 0, 0], b"{}",
             &[0x02],
             &[7, 0, 0, 0],
             &[8, 7, 6, 5, 4, 3, 2, 1],
@@ -845,13 +871,86 @@ mod tests {
     #[test]
     fn other_versions_are_rejected() {
         let mut bytes = sample_log();
-        bytes[6] = 2;
+        bytes[6] = 3;
         assert!(matches!(
             LogReader::open(bytes.as_slice()),
             Err(LogError::UnsupportedVersion {
-                found: 2,
-                supported: 1
+                found: 3,
+                supported: 2
             })
+        ));
+        bytes[6] = 0;
+        assert!(matches!(
+            parse_header(&bytes),
+            Err(LogError::UnsupportedVersion {
+                found: 0,
+                supported: 2
+            })
+        ));
+    }
+
+    fn rx_rtp() -> RxRecord {
+        RxRecord {
+            rtp_ts: Some(0xdead_beef),
+            ..rx_full()
+        }
+    }
+
+    #[test]
+    fn rtp_timestamps_round_trip_in_their_own_entry() {
+        let mut w = LogWriter::new(Vec::new(), "{}").unwrap();
+        w.write_rx(&rx_rtp()).unwrap();
+        w.write_rx(&rx_bare()).unwrap();
+        let bytes = w.into_inner().unwrap();
+        let mut plain = Vec::new();
+        encode_entry(&Entry::Rx(rx_full()), &mut plain).unwrap();
+        let at = HEADER_FIXED_BYTES + 2;
+        // The RxRtp entry is the Rx entry under tag 0x04, followed by the timestamp.
+        assert_eq!(bytes[at], 0x04);
+        assert_eq!(bytes[at + 1..at + 1 + RX_BYTES], plain[1..]);
+        assert_eq!(
+            bytes[at + 1 + RX_BYTES..at + 1 + RX_RTP_BYTES],
+            [0xef, 0xbe, 0xad, 0xde]
+        );
+        let got: Vec<Entry> = LogReader::open(bytes.as_slice())
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(got, [Entry::Rx(rx_rtp()), Entry::Rx(rx_bare())]);
+        assert_eq!(
+            parse_entry(&bytes[at..]).unwrap(),
+            (Entry::Rx(rx_rtp()), 1 + RX_RTP_BYTES)
+        );
+        assert!(matches!(
+            parse_entry(&bytes[at..at + RX_RTP_BYTES]),
+            Err(LogError::Truncated { needed: 1 })
+        ));
+    }
+
+    #[test]
+    fn version_1_logs_read_without_rtp_timestamps() {
+        // A version 1 log is a version 2 log without RxRtp entries.
+        let mut bytes = sample_log();
+        bytes[6] = 1;
+        let mut reader = LogReader::open(bytes.as_slice()).unwrap();
+        assert_eq!(reader.header().version, 1);
+        let got: Vec<Entry> = reader.by_ref().map(Result::unwrap).collect();
+        assert_eq!(got, entries());
+        assert!(read_log(bytes.as_slice())
+            .unwrap()
+            .rx
+            .iter()
+            .all(|r| r.rtp_ts.is_none()));
+        assert_eq!(parse_header(&bytes).unwrap().0.version, 1);
+        // Version 1 had no RxRtp entry: its tag is unknown there.
+        let mut v1 = Vec::new();
+        encode_header("", &mut v1).unwrap();
+        v1[6] = 1;
+        let entry_offset = v1.len() as u64;
+        encode_entry(&Entry::Rx(rx_rtp()), &mut v1).unwrap();
+        assert!(matches!(
+            LogReader::open(v1.as_slice()).unwrap().next_entry(),
+            Err(LogError::UnknownTag { tag: 0x04, offset }) if offset == entry_offset
         ));
     }
 

@@ -34,6 +34,11 @@ pub struct RxRecord {
     /// True if `rx_ns` came from a kernel timestamp rather than a user-space
     /// clock read.
     pub kernel_ts: bool,
+    /// The RTP timestamp (RFC 3550 §5.1, the sender's media clock) of a packet
+    /// whose probe follows an RTP header; `None` for every other packet. With
+    /// `rx_ns` it gives the RTP interarrival jitter ([`crate::rtp`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtp_ts: Option<u32>,
 }
 
 impl RxRecord {

@@ -7,10 +7,17 @@
 //! `J_i = J_{i−1} + (|D(i−1,i)| − J_{i−1})/16`, over packets in arrival order. Here both
 //! are nanoseconds: the 32-bit timestamps are extended past their wrap and scaled by the
 //! media clock rate.
+//!
+//! [`rtp_jitter`] and [`rtp_jitter_by_flow`] compute it from the per-packet records
+//! ([`RxRecord::rtp_ts`] and `rx_ns`) after the receive loop, so the live receiver and
+//! `dualperf decode` of its log report the same figures.
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use crate::jitter::Rfc3550Jitter;
+use crate::record::RxRecord;
 
 /// A running estimator fed each packet's arrival time and RTP timestamp.
 #[derive(Clone, Debug)]
@@ -101,9 +108,54 @@ impl RtpJitter {
     }
 }
 
+/// The RFC 3550 §6.4.1 interarrival jitter of one flow's records, in the order given
+/// (arrival order), for timestamps ticking at `clock_hz`. Records without an RTP
+/// timestamp are skipped; `None` before two records with one.
+pub fn rtp_jitter(records: &[RxRecord], clock_hz: u32) -> Option<RtpJitterSummary> {
+    let mut jitter = RtpJitter::new(clock_hz);
+    for r in records {
+        if let Some(ts) = r.rtp_ts {
+            jitter.update(r.rx_ns, ts);
+        }
+    }
+    jitter.summary()
+}
+
+/// [`rtp_jitter`] per flow of records of several flows (in arrival order), for the flows
+/// whose media clock `clock_hz` knows; flows without two RTP-stamped records are left
+/// out.
+pub fn rtp_jitter_by_flow(
+    records: &[RxRecord],
+    clock_hz: &BTreeMap<u32, u32>,
+) -> BTreeMap<u32, RtpJitterSummary> {
+    let mut running: BTreeMap<u32, RtpJitter> = BTreeMap::new();
+    for r in records {
+        let (Some(ts), Some(&hz)) = (r.rtp_ts, clock_hz.get(&r.flow)) else {
+            continue;
+        };
+        running
+            .entry(r.flow)
+            .or_insert_with(|| RtpJitter::new(hz))
+            .update(r.rx_ns, ts);
+    }
+    running
+        .into_iter()
+        .filter_map(|(flow, j)| Some((flow, j.summary()?)))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn rtp(flow: u32, rx_ns: u64, rtp_ts: Option<u32>) -> RxRecord {
+        RxRecord {
+            flow,
+            rx_ns,
+            rtp_ts,
+            ..RxRecord::default()
+        }
+    }
 
     #[test]
     fn perfectly_paced_stream_has_no_jitter_even_across_the_wrap() {
@@ -134,5 +186,56 @@ mod tests {
         assert_eq!(s.last_ns, 625_000.0 + (10_000_000.0 - 625_000.0) / 16.0);
         assert_eq!(s.max_ns, s.last_ns);
         assert!(RtpJitter::new(8000).summary().is_none());
+    }
+
+    #[test]
+    fn records_give_the_running_estimator_figures_skipping_unstamped_ones() {
+        // The alternating-transit stream above, as records in virtual time, with an
+        // unstamped packet (no RTP header) in the middle that must not count.
+        let records = [
+            rtp(1, 0, Some(0)),
+            rtp(1, 30_000_000, Some(160)),
+            rtp(1, 35_000_000, None),
+            rtp(1, 40_000_000, Some(320)),
+        ];
+        let s = rtp_jitter(&records, 8000).unwrap();
+        // J1 = 10 ms / 16 = 625 µs; J2 = 625 + (10 000 − 625)/16 = 1 210.9375 µs.
+        assert_eq!(s.packets, 3);
+        assert_eq!(s.last_ns, 1_210_937.5);
+        assert_eq!(s.max_ns, 1_210_937.5);
+        assert_eq!(s.mean_ns, (625_000.0 + 1_210_937.5) / 2.0);
+        assert!(rtp_jitter(&records[..2], 8000).is_some());
+        assert!(rtp_jitter(&records[..1], 8000).is_none());
+        assert!(rtp_jitter(&[rtp(1, 0, None), rtp(1, 1, None)], 8000).is_none());
+    }
+
+    #[test]
+    fn by_flow_splits_interleaved_flows_and_needs_a_clock() {
+        // Flow 1 at 8 kHz, 20 ms packets arriving 20 ms apart except the last (25 ms):
+        // |D| = 5 ms once, J = 5 ms / 16 = 312.5 µs. Flow 2 at 48 kHz, 960 ticks per
+        // 20 ms, perfectly paced: J = 0. Flow 3 has no clock, flow 4 one packet.
+        let records = [
+            rtp(1, 1_000_000_000, Some(1000)),
+            rtp(2, 1_000_000_001, Some(7)),
+            rtp(3, 1_000_000_002, Some(0)),
+            rtp(1, 1_020_000_000, Some(1160)),
+            rtp(2, 1_020_000_001, Some(967)),
+            rtp(3, 1_020_000_002, Some(160)),
+            rtp(4, 1_020_000_003, Some(160)),
+            rtp(1, 1_045_000_000, Some(1320)),
+        ];
+        let clocks = BTreeMap::from([(1, 8000), (2, 48_000), (4, 8000)]);
+        let by_flow = rtp_jitter_by_flow(&records, &clocks);
+        assert_eq!(by_flow.keys().copied().collect::<Vec<_>>(), [1, 2]);
+        let one = by_flow[&1];
+        assert_eq!(one.packets, 3);
+        assert_eq!(one.last_ns, 312_500.0);
+        assert_eq!(one.mean_ns, 156_250.0);
+        assert_eq!(one.max_ns, 312_500.0);
+        let two = by_flow[&2];
+        assert_eq!(two.packets, 2);
+        assert_eq!((two.last_ns, two.mean_ns, two.max_ns), (0.0, 0.0, 0.0));
+        let flow_one: Vec<RxRecord> = records.iter().filter(|r| r.flow == 1).copied().collect();
+        assert_eq!(rtp_jitter(&flow_one, 8000), Some(one));
     }
 }

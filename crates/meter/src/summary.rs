@@ -224,6 +224,7 @@ mod tests {
             hop_limit: Some(64),
             flow_label: Some(0xabcde),
             kernel_ts: true,
+            rtp_ts: None,
         }
     }
 

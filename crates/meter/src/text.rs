@@ -367,6 +367,7 @@ mod tests {
             hop_limit: Some(64),
             flow_label: None,
             kernel_ts: true,
+            rtp_ts: None,
         }
     }
 

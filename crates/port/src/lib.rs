@@ -6,13 +6,10 @@
 //!   position, why the construct breaks on IPv6 and what replaces it.
 //! - [`walk`]: scanning trees in parallel, honouring `.gitignore` (the `ignore` crate).
 //! - [`report`]: findings as text, JSON and SARIF 2.1.0.
-//! - [`dualstack`]: the sans-IO cores of `dualperf interop` (RFC 3986 host literals,
-//!   RFC 6724 address selection, RFC 8305 Happy Eyeballs).
 //!
 //! Nothing here opens a socket or reads a clock; only [`walk`] reads files.
 #![forbid(unsafe_code)]
 
-pub mod dualstack;
 pub mod lex;
 pub mod report;
 pub mod rules;

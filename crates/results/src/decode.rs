@@ -30,4 +30,9 @@ pub struct DecodeDoc {
     pub schedule_error: BTreeMap<u32, meter::ScheduleError>,
     /// The series with `--interval`; `null` without.
     pub intervals: Option<Vec<meter::Interval>>,
+    /// Per flow that carried RTP: the RFC 3550 §6.4.1 jitter against the RTP
+    /// timestamps ([`meter::rtp_jitter_by_flow`]), the live receiver's `rtp`; absent when
+    /// no flow did (or the log predates RTP timestamps).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub received_rtp: BTreeMap<u32, meter::RtpJitterSummary>,
 }

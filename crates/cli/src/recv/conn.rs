@@ -13,7 +13,7 @@ use wire::probe::{Packet, Repr, SeqUnwrapper};
 
 use super::Shared;
 
-use crate::session::{canonical, is_timeout, is_timeout_error, random_bytes, write_msg, MsgReader};
+use crate::control::{canonical, is_timeout, is_timeout_error, random_bytes, write_msg, MsgReader};
 
 pub(super) fn accept_loop(shared: &std::sync::Arc<Shared>, listener: &TcpListener) {
     while !shared.stop.load(Ordering::Relaxed) {
@@ -459,6 +459,7 @@ impl DataRx<'_> {
                     hop_limit: meta.and_then(|m| m.hop_limit),
                     flow_label: meta.and_then(|m| m.flow_label),
                     kernel_ts: false,
+                    rtp_ts: None,
                 });
                 true
             }

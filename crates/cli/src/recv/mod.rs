@@ -29,7 +29,7 @@ use results::recv::{CounterSnapshot, FlowReport, RecvLine};
 use wire::control::{FlowAnnounce, FlowGrant, Meter, Protocol};
 use wire::probe::SeqUnwrapper;
 
-use crate::session::DEFAULT_PORT;
+use crate::control::DEFAULT_PORT;
 
 /// Receive flows from `dualperf send`: dual-stack UDP and TCP data and the control
 /// channel on one port.
@@ -164,8 +164,6 @@ pub(crate) struct FlowState {
     pub(crate) last_rx_mono_ns: u64,
     /// Largest delay seen, to size the wait for packets still in flight.
     pub(crate) max_delay_ns: u64,
-    /// RFC 3550 jitter against the RTP timestamps, for RTP flows.
-    pub(crate) rtp: Option<meter::RtpJitter>,
     pub(crate) attached: bool,
 }
 
@@ -269,13 +267,12 @@ impl FlowTable {
                 }
             };
             self.finished.remove(&id);
-            let token = u64::from_ne_bytes(crate::session::random_bytes());
+            let token = u64::from_ne_bytes(crate::control::random_bytes());
             grants.push(FlowGrant {
                 index: announce.index,
                 id,
                 token,
             });
-            let rtp = announce.rtp_clock_hz.map(meter::RtpJitter::new);
             self.flows.insert(
                 id,
                 FlowState {
@@ -288,7 +285,6 @@ impl FlowTable {
                     malformed: 0,
                     last_rx_mono_ns: 0,
                     max_delay_ns: 0,
-                    rtp,
                     attached: false,
                 },
             );
@@ -359,7 +355,12 @@ impl Shared {
                 sent_packets: sent,
                 malformed: state.malformed,
                 summary: meter::summarize(&state.records, sent),
-                rtp: state.rtp.as_ref().and_then(meter::RtpJitter::summary),
+                // RFC 3550 §6.4.1 interarrival jitter against the RTP timestamps, from
+                // the records (as `decode` computes it from the log).
+                rtp: state
+                    .announce
+                    .rtp_clock_hz
+                    .and_then(|hz| meter::rtp_jitter(&state.records, hz)),
                 intervals: None,
                 intervals_error: None,
             };

@@ -9,7 +9,7 @@ use wire::control::{Meter, Protocol};
 use wire::probe::{self, Packet, Repr};
 
 use super::Shared;
-use crate::session::{canonical, is_timeout};
+use crate::control::{canonical, is_timeout};
 
 const BATCH: usize = 64;
 const BUF_LEN: usize = 65_536;
@@ -84,13 +84,14 @@ pub(super) fn run(shared: &Shared) {
                     hop_limit: meta.hop_limit,
                     flow_label: meta.flow_label,
                     kernel_ts: meta.kernel_ts_ns.is_some(),
+                    // The RTP timestamp of a probe that follows an RTP header: meter
+                    // computes the RFC 3550 jitter from the records after the loop.
+                    rtp_ts: (at > 0)
+                        .then(|| wire::rtp::Packet::new_checked(data).ok())
+                        .flatten()
+                        .map(|rtp| rtp.timestamp()),
                 };
                 flow.note_delay(&record);
-                if let (Some(jitter), true) = (flow.rtp.as_mut(), at > 0) {
-                    if let Ok(rtp) = wire::rtp::Packet::new_checked(data) {
-                        jitter.update(rx_ns, rtp.timestamp());
-                    }
-                }
                 flow.records.push(record);
                 flow.last_rx_mono_ns = now_mono;
                 if flow.announce.meter == Meter::Rtt {

@@ -165,7 +165,7 @@ impl Sink for TcpSink {
                 }
                 // The window stayed full for a write timeout: let the flow check for a
                 // stop, then resume where the write left off.
-                Err(e) if crate::session::is_timeout(&e) => return Ok(0),
+                Err(e) if crate::control::is_timeout(&e) => return Ok(0),
                 Err(e) => return Err(e),
             }
         }
@@ -288,7 +288,7 @@ fn pace(run: &FlowRun, sink: &mut dyn Sink) -> (Vec<TxRecord>, Option<String>) {
     // RTP flows: a real RFC 3550 header first, with random SSRC and initial sequence
     // number and timestamp (RFC 3550 §5.1), then the probe.
     let mut rtp = spec.rtp.map(|r| {
-        let [s0, s1, s2, s3, q0, q1, t0, t1, t2, t3] = crate::session::random_bytes::<10>();
+        let [s0, s1, s2, s3, q0, q1, t0, t1, t2, t3] = crate::control::random_bytes::<10>();
         wire::rtp::RtpStream::new(
             r.payload_type,
             u32::from_be_bytes([s0, s1, s2, s3]),
@@ -489,6 +489,7 @@ fn echo_record(
         hop_limit: meta.hop_limit,
         flow_label: meta.flow_label,
         kernel_ts: meta.kernel_ts,
+        rtp_ts: None,
     };
     state.seen.fetch_add(1, Ordering::Relaxed);
     state

@@ -28,7 +28,7 @@ use wire::time::Duration;
 pub(crate) use results::send::FlowOutcome;
 pub(crate) use session::{run_session, PartialReport};
 
-use crate::session::{resolve, Family, DEFAULT_PORT};
+use crate::control::{resolve, Family, DEFAULT_PORT};
 use crate::usage;
 
 /// Send flows to a `dualperf recv` and report what both ends measured.
@@ -280,7 +280,7 @@ impl FlowArgs {
 /// The flows `options` describe, with a random seed for a flow that gives none; notes
 /// go to stderr, mistakes are usage errors.
 fn flow_specs(options: &FlowOptions, default_label: String) -> Result<Vec<FlowSpec>> {
-    let seed = u64::from_ne_bytes(crate::session::random_bytes());
+    let seed = u64::from_ne_bytes(crate::control::random_bytes());
     let specs = options
         .to_specs(default_label, seed)
         .map_err(|e: OptionError| anyhow::Error::new(crate::UsageError(e.to_string())))?;

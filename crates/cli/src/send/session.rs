@@ -20,7 +20,7 @@ use wire::time::Instant;
 
 use super::flow::{run_flow, Conn, FlowRun, Pacing};
 use super::SendConfig;
-use crate::session::{write_msg, MsgReader};
+use crate::control::{write_msg, MsgReader};
 use results::send::{sent_stats, FlowOutcome, SendReport, SumStats};
 
 /// How long the sender waits for the receiver's results after `Finish`: the receiver

@@ -300,3 +300,69 @@ fn decode_of_one_flow_leaves_the_other_flows_out_entirely() {
     assert_eq!(u(&doc, "/summary/total/packets"), 50);
     assert_eq!(u(&doc, "/summary/total/loss/lost"), 0);
 }
+
+#[test]
+fn decode_reports_the_rtp_jitter_the_live_receiver_reported() {
+    let dir = TempDir::new("decode-rtp");
+    let log = dir.path("recv.dplog");
+    let rx = Receiver::start(&["--log", path_str(&log), "--json", "--sessions", "2"]);
+    // An RTP stream (G.711.1 behind a real RTP header, 8 kHz clock), then plain probes.
+    let rtp = send(
+        "::1",
+        rx.port,
+        &[
+            "--voip",
+            "g711.1",
+            "--voip-header",
+            "rtp",
+            "--count",
+            "50",
+            "--json",
+        ],
+    );
+    rtp.assert_success();
+    let plain = send(
+        "127.0.0.1",
+        rx.port,
+        &[
+            "--rate", "500pps", "--size", "64", "--count", "20", "--json",
+        ],
+    );
+    plain.assert_success();
+    let recv = rx.finish();
+    recv.finished.assert_success();
+    let sender_rtp = &rtp.json()["flows"][0]["received_rtp"];
+    assert_eq!(u(sender_rtp, "/packets"), 50, "{sender_rtp}");
+    assert!(plain.json()["flows"][0]["received_rtp"].is_null());
+    let live: Vec<&serde_json::Value> = recv.flows.iter().map(|f| &f["rtp"]).collect();
+    assert_eq!(live.len(), 2);
+    assert!(live[1].is_null(), "the plain flow has no RTP jitter");
+
+    let out = decode(&log, &["--json"]);
+    out.assert_success();
+    let doc = out.json();
+    // Flows are keyed 1, 2 in the order their sessions reported.
+    let logged = doc["received_rtp"].as_object().expect("received_rtp");
+    assert_eq!(logged.keys().collect::<Vec<_>>(), ["1"], "{doc:#}");
+    // The same figures as the live receiver computed, to the last bit.
+    assert_eq!(&logged["1"], live[0]);
+    // And as the sender reported them (its copy went through one more JSON parse).
+    for name in ["last_ns", "mean_ns", "max_ns"] {
+        let (ours, theirs) = (logged["1"][name].as_f64(), sender_rtp[name].as_f64());
+        let (ours, theirs) = (ours.unwrap(), theirs.unwrap());
+        assert!(
+            (ours - theirs).abs() <= ours.abs() * 1e-15,
+            "{name}: {ours} vs {theirs}"
+        );
+    }
+    assert_eq!(logged["1"]["packets"], sender_rtp["packets"]);
+    let text = decode(&log, &[]);
+    text.assert_success();
+    assert!(
+        text.stdout
+            .contains("Flow 1 RTP jitter (RFC 3550, against RTP timestamps)")
+            && !text.stdout.contains("Flow 2 RTP jitter"),
+        "{}",
+        text.stdout
+    );
+}

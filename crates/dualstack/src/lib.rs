@@ -5,6 +5,11 @@
 //! - [`select`]: destination address selection (RFC 6724 §6) with the policy table of
 //!   §2.1, and `/etc/gai.conf`'s `label`/`precedence` lines.
 //! - [`eyeballs`]: the Happy Eyeballs connection-attempt state machine (RFC 8305 §4–§5).
+//!
+//! Nothing here opens a socket, resolves a name or reads a clock: callers pass text,
+//! addresses and instants (`wire::time`) in and get decisions out.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod eyeballs;
 pub mod hostport;
