@@ -3,7 +3,7 @@
 //! (`conform-action`, `exceed-action`, `violate-action`). Green is conform, yellow
 //! exceed, red violate. The meter counts the IP packet's bytes (RFC 2697/2698).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use wire::time::Instant;
 
 use crate::mark::{set_dscp_v4, set_dscp_v6};
@@ -42,7 +42,7 @@ pub struct Actions {
 }
 
 /// A policer's counters.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PoliceStats {
     /// Packets transmitted unchanged.
     pub transmitted: u64,

@@ -14,7 +14,7 @@
 //! Every drop is counted per class with its reason; the queueing delay of each class
 //! (time in the class queue before the ring) is kept as a histogram.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use wire::time::Instant;
 
 use crate::cbwfq::{Cbwfq, Class, Priority, Scheduler, Share};
@@ -92,7 +92,7 @@ fn key_name<S: serde::Serializer>(k: &KeyKind, s: S) -> Result<S::Ok, S::Error> 
 }
 
 /// A reservation table's counters.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReservationStats {
     /// Its name.
     pub name: String,
@@ -171,7 +171,7 @@ pub enum PolicyError {
 }
 
 /// Drops of one class, by reason.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Drops {
     /// By the class's `police`.
     pub police: u64,
@@ -193,7 +193,7 @@ impl Drops {
 }
 
 /// Counters of one class.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClassStats {
     /// The class's name.
     pub name: String,

@@ -22,7 +22,7 @@
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use wire::time::Instant;
 
 /// A drop profile.
@@ -109,7 +109,7 @@ pub enum Decision {
 }
 
 /// Counters per DSCP profile.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WredStats {
     /// Arrivals seen.
     pub arrivals: u64,

@@ -1,8 +1,9 @@
-//! `dualperf route`: a userspace IPv4/IPv6 router. The decisions are `qos`'s
-//! (`forward::Forwarder`, one `link::Link` or service policy per egress); `engine.rs`
-//! moves frames between them and `AF_PACKET` rings; `aux.rs` is the second thread that
-//! writes the stats file, captures and log lines, so nothing on the forwarding thread
-//! waits for a disk.
+//! `dualperf route`: a userspace IPv4/IPv6 router, the driver of the sans-IO `router`
+//! crate. The decisions are `router`'s (`forward::Forwarder`) and `qos`'s (one
+//! `link::Link` or service policy per egress); the configuration, QoS file and stats
+//! document are `router`'s types. `engine.rs` moves frames between them and `AF_PACKET`
+//! rings; `aux.rs` is the second thread that writes the stats file, captures and log
+//! lines, so nothing on the forwarding thread waits for a disk.
 
 mod aux;
 mod engine;
@@ -12,14 +13,15 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use lab::topology::{Loss, RouterConfig};
 use netio::packet::{PacketSocket, RingConfig};
 
 use self::aux::{Aux, Sinks};
 use self::engine::{CpuBase, Engine};
-use qos::forward::{Forwarder, Interface, Route};
-use qos::link::{Link, LinkParams, LossModel};
+use qos::link::{Link, LinkParams};
 use qos::policy::Policy;
+use router::config::RouterConfig;
+use router::forward::{Forwarder, Interface, Route};
+use router::stats::{PolicyStats, QosReloads};
 use wire::ethernet;
 use wire::time::{Duration, Instant};
 
@@ -146,13 +148,13 @@ impl Egress {
         }
     }
 
-    fn qos_json(&self) -> serde_json::Value {
+    fn qos_stats(&self) -> Option<PolicyStats> {
         match self {
-            Self::Link(_) => serde_json::Value::Null,
-            Self::Policy(p) => serde_json::json!({
-                "policy": p.name(),
-                "classes": p.stats(),
-                "reservations": p.reservation_stats(),
+            Self::Link(_) => None,
+            Self::Policy(p) => Some(PolicyStats {
+                policy: p.name().to_owned(),
+                classes: p.stats(),
+                reservations: p.reservation_stats(),
             }),
         }
     }
@@ -174,24 +176,6 @@ struct Config {
 fn prefix<A: std::str::FromStr>(s: &str) -> Option<(A, u8)> {
     let (a, len) = s.split_once('/')?;
     Some((a.parse().ok()?, len.parse().ok()?))
-}
-
-fn loss(l: Loss) -> LossModel {
-    match l {
-        Loss::None => LossModel::None,
-        Loss::Bernoulli { p } => LossModel::Bernoulli { p },
-        Loss::GilbertElliott {
-            p,
-            r,
-            loss_good,
-            loss_bad,
-        } => LossModel::GilbertElliott {
-            p,
-            r,
-            loss_good,
-            loss_bad,
-        },
-    }
 }
 
 /// Whether `ip` is in the benchmarking ranges (198.18.0.0/15, RFC 2544; 2001:2::/48,
@@ -261,7 +245,7 @@ fn config(file: &RouterConfig) -> std::result::Result<Config, String> {
             overhead_bytes: 0,
             delay: Duration::from_nanos(e.delay_ns),
             jitter: Duration::from_nanos(e.jitter_ns),
-            loss: loss(e.loss),
+            loss: e.loss,
             limit_packets: Some(e.limit_packets),
             limit_bytes: e.limit_bytes,
         };
@@ -367,7 +351,7 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
         Err(e) => usage!("{}: {e}", args.config.display()),
     };
     let start = Instant::from_nanos(netio::clock::mono_ns());
-    let mut qos = QosState::default();
+    let mut qos = QosReloads::default();
     let links = match load_egress(&cfg, args.qos.as_deref(), start) {
         Ok(l) => l,
         Err(e) => usage!("{e}"),
@@ -376,7 +360,7 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
     if let Some(dir) = &args.pcap {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         for name in &cfg.names {
-            let path = dir.join(format!("{}.pcap", lab::store::file_safe(name)));
+            let path = dir.join(pcap::file_name(name));
             let f = std::fs::File::create(&path)
                 .with_context(|| format!("cannot create {}", path.display()))?;
             pcaps.push(pcap::PcapWriter::new(std::io::BufWriter::new(f))?);
@@ -477,7 +461,7 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
             busy = true;
             eng.usr1_answered += u64::from(usr1);
             eng.read_kernel_drops();
-            let doc = eng.stats_json(&qos, t0 - started);
+            let doc = eng.stats(&qos, t0 - started);
             eng.aux.stats(doc);
             next_stats = t0 + 500_000_000;
         } else {
@@ -524,22 +508,11 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
         prev_turn = None;
     }
     eng.read_kernel_drops();
-    let doc = eng.stats_json(&qos, netio::clock::mono_ns() - started);
+    let doc = eng.stats(&qos, netio::clock::mono_ns() - started);
     if args.stats.is_none() {
-        eprintln!("{}", serde_json::to_string_pretty(&doc)?);
+        eprintln!("{}", serde_json::to_string_pretty(&aux::to_value(&doc))?);
     }
     eng.aux.finish(doc)
-}
-
-/// What became of the QoS file's reloads (SIGUSR2; SIGHUP, like SIGINT and SIGTERM, stops the router).
-#[derive(Debug, Default, serde::Serialize)]
-struct QosState {
-    /// Reloads that took effect (each restarts every egress's counters).
-    reloads: u64,
-    /// Reloads refused (the file did not read); the policies before stayed.
-    refused: u64,
-    /// Why the last reload was refused, until one takes effect.
-    error: Option<String>,
 }
 
 fn qos_file(args: &RouteArgs) -> String {
@@ -560,7 +533,7 @@ fn load_egress(
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            let q = lab::qosconf::QosConfig::parse(&text)
+            let q = router::qosconf::QosConfig::parse(&text)
                 .map_err(|e| format!("{}: {e}", path.display()))?;
             for (iface, _, line) in &q.service {
                 if !cfg.names.contains(iface) {
