@@ -122,3 +122,102 @@ pub struct RouterConfig {
     #[serde(default, rename = "neighbor")]
     pub neighbors: Vec<RouterNeighbor>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ROUTER: &str = r#"seed = 2
+
+[[interface]]
+name = "to-sender"
+ipv4 = "198.18.1.2/24"
+ipv6 = "2001:2:0:1::2/64"
+mtu = 1500
+mac = "02:64:70:00:01:02"
+
+[interface.emulation]
+rate_bps = 0
+delay_ns = 2000000
+jitter_ns = 1000000
+limit_packets = 1000
+
+[interface.emulation.loss]
+model = "bernoulli"
+p = 0.01
+
+[[interface]]
+name = "to-r2"
+ipv4 = "198.18.2.1/24"
+ipv6 = "2001:2:0:2::1/64"
+mtu = 1500
+
+[interface.emulation]
+rate_bps = 10000000
+delay_ns = 0
+jitter_ns = 0
+limit_packets = 100
+limit_bytes = 150000
+
+[interface.emulation.loss]
+model = "gilbert_elliott"
+p = 0.01
+r = 0.25
+loss_good = 0.0
+loss_bad = 1.0
+
+[[route]]
+prefix = "198.18.3.0/24"
+via = "198.18.2.2"
+interface = "to-r2"
+
+[[neighbor]]
+interface = "to-sender"
+ip = "198.18.1.1"
+mac = "02:64:70:00:01:01"
+"#;
+
+    #[test]
+    fn the_file_lab_up_writes_reads_and_writes_back_byte_for_byte() {
+        let c: RouterConfig = toml::from_str(ROUTER).unwrap();
+        assert_eq!(
+            c.interfaces[0].emulation.loss,
+            LossModel::Bernoulli { p: 0.01 }
+        );
+        assert_eq!(
+            c.interfaces[1].emulation.loss,
+            LossModel::GilbertElliott {
+                p: 0.01,
+                r: 0.25,
+                loss_good: 0.0,
+                loss_bad: 1.0
+            }
+        );
+        assert_eq!(c.interfaces[1].mac, None);
+        assert_eq!(toml::to_string(&c).unwrap(), ROUTER);
+        // As JSON (a lab's state and a run's record keep router configurations so).
+        let json = serde_json::to_value(&c.interfaces[0].emulation).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "rate_bps": 0, "delay_ns": 2_000_000, "jitter_ns": 1_000_000,
+                "loss": {"model": "bernoulli", "p": 0.01},
+                "limit_packets": 1000, "limit_bytes": null,
+            })
+        );
+        let none = serde_json::json!({"model": "none"});
+        assert_eq!(serde_json::to_value(LossModel::None).unwrap(), none);
+        assert_eq!(
+            serde_json::from_value::<LossModel>(none).unwrap(),
+            LossModel::None
+        );
+        let back: RouterConfig = serde_json::from_value(serde_json::to_value(&c).unwrap()).unwrap();
+        assert_eq!(back, c);
+    }
+
+    #[test]
+    fn unknown_keys_are_refused() {
+        let bad = ROUTER.replace("seed = 2", "seed = 2\nspeed = 3");
+        assert!(toml::from_str::<RouterConfig>(&bad).is_err());
+    }
+}
