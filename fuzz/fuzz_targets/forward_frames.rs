@@ -5,7 +5,7 @@
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use libfuzzer_sys::fuzz_target;
-use qos::forward::{Forwarder, Interface, Route};
+use router::forward::{Forwarder, Interface, Route};
 use wire::ethernet::{self, EtherType};
 
 fn router() -> Forwarder {

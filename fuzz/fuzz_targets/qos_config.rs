@@ -14,7 +14,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(&data[..split]) else {
         return;
     };
-    let Ok(cfg) = lab::qosconf::QosConfig::parse(text) else {
+    let Ok(cfg) = router::qosconf::QosConfig::parse(text) else {
         return;
     };
     let frames = data.get(split + 1..).unwrap_or_default();

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use lab::netlab;
 use lab::topology::Topology;
+use router::stats::RouterStats;
 
 use crate::usage;
 
@@ -129,19 +130,16 @@ pub(crate) fn run(args: LabArgs) -> Result<()> {
             if !asked.is_empty() {
                 std::thread::sleep(std::time::Duration::from_millis(200));
             }
-            let routers: Vec<serde_json::Value> = state
+            let routers: Vec<RouterStatus> = state
                 .routers
                 .iter()
-                .map(|r| {
-                    let stats = std::fs::read(&r.stats)
+                .map(|r| RouterStatus {
+                    node: r.node.clone(),
+                    pid: r.pid,
+                    running: running(r.pid),
+                    stats: std::fs::read(&r.stats)
                         .ok()
-                        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
-                    serde_json::json!({
-                        "node": r.node,
-                        "pid": r.pid,
-                        "running": std::path::Path::new(&format!("/proc/{}", r.pid)).exists(),
-                        "stats": stats,
-                    })
+                        .and_then(|b| serde_json::from_slice(&b).ok()),
                 })
                 .collect();
             if json {
@@ -155,16 +153,14 @@ pub(crate) fn run(args: LabArgs) -> Result<()> {
             for r in routers {
                 println!(
                     "router {} pid {} {}",
-                    r["node"].as_str().unwrap_or_default(),
-                    r["pid"],
-                    if r["running"] == true {
-                        "running"
-                    } else {
-                        "NOT RUNNING"
-                    }
+                    r.node,
+                    r.pid,
+                    if r.running { "running" } else { "NOT RUNNING" }
                 );
-                print_loop(&r["stats"]);
-                print_qos(&r["stats"]);
+                if let Some(stats) = &r.stats {
+                    print_loop(stats);
+                    print_qos(stats);
+                }
             }
             Ok(())
         }
@@ -205,17 +201,20 @@ fn print_nodes(state: &netlab::LabState) {
     }
 }
 
+/// A lab router as `lab status` shows it: its process and its stats file.
+#[derive(serde::Serialize)]
+struct RouterStatus {
+    node: String,
+    pid: u32,
+    running: bool,
+    /// Its stats file; `None` when it has none yet or it does not read.
+    stats: Option<RouterStats>,
+}
+
 /// A router's forwarding loop: did it stall (see `loop` in docs/output.md)?
-fn print_loop(stats: &serde_json::Value) {
-    let l = &stats["loop"];
-    let (Some(turn), Some(gap)) = (l["max_turn_ns"].as_u64(), l["max_gap_ns"].as_u64()) else {
-        return;
-    };
-    let n = |k: &str| l[k].as_u64().unwrap_or(0);
-    let sched = match (
-        l["involuntary_switches"].as_u64(),
-        l["runqueue_wait_ns"].as_u64(),
-    ) {
+fn print_loop(stats: &RouterStats) {
+    let l = &stats.looped;
+    let sched = match (l.involuntary_switches, l.runqueue_wait_ns) {
         (Some(k), Some(w)) => format!(
             "; other tasks took its CPU {k} times, {:.1} ms in all",
             w as f64 / 1e6
@@ -224,46 +223,36 @@ fn print_loop(stats: &serde_json::Value) {
     };
     println!(
         "  loop: longest turn {:.3} ms, longest gap {:.3} ms, turns over 1 ms {}, gaps over 1 ms {}{sched}",
-        turn as f64 / 1e6,
-        gap as f64 / 1e6,
-        n("turns_over_1ms"),
-        n("gaps_over_1ms"),
+        l.max_turn_ns as f64 / 1e6,
+        l.max_gap_ns as f64 / 1e6,
+        l.turns_over_1ms,
+        l.gaps_over_1ms,
     );
 }
 
 /// Per-class counters of a router's service policies, one line per class.
-fn print_qos(stats: &serde_json::Value) {
-    let Some(ifaces) = stats["interfaces"].as_array() else {
-        return;
-    };
-    for i in ifaces {
-        let Some(classes) = i["qos"]["classes"].as_array() else {
+fn print_qos(stats: &RouterStats) {
+    for i in &stats.interfaces {
+        let Some(qos) = &i.qos else {
             continue;
         };
-        println!(
-            "  {} service-policy output {}",
-            i["name"].as_str().unwrap_or_default(),
-            i["qos"]["policy"].as_str().unwrap_or_default()
-        );
-        for c in classes {
-            let d = &c["dropped"];
-            let n = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
-            let ms = |v: &serde_json::Value| {
-                v.as_f64().map_or("-".into(), |x| format!("{:.2}", x / 1e6))
-            };
+        println!("  {} service-policy output {}", i.name, qos.policy);
+        for c in &qos.classes {
+            let d = &c.dropped;
+            let ms = |v: Option<u64>| v.map_or("-".into(), |x| format!("{:.2}", x as f64 / 1e6));
             println!(
                 "    {:<16} offered {:>9}  sent {:>9}  queued {:>4}  dropped: police {} priority-policer {} wred {}+{} queue-limit {}  queue delay p50 {} p99 {} ms",
-                c["name"].as_str().unwrap_or_default(),
-                n(&c["offered_packets"]),
-                n(&c["sent_packets"]),
-                n(&c["queued_packets"]),
-                n(&d["police"]),
-                n(&d["priority_policer"]),
-                n(&d["wred_early"]),
-                n(&d["wred_forced"]),
-                n(&d["queue_limit"]),
-                ms(&c["queue_delay"]["p50_ns"]),
-                ms(&c["queue_delay"]["p99_ns"]),
+                c.name,
+                c.offered_packets,
+                c.sent_packets,
+                c.queued_packets,
+                d.police,
+                d.priority_policer,
+                d.wred_early,
+                d.wred_forced,
+                d.queue_limit,
+                ms(c.queue_delay.p50_ns),
+                ms(c.queue_delay.p99_ns),
             );
         }
     }

@@ -55,6 +55,11 @@ const DOCS: &[Doc] = &[
         schema: || schemars::schema_for!(lab::store::RunRecord),
     },
     Doc {
+        name: "router-stats",
+        what: "dualperf route --stats FILE (also in lab status --json and lab run records)",
+        schema: || schemars::schema_for!(router::stats::RouterStats),
+    },
+    Doc {
         name: "report",
         what: "dualperf report DIR --json",
         schema: report::schema,

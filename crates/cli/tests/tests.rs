@@ -29,6 +29,8 @@ mod json_shape;
 mod lab;
 #[path = "tests/lab_qos.rs"]
 mod lab_qos;
+#[path = "tests/layers.rs"]
+mod layers;
 #[path = "tests/loopback.rs"]
 mod loopback;
 #[path = "tests/marking.rs"]

@@ -19,7 +19,6 @@
 pub mod index;
 pub mod netlab;
 pub mod plan;
-pub mod qosconf;
 pub mod runner;
 pub mod store;
 pub mod tables;

@@ -25,6 +25,7 @@ use std::time::{Duration as StdDuration, Instant as StdInstant};
 use serde::{Deserialize, Serialize};
 
 use crate::topology::{Kind, Topology};
+use router::stats::RouterStats;
 
 /// Where lab state lives.
 pub const STATE_ROOT: &str = "/run/dualperf/labs";
@@ -435,14 +436,7 @@ pub fn qos_path(name: &str, node: &str) -> PathBuf {
 pub fn set_qos(name: &str, node: &str, text: Option<&str>) -> Result<(), LabError> {
     let r = router(name, node)?;
     let reloads = |stats: &Path| -> (u64, u64) {
-        let doc: serde_json::Value = std::fs::read(stats)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default();
-        (
-            doc["qos"]["reloads"].as_u64().unwrap_or(0),
-            doc["qos"]["refused"].as_u64().unwrap_or(0),
-        )
+        read_stats(stats).map_or((0, 0), |d| (d.qos.reloads, d.qos.refused))
     };
     let before = reloads(&r.stats);
     let path = qos_path(name, node);
@@ -455,15 +449,12 @@ pub fn set_qos(name: &str, node: &str, text: Option<&str>) -> Result<(), LabErro
             return Ok(());
         }
         if now.1 > before.1 {
-            let doc: serde_json::Value = std::fs::read(&r.stats)
-                .ok()
-                .and_then(|b| serde_json::from_slice(&b).ok())
-                .unwrap_or_default();
+            let error = read_stats(&r.stats).and_then(|d| d.qos.error);
             return Err(LabError::Router {
                 node: node.into(),
                 log: format!(
                     "refused the QoS file: {}",
-                    doc["qos"]["error"].as_str().unwrap_or("(no reason given)")
+                    error.as_deref().unwrap_or("(no reason given)")
                 ),
             });
         }
@@ -487,26 +478,24 @@ fn router(name: &str, node: &str) -> Result<RouterProc, LabError> {
         .ok_or_else(|| LabError::NotFound(format!("lab '{name}' has no router '{node}'")))
 }
 
+/// A router's stats file, if it reads.
+fn read_stats(path: &Path) -> Option<RouterStats> {
+    std::fs::read(path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+}
+
 /// Router `node`'s counters, fresh (SIGUSR1, then its stats file once rewritten).
-pub fn router_stats(name: &str, node: &str) -> Result<serde_json::Value, LabError> {
+pub fn router_stats(name: &str, node: &str) -> Result<RouterStats, LabError> {
     let r = router(name, node)?;
-    let read = |p: &Path| -> Option<serde_json::Value> {
-        std::fs::read(p)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-    };
     // The router counts the snapshots SIGUSR1 asked for: one that counts more than the
     // file did before the signal was taken after it (its writer thread may still be
     // writing an older one when the signal comes).
-    let answered = |doc: &Option<serde_json::Value>| {
-        doc.as_ref()
-            .and_then(|d| d["usr1_answered"].as_u64())
-            .unwrap_or(0)
-    };
-    let before = answered(&read(&r.stats));
+    let answered = |path: &Path| read_stats(path).map_or(0, |d| d.usr1_answered);
+    let before = answered(&r.stats);
     run(&["kill", "-USR1", &r.pid.to_string()])?;
     let deadline = StdInstant::now() + StdDuration::from_secs(5);
-    while answered(&read(&r.stats)) <= before && StdInstant::now() < deadline {
+    while answered(&r.stats) <= before && StdInstant::now() < deadline {
         std::thread::sleep(StdDuration::from_millis(10));
     }
     let bytes = std::fs::read(&r.stats).map_err(io(&r.stats))?;

@@ -13,6 +13,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::plan::{Plan, Run};
 use crate::store::{Background, RunRecord, Store, StoreError, FORMAT_VERSION};
 use results::send::SendReport;
+use router::stats::RouterStats;
 
 /// Why a plan stopped.
 #[derive(Debug, thiserror::Error)]
@@ -517,15 +518,11 @@ pub const ROUTER_STALL_LIMIT_NS: u64 = 1_000_000;
 
 /// The routers whose loop stalled longer than [`ROUTER_STALL_LIMIT_NS`], with their
 /// longest turn or gap.
-fn stalls(routers: &BTreeMap<String, serde_json::Value>) -> BTreeMap<String, u64> {
+fn stalls(routers: &BTreeMap<String, RouterStats>) -> BTreeMap<String, u64> {
     routers
         .iter()
         .filter_map(|(node, stats)| {
-            let l = &stats["loop"];
-            let worst = l["max_turn_ns"]
-                .as_u64()
-                .unwrap_or(0)
-                .max(l["max_gap_ns"].as_u64().unwrap_or(0));
+            let worst = stats.looped.max_turn_ns.max(stats.looped.max_gap_ns);
             (worst > ROUTER_STALL_LIMIT_NS).then(|| (node.clone(), worst))
         })
         .collect()
@@ -651,21 +648,20 @@ mod tests {
 
     #[test]
     fn a_router_whose_loop_turned_or_paused_over_a_millisecond_flags_the_run() {
+        let stats = |max_turn_ns, max_gap_ns| RouterStats {
+            looped: router::stats::LoopStats {
+                max_turn_ns,
+                max_gap_ns,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
         let routers = BTreeMap::from([
-            (
-                "r1".to_owned(),
-                serde_json::json!({"loop": {"max_turn_ns": 400_000, "max_gap_ns": 2_500_000}}),
-            ),
-            (
-                "r2".to_owned(),
-                serde_json::json!({"loop": {"max_turn_ns": 1_000_000, "max_gap_ns": 900_000}}),
-            ),
-            (
-                "r3".to_owned(),
-                serde_json::json!({"loop": {"max_turn_ns": 1_000_001}}),
-            ),
-            // A router that does not record its loop flags nothing.
-            ("r4".to_owned(), serde_json::json!({"cpu": {}})),
+            ("r1".to_owned(), stats(400_000, 2_500_000)),
+            ("r2".to_owned(), stats(1_000_000, 900_000)),
+            ("r3".to_owned(), stats(1_000_001, 0)),
+            // A router whose loop record is empty flags nothing.
+            ("r4".to_owned(), RouterStats::default()),
         ]);
         assert_eq!(
             stalls(&routers),

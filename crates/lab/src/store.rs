@@ -17,6 +17,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use results::send::SendReport;
+use router::stats::RouterStats;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -80,7 +81,7 @@ pub struct RunRecord {
     /// A lab's routers' counters at the end of the run (`dualperf route --stats`; they
     /// start from zero at each run).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub routers: BTreeMap<String, serde_json::Value>,
+    pub routers: BTreeMap<String, RouterStats>,
     /// Routers whose forwarding loop stalled during the run longer than
     /// [`crate::runner::ROUTER_STALL_LIMIT_NS`]: node → its longest turn or gap, ns. A
     /// stalled router held frames in its rings (or lost them), so the run's delays and
@@ -143,8 +144,8 @@ impl Column {
         if let Some(node) = &self.router {
             let stats = record.routers.get(node)?;
             return match self.metric {
-                MetricKind::CpuPerFrame => stats["cpu"]["cpu_ns_per_frame"].as_f64(),
-                MetricKind::QosPerFrame => stats["cpu"]["qos_ns_per_frame"].as_f64(),
+                MetricKind::CpuPerFrame => stats.cpu.cpu_ns_per_frame,
+                MetricKind::QosPerFrame => stats.cpu.qos_ns_per_frame,
                 _ => None,
             };
         }

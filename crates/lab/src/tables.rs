@@ -587,7 +587,13 @@ metrics = ["throughput:Mbps", "loss"]"#,
             ],
             routers: BTreeMap::from([(
                 "r1".to_owned(),
-                serde_json::json!({"cpu": {"cpu_ns_per_frame": 812.5}}),
+                router::stats::RouterStats {
+                    cpu: router::stats::CpuStats {
+                        cpu_ns_per_frame: Some(812.5),
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                },
             )]),
             router_stalls: BTreeMap::new(),
         };

@@ -39,6 +39,9 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
+use router::config::{
+    Emulation, LossModel, RouterConfig, RouterInterface, RouterNeighbor, RouterRoute,
+};
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 use traffic::units::{parse_duration, Rate};
@@ -121,47 +124,6 @@ struct LinkFile {
     limit_bytes: Option<u64>,
 }
 
-/// Random loss of a link, as configured.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "model")]
-pub enum Loss {
-    /// None.
-    None,
-    /// Each frame with probability `p` (0–1).
-    Bernoulli {
-        /// Probability.
-        p: f64,
-    },
-    /// Gilbert–Elliott: P(good→bad), P(bad→good), loss in good, loss in bad (0–1).
-    GilbertElliott {
-        /// P(good → bad).
-        p: f64,
-        /// P(bad → good).
-        r: f64,
-        /// Loss probability in the good state.
-        loss_good: f64,
-        /// Loss probability in the bad state.
-        loss_bad: f64,
-    },
-}
-
-/// What a router's egress onto a link emulates.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Emulation {
-    /// bit/s; 0 = no limit.
-    pub rate_bps: u64,
-    /// One-way propagation delay, ns.
-    pub delay_ns: u64,
-    /// Uniform jitter half-width, ns.
-    pub jitter_ns: u64,
-    /// Random loss.
-    pub loss: Loss,
-    /// Queue limit, packets.
-    pub limit_packets: u32,
-    /// Queue limit, bytes.
-    pub limit_bytes: Option<u64>,
-}
-
 /// One side of a link.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct End {
@@ -236,76 +198,11 @@ pub struct Neighbor {
     pub ifname: String,
 }
 
-/// One interface of a router, as `dualperf route --config` reads it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RouterInterface {
-    /// Kernel interface name in the router's namespace.
-    pub name: String,
-    /// The router's IPv4 address on it, with the prefix length.
-    pub ipv4: String,
-    /// The router's IPv6 address on it, with the prefix length.
-    pub ipv6: String,
-    /// IP MTU: larger packets get ICMP "fragmentation needed" / "packet too big".
-    pub mtu: u32,
-    /// What the router emulates when it sends on this interface.
-    pub emulation: Emulation,
-    /// The router's MAC on it, when not the interface's own: a lab gives the kernel's
-    /// side of a router's veth another MAC ([`kernel_mac`]), so frames for the router
-    /// reach the namespace's kernel as for another host and are dropped at its first
-    /// look, instead of being routed, refused and counted as errors.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mac: Option<String>,
-}
-
 /// The MAC a lab gives the kernel's side of a router's veth whose router answers to
 /// `mac` (`02:64:70:…` becomes `02:64:71:…`; still locally administered, never a
 /// lab address).
 pub fn kernel_mac(mac: &str) -> String {
     mac.replacen("02:64:70:", "02:64:71:", 1)
-}
-
-/// A router's route.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RouterRoute {
-    /// `198.18.4.0/24` or `2001:2:0:4::/64`.
-    pub prefix: String,
-    /// Next hop.
-    pub via: String,
-    /// Egress interface name.
-    pub interface: String,
-}
-
-/// A router's static neighbour.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RouterNeighbor {
-    /// Interface name.
-    pub interface: String,
-    /// Address.
-    pub ip: String,
-    /// MAC.
-    pub mac: String,
-}
-
-/// A `dualperf route` configuration file (TOML), written by `lab up` for each router
-/// and readable and writable by hand for a router on real interfaces.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RouterConfig {
-    /// Seed of the links' random loss and jitter.
-    #[serde(default)]
-    pub seed: u64,
-    /// Interfaces.
-    #[serde(rename = "interface")]
-    pub interfaces: Vec<RouterInterface>,
-    /// Routes beyond the interfaces' own subnets.
-    #[serde(default, rename = "route")]
-    pub routes: Vec<RouterRoute>,
-    /// Static neighbours.
-    #[serde(default, rename = "neighbor")]
-    pub neighbors: Vec<RouterNeighbor>,
 }
 
 /// A validated topology.
@@ -341,7 +238,7 @@ fn percent(s: &str) -> Option<f64> {
     (0.0..=100.0).contains(&v).then_some(v / 100.0)
 }
 
-fn parse_loss(s: &str) -> Option<Loss> {
+fn parse_loss(s: &str) -> Option<LossModel> {
     if let Some(rest) = s.strip_prefix("ge:") {
         let v: Vec<f64> = rest
             .split(',')
@@ -350,7 +247,7 @@ fn parse_loss(s: &str) -> Option<Loss> {
         let [p, r, loss_good, loss_bad] = v.as_slice() else {
             return None;
         };
-        return Some(Loss::GilbertElliott {
+        return Some(LossModel::GilbertElliott {
             p: *p,
             r: *r,
             loss_good: *loss_good,
@@ -359,9 +256,9 @@ fn parse_loss(s: &str) -> Option<Loss> {
     }
     let p = percent(s)?;
     Some(if p == 0.0 {
-        Loss::None
+        LossModel::None
     } else {
-        Loss::Bernoulli { p }
+        LossModel::Bernoulli { p }
     })
 }
 
@@ -499,7 +396,7 @@ impl Topology {
             let delay_ns = dur(&lf.delay, "delay")?;
             let jitter_ns = dur(&lf.jitter, "jitter")?;
             let loss = match &lf.loss {
-                None => Loss::None,
+                None => LossModel::None,
                 Some(s) => parse_loss(s).ok_or_else(|| {
                     err(
                         line,
@@ -567,7 +464,7 @@ impl Topology {
         if self.nodes.get(i).map(|n| n.kind) != Some(Kind::Router) {
             return Err("only a router takes qos".into());
         }
-        let cfg = crate::qosconf::QosConfig::parse(text).map_err(|e| e.to_string())?;
+        let cfg = router::qosconf::QosConfig::parse(text).map_err(|e| e.to_string())?;
         let ends: Vec<(String, u64)> = self
             .ends_of(i)
             .map(|(l, mine, _)| (mine.ifname.clone(), l.emulation.rate_bps))
@@ -870,7 +767,7 @@ mod tests {
         let t = Topology::parse(&ge).unwrap();
         assert_eq!(
             t.links[0].emulation.loss,
-            Loss::GilbertElliott {
+            LossModel::GilbertElliott {
                 p: 0.01,
                 r: 0.25,
                 loss_good: 0.0,

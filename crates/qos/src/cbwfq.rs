@@ -35,7 +35,7 @@ use crate::wfq::{Wfq, WfqClass};
 use crate::{DropReason, Verdict};
 
 /// The priority class.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Priority {
     /// Rate of its conditional policer, bit/s.
     pub rate_bps: u64,
@@ -53,7 +53,7 @@ impl Priority {
 }
 
 /// A bandwidth class: its share (any unit, only ratios count) and queue limit.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Share {
     /// Relative bandwidth (kbit/s, percent, …).
     pub weight: u32,
@@ -62,7 +62,7 @@ pub struct Share {
 }
 
 /// Where a packet goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub enum Class {
     /// The priority (LLQ) class.
     Priority,
@@ -71,7 +71,7 @@ pub enum Class {
 }
 
 /// Counters of one class.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ClassStats {
     /// Packets offered.
     pub offered_packets: u64,
@@ -90,7 +90,7 @@ pub struct ClassStats {
 }
 
 /// How the bandwidth classes (and, under MDRR, the priority class) are served.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Scheduler {
     /// Deficit round robin, quanta ∝ weight; the priority class strictly first.

@@ -15,7 +15,7 @@ use crate::fq::FairQueue;
 use crate::{DropReason, Verdict};
 
 /// A class's configuration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct DrrClass {
     /// Bytes added to the deficit at each turn (> 0).
     pub quantum_bytes: u32,
@@ -24,7 +24,7 @@ pub struct DrrClass {
 }
 
 /// A class's counters.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct DrrStats {
     /// Packets enqueued.
     pub enqueued: u64,

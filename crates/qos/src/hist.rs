@@ -7,7 +7,7 @@
 //! are kept beside the buckets, and a percentile is clamped into [min, max], so constant
 //! samples come back exactly.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 const SUB_BITS: u32 = 6;
 const SUB: u64 = 1 << SUB_BITS;
@@ -102,7 +102,7 @@ impl Histogram {
 }
 
 /// Percentiles of a [`Histogram`] (`null` when there are no values).
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Summary {
     /// Values recorded.
     pub count: u64,

@@ -13,7 +13,6 @@
 //! Modules:
 //! - [`link`]: a link with a rate, propagation delay and jitter, random loss (Bernoulli
 //!   or Gilbert–Elliott) and a tail-drop queue limited in packets and/or bytes.
-//! - [`forward`]: the forwarding decisions of an IPv4/IPv6 router, frame in → frame out.
 //! - [`bucket`]: a token bucket in exact integer arithmetic.
 //! - [`cbwfq`]: LLQ + CBWFQ in front of a link used as the tx-ring.
 //! - [`classify`]: packet fields, first-match class maps, and reservation tables keyed
@@ -30,6 +29,9 @@
 //! - [`wfq`]: class-based weighted fair queueing by self-clocked finish tags (SCFQ).
 //! - [`wred`]: WRED's drop decision with Cisco's semantics and a selectable count rule.
 //! - [`hist`]: a log-linear histogram for delay percentiles.
+//!
+//! The forwarding decisions (ARP, NDP, ICMP, routes) and the router's configuration are
+//! the `router` crate's, built on this one.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -37,7 +39,6 @@ pub mod bucket;
 pub mod cbwfq;
 pub mod classify;
 pub mod drr;
-pub mod forward;
 pub mod fq;
 pub mod hist;
 pub mod link;
@@ -74,7 +75,7 @@ pub fn prefix_match(addr: std::net::IpAddr, prefix: std::net::IpAddr, len: u8) -
 }
 
 /// Why a packet was dropped.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DropReason {
     /// The queue already held its limit of packets (tail drop).

@@ -46,14 +46,14 @@ use std::collections::VecDeque;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use wire::time::{Duration, Instant};
 
 use crate::hist::{Histogram, Summary};
 use crate::{DropReason, Verdict};
 
 /// Random loss on the wire.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", tag = "model")]
 pub enum LossModel {
     /// Nothing is lost.
@@ -99,7 +99,7 @@ impl LossModel {
 }
 
 /// A link's configuration.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LinkParams {
     /// Serialization rate, bit/s; 0 = no serialization delay.
     pub rate_bps: u64,
@@ -202,7 +202,7 @@ impl LinkParams {
 }
 
 /// A link's counters.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LinkStats {
     /// Frames offered to `enqueue`.
     pub offered_packets: u64,

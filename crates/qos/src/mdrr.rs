@@ -39,7 +39,7 @@ use wire::time::Instant;
 use crate::{DropReason, Verdict};
 
 /// A queue's configuration (the LLQ's or an ordinary class's).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct MdrrClass {
     /// Bytes added to the deficit at each turn (> 0; Cisco advises ≥ the MTU).
     pub quantum_bytes: u32,
@@ -48,7 +48,7 @@ pub struct MdrrClass {
 }
 
 /// How the low-latency queue is served.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LowLatencyMode {
     /// Whenever it is non-empty; it can starve the ordinary queues.
@@ -58,7 +58,7 @@ pub enum LowLatencyMode {
 }
 
 /// Which queue a packet goes to or came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MdrrTarget {
     /// The low-latency queue.
@@ -68,7 +68,7 @@ pub enum MdrrTarget {
 }
 
 /// A queue's counters.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct MdrrStats {
     /// Packets accepted into the queue.
     pub enqueued: u64,

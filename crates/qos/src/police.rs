@@ -3,14 +3,14 @@
 //! (`conform-action`, `exceed-action`, `violate-action`). Green is conform, yellow
 //! exceed, red violate. The meter counts the IP packet's bytes (RFC 2697/2698).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use wire::time::Instant;
 
 use crate::mark::{set_dscp_v4, set_dscp_v6};
 use crate::tcm::{Colour, SrTcm, TrTcm};
 
 /// What to do with a packet of one colour.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Action {
     /// Send it on.
@@ -31,7 +31,7 @@ pub enum Meter {
 }
 
 /// Actions per colour.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Actions {
     /// Green.
     pub conform: Action,
@@ -42,7 +42,7 @@ pub struct Actions {
 }
 
 /// A policer's counters.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PoliceStats {
     /// Packets transmitted unchanged.
     pub transmitted: u64,

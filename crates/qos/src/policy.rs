@@ -14,7 +14,7 @@
 //! Every drop is counted per class with its reason; the queueing delay of each class
 //! (time in the class queue before the ring) is kept as a histogram.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use wire::time::Instant;
 
 use crate::cbwfq::{Cbwfq, Class, Priority, Scheduler, Share};
@@ -28,7 +28,7 @@ use crate::wred::{Decision, Wred, WredError, WredParams, WredStats};
 use crate::{DropReason, Verdict};
 
 /// A policer's configuration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub enum PoliceParams {
     /// `police cir bc be`: single rate (RFC 2697); be = 0 makes it two-colour.
     Single(SrTcmParams, Actions),
@@ -37,7 +37,7 @@ pub enum PoliceParams {
 }
 
 /// How a class is queued.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub enum Queueing {
     /// `priority`: the low-latency queue with its conditional policer.
     Priority(Priority),
@@ -46,7 +46,7 @@ pub enum Queueing {
 }
 
 /// One class of a policy.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ClassParams {
     /// The class's name (`class-default` for the last).
     pub name: String,
@@ -70,12 +70,13 @@ pub struct ClassParams {
 /// are keyed by the 5-tuple or the IPv6 flow-label 3-tuple, and a flow whose first
 /// packet matches `admit` is reserved then (a stand-in for its RSVP signalling), up to
 /// `max_flows`. A class map selects reserved flows with [`Cond::Reserved`].
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ReservationParams {
     /// The table's name.
     pub name: String,
     /// Its key.
     #[serde(serialize_with = "key_name")]
+    #[schemars(with = "String")]
     pub key: KeyKind,
     /// Most flows it holds.
     pub max_flows: usize,
@@ -92,7 +93,7 @@ fn key_name<S: serde::Serializer>(k: &KeyKind, s: S) -> Result<S::Ok, S::Error> 
 }
 
 /// A reservation table's counters.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReservationStats {
     /// Its name.
     pub name: String,
@@ -133,7 +134,7 @@ struct Table {
 }
 
 /// A compiled policy-map.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct PolicyParams {
     /// The policy-map's name.
     pub name: String,
@@ -171,7 +172,7 @@ pub enum PolicyError {
 }
 
 /// Drops of one class, by reason.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Drops {
     /// By the class's `police`.
     pub police: u64,
@@ -193,7 +194,7 @@ impl Drops {
 }
 
 /// Counters of one class.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ClassStats {
     /// The class's name.
     pub name: String,

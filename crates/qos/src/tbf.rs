@@ -15,7 +15,7 @@ use crate::bucket::Bucket;
 use crate::{DropReason, Qdisc, Verdict};
 
 /// Shaper parameters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct TbfParams {
     /// Rate, bit/s (a multiple of 8 for exact byte accounting).
     pub rate_bps: u64,
@@ -26,7 +26,7 @@ pub struct TbfParams {
 }
 
 /// Shaper counters.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct TbfStats {
     /// Packets sent.
     pub sent_packets: u64,

@@ -20,7 +20,7 @@ use wire::time::Instant;
 use crate::bucket::Bucket;
 
 /// A packet's colour.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Colour {
     /// Within the committed rate and burst.
@@ -32,7 +32,7 @@ pub enum Colour {
 }
 
 /// Packets and bytes by colour.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ColourStats {
     /// Green packets.
     pub green_packets: u64,
@@ -69,7 +69,7 @@ impl ColourStats {
 }
 
 /// srTCM parameters (RFC 2697 §2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct SrTcmParams {
     /// Committed information rate, bit/s.
     pub cir_bps: u64,
@@ -136,7 +136,7 @@ impl SrTcm {
 }
 
 /// trTCM parameters (RFC 2698 §2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct TrTcmParams {
     /// Committed information rate, bit/s.
     pub cir_bps: u64,

@@ -43,7 +43,7 @@ use crate::{DropReason, Verdict};
 const MAX_SCALE: u128 = 1 << 64;
 
 /// A class's configuration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct WfqClass {
     /// Weight φ (> 0; zero is raised to 1). Shares are proportional to it.
     pub weight: u32,
@@ -52,7 +52,7 @@ pub struct WfqClass {
 }
 
 /// A class's counters.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct WfqStats {
     /// Packets accepted into the queue.
     pub enqueued: u64,

@@ -22,11 +22,11 @@
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use wire::time::Instant;
 
 /// A drop profile.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Profile {
     /// Minimum threshold, packets.
     pub min_th: u32,
@@ -51,7 +51,7 @@ impl Profile {
 }
 
 /// How the probability grows with the packets since the last drop.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CountRule {
     /// pa = pb.
@@ -64,7 +64,7 @@ pub enum CountRule {
 }
 
 /// WRED parameters.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct WredParams {
     /// EWMA weight 2⁻ⁿ: n.
     pub weight_exp: u8,
@@ -97,7 +97,7 @@ pub enum WredError {
 }
 
 /// What WRED decided for an arrival.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
     /// Keep it.
@@ -109,7 +109,7 @@ pub enum Decision {
 }
 
 /// Counters per DSCP profile.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WredStats {
     /// Arrivals seen.
     pub arrivals: u64,

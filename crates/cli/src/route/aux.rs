@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use anyhow::{Context, Result};
+use router::stats::{RouterStats, WriterStats};
 
 use super::pcap::PcapWriter;
 
@@ -37,36 +38,17 @@ enum Msg {
 #[derive(Debug, Default)]
 struct Shared {
     /// The newest snapshot the writer has not taken yet.
-    slot: Mutex<Option<serde_json::Value>>,
+    slot: Mutex<Option<RouterStats>>,
     stats_writes: AtomicU64,
     stats_write_failures: AtomicU64,
     max_stats_write_ns: AtomicU64,
-}
-
-/// The counters of the hand-over, in the stats file as `writer`.
-#[derive(Debug, Default, serde::Serialize)]
-pub(super) struct WriterStats {
-    /// Stats files written (each replaces the last, whole).
-    stats_writes: u64,
-    /// Writes that failed (the error went to the log).
-    stats_write_failures: u64,
-    /// The longest a stats write took, ns: how long the disk made the writer wait,
-    /// while forwarding went on.
-    max_stats_write_ns: u64,
-    /// Snapshots replaced by a newer one before the writer could take them.
-    stats_superseded: u64,
-    /// Frames not captured because the writer was behind (the pcap misses them; the
-    /// frames themselves were forwarded).
-    pcap_dropped: u64,
-    /// Log lines lost the same way.
-    log_dropped: u64,
 }
 
 /// The forwarding thread's handle on the writer thread.
 pub(super) struct Aux {
     tx: Option<SyncSender<Msg>>,
     /// A snapshot the channel had no room for: sent first on the next try.
-    waiting: Option<serde_json::Value>,
+    waiting: Option<RouterStats>,
     shared: Arc<Shared>,
     superseded: u64,
     pcap_dropped: u64,
@@ -117,7 +99,7 @@ impl Aux {
     }
 
     /// Hand a stats snapshot over; a newer one replaces one still waiting.
-    pub(super) fn stats(&mut self, doc: serde_json::Value) {
+    pub(super) fn stats(&mut self, doc: RouterStats) {
         if self.waiting.replace(doc).is_some() {
             self.superseded += 1;
         }
@@ -133,11 +115,10 @@ impl Aux {
         let Ok(mut slot) = self.shared.slot.try_lock() else {
             return;
         };
-        if slot
-            .replace(self.waiting.take().unwrap_or_default())
-            .is_some()
-        {
-            self.superseded += 1;
+        if let Some(doc) = self.waiting.take() {
+            if slot.replace(doc).is_some() {
+                self.superseded += 1;
+            }
         }
         drop(slot);
         if let Some(tx) = &self.tx {
@@ -181,7 +162,7 @@ impl Aux {
 
     /// Hand over the last snapshot (waiting for the slot: forwarding has stopped),
     /// then let the writer finish: it writes it, flushes the captures, and is joined.
-    pub(super) fn finish(mut self, doc: serde_json::Value) -> Result<()> {
+    pub(super) fn finish(mut self, doc: RouterStats) -> Result<()> {
         self.waiting = None;
         *self.shared.slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(doc);
         drop(self.tx.take());
@@ -241,15 +222,18 @@ fn writer(rx: mpsc::Receiver<Msg>, mut sinks: Sinks, shared: &Shared) -> Result<
 
 /// Replace the stats file (if there is one) with `doc`, whole: written beside it, then
 /// renamed over it.
-fn write_stats(sinks: &Sinks, shared: &Shared, doc: &serde_json::Value) {
+fn write_stats(sinks: &Sinks, shared: &Shared, doc: &RouterStats) {
     let Some(path) = &sinks.stats else { return };
     let t0 = std::time::Instant::now();
     if !sinks.stats_delay.is_zero() {
         std::thread::sleep(sinks.stats_delay);
     }
     let tmp = path.with_extension("json.tmp");
-    let ok = std::fs::write(&tmp, serde_json::to_vec_pretty(doc).unwrap_or_default())
-        .and_then(|()| std::fs::rename(&tmp, path));
+    let ok = std::fs::write(
+        &tmp,
+        serde_json::to_vec_pretty(&to_value(doc)).unwrap_or_default(),
+    )
+    .and_then(|()| std::fs::rename(&tmp, path));
     let took = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
     shared.max_stats_write_ns.fetch_max(took, Ordering::Relaxed);
     match ok {
@@ -264,4 +248,10 @@ fn write_stats(sinks: &Sinks, shared: &Shared, doc: &serde_json::Value) {
             );
         }
     }
+}
+
+/// The stats document as JSON, its keys sorted at every level as the file has always
+/// had them (the document goes through a map).
+pub(super) fn to_value(doc: &RouterStats) -> serde_json::Value {
+    serde_json::to_value(doc).unwrap_or_default()
 }

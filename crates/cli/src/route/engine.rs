@@ -1,4 +1,4 @@
-//! The forwarding loop: AF_PACKET rings ⇄ the `qos` forwarder and egress links.
+//! The forwarding loop: AF_PACKET rings ⇄ the `router` forwarder and egress links.
 //!
 //! One turn reads every RX ring, forwards each frame in its RX slot
 //! ([`Forwarder::handle_frame_in_place`]) and, when the egress link would pass it at
@@ -14,8 +14,9 @@ use std::collections::VecDeque;
 use std::os::fd::RawFd;
 
 use netio::packet::PacketSocket;
-use qos::forward::{Action, Forwarder};
-use qos::hist::{Histogram, Summary};
+use qos::hist::Histogram;
+use router::forward::{Action, Forwarder};
+use router::stats::{CpuStats, InterfaceStats, IoStats, LoopStats, RouterStats};
 use wire::time::Instant;
 
 use super::aux::Aux;
@@ -51,88 +52,43 @@ impl Pool {
     }
 }
 
-/// What the driver counts per interface beyond the forwarder and the link.
-#[derive(Clone, Debug, Default, serde::Serialize)]
-pub(super) struct IoStats {
-    /// Sends that found the TX ring full (the frame waited for the next try).
-    pub(super) tx_ring_full: u64,
-    /// Frames dropped because MAX_PENDING were already waiting for the TX ring.
-    pub(super) tx_backlog_drops: u64,
-    /// Frames received truncated (longer than a ring slot): dropped.
-    pub(super) rx_truncated: u64,
-    /// Frames the kernel dropped for lack of room in the RX ring (running total).
-    pub(super) kernel_rx_drops: u64,
-    /// Socket errors (the interface went down, …); the router carries on.
-    pub(super) io_errors: u64,
-}
-
-impl IoStats {
-    fn error(&mut self, iface: &str, e: &std::io::Error, aux: &mut Aux) {
-        self.io_errors += 1;
-        // The first, then every thousandth: an interface that stays down must not
-        // flood the log.
-        if self.io_errors % 1000 == 1 {
-            aux.log(format!(
-                "dualperf route: {iface}: {e} ({} so far)",
-                self.io_errors
-            ));
-        }
+/// Count a socket error on interface `iface` and log it: the first, then every
+/// thousandth (an interface that stays down must not flood the log).
+fn io_error(io: &mut IoStats, iface: &str, e: &std::io::Error, aux: &mut Aux) {
+    io.io_errors += 1;
+    if io.io_errors % 1000 == 1 {
+        aux.log(format!(
+            "dualperf route: {iface}: {e} ({} so far)",
+            io.io_errors
+        ));
     }
 }
 
-/// How the loop itself ran: the record that shows a stall. A turn is the work from one
-/// look at the rings to the next (receive, forward, send, counters); a gap is the time
-/// between the starts of two turns when the loop did not choose to sleep or yield in
-/// between (a long turn, or the thread preempted while busy-polling). A reload's turn
-/// is not counted: the counters start afresh after it.
-#[derive(Debug, Default, serde::Serialize)]
-pub(super) struct LoopStats {
-    /// Turns that handled at least one frame or wrote the counters.
-    pub(super) busy_turns: u64,
-    /// Turns that found nothing (busy-polling).
-    pub(super) idle_turns: u64,
-    /// Sleeps in ppoll.
-    pub(super) sleeps: u64,
-    /// Yields while polling with nothing to do, and the time spent in them, ns: while
-    /// another task on this CPU could run, it ran then (the loop's choice, so no gap
-    /// spans a yield; `involuntary_switches` and `runqueue_wait_ns` do count them).
-    pub(super) yields: u64,
-    pub(super) yield_ns: u64,
-    /// The longest busy turn, ns.
-    pub(super) max_turn_ns: u64,
-    /// The longest gap between the starts of two turns with no sleep between, ns.
-    pub(super) max_gap_ns: u64,
-    /// Busy turns longer than 1 ms.
-    pub(super) turns_over_1ms: u64,
-    /// Gaps longer than 1 ms.
-    pub(super) gaps_over_1ms: u64,
+/// How the loop itself ran ([`LoopStats`], the record that shows a stall), with what
+/// its percentiles and scheduler counters are made from.
+#[derive(Debug, Default)]
+pub(super) struct LoopRecord {
+    /// What the stats file shows as `loop`.
+    pub(super) stats: LoopStats,
     /// Busy turn durations, ns.
-    #[serde(skip)]
     turn_hist: Histogram,
-    /// Their percentiles (filled when the stats are written).
-    turn_ns: Summary,
-    /// Times another task took the forwarding thread's CPU while it could run
-    /// (`nonvoluntary_ctxt_switches`), and how long it waited for a CPU in all, ns
-    /// (`/proc/thread-self/schedstat`): a long turn or gap with these rising is the
-    /// scheduler's doing, not the loop's (pin the router with `--cpu` on a CPU nothing
-    /// else uses). `null` where the kernel does not tell.
-    involuntary_switches: Option<u64>,
-    runqueue_wait_ns: Option<u64>,
-    #[serde(skip)]
+    /// The scheduler's counters when the record started.
     sched_base: Option<netio::cpu::SchedStats>,
 }
 
-impl LoopStats {
+impl LoopRecord {
     fn turn(&mut self, took_ns: u64) {
-        self.busy_turns += 1;
-        self.max_turn_ns = self.max_turn_ns.max(took_ns);
-        self.turns_over_1ms += u64::from(took_ns > STALL_NS);
+        let s = &mut self.stats;
+        s.busy_turns += 1;
+        s.max_turn_ns = s.max_turn_ns.max(took_ns);
+        s.turns_over_1ms += u64::from(took_ns > STALL_NS);
         self.turn_hist.record(took_ns);
     }
 
     fn gap(&mut self, ns: u64) {
-        self.max_gap_ns = self.max_gap_ns.max(ns);
-        self.gaps_over_1ms += u64::from(ns > STALL_NS);
+        let s = &mut self.stats;
+        s.max_gap_ns = s.max_gap_ns.max(ns);
+        s.gaps_over_1ms += u64::from(ns > STALL_NS);
     }
 
     /// A fresh record; the scheduler's counters are taken from here on.
@@ -143,14 +99,20 @@ impl LoopStats {
         }
     }
 
-    /// Update the scheduler's counters (called on the forwarding thread).
-    fn read_sched(&mut self) {
+    /// Update the percentiles and the scheduler's counters (called on the forwarding
+    /// thread): times another task took the forwarding thread's CPU while it could run
+    /// (`nonvoluntary_ctxt_switches`), and how long it waited for a CPU in all, ns
+    /// (`/proc/thread-self/schedstat`): a long turn or gap with these rising is the
+    /// scheduler's doing, not the loop's (pin the router with `--cpu` on a CPU nothing
+    /// else uses).
+    fn update(&mut self) {
+        self.stats.turn_ns = self.turn_hist.summary();
         if let (Some(base), Ok(now)) = (self.sched_base, netio::cpu::thread_sched_stats()) {
-            self.involuntary_switches = Some(
+            self.stats.involuntary_switches = Some(
                 now.involuntary_switches
                     .saturating_sub(base.involuntary_switches),
             );
-            self.runqueue_wait_ns = Some(now.wait_ns.saturating_sub(base.wait_ns));
+            self.stats.runqueue_wait_ns = Some(now.wait_ns.saturating_sub(base.wait_ns));
         }
     }
 }
@@ -220,30 +182,6 @@ impl CpuBase {
     }
 }
 
-/// The router's cost per frame, as seed 001 measures a router's processing load.
-#[derive(Debug, Default, serde::Serialize)]
-pub(super) struct CpuStats {
-    /// Time of the forwarding thread in turns that handled frames (receive, forward,
-    /// classify, queue, send), ns, by the monotonic clock: its CPU time while it is not
-    /// preempted (pin it with `--cpu` to make sure). Busy-polling that finds nothing and
-    /// sleeps are left out.
-    busy_ns: u64,
-    /// All the thread's CPU time (CLOCK_THREAD_CPUTIME_ID, user + system), idle polling
-    /// and counters included, ns; read only when the counters are written.
-    thread_cpu_ns: u64,
-    /// Frames received on every interface.
-    frames: u64,
-    /// `busy_ns / frames`; `null` before the first frame.
-    cpu_ns_per_frame: Option<f64>,
-    /// Time spent inside service policies' enqueue (classification, reservations,
-    /// marking, policing, WRED, queueing), ns.
-    qos_ns: u64,
-    /// Frames offered to service policies.
-    qos_frames: u64,
-    /// `qos_ns / qos_frames`: a policy's cost per frame; `null` without a policy.
-    qos_ns_per_frame: Option<f64>,
-}
-
 /// The forwarding state and everything the loop touches.
 pub(super) struct Engine {
     pub(super) names: Vec<String>,
@@ -254,7 +192,7 @@ pub(super) struct Engine {
     pub(super) io: Vec<IoStats>,
     pub(super) cpu: CpuBase,
     pub(super) aux: Aux,
-    pub(super) looped: LoopStats,
+    pub(super) looped: LoopRecord,
     /// Snapshots taken because SIGUSR1 asked (in the stats: a caller waits for it to
     /// grow, so it knows the file it reads was taken after its signal).
     pub(super) usr1_answered: u64,
@@ -282,7 +220,7 @@ impl Engine {
             links,
             io: vec![IoStats::default(); n],
             aux,
-            looped: LoopStats::start(),
+            looped: LoopRecord::start(),
             usr1_answered: 0,
             pending: vec![VecDeque::new(); n],
             kick: vec![false; n],
@@ -294,7 +232,7 @@ impl Engine {
     /// Start the CPU accounting and the loop's record afresh (after a reload, which
     /// a plan sends before each run).
     pub(super) fn restart_counters(&mut self) {
-        self.looped = LoopStats::start();
+        self.looped = LoopRecord::start();
         self.cpu = CpuBase::from_here(self.rx_frames());
     }
 
@@ -361,7 +299,7 @@ impl Engine {
                                         io[o].tx_ring_full += 1;
                                         pending[o].push_back(pool.copy(f));
                                     }
-                                    Err(e) => io[o].error(&names[o], &e, aux),
+                                    Err(e) => io_error(&mut io[o], &names[o], &e, aux),
                                 }
                             }
                             _ => links[o].enqueue(pool.copy(f), now, cpu),
@@ -374,11 +312,11 @@ impl Engine {
                 // down, say). Reading it clears it, so poll stops reporting it.
                 Ok(0) if self.readable[i] => {
                     if let Ok(Some(e)) = me.take_error() {
-                        self.io[i].error(&self.names[i], &e, &mut self.aux);
+                        io_error(&mut self.io[i], &self.names[i], &e, &mut self.aux);
                     }
                 }
                 Ok(got) => handled += got as u64,
-                Err(e) => self.io[i].error(&self.names[i], &e, &mut self.aux),
+                Err(e) => io_error(&mut self.io[i], &self.names[i], &e, &mut self.aux),
             }
             self.readable[i] = false;
             handled += sent;
@@ -409,7 +347,7 @@ impl Engine {
                         break;
                     }
                     Err(e) => {
-                        self.io[o].error(&self.names[o], &e, &mut self.aux);
+                        io_error(&mut self.io[o], &self.names[o], &e, &mut self.aux);
                         if let Some(f) = self.pending[o].pop_front() {
                             self.pool.give(f);
                         }
@@ -420,7 +358,7 @@ impl Engine {
             // while frames wait for room, kick again each turn.
             if std::mem::take(&mut self.kick[o]) || !self.pending[o].is_empty() {
                 if let Err(e) = self.socks[o].flush() {
-                    self.io[o].error(&self.names[o], &e, &mut self.aux);
+                    io_error(&mut self.io[o], &self.names[o], &e, &mut self.aux);
                 }
             }
         }
@@ -444,7 +382,7 @@ impl Engine {
 
     /// Sleep in ppoll for at most `timeout_ns`, until a frame arrives; whether one did.
     pub(super) fn sleep(&mut self, timeout_ns: u64) -> std::io::Result<bool> {
-        self.looped.sleeps += 1;
+        self.looped.stats.sleeps += 1;
         self.readable = netio::poll::poll_readable(&self.fds, Some(timeout_ns))?;
         Ok(self.readable.iter().any(|&r| r))
     }
@@ -454,7 +392,7 @@ impl Engine {
         if busy {
             self.looped.turn(took_ns);
         } else {
-            self.looped.idle_turns += 1;
+            self.looped.stats.idle_turns += 1;
         }
         if handled > 0 {
             self.cpu.busy_ns += frames_ns;
@@ -463,8 +401,8 @@ impl Engine {
 
     /// Record a yield that took `ns` (other tasks ran for most of it, if any could).
     pub(super) fn record_yield(&mut self, ns: u64) {
-        self.looped.yields += 1;
-        self.looped.yield_ns += ns;
+        self.looped.stats.yields += 1;
+        self.looped.stats.yield_ns += ns;
     }
 
     /// Record the gap between the starts of two turns with no sleep between.
@@ -504,14 +442,9 @@ impl Engine {
     /// The counters: per interface what arrived (the forwarder's view) and what left
     /// (the egress link's view), the kernel's ring drops, the loop's own record and
     /// the writer's.
-    pub(super) fn stats_json(
-        &mut self,
-        qos: &super::QosState,
-        uptime_ns: u64,
-    ) -> serde_json::Value {
-        self.looped.turn_ns = self.looped.turn_hist.summary();
-        self.looped.read_sched();
-        let ifaces: Vec<serde_json::Value> = self
+    pub(super) fn stats(&mut self, qos: &router::stats::QosReloads, uptime_ns: u64) -> RouterStats {
+        self.looped.update();
+        let interfaces = self
             .fwd
             .interfaces()
             .iter()
@@ -521,28 +454,28 @@ impl Engine {
             .zip(&self.io)
             .map(|((((f, rx), egress), sock), io)| {
                 let link = egress.link();
-                serde_json::json!({
-                    "name": f.name,
-                    "mac": f.mac.to_string(),
-                    "ingress": rx,
-                    "egress": link.stats(),
-                    "egress_link": link.params(),
-                    "qos": egress.qos_json(),
-                    "io": io,
-                    "tx_wrong_format": sock.tx_wrong_format(),
-                })
+                InterfaceStats {
+                    name: f.name.clone(),
+                    mac: f.mac.to_string(),
+                    ingress: rx.clone(),
+                    egress: link.stats(),
+                    egress_link: link.params().clone(),
+                    qos: egress.qos_stats(),
+                    io: io.clone(),
+                    tx_wrong_format: sock.tx_wrong_format(),
+                }
             })
             .collect();
-        serde_json::json!({
-            "format_version": 1,
-            "uptime_ns": uptime_ns,
-            "usr1_answered": self.usr1_answered,
-            "qos": qos,
-            "cpu": self.cpu_stats(),
-            "loop": &self.looped,
-            "writer": self.aux.writer_stats(),
-            "interfaces": ifaces,
-        })
+        RouterStats {
+            format_version: router::stats::FORMAT_VERSION,
+            uptime_ns,
+            usr1_answered: self.usr1_answered,
+            qos: qos.clone(),
+            cpu: self.cpu_stats(),
+            looped: self.looped.stats.clone(),
+            writer: self.aux.writer_stats(),
+            interfaces,
+        }
     }
 }
 

@@ -1,25 +1,26 @@
-//! `dualperf route`: a userspace IPv4/IPv6 router. The decisions are `qos`'s
-//! (`forward::Forwarder`, one `link::Link` or service policy per egress); `engine.rs`
-//! moves frames between them and `AF_PACKET` rings; `aux.rs` is the second thread that
-//! writes the stats file, captures and log lines, so nothing on the forwarding thread
-//! waits for a disk.
+//! `dualperf route`: a userspace IPv4/IPv6 router, the driver of the sans-IO `router`
+//! crate. The decisions are `router`'s (`forward::Forwarder`) and `qos`'s (one
+//! `link::Link` or service policy per egress); the configuration, QoS file and stats
+//! document are `router`'s types. `engine.rs` moves frames between them and `AF_PACKET`
+//! rings; `aux.rs` is the second thread that writes the stats file, captures and log
+//! lines, so nothing on the forwarding thread waits for a disk.
 
 mod aux;
 mod engine;
 mod pcap;
 
-use std::net::IpAddr;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use lab::topology::{Loss, RouterConfig};
 use netio::packet::{PacketSocket, RingConfig};
 
 use self::aux::{Aux, Sinks};
 use self::engine::{CpuBase, Engine};
-use qos::forward::{Forwarder, Interface, Route};
-use qos::link::{Link, LinkParams, LossModel};
+use qos::link::{Link, LinkParams};
 use qos::policy::Policy;
+use router::config::{CheckedConfig, RouterConfig};
+use router::forward::{Forwarder, Interface};
+use router::stats::{PolicyStats, QosReloads};
 use wire::ethernet;
 use wire::time::{Duration, Instant};
 
@@ -146,174 +147,16 @@ impl Egress {
         }
     }
 
-    fn qos_json(&self) -> serde_json::Value {
+    fn qos_stats(&self) -> Option<PolicyStats> {
         match self {
-            Self::Link(_) => serde_json::Value::Null,
-            Self::Policy(p) => serde_json::json!({
-                "policy": p.name(),
-                "classes": p.stats(),
-                "reservations": p.reservation_stats(),
+            Self::Link(_) => None,
+            Self::Policy(p) => Some(PolicyStats {
+                policy: p.name().to_owned(),
+                classes: p.stats(),
+                reservations: p.reservation_stats(),
             }),
         }
     }
-}
-
-/// Validated configuration: what the forwarder and the links are built from.
-struct Config {
-    names: Vec<String>,
-    ipv4: Vec<(std::net::Ipv4Addr, u8)>,
-    ipv6: Vec<(std::net::Ipv6Addr, u8)>,
-    mtu: Vec<u32>,
-    macs: Vec<Option<ethernet::Address>>,
-    links: Vec<LinkParams>,
-    routes: Vec<Route>,
-    neighbors: Vec<(usize, IpAddr, ethernet::Address)>,
-    seed: u64,
-}
-
-fn prefix<A: std::str::FromStr>(s: &str) -> Option<(A, u8)> {
-    let (a, len) = s.split_once('/')?;
-    Some((a.parse().ok()?, len.parse().ok()?))
-}
-
-fn loss(l: Loss) -> LossModel {
-    match l {
-        Loss::None => LossModel::None,
-        Loss::Bernoulli { p } => LossModel::Bernoulli { p },
-        Loss::GilbertElliott {
-            p,
-            r,
-            loss_good,
-            loss_bad,
-        } => LossModel::GilbertElliott {
-            p,
-            r,
-            loss_good,
-            loss_bad,
-        },
-    }
-}
-
-/// Whether `ip` is in the benchmarking ranges (198.18.0.0/15, RFC 2544; 2001:2::/48,
-/// RFC 5180): the router takes no other address, so a mistaken configuration on a real
-/// network cannot answer ARP or NDP for someone else's.
-fn benchmark_range(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(a) => {
-            u32::from(a) & 0xfffe_0000 == u32::from(std::net::Ipv4Addr::new(198, 18, 0, 0))
-        }
-        IpAddr::V6(a) => {
-            let s = a.segments();
-            s[0] == 0x2001 && s[1] == 0x0002 && s[2] == 0
-        }
-    }
-}
-
-fn config(file: &RouterConfig) -> std::result::Result<Config, String> {
-    let mut c = Config {
-        names: Vec::new(),
-        ipv4: Vec::new(),
-        ipv6: Vec::new(),
-        mtu: Vec::new(),
-        macs: Vec::new(),
-        links: Vec::new(),
-        routes: Vec::new(),
-        neighbors: Vec::new(),
-        seed: file.seed,
-    };
-    if file.interfaces.is_empty() {
-        return Err("no [[interface]]".into());
-    }
-    for f in &file.interfaces {
-        c.names.push(f.name.clone());
-        c.ipv4.push(
-            prefix(&f.ipv4).ok_or_else(|| {
-                format!("interface {}: ipv4 '{}' is not ADDR/LEN", f.name, f.ipv4)
-            })?,
-        );
-        c.ipv6.push(
-            prefix(&f.ipv6).ok_or_else(|| {
-                format!("interface {}: ipv6 '{}' is not ADDR/LEN", f.name, f.ipv6)
-            })?,
-        );
-        for ip in [
-            IpAddr::from(c.ipv4[c.ipv4.len() - 1].0),
-            IpAddr::from(c.ipv6[c.ipv6.len() - 1].0),
-        ] {
-            if !benchmark_range(ip) {
-                return Err(format!(
-                    "interface {}: {ip} is outside 198.18.0.0/15 and 2001:2::/48, the only ranges dualperf route takes",
-                    f.name
-                ));
-            }
-        }
-        c.mtu.push(f.mtu);
-        c.macs.push(match &f.mac {
-            None => None,
-            Some(m) => Some(
-                m.parse()
-                    .map_err(|_| format!("interface {}: mac '{m}' is not a MAC address", f.name))?,
-            ),
-        });
-        let e = &f.emulation;
-        let params = LinkParams {
-            rate_bps: e.rate_bps,
-            overhead_bytes: 0,
-            delay: Duration::from_nanos(e.delay_ns),
-            jitter: Duration::from_nanos(e.jitter_ns),
-            loss: loss(e.loss),
-            limit_packets: Some(e.limit_packets),
-            limit_bytes: e.limit_bytes,
-        };
-        params
-            .validate()
-            .map_err(|e| format!("interface {}: {e}", f.name))?;
-        c.links.push(params);
-    }
-    let iface = |name: &str| {
-        c.names
-            .iter()
-            .position(|n| n == name)
-            .ok_or_else(|| format!("no interface '{name}'"))
-    };
-    for r in &file.routes {
-        let (p, len) = prefix::<IpAddr>(&r.prefix)
-            .ok_or_else(|| format!("route prefix '{}' is not ADDR/LEN", r.prefix))?;
-        let via: IpAddr = r
-            .via
-            .parse()
-            .map_err(|_| format!("route via '{}' is not an address", r.via))?;
-        let i = iface(&r.interface)?;
-        if !benchmark_range(p) || !benchmark_range(via) {
-            return Err(format!(
-                "route {} via {via}: outside 198.18.0.0/15 and 2001:2::/48",
-                r.prefix
-            ));
-        }
-        c.routes.push(Route {
-            prefix: p,
-            len,
-            via: Some(via),
-            iface: i,
-        });
-    }
-    for n in &file.neighbors {
-        let ip: IpAddr =
-            n.ip.parse()
-                .map_err(|_| format!("neighbor ip '{}' is not an address", n.ip))?;
-        let mac: ethernet::Address = n
-            .mac
-            .parse()
-            .map_err(|_| format!("neighbor mac '{}' is not a MAC address", n.mac))?;
-        let i = iface(&n.interface)?;
-        if !benchmark_range(ip) {
-            return Err(format!(
-                "neighbor {ip}: outside 198.18.0.0/15 and 2001:2::/48"
-            ));
-        }
-        c.neighbors.push((i, ip, mac));
-    }
-    Ok(c)
 }
 
 pub(crate) fn run(args: RouteArgs) -> Result<()> {
@@ -323,7 +166,7 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
         Ok(f) => f,
         Err(e) => usage!("{}: {}", args.config.display(), e.message()),
     };
-    let cfg = match config(&file) {
+    let cfg = match file.check() {
         Ok(c) => c,
         Err(e) => usage!("{}: {e}", args.config.display()),
     };
@@ -367,7 +210,7 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
         Err(e) => usage!("{}: {e}", args.config.display()),
     };
     let start = Instant::from_nanos(netio::clock::mono_ns());
-    let mut qos = QosState::default();
+    let mut qos = QosReloads::default();
     let links = match load_egress(&cfg, args.qos.as_deref(), start) {
         Ok(l) => l,
         Err(e) => usage!("{e}"),
@@ -376,7 +219,7 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
     if let Some(dir) = &args.pcap {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         for name in &cfg.names {
-            let path = dir.join(format!("{}.pcap", lab::plan::file_safe(name)));
+            let path = dir.join(pcap::file_name(name));
             let f = std::fs::File::create(&path)
                 .with_context(|| format!("cannot create {}", path.display()))?;
             pcaps.push(pcap::PcapWriter::new(std::io::BufWriter::new(f))?);
@@ -477,7 +320,7 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
             busy = true;
             eng.usr1_answered += u64::from(usr1);
             eng.read_kernel_drops();
-            let doc = eng.stats_json(&qos, t0 - started);
+            let doc = eng.stats(&qos, t0 - started);
             eng.aux.stats(doc);
             next_stats = t0 + 500_000_000;
         } else {
@@ -524,22 +367,11 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
         prev_turn = None;
     }
     eng.read_kernel_drops();
-    let doc = eng.stats_json(&qos, netio::clock::mono_ns() - started);
+    let doc = eng.stats(&qos, netio::clock::mono_ns() - started);
     if args.stats.is_none() {
-        eprintln!("{}", serde_json::to_string_pretty(&doc)?);
+        eprintln!("{}", serde_json::to_string_pretty(&aux::to_value(&doc))?);
     }
     eng.aux.finish(doc)
-}
-
-/// What became of the QoS file's reloads (SIGUSR2; SIGHUP, like SIGINT and SIGTERM, stops the router).
-#[derive(Debug, Default, serde::Serialize)]
-struct QosState {
-    /// Reloads that took effect (each restarts every egress's counters).
-    reloads: u64,
-    /// Reloads refused (the file did not read); the policies before stayed.
-    refused: u64,
-    /// Why the last reload was refused, until one takes effect.
-    error: Option<String>,
 }
 
 fn qos_file(args: &RouteArgs) -> String {
@@ -551,7 +383,7 @@ fn qos_file(args: &RouteArgs) -> String {
 /// Each interface's egress: its link, behind the service policy the QoS file (if any)
 /// attaches to it, whose tx-ring replaces the link's queue limit.
 fn load_egress(
-    cfg: &Config,
+    cfg: &CheckedConfig,
     qos_path: Option<&std::path::Path>,
     now: Instant,
 ) -> std::result::Result<Vec<Egress>, String> {
@@ -560,7 +392,7 @@ fn load_egress(
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            let q = lab::qosconf::QosConfig::parse(&text)
+            let q = router::qosconf::QosConfig::parse(&text)
                 .map_err(|e| format!("{}: {e}", path.display()))?;
             for (iface, _, line) in &q.service {
                 if !cfg.names.contains(iface) {
@@ -603,31 +435,4 @@ fn load_egress(
         });
     }
     Ok(links)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_benchmarking_addresses_are_taken() {
-        for ok in [
-            "198.18.0.1",
-            "198.19.255.254",
-            "2001:2::1",
-            "2001:2:0:ffff::1",
-        ] {
-            assert!(benchmark_range(ok.parse().unwrap()), "{ok}");
-        }
-        for bad in [
-            "198.20.0.1",
-            "192.168.1.1",
-            "10.0.0.1",
-            "2001:2:1::1",
-            "2001:db8::1",
-            "::1",
-        ] {
-            assert!(!benchmark_range(bad.parse().unwrap()), "{bad}");
-        }
-    }
 }

@@ -12,6 +12,23 @@ const LINKTYPE_ETHERNET: u32 = 1;
 /// Bytes kept of each frame.
 pub(crate) const SNAPLEN: u32 = 65_535;
 
+/// The capture file of interface `iface`: `IFACE.pcap`, the name made safe as a file
+/// name (letters, digits and `. = , -` kept, anything else `_`, no leading dot), as
+/// run directories name their files.
+pub(crate) fn file_name(iface: &str) -> String {
+    let safe: String = iface
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '=' | ',' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{}.pcap", safe.trim_start_matches('.'))
+}
+
 /// A pcap writer over any byte sink.
 pub(crate) struct PcapWriter<W: Write> {
     out: W,
@@ -73,5 +90,12 @@ mod tests {
         );
         assert_eq!(u32::from_le_bytes(b[32..36].try_into().unwrap()), 60);
         assert_eq!(u32::from_le_bytes(b[36..40].try_into().unwrap()), 60);
+    }
+
+    #[test]
+    fn capture_files_are_named_after_safe_interface_names() {
+        assert_eq!(file_name("to-r2"), "to-r2.pcap");
+        assert_eq!(file_name("../eth 0"), "_eth_0.pcap");
+        assert_eq!(file_name(".hidden"), "hidden.pcap");
     }
 }

@@ -62,6 +62,7 @@ fn r1_classes(lab: &Lab) -> Vec<serde_json::Value> {
         .unwrap()
         .clone();
     assert_eq!(iface["qos"]["policy"], "bouras");
+    crate::schema::assert_valid("router-stats", &r1["stats"]);
     iface["qos"]["classes"].as_array().unwrap().clone()
 }
 
@@ -360,6 +361,13 @@ qos = { r1 = "llq.toml" }
         .unwrap()
     };
     let (be, llq) = (record("best_effort"), record("llq"));
+    // A lab run's record, with its routers' stats files, has the documented shape.
+    for r in [&be, &llq] {
+        crate::schema::assert_valid("run-record", r);
+        for stats in r["routers"].as_object().unwrap().values() {
+            crate::schema::assert_valid("router-stats", stats);
+        }
+    }
     let fg_loss = |r: &serde_json::Value| loss_percent(counts(&r["report"], 0));
     let bg_loss = |r: &serde_json::Value| loss_percent(counts(&r["background"][0], 0));
     let egress = |r: &serde_json::Value| {

@@ -178,3 +178,20 @@ fn run_records_and_reports_validate() {
         .json();
     assert_valid("report", &report);
 }
+
+#[test]
+fn router_stats_files_validate() {
+    // Stats files a lab router wrote before its document had types (one with QoS
+    // policies, reservations and WRED); the lab tests validate live ones as root.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../router/testdata");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "json") {
+            let doc: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+            assert_valid("router-stats", &doc);
+            n += 1;
+        }
+    }
+    assert!(n >= 2, "{n} stats files in {}", dir.display());
+}

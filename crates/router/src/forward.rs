@@ -26,11 +26,11 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use wire::ethernet::{self, EtherType};
 use wire::{arp, icmp, ipv4, ipv6};
 
-use crate::prefix_match;
+use qos::prefix_match;
 
 /// One interface of the router.
 #[derive(Clone, Debug, PartialEq)]
@@ -81,7 +81,7 @@ pub enum ForwardError {
 }
 
 /// Counters of one interface, as frames arrive on it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IfaceStats {
     /// Frames received.
     pub rx_frames: u64,
