@@ -477,7 +477,6 @@ impl Schedule {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flow::MarkingSpec;
     use crate::units::Rate;
     use wire::control::{Meter, Protocol};
 
@@ -489,17 +488,7 @@ mod tests {
             size_bytes: size,
             stop,
             start_offset: Duration::from_millis(5),
-            marking: MarkingSpec::default(),
-            nodelay: false,
-            label: String::new(),
-            rtp: None,
-            idt_ms: None,
-            size_dist: None,
-            seed: 0,
-            on_off_ms: None,
-            video: None,
-            unpaced: false,
-            congestion: None,
+            ..FlowSpec::default()
         }
     }
 

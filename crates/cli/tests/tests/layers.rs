@@ -28,7 +28,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("results", &["wire", "meter", "traffic"]),
     ("router", &["wire", "qos", "traffic"]),
     ("port", &["wire", "dualstack"]),
-    ("lab", &["wire", "meter", "traffic", "results", "router"]),
+    ("lab", &["wire", "traffic", "results", "router"]),
     ("report", &["meter", "results", "lab"]),
     (
         "cli",
