@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use serde::Serialize;
+use results::compare::{CompareReport, Delta, Point, Side};
 use traffic::{FlowSpec, Rate, StopSpec};
 use wire::control::{Meter, Protocol};
 use wire::time::Duration;
@@ -62,56 +62,6 @@ pub(crate) struct CompareArgs {
     /// Print JSON with every test's full sender- and receiver-side results.
     #[arg(long)]
     json: bool,
-}
-
-/// One family's figures for a test.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct Side {
-    pub(crate) throughput_bps: Option<f64>,
-    pub(crate) rtt_mean_ns: Option<f64>,
-    pub(crate) jitter_ns: Option<f64>,
-    pub(crate) loss_pct: Option<f64>,
-    pub(crate) sent_packets: u64,
-    pub(crate) received_packets: Option<u64>,
-    pub(crate) flow: FlowOutcome,
-}
-
-/// A test: one flow, run over both families.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct Point {
-    pub(crate) name: String,
-    pub(crate) protocol: Protocol,
-    pub(crate) size_bytes: u32,
-    /// The constant rate of the test; `None` for the game models' random gaps.
-    pub(crate) rate: Option<Rate>,
-    pub(crate) ipv4: Option<Side>,
-    pub(crate) ipv6: Option<Side>,
-    /// (IPv6 − IPv4) / IPv4 × 100 per metric.
-    pub(crate) delta_pct: Delta,
-    /// What went wrong in this test, if anything.
-    pub(crate) errors: Vec<String>,
-}
-
-#[derive(Debug, Clone, Default, Serialize)]
-pub(crate) struct Delta {
-    throughput: Option<f64>,
-    rtt: Option<f64>,
-    jitter: Option<f64>,
-}
-
-#[derive(Debug, Serialize)]
-struct CompareReport {
-    format_version: u32,
-    tool: String,
-    /// `loopback`, or `lab:NAME`.
-    target: String,
-    rate: Rate,
-    sizes_bytes: Vec<u32>,
-    duration_ns: u64,
-    interrupted: bool,
-    /// `--quick` gives each VoIP and game test half a second.
-    quick: bool,
-    points: Vec<Point>,
 }
 
 /// The seed of the gaming tests: fixed, so every battery sends the same game traffic.
@@ -360,7 +310,7 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
     }
     drop(receiver.shutdown());
     let report = CompareReport {
-        format_version: 1,
+        format_version: results::compare::COMPARE_FORMAT_VERSION,
         tool: format!("dualperf {}", env!("CARGO_PKG_VERSION")),
         target: match &lab {
             None => "loopback".to_owned(),

@@ -18,7 +18,7 @@ use crate::usage;
   dualperf schema send                 # the schema of `dualperf send --json`
   dualperf schema --dir docs/schemas   # every schema, as NAME.schema.json")]
 pub(crate) struct SchemaArgs {
-    /// The document: send, recv, decode, run-record, router-stats, report.
+    /// The document: send, recv, decode, compare, run-record, router-stats, report.
     #[arg(value_name = "DOCUMENT", conflicts_with = "dir")]
     document: Option<String>,
     /// Write every schema into this directory as NAME.schema.json.
@@ -48,6 +48,11 @@ const DOCS: &[Doc] = &[
         name: "decode",
         what: "dualperf decode LOG --json",
         schema: || schemars::schema_for!(results::decode::DecodeDoc),
+    },
+    Doc {
+        name: "compare",
+        what: "dualperf compare --json",
+        schema: || schemars::schema_for!(results::compare::CompareReport),
     },
     Doc {
         name: "run-record",

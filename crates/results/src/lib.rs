@@ -1,4 +1,4 @@
-//! dualperf's output documents as types: what `send --json`, `recv --json` and
+//! dualperf's output documents as types: what `send --json`, `recv --json`, `compare --json` and
 //! `decode --json` print, with `Serialize` to write them, `Deserialize` to read them back
 //! (the lab's run records embed `send --json`), and `schemars::JsonSchema` for
 //! `dualperf schema`. Run records live with the lab (`lab::store`), router statistics
@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod compare;
 pub mod decode;
 pub mod recv;
 pub mod send;

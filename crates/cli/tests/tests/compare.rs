@@ -16,6 +16,7 @@ fn quick_battery_measures_both_families_for_every_test() {
         "--json",
     ]);
     let doc = out.assert_success().json();
+    crate::schema::assert_valid("compare", &doc);
     let points = doc["points"].as_array().expect("points");
     // Two size tests, D-ITG's five VoIP codecs and three game models.
     assert_eq!(points.len(), 10, "{doc:#}");

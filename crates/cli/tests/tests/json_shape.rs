@@ -167,3 +167,21 @@ fn a_run_record_and_its_report_keep_their_shape() {
     check("run-record", &records);
     check("report", &[report]);
 }
+
+#[test]
+fn compare_json_keeps_its_shape() {
+    let doc = run(&[
+        "compare",
+        "--quick",
+        "--sizes",
+        "64",
+        "--protocols",
+        "udp",
+        "--duration",
+        "200ms",
+        "--json",
+    ])
+    .assert_success()
+    .json();
+    check("compare", &[doc]);
+}
