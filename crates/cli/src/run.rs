@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use lab::plan::{Plan, SendOption};
 use lab::runner::{execute, RunConfig, RunError};
-use lab::store::Store;
+use lab::store::{HostInfo, Resolved, Store};
 use traffic::options::{canonical, NamedOptions};
 use traffic::OptionError;
 
@@ -100,13 +100,14 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
             dir.display()
         );
     }
-    let resolved = resolved(&plan, args.quick);
+    let resolved = Resolved::new(&plan, args.quick);
     if args.resume {
-        // Resuming under another plan would mix two experiments in one directory.
+        // Resuming under another plan would mix two experiments in one directory (a
+        // file that no longer reads counts as another plan).
         let before = std::fs::read(dir.join("resolved.json"))
             .ok()
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
-        if before.is_some_and(|b| !lab::plan::same_measurement(&b, &resolved)) {
+            .map(|b| Resolved::parse(&b).map(|(r, _)| r));
+        if before.is_some_and(|b| !b.is_ok_and(|b| b.same_measurement(&resolved))) {
             usage!(
                 "{} was started with another plan (or without/with --quick): resume it with the same one",
                 dir.display()
@@ -114,7 +115,8 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         }
     }
     store.write_file("plan.toml", text.as_bytes())?;
-    store.write_json("resolved.json", &resolved)?;
+    // As a JSON value, whose objects print their keys sorted, as resolved.json always has.
+    store.write_json("resolved.json", &serde_json::to_value(&resolved)?)?;
     // The host a run directory was started on stays recorded; a resume adds its own.
     let host_file = if dir.join("host.json").exists() {
         let now = std::time::SystemTime::now()
@@ -124,7 +126,10 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
     } else {
         "host.json".to_owned()
     };
-    store.write_json(&host_file, &host_metadata(&plan.target))?;
+    store.write_json(
+        &host_file,
+        &serde_json::to_value(host_metadata(&plan.target))?,
+    )?;
     let stop = crate::interrupt::flag();
     let tty = std::io::stderr().is_terminal();
     let started = std::time::Instant::now();
@@ -428,18 +433,9 @@ fn dry_run(plan: &Plan, place: &lab::runner::Place) -> String {
     s
 }
 
-fn resolved(plan: &Plan, quick: bool) -> serde_json::Value {
-    serde_json::json!({
-        "format_version": lab::store::FORMAT_VERSION,
-        "quick": quick,
-        "plan": plan,
-        "point_args": plan.points.iter().map(|p| p.args()).collect::<Vec<_>>(),
-    })
-}
-
 /// What the host was: kernel, CPU, the sysctls that change IPv4/IPv6 results, loopback's
 /// qdisc, the dualperf version (flent's metadata, for one host).
-fn host_metadata(target: &str) -> serde_json::Value {
+fn host_metadata(target: &str) -> HostInfo {
     let read = |p: &str| {
         std::fs::read_to_string(Path::new(p))
             .ok()
@@ -451,7 +447,7 @@ fn host_metadata(target: &str) -> serde_json::Value {
             .and_then(|l| l.split_once(':'))
             .map(|(_, v)| v.trim().to_owned())
     });
-    let sysctls: serde_json::Map<String, serde_json::Value> = [
+    let sysctls = [
         "net/ipv6/auto_flowlabels",
         "net/ipv6/flowlabel_reflect",
         "net/ipv6/flowlabel_consistency",
@@ -463,12 +459,7 @@ fn host_metadata(target: &str) -> serde_json::Value {
         "net/core/wmem_max",
     ]
     .iter()
-    .map(|k| {
-        (
-            k.replace('/', "."),
-            read(&format!("/proc/sys/{k}")).map_or(serde_json::Value::Null, Into::into),
-        )
-    })
+    .map(|k| (k.replace('/', "."), read(&format!("/proc/sys/{k}"))))
     .collect();
     let qdisc_lo = std::process::Command::new("tc")
         .args(["qdisc", "show", "dev", "lo"])
@@ -476,17 +467,17 @@ fn host_metadata(target: &str) -> serde_json::Value {
         .ok()
         .filter(|o| o.status.success())
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
-    serde_json::json!({
-        "format_version": lab::store::FORMAT_VERSION,
-        "dualperf": env!("CARGO_PKG_VERSION"),
-        "kernel": read("/proc/sys/kernel/osrelease"),
-        "hostname": read("/proc/sys/kernel/hostname"),
-        "cpu": cpu,
-        "cpus": std::thread::available_parallelism().map(|n| n.get()).ok(),
-        "sysctls": sysctls,
-        "qdisc_lo": qdisc_lo,
-        "target": target,
-    })
+    HostInfo {
+        format_version: lab::store::FORMAT_VERSION,
+        dualperf: env!("CARGO_PKG_VERSION").to_owned(),
+        kernel: read("/proc/sys/kernel/osrelease"),
+        hostname: read("/proc/sys/kernel/hostname"),
+        cpu,
+        cpus: std::thread::available_parallelism().map(|n| n.get()).ok(),
+        sysctls,
+        qdisc_lo,
+        target: target.to_owned(),
+    }
 }
 
 #[cfg(test)]

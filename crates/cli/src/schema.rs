@@ -18,7 +18,8 @@ use crate::usage;
   dualperf schema send                 # the schema of `dualperf send --json`
   dualperf schema --dir docs/schemas   # every schema, as NAME.schema.json")]
 pub(crate) struct SchemaArgs {
-    /// The document: send, recv, decode, compare, run-record, router-stats, report.
+    /// The document: send, recv, decode, compare, run-record, resolved, host, router-stats,
+    /// report.
     #[arg(value_name = "DOCUMENT", conflicts_with = "dir")]
     document: Option<String>,
     /// Write every schema into this directory as NAME.schema.json.
@@ -58,6 +59,16 @@ const DOCS: &[Doc] = &[
         name: "run-record",
         what: "a run directory's runs/ID.json (dualperf run)",
         schema: || schemars::schema_for!(lab::store::RunRecord),
+    },
+    Doc {
+        name: "resolved",
+        what: "a run directory's resolved.json: the plan as dualperf run expanded it",
+        schema: || schemars::schema_for!(lab::store::Resolved),
+    },
+    Doc {
+        name: "host",
+        what: "a run directory's host.json: where the plan ran",
+        schema: || schemars::schema_for!(lab::store::HostInfo),
     },
     Doc {
         name: "router-stats",

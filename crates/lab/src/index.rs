@@ -24,7 +24,7 @@ pub use rusqlite::ToSql;
 use rusqlite::{params, Connection, OpenFlags};
 use serde_json::Value;
 
-use crate::store::{Store, StoreError};
+use crate::store::{HostInfo, Resolved, Store, StoreError};
 use crate::tables::MetricKind;
 
 /// The schema this build writes (`PRAGMA user_version`).
@@ -201,14 +201,14 @@ impl Index {
     pub fn put_store(&mut self, store: &Store) -> Result<(PathBuf, usize), IndexError> {
         let records = store.runs()?;
         let dir = std::fs::canonicalize(store.dir()).unwrap_or_else(|_| store.dir().to_owned());
-        let read = |name: &str| -> Value {
-            std::fs::read(dir.join(name))
-                .ok()
-                .and_then(|b| serde_json::from_slice(&b).ok())
-                .unwrap_or(Value::Null)
-        };
-        let resolved = read("resolved.json");
-        let host = read("host.json");
+        // What cannot be read leaves its columns empty: the runs are the record.
+        let resolved = std::fs::read(dir.join("resolved.json"))
+            .ok()
+            .and_then(|b| Resolved::parse(&b).ok())
+            .map(|(r, _)| r);
+        let host: Option<HostInfo> = std::fs::read(dir.join("host.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
@@ -226,24 +226,23 @@ impl Index {
             "INSERT INTO dirs VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             params![
                 key,
-                resolved["plan"]["name"].as_str().unwrap_or(""),
-                resolved["plan"]["description"].as_str().unwrap_or(""),
-                resolved["quick"].as_bool().unwrap_or(false),
-                host["hostname"].as_str(),
-                host["kernel"].as_str(),
-                host["dualperf"].as_str(),
+                resolved.as_ref().map_or("", |r| r.plan.name.as_str()),
+                resolved
+                    .as_ref()
+                    .map_or("", |r| r.plan.description.as_str()),
+                resolved.as_ref().is_some_and(|r| r.quick),
+                host.as_ref().and_then(|h| h.hostname.as_deref()),
+                host.as_ref().and_then(|h| h.kernel.as_deref()),
+                host.as_ref().map(|h| h.dualperf.as_str()),
                 now
             ],
         )
         .map_err(&err)?;
-        for p in resolved["plan"]["points"].as_array().into_iter().flatten() {
-            let Some(point) = p["id"].as_str() else {
-                continue;
-            };
-            for (k, v) in p["factors"].as_object().into_iter().flatten() {
+        for p in resolved.iter().flat_map(|r| &r.plan.points) {
+            for (k, v) in &p.factors {
                 tx.execute(
                     "INSERT OR REPLACE INTO factors VALUES (?1, ?2, ?3, ?4)",
-                    params![key, point, k, v.as_str().unwrap_or_default()],
+                    params![key, p.id, k, v],
                 )
                 .map_err(&err)?;
             }
@@ -390,17 +389,29 @@ mod tests {
         let tmp = std::env::temp_dir().join(format!("dualperf-index-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&tmp);
         let store = Store::create(&tmp.join("run-a")).unwrap();
+        let plan = crate::plan::Plan::parse(
+            "version = 1\nname = \"tiny\"\ndescription = \"d\"\nduration = \"1s\"\n\n[flow]\nudp = true\n\n[factors]\nsize = [64]\n",
+            true,
+        )
+        .unwrap();
+        assert_eq!(plan.points[0].id, "size=64");
         store
-            .write_json(
-                "resolved.json",
-                &serde_json::json!({"quick": true, "plan": {"name": "tiny", "description": "d",
-                    "points": [{"id": "size=64", "factors": {"size": "64"}}]}}),
-            )
+            .write_json("resolved.json", &Resolved::new(&plan, true))
             .unwrap();
         store
             .write_json(
                 "host.json",
-                &serde_json::json!({"dualperf": "0.1.0", "kernel": "6.1"}),
+                &HostInfo {
+                    format_version: crate::store::FORMAT_VERSION,
+                    dualperf: "0.1.0".into(),
+                    kernel: Some("6.1".into()),
+                    hostname: None,
+                    cpu: None,
+                    cpus: None,
+                    sysctls: Default::default(),
+                    qdisc_lo: None,
+                    target: "loopback".into(),
+                },
             )
             .unwrap();
         store.put_run(&record("r4", 4, 5.0e6, 0)).unwrap();

@@ -86,7 +86,9 @@ impl PlanError {
 }
 
 /// The order of runs within a repetition.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Order {
     /// Each point over IPv4 then IPv6.
@@ -138,7 +140,7 @@ struct QuickFile {
 }
 
 /// One option of a point, and where the plan sets it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Setting {
     /// The option, as `dualperf send` spells it without dashes (`size`, `voip_header`).
     pub key: String,
@@ -149,7 +151,7 @@ pub struct Setting {
 }
 
 /// One combination of options, measured over each family in every repetition.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Point {
     /// Stable id: the swept values, or the extra point's label.
     pub id: String,
@@ -170,7 +172,7 @@ pub struct Point {
 /// A flow beside the measured one: from the lab's `bg-a` node to its `bg-b` (or on
 /// loopback to a receiver of its own), started the plan's `background_lead` before the
 /// measured flow and stopped after it; measured too (`bg1.loss` in a table).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Background {
     /// Its name in reports (`label`, default `bg1`, `bg2`, …).
     pub label: String,
@@ -283,7 +285,7 @@ pub struct Run {
 }
 
 /// A validated, expanded plan.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Plan {
     /// Plan name.
     pub name: String,
@@ -673,20 +675,6 @@ impl Plan {
             / self.runs.len().max(1) as u64;
         Duration::from_nanos((each.as_nanos() + lead).saturating_mul(runs as u64))
     }
-}
-
-/// Whether two resolved plans (`resolved.json`) measure the same runs: equal but for
-/// the report's tables, which only present what was measured. Run directories of the
-/// same measurement resume and pool whatever tables their plans declare.
-pub fn same_measurement(a: &serde_json::Value, b: &serde_json::Value) -> bool {
-    let strip = |v: &serde_json::Value| {
-        let mut v = v.clone();
-        if let Some(plan) = v.get_mut("plan").and_then(serde_json::Value::as_object_mut) {
-            plan.remove("tables");
-        }
-        v
-    };
-    strip(a) == strip(b)
 }
 
 /// A table's `background` (a list of flows, each a table of `dualperf send` options and
@@ -1079,15 +1067,6 @@ duration = "1s"
         assert_eq!(p.families, [6]);
         assert!(p.runs.iter().all(|r| r.family == 6));
         assert_eq!(p.points[0].id, "size=64");
-    }
-
-    #[test]
-    fn resolved_plans_differing_only_in_tables_measure_the_same() {
-        let a = serde_json::json!({"quick": false, "plan": {"name": "x", "tables": [1]}});
-        let b = serde_json::json!({"quick": false, "plan": {"name": "x"}});
-        let c = serde_json::json!({"quick": true, "plan": {"name": "x"}});
-        assert!(same_measurement(&a, &b));
-        assert!(!same_measurement(&a, &c));
     }
 
     #[test]

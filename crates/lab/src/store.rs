@@ -21,8 +21,8 @@ use router::stats::RouterStats;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::plan::Run;
-use crate::tables::{Column, MetricKind};
+use crate::plan::{Plan, Run};
+use crate::tables::{Column, MetricKind, TableSpec, Unit};
 
 /// Version of the files in a run directory.
 pub const FORMAT_VERSION: u32 = 1;
@@ -88,6 +88,104 @@ pub struct RunRecord {
     /// losses may be the router's, not the path's.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub router_stalls: BTreeMap<String, u64>,
+}
+
+/// `resolved.json`: the plan as `dualperf run` expanded it, and each point's `send`
+/// arguments.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Resolved {
+    /// [`FORMAT_VERSION`].
+    pub format_version: u32,
+    /// Whether the plan ran with `--quick`.
+    pub quick: bool,
+    /// The expanded plan.
+    pub plan: Plan,
+    /// Each point's `dualperf send` arguments, in point order.
+    pub point_args: Vec<Vec<String>>,
+}
+
+impl Resolved {
+    /// The resolved form of `plan`.
+    pub fn new(plan: &Plan, quick: bool) -> Self {
+        Self {
+            format_version: FORMAT_VERSION,
+            quick,
+            plan: plan.clone(),
+            point_args: plan.points.iter().map(|p| p.args()).collect(),
+        }
+    }
+
+    /// Read one back. The declared tables are read one by one, as a plan's would be
+    /// (the file may have been edited): a table that does not read, or names a unit
+    /// its metric does not have, is left out, and its 1-based position returned.
+    pub fn parse(bytes: &[u8]) -> Result<(Self, Vec<usize>), serde_json::Error> {
+        let mut value: serde_json::Value = serde_json::from_slice(bytes)?;
+        let tables = match value.get_mut("plan") {
+            Some(plan) => plan
+                .get_mut("tables")
+                .map(serde_json::Value::take)
+                .unwrap_or_default(),
+            None => serde_json::Value::Null,
+        };
+        if let Some(plan) = value.get_mut("plan").and_then(|p| p.as_object_mut()) {
+            plan.insert("tables".into(), serde_json::Value::Array(Vec::new()));
+        }
+        let mut resolved: Self = serde_json::from_value(value)?;
+        let mut left_out = Vec::new();
+        for (i, v) in tables.as_array().into_iter().flatten().enumerate() {
+            let spec = serde_json::from_value::<TableSpec>(v.clone())
+                .ok()
+                .filter(|t| !t.metrics.is_empty())
+                .and_then(|mut t| {
+                    for c in &mut t.metrics {
+                        c.unit = Unit::parse(c.metric, &c.unit.name)?;
+                    }
+                    Some(t)
+                });
+            match spec {
+                Some(t) => resolved.plan.tables.push(t),
+                None => left_out.push(i + 1),
+            }
+        }
+        Ok((resolved, left_out))
+    }
+
+    /// Whether `other` measures the same runs: equal but for the report's tables, which
+    /// only present what was measured. Run directories of the same measurement resume
+    /// and pool whatever tables their plans declare.
+    pub fn same_measurement(&self, other: &Self) -> bool {
+        let strip = |r: &Self| {
+            let mut r = r.clone();
+            r.plan.tables.clear();
+            r
+        };
+        strip(self) == strip(other)
+    }
+}
+
+/// `host.json` (and `host-resumed-UNIX.json`): where a plan ran (flent's metadata, for
+/// one host).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HostInfo {
+    /// [`FORMAT_VERSION`].
+    pub format_version: u32,
+    /// dualperf's version.
+    pub dualperf: String,
+    /// `/proc/sys/kernel/osrelease`.
+    pub kernel: Option<String>,
+    /// `/proc/sys/kernel/hostname`.
+    pub hostname: Option<String>,
+    /// The CPU's model name.
+    pub cpu: Option<String>,
+    /// CPUs this process may use.
+    pub cpus: Option<usize>,
+    /// The sysctls that change IPv4/IPv6 results (`net.ipv6.auto_flowlabels`, …), as
+    /// read; `None` where unreadable.
+    pub sysctls: BTreeMap<String, Option<String>>,
+    /// `tc qdisc show dev lo`.
+    pub qdisc_lo: Option<String>,
+    /// The plan's target.
+    pub target: String,
 }
 
 /// What a background flow of a run left: its report, or why there is none.
@@ -279,6 +377,36 @@ mod tests {
         let d = std::env::temp_dir().join(format!("dualperf-store-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         d
+    }
+
+    fn tiny_plan(quick: bool) -> Plan {
+        let text = "version = 1\nname = \"x\"\nduration = \"1s\"\n\n[flow]\nudp = true\n\n[factors]\nsize = [64, 512]\n\n[[tables]]\ntitle = \"T\"\nmetrics = [\"loss\", \"throughput:Mbps\"]\n";
+        Plan::parse(text, quick).unwrap()
+    }
+
+    #[test]
+    fn resolved_plans_read_back_and_differ_only_by_what_they_measure() {
+        let a = Resolved::new(&tiny_plan(false), false);
+        let text = serde_json::to_vec(&a).unwrap();
+        let (back, left_out) = Resolved::parse(&text).unwrap();
+        assert_eq!(back, a);
+        assert!(left_out.is_empty());
+        // Tables only present what was measured; --quick measures something else.
+        let mut b = a.clone();
+        b.plan.tables.clear();
+        assert!(a.same_measurement(&b));
+        let c = Resolved::new(&tiny_plan(true), true);
+        assert!(!a.same_measurement(&c));
+        // An edited table that no longer reads is left out, and named; the rest reads.
+        let mut v: serde_json::Value = serde_json::from_slice(&text).unwrap();
+        let good = v["plan"]["tables"][0].clone();
+        let mut bad_unit = good.clone();
+        bad_unit["metrics"][1]["unit"]["name"] = "furlongs".into();
+        v["plan"]["tables"] = serde_json::json!([good, {"title": 3}, bad_unit]);
+        let (back, left_out) = Resolved::parse(&serde_json::to_vec(&v).unwrap()).unwrap();
+        assert_eq!(left_out, [2, 3]);
+        assert_eq!(back.plan.tables, a.plan.tables);
+        assert!(Resolved::parse(b"{\"plan\": 1}").is_err());
     }
 
     #[test]

@@ -309,7 +309,7 @@ impl Column {
 }
 
 /// A table a plan declares.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TableSpec {
     /// As printed above it: `Table 3. IPv4 and IPv6 TCP Throughput`.
     pub title: String,

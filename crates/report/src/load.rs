@@ -2,10 +2,10 @@
 //! points' factors, the points' order and the declared tables.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use lab::store::{RunRecord, Store};
-use lab::tables::{TableSpec, Unit};
+use lab::store::{Resolved, RunRecord, Store};
+use lab::tables::TableSpec;
 
 use crate::error::Error;
 
@@ -29,7 +29,7 @@ pub fn load(dirs: &[PathBuf], warnings: &mut Vec<String>) -> Result<Runs, Error>
     let mut records: Vec<RunRecord> = Vec::new();
     let mut factors: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
     let mut order: Vec<String> = Vec::new();
-    let mut plan_seen: Option<serde_json::Value> = None;
+    let mut plan_seen: Option<Resolved> = None;
     let mut specs: Vec<TableSpec> = Vec::new();
     for dir in dirs {
         let store = match Store::open(dir) {
@@ -38,10 +38,20 @@ pub fn load(dirs: &[PathBuf], warnings: &mut Vec<String>) -> Result<Runs, Error>
         };
         // The points' factors and their order, from the resolved plan.
         if let Ok(text) = std::fs::read(dir.join("resolved.json")) {
-            let resolved: serde_json::Value = serde_json::from_slice(&text).unwrap_or_default();
+            let (resolved, left_out) = match Resolved::parse(&text) {
+                Ok(r) => r,
+                Err(e) => {
+                    warnings.push(format!(
+                        "{}: resolved.json does not read ({e}); its points' factors and tables are left out",
+                        dir.display()
+                    ));
+                    add_runs(&store, &mut records)?;
+                    continue;
+                }
+            };
             // Repetitions pool across directories only when they measured the same plan.
             match &plan_seen {
-                Some(first) if !lab::plan::same_measurement(first, &resolved) => {
+                Some(first) if !first.same_measurement(&resolved) => {
                     return Err(Error::OtherPlan {
                         dir: dir.clone(),
                         first: dirs[0].clone(),
@@ -51,26 +61,24 @@ pub fn load(dirs: &[PathBuf], warnings: &mut Vec<String>) -> Result<Runs, Error>
                 None => {
                     // The first directory's tables; one from before plans declared
                     // tables has none.
-                    specs = table_specs(dir, &resolved["plan"]["tables"], warnings);
+                    for i in left_out {
+                        warnings.push(format!(
+                            "{}: table {i} in resolved.json does not read; left out",
+                            dir.display()
+                        ));
+                    }
+                    specs = resolved.plan.tables.clone();
                     plan_seen = Some(resolved.clone());
                 }
             }
-            for p in resolved["plan"]["points"].as_array().into_iter().flatten() {
-                let Some(id) = p["id"].as_str() else { continue };
-                if !order.iter().any(|o| o == id) {
-                    order.push(id.to_owned());
+            for p in &resolved.plan.points {
+                if !order.contains(&p.id) {
+                    order.push(p.id.clone());
                 }
-                let f = serde_json::from_value(p["factors"].clone()).unwrap_or_default();
-                factors.insert(id.to_owned(), f);
+                factors.insert(p.id.clone(), p.factors.clone());
             }
         }
-        records.extend(
-            store
-                .runs()
-                .map_err(Error::Store)?
-                .into_iter()
-                .filter(|r| r.exit_code == 0),
-        );
+        add_runs(&store, &mut records)?;
     }
     if records.is_empty() {
         return Err(Error::NoRuns {
@@ -107,33 +115,14 @@ pub fn load(dirs: &[PathBuf], warnings: &mut Vec<String>) -> Result<Runs, Error>
     })
 }
 
-/// The declared tables of a run directory's `resolved.json`, each checked as a plan's
-/// would be (the file may have been edited): an entry that does not read, or a unit its
-/// metric does not have, is left out with a warning.
-fn table_specs(
-    dir: &Path,
-    value: &serde_json::Value,
-    warnings: &mut Vec<String>,
-) -> Vec<TableSpec> {
-    let mut out = Vec::new();
-    for (i, v) in value.as_array().into_iter().flatten().enumerate() {
-        let spec = serde_json::from_value::<TableSpec>(v.clone())
-            .ok()
-            .filter(|t| !t.metrics.is_empty())
-            .and_then(|mut t| {
-                for c in &mut t.metrics {
-                    c.unit = Unit::parse(c.metric, &c.unit.name)?;
-                }
-                Some(t)
-            });
-        match spec {
-            Some(t) => out.push(t),
-            None => warnings.push(format!(
-                "{}: table {} in resolved.json does not read; left out",
-                dir.display(),
-                i + 1
-            )),
-        }
-    }
-    out
+/// A directory's finished runs (exit code 0), added to `records`.
+fn add_runs(store: &Store, records: &mut Vec<RunRecord>) -> Result<(), Error> {
+    records.extend(
+        store
+            .runs()
+            .map_err(Error::Store)?
+            .into_iter()
+            .filter(|r| r.exit_code == 0),
+    );
+    Ok(())
 }

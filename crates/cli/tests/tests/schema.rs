@@ -173,6 +173,10 @@ fn run_records_and_reports_validate() {
         }
     }
     assert_eq!(n, 8);
+    for (name, file) in [("resolved", "resolved.json"), ("host", "host.json")] {
+        let doc: Value = serde_json::from_slice(&std::fs::read(dir.join(file)).unwrap()).unwrap();
+        assert_valid(name, &doc);
+    }
     let report = run(&["report", path_str(&dir), "--json"])
         .assert_success()
         .json();
