@@ -32,6 +32,13 @@ pub(crate) fn print(text: impl AsRef<str>) -> Result<()> {
         })
 }
 
+/// `value` as a JSON value whose objects list their keys sorted at every level, as
+/// dualperf's files and documents always have: a struct serializes its fields in
+/// declaration order, and serde_json's map (without `preserve_order`) sorts them.
+pub(crate) fn sorted_json(value: &impl serde::Serialize) -> serde_json::Result<serde_json::Value> {
+    serde_json::to_value(value)
+}
+
 /// Write `value` as one line of JSON (JSON Lines).
 pub(crate) fn print_json_line(value: &impl serde::Serialize) -> Result<()> {
     print(serde_json::to_string(value)? + "\n")

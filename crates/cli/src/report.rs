@@ -93,7 +93,7 @@ pub(crate) fn run(args: ReportArgs) -> Result<()> {
         std::fs::write(path, page).with_context(|| format!("cannot write {}", path.display()))?;
     }
     if args.json {
-        return crate::out::print_json(&report.into_doc().to_value()?);
+        return crate::out::print_json(&crate::out::sorted_json(&report.into_doc())?);
     }
     if args.csv {
         return crate::out::print(report.csv());

@@ -115,8 +115,7 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         }
     }
     store.write_file("plan.toml", text.as_bytes())?;
-    // As a JSON value, whose objects print their keys sorted, as resolved.json always has.
-    store.write_json("resolved.json", &serde_json::to_value(&resolved)?)?;
+    store.write_json("resolved.json", &crate::out::sorted_json(&resolved)?)?;
     // The host a run directory was started on stays recorded; a resume adds its own.
     let host_file = if dir.join("host.json").exists() {
         let now = std::time::SystemTime::now()
@@ -128,7 +127,7 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
     };
     store.write_json(
         &host_file,
-        &serde_json::to_value(host_metadata(&plan.target))?,
+        &crate::out::sorted_json(&host_metadata(&plan.target))?,
     )?;
     let stop = crate::interrupt::flag();
     let tty = std::io::stderr().is_terminal();

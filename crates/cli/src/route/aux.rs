@@ -229,11 +229,11 @@ fn write_stats(sinks: &Sinks, shared: &Shared, doc: &RouterStats) {
         std::thread::sleep(sinks.stats_delay);
     }
     let tmp = path.with_extension("json.tmp");
-    let ok = std::fs::write(
-        &tmp,
-        serde_json::to_vec_pretty(&to_value(doc)).unwrap_or_default(),
-    )
-    .and_then(|()| std::fs::rename(&tmp, path));
+    let ok = crate::out::sorted_json(doc)
+        .and_then(|v| serde_json::to_vec_pretty(&v))
+        .map_err(std::io::Error::other)
+        .and_then(|bytes| std::fs::write(&tmp, bytes))
+        .and_then(|()| std::fs::rename(&tmp, path));
     let took = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
     shared.max_stats_write_ns.fetch_max(took, Ordering::Relaxed);
     match ok {
@@ -248,10 +248,4 @@ fn write_stats(sinks: &Sinks, shared: &Shared, doc: &RouterStats) {
             );
         }
     }
-}
-
-/// The stats document as JSON, its keys sorted at every level as the file has always
-/// had them (the document goes through a map).
-pub(super) fn to_value(doc: &RouterStats) -> serde_json::Value {
-    serde_json::to_value(doc).unwrap_or_default()
 }

@@ -369,7 +369,10 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
     eng.read_kernel_drops();
     let doc = eng.stats(&qos, netio::clock::mono_ns() - started);
     if args.stats.is_none() {
-        eprintln!("{}", serde_json::to_string_pretty(&aux::to_value(&doc))?);
+        eprintln!(
+            "{}",
+            serde_json::to_string_pretty(&crate::out::sorted_json(&doc)?)?
+        );
     }
     eng.aux.finish(doc)
 }
