@@ -9,9 +9,9 @@ use crate::usage;
 
 /// Print the JSON Schema (draft 2020-12) of an output document, or write them all.
 ///
-/// The schemas are generated from the Rust types that write each document and read it
-/// back (`results`, `lab::store`, `router::stats`, `report`), so they cannot drift from
-/// the output. `docs/schemas/` holds the same files for reading without a build.
+/// The schemas are generated from the same types that write each document and read it
+/// back, so they cannot drift from the output. `docs/schemas/` holds the same files, and
+/// `docs/output.md` describes every field.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   dualperf schema                      # list the documents

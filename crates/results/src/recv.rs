@@ -10,13 +10,33 @@ use wire::control::{Meter, Protocol};
 
 /// One line of `recv --json`: `{"type": "flow", "data": …}` as each flow ends, and
 /// `{"type": "counters", "data": …}` last.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(tag = "type", content = "data", rename_all = "lowercase")]
 pub enum RecvLine {
     /// A finished flow.
     Flow(Box<FlowReport>),
     /// The receiver's counters, when it exits.
     Counters(CounterSnapshot),
+}
+
+/// Read through a JSON value: serde's buffering of tagged content cannot read the
+/// report's maps keyed by numbers (`marking.dscp_seen`: `{"46": 1000}`).
+impl<'de> Deserialize<'de> for RecvLine {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let mut line = serde_json::Value::deserialize(d)?;
+        let data = line
+            .get_mut("data")
+            .map(serde_json::Value::take)
+            .ok_or_else(|| D::Error::missing_field("data"))?;
+        match line.get("type").and_then(serde_json::Value::as_str) {
+            Some("flow") => serde_json::from_value(data).map(Self::Flow),
+            Some("counters") => serde_json::from_value(data).map(Self::Counters),
+            Some(other) => return Err(D::Error::unknown_variant(other, &["flow", "counters"])),
+            None => return Err(D::Error::missing_field("type")),
+        }
+        .map_err(D::Error::custom)
+    }
 }
 
 /// One finished flow, as the receiver reports it.
@@ -69,4 +89,33 @@ pub struct CounterSnapshot {
     pub late_after_finish: u64,
     /// Echoes the kernel refused to send.
     pub echo_failures: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_read_back_whatever_their_key_order() {
+        let counters = RecvLine::Counters(CounterSnapshot {
+            datagrams: 7,
+            ..CounterSnapshot::default()
+        });
+        let text = serde_json::to_string(&counters).unwrap();
+        assert_eq!(serde_json::from_str::<RecvLine>(&text).unwrap(), counters);
+        let reversed = r#"{"data": {"datagrams": 7, "malformed_datagrams": 0, "unknown_flow": 0,
+            "wrong_source": 0, "bad_connections": 0, "auth_failures": 0, "handshake_timeouts": 0,
+            "late_after_finish": 0, "echo_failures": 0}, "type": "counters"}"#;
+        assert_eq!(
+            serde_json::from_str::<RecvLine>(reversed).unwrap(),
+            counters
+        );
+        for bad in [
+            r#"{"type": "x", "data": {}}"#,
+            r#"{"data": {}}"#,
+            r#"{"type": "flow"}"#,
+        ] {
+            assert!(serde_json::from_str::<RecvLine>(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -120,16 +120,20 @@ fn send_recv_and_decode_outputs_validate() {
     .json();
     let recv = rx.finish();
     recv.finished.assert_success();
+    // Each validates, and reads back into the type that wrote it.
     for doc in [&owd, &rtt, &rtp] {
         assert_valid("send", doc);
+        serde_json::from_value::<results::send::SendReport>(doc.clone()).unwrap();
     }
     for line in recv.finished.json_lines() {
         assert_valid("recv", &line);
+        serde_json::from_value::<results::recv::RecvLine>(line).unwrap();
     }
     let decoded = run(&["decode", path_str(&log), "--json", "--interval", "50ms"])
         .assert_success()
         .json();
     assert_valid("decode", &decoded);
+    serde_json::from_value::<results::decode::DecodeDoc>(decoded.clone()).unwrap();
     // The check can fail: a key the types do not declare is refused.
     let mut extra = owd.clone();
     extra["flows"][0]["sent"]["packets_sent"] = Value::from(1);
@@ -169,6 +173,7 @@ fn run_records_and_reports_validate() {
         if p.extension().is_some_and(|x| x == "json") {
             let rec: Value = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
             assert_valid("run-record", &rec);
+            serde_json::from_value::<lab::store::RunRecord>(rec).unwrap();
             n += 1;
         }
     }
@@ -181,6 +186,7 @@ fn run_records_and_reports_validate() {
         .assert_success()
         .json();
     assert_valid("report", &report);
+    serde_json::from_value::<report::ReportDoc>(report).unwrap();
 }
 
 #[test]
