@@ -45,6 +45,8 @@ mod portcheck;
 mod presets;
 #[path = "tests/raw_protocol.rs"]
 mod raw_protocol;
+#[path = "tests/relay.rs"]
+mod relay;
 #[path = "tests/report_html.rs"]
 mod report_html;
 #[path = "tests/route_stall.rs"]
