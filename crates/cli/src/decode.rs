@@ -1,10 +1,14 @@
 //! `dualperf decode`: per-packet logs → summaries, interval series, every jitter.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
+use std::io::{BufReader, Read};
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
+use meter::log::{Entry, LogReader};
+use meter::{IntervalSeries, SummaryMeter, TxMeter};
+use results::decode::LogEnd;
 use wire::time::Duration;
 
 use crate::usage;
@@ -21,7 +25,8 @@ use crate::usage;
   dualperf decode recv.dplog --interval 100ms --csv > series.csv
   dualperf decode send.dplog --packets > packets.csv")]
 pub(crate) struct DecodeArgs {
-    /// The log file.
+    /// The log file (`-` reads standard input). Read in one pass in constant memory,
+    /// whatever its size; a log cut short is read up to the cut, which is reported.
     log: PathBuf,
     /// Print JSON: metadata, per-flow and total summaries, and the interval series if asked.
     #[arg(long, conflicts_with = "csv")]
@@ -36,98 +41,150 @@ pub(crate) struct DecodeArgs {
     /// Only this flow.
     #[arg(long, value_name = "ID")]
     flow: Option<u32>,
-    /// Print every record as CSV instead of summaries (as ITGDec -l): received packets
-    /// (`rx`: send and receive stamps, header fields) and sent ones (`tx`: scheduled and
-    /// actual send time).
+    /// Print every record as CSV instead of summaries (as ITGDec -l), in file order:
+    /// received packets (`rx`: send and receive stamps, header fields) and sent ones
+    /// (`tx`: scheduled and actual send time).
     #[arg(long, conflicts_with_all = ["json", "csv", "interval"])]
     packets: bool,
 }
 
 pub(crate) fn run(args: DecodeArgs) -> Result<()> {
-    let file = std::fs::File::open(&args.log)
-        .with_context(|| format!("cannot open {}", args.log.display()))?;
-    let mut contents = meter::log::read_log(std::io::BufReader::new(file))
+    let input: Box<dyn Read> = if args.log.as_os_str() == "-" {
+        Box::new(std::io::stdin().lock())
+    } else {
+        Box::new(
+            std::fs::File::open(&args.log)
+                .with_context(|| format!("cannot open {}", args.log.display()))?,
+        )
+    };
+    let mut reader = LogReader::open(BufReader::with_capacity(1 << 20, input))
         .with_context(|| format!("cannot decode {}", args.log.display()))?;
-    if contents.truncated_tail_bytes > 0 {
-        eprintln!(
-            "dualperf decode: warning: the log ends in a partial record ({} bytes ignored); everything before it was read",
-            contents.truncated_tail_bytes
-        );
+    if args.packets {
+        return packet_csv(&mut reader, args.flow, &args.log);
     }
-    if let Some(id) = args.flow {
-        contents.rx.retain(|r| r.flow == id);
-        contents.tx.retain(|t| t.flow == id);
-        contents.flows.retain(|f, _| *f == id);
-        if contents.rx.is_empty() && contents.tx.is_empty() {
-            usage!("flow {id} has no records in {}", args.log.display());
+    let meta: serde_json::Value =
+        serde_json::from_str(reader.meta_json()).unwrap_or(serde_json::Value::Null);
+    let version = reader.header().version;
+    let wanted = |id: u32| args.flow.is_none_or(|f| f == id);
+
+    // One pass, in constant memory: every record goes into the streaming meters as it
+    // is read (the live receiver's and sender's meters, so the figures are theirs).
+    let mut rx = SummaryMeter::new();
+    if let Some(w) = args.interval {
+        let series = IntervalSeries::new(w.as_nanos())
+            .map_err(|e| anyhow::Error::new(crate::UsageError(format!("--interval: {e}"))))?;
+        rx = rx.with_intervals(series);
+    }
+    let mut tx: BTreeMap<u32, TxMeter> = BTreeMap::new();
+    let mut info: BTreeMap<u32, serde_json::Value> = BTreeMap::new();
+    let mut ended: BTreeSet<u32> = BTreeSet::new();
+    let mut end = LogEnd {
+        format_version: version,
+        ..LogEnd::default()
+    };
+    let mut last_flow = None;
+    loop {
+        let entry = match reader.next_entry() {
+            Ok(Some(entry)) => entry,
+            Ok(None) => break,
+            Err(e) => {
+                end.error = Some(format!("{e}"));
+                break;
+            }
+        };
+        match entry {
+            Entry::FlowInfo { flow, json } if wanted(flow) => {
+                let v = serde_json::from_str(&json).unwrap_or(serde_json::Value::Null);
+                // RTP flows: the RFC 3550 §6.4.1 jitter against the RTP timestamps the
+                // receiver logged, with the media clock it was announced.
+                if let Some(hz) = v["announce"]["rtp_clock_hz"].as_u64() {
+                    rx.set_rtp_clock(flow, u32::try_from(hz).unwrap_or(u32::MAX));
+                }
+                info.insert(flow, v);
+            }
+            Entry::FlowEnd { flow, json } if wanted(flow) => {
+                let v: serde_json::Value =
+                    serde_json::from_str(&json).unwrap_or(serde_json::Value::Null);
+                let into = info.entry(flow).or_insert_with(|| serde_json::json!({}));
+                if let (Some(into), Some(from)) = (into.as_object_mut(), v.as_object()) {
+                    into.extend(from.iter().map(|(k, v)| (k.clone(), v.clone())));
+                }
+                ended.insert(flow);
+            }
+            Entry::Rx(r) if wanted(r.flow) => {
+                rx.handle_record(&r);
+                end.rx_records += 1;
+                end.last_rx_ns = end.last_rx_ns.max(Some(r.rx_ns));
+                last_flow = Some(r.flow);
+            }
+            Entry::Tx(t) if wanted(t.flow) => {
+                tx.entry(t.flow).or_default().handle_record(&t);
+                end.tx_records += 1;
+                last_flow = Some(t.flow);
+            }
+            _ => {}
         }
     }
-    if args.packets {
-        return crate::out::print(packet_csv(&contents));
+    end.bytes_read = reader.offset();
+    end.truncated_tail_bytes = reader.truncated_tail_bytes();
+    let cut_short = end.truncated_tail_bytes > 0 || end.error.is_some();
+    // Which flows the end of the log cut off: in version 3 every flow without its end
+    // entry; before, flows were written whole, so only the last one, if the file ends
+    // in a partial or damaged entry.
+    end.cut_flows = if version >= 3 {
+        let seen: BTreeSet<u32> = info
+            .keys()
+            .chain(tx.keys())
+            .copied()
+            .chain(rx.flow_ids())
+            .collect();
+        seen.difference(&ended).copied().collect()
+    } else {
+        last_flow.filter(|_| cut_short).into_iter().collect()
+    };
+    end.complete = !cut_short && end.cut_flows.is_empty();
+    if args
+        .flow
+        .is_some_and(|id| rx.flow_ids().all(|f| f != id) && !tx.contains_key(&id))
+    {
+        usage!(
+            "flow {} has no records in {}",
+            args.flow.unwrap_or_default(),
+            args.log.display()
+        );
     }
-    // Sent counts: from the flow info the writer recorded, else from the sender's own
-    // records (a sender log of an interrupted run has no count in its info). A sender's
-    // log holds arrivals only for round-trip flows (the echoes): for its one-way flows
-    // there is nothing to lose, and counting their packets as sent would report them all
-    // lost.
-    let meta: serde_json::Value =
-        serde_json::from_str(&contents.meta_json).unwrap_or(serde_json::Value::Null);
+    warn_if_cut(&end);
+
+    // Sent counts: from the flow's end entry (or, before version 3, its info), else from
+    // the sender's own records; none for a flow the log cut short, whose tail is unknown
+    // rather than lost. A sender's log holds arrivals only for round-trip flows (the
+    // echoes): for its one-way flows there is nothing to lose, and counting their
+    // packets as sent would report them all lost.
     let sender_log = meta["tool"] == "dualperf send";
-    let info: BTreeMap<u32, serde_json::Value> = contents
-        .flows
-        .iter()
-        .map(|(id, j)| {
-            (
-                *id,
-                serde_json::from_str(j).unwrap_or(serde_json::Value::Null),
-            )
-        })
-        .collect();
     let arrivals_expected =
         |id: u32| !sender_log || info.get(&id).is_some_and(|i| i["spec"]["meter"] == "rtt");
     let mut sent: BTreeMap<u32, u64> = info
         .iter()
-        .filter(|(id, _)| arrivals_expected(**id))
+        .filter(|(id, _)| arrivals_expected(**id) && !end.cut_flows.contains(id))
         .filter_map(|(id, i)| Some((*id, i.get("sent_packets")?.as_u64()?)))
         .collect();
-    for (id, n) in meter::sent_by_flow(&contents.tx) {
-        if arrivals_expected(id) {
-            sent.entry(id).or_insert(n);
+    for (id, t) in &tx {
+        if arrivals_expected(*id) && !end.cut_flows.contains(id) {
+            sent.entry(*id).or_insert(t.packets());
         }
     }
-    let summary = meter::summarize_all(&contents.rx, &sent);
-    // RTP flows: the RFC 3550 §6.4.1 interarrival jitter against the RTP timestamps the
-    // receiver logged, with the media clock it was announced (the live receiver's
-    // `rtp`, the sender's `received_rtp`). Logs without RTP timestamps have none.
-    let clocks: BTreeMap<u32, u32> = info
+    let summary = rx.summary(&sent);
+    let received_rtp = rx.rtp();
+    let intervals = rx
+        .intervals()
+        .transpose()
+        .map_err(|e| anyhow::Error::new(crate::UsageError(format!("--interval: {e}"))))?;
+    let schedule: BTreeMap<u32, meter::ScheduleError> = tx
         .iter()
-        .filter_map(|(id, i)| {
-            let hz = i["announce"]["rtp_clock_hz"].as_u64()?;
-            Some((*id, u32::try_from(hz).ok()?))
-        })
+        .filter_map(|(id, t)| Some((*id, t.schedule_error()?)))
         .collect();
-    let received_rtp = meter::rtp_jitter_by_flow(&contents.rx, &clocks);
-    let intervals = match args.interval {
-        Some(w) => {
-            let origin = contents.rx.iter().map(|r| r.rx_ns).min().unwrap_or(0);
-            let series = meter::try_intervals(&contents.rx, w.as_nanos(), origin)
-                .map_err(|e| anyhow::Error::new(crate::UsageError(format!("--interval: {e}"))))?;
-            Some(series)
-        }
-        None => None,
-    };
-    let mut schedule: BTreeMap<u32, meter::ScheduleError> = BTreeMap::new();
-    let mut sent_side: BTreeMap<u32, meter::SentSummary> = BTreeMap::new();
-    let mut by_flow: BTreeMap<u32, Vec<meter::TxRecord>> = BTreeMap::new();
-    for t in &contents.tx {
-        by_flow.entry(t.flow).or_default().push(*t);
-    }
-    for (id, tx) in &by_flow {
-        if let Some(e) = meter::schedule_error(tx) {
-            schedule.insert(*id, e);
-        }
-        sent_side.insert(*id, meter::sent_summary(tx));
-    }
+    let sent_side: BTreeMap<u32, meter::SentSummary> =
+        tx.iter().map(|(id, t)| (*id, t.sent_summary())).collect();
 
     let mut out = String::new();
     if args.json {
@@ -141,6 +198,7 @@ pub(crate) fn run(args: DecodeArgs) -> Result<()> {
             schedule_error: schedule,
             intervals,
             received_rtp,
+            log_end: Some(end),
         };
         out = serde_json::to_string_pretty(&doc)? + "\n";
     } else if args.csv {
@@ -149,7 +207,7 @@ pub(crate) fn run(args: DecodeArgs) -> Result<()> {
             None => write!(out, "{}", meter::text::csv_summary(&summary))?,
         }
     } else {
-        if !contents.rx.is_empty() || contents.tx.is_empty() {
+        if end.rx_records > 0 || end.tx_records == 0 {
             write!(out, "{}", meter::text::itgdec_text(&summary))?;
         } else {
             writeln!(
@@ -187,6 +245,9 @@ pub(crate) fn run(args: DecodeArgs) -> Result<()> {
                 e.max_ns as f64 / 1e3
             )?;
         }
+        if !end.complete {
+            writeln!(out, "{}", cut_sentence(&end))?;
+        }
         if let Some(iv) = &intervals {
             writeln!(out)?;
             write!(out, "{}", meter::text::csv_intervals(iv))?;
@@ -195,33 +256,102 @@ pub(crate) fn run(args: DecodeArgs) -> Result<()> {
     crate::out::print(out)
 }
 
-/// Every record of the log as CSV, received ones then sent ones; an unknown field is empty.
-fn packet_csv(contents: &meter::log::LogContents) -> String {
-    let opt = |v: Option<u64>| v.map_or(String::new(), |v| v.to_string());
-    let mut out = String::from(
-        "kind,flow,seq,size_bytes,tx_ns,rx_ns,scheduled_ns,actual_ns,tos,hop_limit,flow_label,kernel_ts\n",
+/// Says where a log that is not whole ends.
+fn cut_sentence(end: &LogEnd) -> String {
+    let mut s = format!(
+        "Log cut short: it ends at byte {} after {} received and {} sent records",
+        end.bytes_read, end.rx_records, end.tx_records
     );
-    for r in &contents.rx {
-        let _ = writeln!(
-            out,
-            "rx,{},{},{},{},{},,,{},{},{},{}",
-            r.flow,
-            r.seq,
-            r.size_bytes,
-            r.tx_ns,
-            r.rx_ns,
-            opt(r.tos.map(u64::from)),
-            opt(r.hop_limit.map(u64::from)),
-            opt(r.flow_label.map(u64::from)),
-            u8::from(r.kernel_ts),
+    if let Some(t) = end.last_rx_ns {
+        s += &format!(" (last arrival at {t} ns)");
+    }
+    if end.truncated_tail_bytes > 0 {
+        s += &format!(
+            ", then {} bytes of a partial record",
+            end.truncated_tail_bytes
         );
     }
-    for t in &contents.tx {
-        let _ = writeln!(
-            out,
-            "tx,{},{},{},,,{},{},,,,",
-            t.flow, t.seq, t.size_bytes, t.scheduled_ns, t.actual_ns
+    if let Some(e) = &end.error {
+        s += &format!(", then a damaged entry ({e})");
+    }
+    if !end.cut_flows.is_empty() {
+        let flows: Vec<String> = end.cut_flows.iter().map(u32::to_string).collect();
+        s += &format!(
+            "; flow(s) {} have no end entry: their figures cover the records up to the cut, and packets after it are not counted as lost",
+            flows.join(", ")
         );
     }
-    out
+    s + "."
+}
+
+fn warn_if_cut(end: &LogEnd) {
+    if !end.complete {
+        eprintln!("dualperf decode: warning: {}", cut_sentence(end));
+    }
+}
+
+/// Every record of the log as CSV, in file order, streamed; an unknown field is empty.
+fn packet_csv(
+    reader: &mut LogReader<BufReader<Box<dyn Read>>>,
+    flow: Option<u32>,
+    path: &std::path::Path,
+) -> Result<()> {
+    use std::io::Write as _;
+    let opt = |v: Option<u64>| v.map_or(String::new(), |v| v.to_string());
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    writeln!(
+        out,
+        "kind,flow,seq,size_bytes,tx_ns,rx_ns,scheduled_ns,actual_ns,tos,hop_limit,flow_label,kernel_ts"
+    )?;
+    let mut any = false;
+    let mut end = LogEnd::default();
+    loop {
+        let entry = match reader.next_entry() {
+            Ok(Some(e)) => e,
+            Ok(None) => break,
+            Err(e) => {
+                end.error = Some(e.to_string());
+                break;
+            }
+        };
+        match entry {
+            Entry::Rx(r) if flow.is_none_or(|f| f == r.flow) => {
+                any = true;
+                end.rx_records += 1;
+                writeln!(
+                    out,
+                    "rx,{},{},{},{},{},,,{},{},{},{}",
+                    r.flow,
+                    r.seq,
+                    r.size_bytes,
+                    r.tx_ns,
+                    r.rx_ns,
+                    opt(r.tos.map(u64::from)),
+                    opt(r.hop_limit.map(u64::from)),
+                    opt(r.flow_label.map(u64::from)),
+                    u8::from(r.kernel_ts),
+                )?;
+            }
+            Entry::Tx(t) if flow.is_none_or(|f| f == t.flow) => {
+                any = true;
+                end.tx_records += 1;
+                writeln!(
+                    out,
+                    "tx,{},{},{},,,{},{},,,,",
+                    t.flow, t.seq, t.size_bytes, t.scheduled_ns, t.actual_ns
+                )?;
+            }
+            _ => {}
+        }
+    }
+    out.flush()?;
+    end.bytes_read = reader.offset();
+    end.truncated_tail_bytes = reader.truncated_tail_bytes();
+    end.complete = end.truncated_tail_bytes == 0 && end.error.is_none();
+    warn_if_cut(&end);
+    if let (Some(id), false) = (flow, any) {
+        usage!("flow {id} has no records in {}", path.display());
+    }
+    Ok(())
 }

@@ -14,6 +14,7 @@ mod export;
 mod interop;
 mod interrupt;
 mod labcmd;
+mod logsink;
 mod out;
 mod overhead;
 mod portcheck;

@@ -161,8 +161,125 @@ pub fn try_intervals(
         .collect())
 }
 
+/// The interval series built as records arrive, in memory proportional to the number of
+/// windows (never to the number of packets): the streaming form of [`try_intervals`],
+/// with the origin at the first record's receive time.
+///
+/// Loss is charged as in [`try_intervals`]: a gap is charged to the window of the record
+/// that revealed it ([`IntervalSeries::charge_lost`]), and a number that arrives later
+/// within the reordering window is taken back from that window
+/// ([`IntervalSeries::take_back_lost`]); [`crate::seq::SeqState`] says which.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IntervalSeries {
+    window_ns: u64,
+    max_windows: u64,
+    origin_ns: Option<u64>,
+    windows: Vec<Accumulator>,
+    prev_delay_ns: Option<i64>,
+    rfc3550: Rfc3550Jitter,
+    error: Option<IntervalError>,
+}
+
+impl IntervalSeries {
+    /// A series of `window_ns` windows, at most [`MAX_WINDOWS`] of them.
+    pub fn new(window_ns: u64) -> Result<Self, IntervalError> {
+        Self::with_max_windows(window_ns, MAX_WINDOWS)
+    }
+
+    /// A series of at most `max_windows` windows (a bound below [`MAX_WINDOWS`]): a
+    /// record beyond it ends the series with [`IntervalError::TooManyWindows`].
+    pub fn with_max_windows(window_ns: u64, max_windows: u64) -> Result<Self, IntervalError> {
+        if window_ns == 0 {
+            return Err(IntervalError::ZeroWindow);
+        }
+        Ok(Self {
+            window_ns,
+            max_windows: max_windows.min(MAX_WINDOWS),
+            origin_ns: None,
+            windows: Vec::new(),
+            prev_delay_ns: None,
+            rfc3550: Rfc3550Jitter::new(),
+            error: None,
+        })
+    }
+
+    /// Takes the next record in arrival order (`delay_ns` is its delay); returns the
+    /// index of the window it fell in, `None` before the origin or after an error.
+    pub fn handle_record(&mut self, r: &RxRecord, delay_ns: i64) -> Option<u64> {
+        self.rfc3550.update(delay_ns);
+        let prev = self.prev_delay_ns.replace(delay_ns);
+        let origin = *self.origin_ns.get_or_insert(r.rx_ns);
+        if self.error.is_some() {
+            return None;
+        }
+        let w = r.rx_ns.checked_sub(origin)? / self.window_ns;
+        if w >= self.max_windows {
+            self.error = Some(IntervalError::TooManyWindows {
+                windows: w.saturating_add(1),
+                max: self.max_windows,
+            });
+            self.windows = Vec::new();
+            return None;
+        }
+        // Lossless: w < max_windows ≤ MAX_WINDOWS.
+        let i = w as usize;
+        if self.windows.len() <= i {
+            self.windows.resize(i + 1, Accumulator::default());
+        }
+        let a = &mut self.windows[i];
+        a.add(r, delay_ns);
+        if let Some(prev) = prev {
+            a.jitter_sum_ns += u128::from(prev.abs_diff(delay_ns));
+            a.jitter_pairs += 1;
+        }
+        a.rfc3550_ns = self.rfc3550.value_ns();
+        Some(w)
+    }
+
+    /// Charges `n` newly revealed missing numbers to window `w`.
+    pub fn charge_lost(&mut self, w: u64, n: u64) {
+        if let Some(a) = self.windows.get_mut(w as usize) {
+            a.lost += n;
+        }
+    }
+
+    /// A number charged to window `w` arrived after all: one loss fewer.
+    pub fn take_back_lost(&mut self, w: u64) {
+        if let Some(a) = self.windows.get_mut(w as usize) {
+            a.lost = a.lost.saturating_sub(1);
+        }
+    }
+
+    /// Windows so far (the last may still be filling).
+    pub fn len(&self) -> u64 {
+        self.windows.len() as u64
+    }
+
+    /// True before the first window.
+    pub fn is_empty(&self) -> bool {
+        self.windows.is_empty()
+    }
+
+    /// The series, or why there is none.
+    pub fn windows(&self) -> Result<Vec<Interval>, IntervalError> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let origin = self.origin_ns.unwrap_or(0);
+        Ok(self
+            .windows
+            .iter()
+            .enumerate()
+            .map(|(k, a)| {
+                let start_ns = origin.saturating_add(k as u64 * self.window_ns);
+                a.interval(start_ns, self.window_ns)
+            })
+            .collect())
+    }
+}
+
 /// Running sums of one window.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 struct Accumulator {
     packets: u64,
     bytes: u64,

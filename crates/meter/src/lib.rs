@@ -19,7 +19,15 @@
 //!   jitter against the RTP timestamps the records carry).
 //! - Aggregates: [`summary`] ([`summarize`], [`summarize_all`] → per-flow
 //!   [`FlowSummary`] and a D-ITG-style total) and [`interval`] ([`intervals`]:
-//!   per-window series where an empty window is `null`, not 0).
+//!   per-window series where an empty window is `null`, not 0). These batch
+//!   functions take the whole record list; they are the reference.
+//! - Streaming: [`stream`] ([`FlowMeter`], [`SummaryMeter`]) and
+//!   [`schedule::TxMeter`] compute the same figures one record at a time in
+//!   memory that does not grow with the packet count, from [`seq`] (loss,
+//!   duplicates and reordering in a window of open loss runs), [`hist`] (a sparse
+//!   log-linear histogram for percentiles, within [`hist::RELATIVE_ERROR`]) and
+//!   [`interval::IntervalSeries`]. Every socket loop and `decode` use these;
+//!   property tests hold them to the batch reference.
 //! - Across runs: [`repeat`] (mean, standard deviation and Student-t
 //!   confidence interval of repetitions; Welch's t-test of IPv6 against IPv4).
 //! - Formats: [`log`] (versioned binary per-packet log, safe on untrusted
@@ -53,6 +61,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod hist;
 pub mod interval;
 pub mod jitter;
 pub mod log;
@@ -62,21 +71,29 @@ pub mod record;
 pub mod repeat;
 pub mod rtp;
 pub mod schedule;
+pub mod seq;
 pub mod stats;
+pub mod stream;
 pub mod summary;
 pub mod text;
 
-pub use interval::{intervals, try_intervals, Interval, IntervalError, MAX_WINDOWS};
+pub use hist::Histogram;
+pub use interval::{
+    intervals, try_intervals, Interval, IntervalError, IntervalSeries, MAX_WINDOWS,
+};
 pub use jitter::{IpdvStats, Jitter, Rfc3550Jitter};
 pub use log::{Entry, LogError, LogReader, LogWriter};
 pub use loss::{DitgLoss, Loss};
-pub use marking::Marking;
+pub use marking::{Marking, MarkingCounter};
 pub use record::{RxRecord, TxRecord};
 pub use repeat::{compare, Comparison, Sample, Verdict};
 pub use rtp::{rtp_jitter, rtp_jitter_by_flow, RtpJitter, RtpJitterSummary};
 pub use schedule::{
     schedule_error, schedule_error_with, sent_by_flow, sent_summary, ScheduleError, SentSummary,
+    TxMeter,
 };
+pub use seq::{Arrival, SeqState};
 pub use stats::{percentile_nearest_rank, Stats};
+pub use stream::{Arrivals, FlowMeter, SummaryMeter};
 pub use summary::{summarize, summarize_all, DelayStats, FlowSummary, Summary, TOTAL_FLOW};
 pub use text::{csv_intervals, csv_summary, itgdec_text, itgdec_text_with, ItgdecOptions};

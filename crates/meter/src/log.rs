@@ -9,7 +9,7 @@
 //! ```text
 //!  offset  size  field
 //!  0       6     magic  b"DPLOG\0"
-//!  6       2     format version (u16) = 2 (version 1 is read too)
+//!  6       2     format version (u16) = 3 (versions 1 and 2 are read too)
 //!  8       4     metadata length N (u32), at most 1 MiB
 //!  12      N     metadata: UTF-8 JSON chosen by the writer (run config, host…)
 //! ```
@@ -32,7 +32,17 @@
 //!            16 scheduled_ns u64 | 24  actual_ns u64
 //!  tag 0x04  RxRtp      43 bytes (an RxRecord with an RTP timestamp; version 2)
 //!            0  the 39 bytes of an Rx body | 39  rtp_ts u32
+//!  tag 0x05  FlowEnd    4 + 4 + L bytes, laid out as FlowInfo (version 3)
+//!            what is known once the flow ended (JSON chosen by the writer: packets
+//!            the sender sent, records that could not be logged…)
 //! ```
+//!
+//! Version 3 logs are written as the packets arrive: a flow's FlowInfo first, then its
+//! records interleaved with other flows' in arrival order, then its FlowEnd. A flow
+//! whose FlowEnd is missing was cut off (the writer was killed, the file truncated):
+//! its records end where the log ends, and nothing after them is known. Versions 1
+//! and 2 wrote each flow whole (FlowInfo with the sent count, then the records) when
+//! it ended.
 //!
 //! Version 2 added the RxRtp entry: a received packet that carried an RTP header is
 //! written with its RTP timestamp (RFC 3550 §5.1), so the RTP interarrival jitter can be
@@ -57,7 +67,7 @@ use crate::record::{RxRecord, TxRecord};
 /// Magic bytes opening every log.
 pub const MAGIC: [u8; 6] = *b"DPLOG\0";
 /// The format version this build writes (and the newest it reads).
-pub const FORMAT_VERSION: u16 = 2;
+pub const FORMAT_VERSION: u16 = 3;
 /// The oldest format version this build reads.
 pub const OLDEST_FORMAT_VERSION: u16 = 1;
 /// Largest metadata blob (1 MiB).
@@ -70,6 +80,7 @@ const TAG_FLOW_INFO: u8 = 0x01;
 const TAG_RX: u8 = 0x02;
 const TAG_TX: u8 = 0x03;
 const TAG_RX_RTP: u8 = 0x04;
+const TAG_FLOW_END: u8 = 0x05;
 const FLOW_INFO_FIXED_BYTES: usize = 8;
 const RX_BYTES: usize = 39;
 const TX_BYTES: usize = 32;
@@ -174,6 +185,13 @@ pub enum Entry {
     Rx(RxRecord),
     /// A sent packet.
     Tx(TxRecord),
+    /// What is known about a flow once it ended (JSON chosen by the writer); version 3.
+    FlowEnd {
+        /// The flow id.
+        flow: u32,
+        /// UTF-8 JSON text.
+        json: String,
+    },
 }
 
 /// Buffered writer of a packet log.
@@ -203,6 +221,13 @@ impl<W: Write> LogWriter<W> {
     pub fn write_flow(&mut self, flow: u32, json: &str) -> Result<(), LogError> {
         self.scratch.clear();
         encode_flow_info(flow, json, &mut self.scratch)?;
+        Ok(self.out.write_all(&self.scratch)?)
+    }
+
+    /// Appends a FlowEnd entry.
+    pub fn write_flow_end(&mut self, flow: u32, json: &str) -> Result<(), LogError> {
+        self.scratch.clear();
+        encode_flow_info_tagged(TAG_FLOW_END, flow, json, &mut self.scratch)?;
         Ok(self.out.write_all(&self.scratch)?)
     }
 
@@ -321,6 +346,7 @@ impl<R: Read> LogReader<R> {
         }
         let fixed_len = fixed_body_len(tag[0])
             .filter(|_| tag[0] != TAG_RX_RTP || self.header.version >= 2)
+            .filter(|_| tag[0] != TAG_FLOW_END || self.header.version >= 3)
             .ok_or(LogError::UnknownTag {
                 tag: tag[0],
                 offset: entry_offset,
@@ -330,7 +356,7 @@ impl<R: Read> LogReader<R> {
         if got < fixed_len {
             return Ok(self.truncated(1 + got));
         }
-        if tag[0] == TAG_FLOW_INFO {
+        if tag[0] == TAG_FLOW_INFO || tag[0] == TAG_FLOW_END {
             let json_len = flow_info_len(&body)?;
             body.resize(fixed_len + json_len, 0);
             let got = read_up_to(&mut self.input, &mut body[fixed_len..])?;
@@ -369,6 +395,8 @@ pub struct LogContents {
     pub rx: Vec<RxRecord>,
     /// Tx records in file (= send) order.
     pub tx: Vec<TxRecord>,
+    /// FlowEnd JSON per flow id (version 3).
+    pub flow_ends: BTreeMap<u32, String>,
     /// See [`LogReader::truncated_tail_bytes`].
     pub truncated_tail_bytes: u64,
 }
@@ -384,6 +412,9 @@ pub fn read_log(r: impl Read) -> Result<LogContents, LogError> {
             }
             Entry::Rx(r) => contents.rx.push(r),
             Entry::Tx(t) => contents.tx.push(t),
+            Entry::FlowEnd { flow, json } => {
+                contents.flow_ends.insert(flow, json);
+            }
         }
     }
     contents.truncated_tail_bytes = reader.truncated_tail_bytes();
@@ -410,6 +441,7 @@ pub fn encode_entry(entry: &Entry, out: &mut Vec<u8>) -> Result<(), LogError> {
         Entry::FlowInfo { flow, json } => encode_flow_info(*flow, json, out)?,
         Entry::Rx(r) => encode_rx(r, out),
         Entry::Tx(t) => encode_tx(t, out),
+        Entry::FlowEnd { flow, json } => encode_flow_info_tagged(TAG_FLOW_END, *flow, json, out)?,
     }
     Ok(())
 }
@@ -441,7 +473,7 @@ pub fn parse_entry(bytes: &[u8]) -> Result<(Entry, usize), LogError> {
         needed: want.saturating_sub(body.len()),
     };
     let fixed = body.get(..fixed_len).ok_or_else(|| short(fixed_len))?;
-    let body_len = if tag == TAG_FLOW_INFO {
+    let body_len = if tag == TAG_FLOW_INFO || tag == TAG_FLOW_END {
         fixed_len + flow_info_len(fixed)?
     } else {
         fixed_len
@@ -493,6 +525,7 @@ fn fixed_body_len(tag: u8) -> Option<usize> {
         TAG_RX => Some(RX_BYTES),
         TAG_TX => Some(TX_BYTES),
         TAG_RX_RTP => Some(RX_RTP_BYTES),
+        TAG_FLOW_END => Some(FLOW_INFO_FIXED_BYTES),
         _ => None,
     }
 }
@@ -518,14 +551,18 @@ fn decode_body(tag: u8, body: &[u8], offset: u64) -> Result<(Entry, usize), LogE
     let mut c = Cursor(body);
     let truncated = || LogError::Truncated { needed: 1 };
     let entry = match tag {
-        TAG_FLOW_INFO => {
+        TAG_FLOW_INFO | TAG_FLOW_END => {
             let flow = c.u32().ok_or_else(truncated)?;
             let len = c.u32().ok_or_else(truncated)? as usize;
             let text = c.take(len).ok_or_else(truncated)?;
             let json = std::str::from_utf8(text)
                 .map_err(|_| LogError::InvalidUtf8 { what: "flow info" })?
                 .to_owned();
-            Entry::FlowInfo { flow, json }
+            if tag == TAG_FLOW_END {
+                Entry::FlowEnd { flow, json }
+            } else {
+                Entry::FlowInfo { flow, json }
+            }
         }
         TAG_RX => Entry::Rx(decode_rx(&mut c, offset)?),
         TAG_RX_RTP => {
@@ -543,11 +580,20 @@ fn decode_body(tag: u8, body: &[u8], offset: u64) -> Result<(Entry, usize), LogE
 }
 
 fn encode_flow_info(flow: u32, json: &str, out: &mut Vec<u8>) -> Result<(), LogError> {
+    encode_flow_info_tagged(TAG_FLOW_INFO, flow, json, out)
+}
+
+fn encode_flow_info_tagged(
+    tag: u8,
+    flow: u32,
+    json: &str,
+    out: &mut Vec<u8>,
+) -> Result<(), LogError> {
     let len = checked_len(json.len(), MAX_FLOW_INFO_BYTES).ok_or(LogError::FlowInfoTooLarge {
         len: json.len() as u64,
         max: MAX_FLOW_INFO_BYTES,
     })?;
-    out.push(TAG_FLOW_INFO);
+    out.push(tag);
     out.extend_from_slice(&flow.to_le_bytes());
     out.extend_from_slice(&len.to_le_bytes());
     out.extend_from_slice(json.as_bytes());
@@ -695,6 +741,7 @@ mod tests {
 
     const META: &str = r#"{"tool":"dualperf","role":"recv"}"#;
     const FLOW: &str = r#"{"protocol":"udp","ip":6,"meter":"owd","dscp":46}"#;
+    const END: &str = r#"{"sent_packets":9,"unlogged_records":0}"#;
 
     fn rx_full() -> RxRecord {
         RxRecord {
@@ -758,7 +805,7 @@ mod tests {
         let bytes = sample_log();
         let mut reader = LogReader::open(bytes.as_slice()).unwrap();
         assert_eq!(reader.meta_json(), META);
-        assert_eq!(reader.header().version, 2);
+        assert_eq!(reader.header().version, 3);
         let got: Vec<Entry> = reader.by_ref().map(Result::unwrap).collect();
         assert_eq!(got, entries());
         assert_eq!(reader.truncated_tail_bytes(), 0);
@@ -796,7 +843,7 @@ mod tests {
         let bytes = w.into_inner().unwrap();
         #[rustfmt::skip]
         let want: Vec<u8> = [
-            &b"DPLOG\0"[..], &[2, 0], &[2, 0, 0, 0], b"{}",
+            &b"DPLOG\0"[..], &[3, 0], &[2, 0, 0, 0], b"{}",
             &[0x02],
             &[7, 0, 0, 0],
             &[8, 7, 6, 5, 4, 3, 2, 1],
@@ -871,12 +918,12 @@ mod tests {
     #[test]
     fn other_versions_are_rejected() {
         let mut bytes = sample_log();
-        bytes[6] = 3;
+        bytes[6] = 4;
         assert!(matches!(
             LogReader::open(bytes.as_slice()),
             Err(LogError::UnsupportedVersion {
-                found: 3,
-                supported: 2
+                found: 4,
+                supported: 3
             })
         ));
         bytes[6] = 0;
@@ -884,7 +931,7 @@ mod tests {
             parse_header(&bytes),
             Err(LogError::UnsupportedVersion {
                 found: 0,
-                supported: 2
+                supported: 3
             })
         ));
     }
@@ -925,6 +972,38 @@ mod tests {
             parse_entry(&bytes[at..at + RX_RTP_BYTES]),
             Err(LogError::Truncated { needed: 1 })
         ));
+    }
+
+    #[test]
+    fn flow_end_round_trips_and_needs_version_3() {
+        let mut w = LogWriter::new(Vec::new(), META).unwrap();
+        w.write_flow(7, FLOW).unwrap();
+        w.write_rx(&rx_full()).unwrap();
+        w.write_flow_end(7, END).unwrap();
+        let bytes = w.into_inner().unwrap();
+        let end = Entry::FlowEnd {
+            flow: 7,
+            json: END.to_owned(),
+        };
+        let got: Vec<Entry> = LogReader::open(bytes.as_slice())
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(got.last(), Some(&end));
+        let contents = read_log(bytes.as_slice()).unwrap();
+        assert_eq!(contents.flow_ends, BTreeMap::from([(7, END.to_owned())]));
+        let mut encoded = Vec::new();
+        encode_entry(&end, &mut encoded).unwrap();
+        assert_eq!(encoded[0], TAG_FLOW_END);
+        assert_eq!(parse_entry(&encoded).unwrap(), (end, encoded.len()));
+        // A version 2 log has no FlowEnd: its tag is unknown there.
+        let mut v2 = bytes.clone();
+        v2[6] = 2;
+        let err = LogReader::open(v2.as_slice())
+            .unwrap()
+            .find_map(Result::err)
+            .unwrap();
+        assert!(matches!(err, LogError::UnknownTag { tag: 0x05, .. }));
     }
 
     #[test]

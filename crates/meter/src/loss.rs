@@ -50,6 +50,12 @@ pub struct Loss {
     /// `sent` is given and smaller than what arrived: a sender/receiver
     /// mismatch worth flagging).
     pub beyond_expected: u64,
+    /// Packets older than the streaming meter's reordering window
+    /// ([`crate::seq`]): a duplicate or an original whose loss was already final
+    /// cannot be told apart there, so they are neither duplicates nor reordered,
+    /// and their numbers stay lost. Always 0 from the batch computation.
+    #[serde(default)]
+    pub outside_window: u64,
     /// The same packets judged by D-ITG's rules, for comparison with ITGDec.
     pub ditg: DitgLoss,
 }
@@ -111,6 +117,7 @@ impl Loss {
             reordered: order.reordered,
             max_reorder_extent: order.max_extent,
             beyond_expected: (unique.len() - in_range) as u64,
+            outside_window: 0,
             ditg: DitgLoss::from_seqs(seqs),
         }
     }
@@ -136,6 +143,7 @@ impl Loss {
             total.reordered += p.reordered;
             total.max_reorder_extent = total.max_reorder_extent.max(p.max_reorder_extent);
             total.beyond_expected += p.beyond_expected;
+            total.outside_window += p.outside_window;
             total.ditg.dropped = total.ditg.dropped.saturating_add(p.ditg.dropped);
             total.ditg.loss_events += p.ditg.loss_events;
         }
@@ -175,12 +183,22 @@ impl DitgLoss {
                 dropped = now;
             }
         }
+        Self::from_counts(
+            u64::try_from(dropped).unwrap_or(u64::MAX),
+            events,
+            seqs.len() as u64,
+        )
+    }
+
+    /// The figures from ITGDec's final `dropped` and loss-event counts and the packets
+    /// received (duplicates included).
+    pub fn from_counts(dropped: u64, loss_events: u64, received_packets: u64) -> Self {
         let mut ditg = Self {
-            dropped: u64::try_from(dropped).unwrap_or(u64::MAX),
-            loss_events: events,
+            dropped,
+            loss_events,
             ..Self::default()
         };
-        ditg.finish(seqs.len() as u64);
+        ditg.finish(received_packets);
         ditg
     }
 
@@ -257,12 +275,12 @@ impl Ordering {
 }
 
 /// `part / whole · 100`; `None` when `whole == 0`.
-fn percent(part: u64, whole: u64) -> Option<f64> {
+pub(crate) fn percent(part: u64, whole: u64) -> Option<f64> {
     (whole > 0).then(|| part as f64 / whole as f64 * 100.0)
 }
 
 /// `a / b`; `None` when `b == 0`.
-fn ratio(a: u64, b: u64) -> Option<f64> {
+pub(crate) fn ratio(a: u64, b: u64) -> Option<f64> {
     (b > 0).then(|| a as f64 / b as f64)
 }
 

@@ -34,21 +34,32 @@ pub struct Marking {
 impl Marking {
     /// Counts the header fields of `records`.
     pub fn from_records(records: &[RxRecord]) -> Self {
-        let mut m = Self::default();
+        let mut m = MarkingCounter::default();
         for r in records {
-            count(&mut m.tos_seen, &mut m.tos_unknown, r.tos);
-            if let (Some(dscp), Some(ecn)) = (r.dscp(), r.ecn()) {
-                *m.dscp_seen.entry(dscp).or_insert(0) += 1;
-                *m.ecn_seen.entry(ecn).or_insert(0) += 1;
-            }
-            count(&mut m.hop_limit_seen, &mut m.hop_limit_unknown, r.hop_limit);
-            count(
-                &mut m.flow_label_seen,
-                &mut m.flow_label_unknown,
-                r.flow_label,
-            );
+            m.handle_record(r);
         }
-        m
+        m.marking()
+    }
+
+    /// Counts `n` packets that carried these fields.
+    fn add_n(&mut self, (tos, hop_limit, flow_label): Fields, n: u64) {
+        count(&mut self.tos_seen, &mut self.tos_unknown, tos, n);
+        if let Some(tos) = tos {
+            *self.dscp_seen.entry(tos >> 2).or_insert(0) += n;
+            *self.ecn_seen.entry(tos & 0b11).or_insert(0) += n;
+        }
+        count(
+            &mut self.hop_limit_seen,
+            &mut self.hop_limit_unknown,
+            hop_limit,
+            n,
+        );
+        count(
+            &mut self.flow_label_seen,
+            &mut self.flow_label_unknown,
+            flow_label,
+            n,
+        );
     }
 
     /// The DS field byte every packet carried, if they all carried the same
@@ -87,10 +98,45 @@ impl Marking {
     }
 }
 
-fn count<T: Ord>(seen: &mut BTreeMap<T, u64>, unknown: &mut u64, value: Option<T>) {
+/// The received header fields of one packet: DS field, hop limit, flow label.
+type Fields = (Option<u8>, Option<u8>, Option<u32>);
+
+/// [`Marking`] counted as packets arrive. Consecutive packets almost always carry the
+/// same fields, so a run of equal fields is counted once when it ends, not per packet.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MarkingCounter {
+    counted: Marking,
+    run: Option<(Fields, u64)>,
+}
+
+impl MarkingCounter {
+    /// Counts one packet's fields.
+    pub fn handle_record(&mut self, r: &RxRecord) {
+        let fields = (r.tos, r.hop_limit, r.flow_label);
+        match &mut self.run {
+            Some((f, n)) if *f == fields => *n += 1,
+            run => {
+                if let Some((f, n)) = run.replace((fields, 1)) {
+                    self.counted.add_n(f, n);
+                }
+            }
+        }
+    }
+
+    /// The counts so far.
+    pub fn marking(&self) -> Marking {
+        let mut m = self.counted.clone();
+        if let Some((f, n)) = self.run {
+            m.add_n(f, n);
+        }
+        m
+    }
+}
+
+fn count<T: Ord>(seen: &mut BTreeMap<T, u64>, unknown: &mut u64, value: Option<T>, n: u64) {
     match value {
-        Some(v) => *seen.entry(v).or_insert(0) += 1,
-        None => *unknown += 1,
+        Some(v) => *seen.entry(v).or_insert(0) += n,
+        None => *unknown += n,
     }
 }
 

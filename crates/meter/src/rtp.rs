@@ -20,7 +20,7 @@ use crate::jitter::Rfc3550Jitter;
 use crate::record::RxRecord;
 
 /// A running estimator fed each packet's arrival time and RTP timestamp.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct RtpJitter {
     clock_hz: u32,
     highest_ts: Option<u64>,

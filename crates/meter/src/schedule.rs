@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::hist::Histogram;
 use crate::record::TxRecord;
 use crate::stats::percentile_nearest_rank;
 
@@ -67,6 +68,109 @@ pub fn schedule_error_with(tx: &[TxRecord], late_threshold_ns: u64) -> Option<Sc
         late_packets: errors.iter().filter(|&&e| e > late_threshold_ns).count() as u64,
         early_packets: tx.iter().filter(|t| t.actual_ns < t.scheduled_ns).count() as u64,
     })
+}
+
+/// A sender's records of one flow (or several together) as they are made: the
+/// streaming form of [`sent_summary`] and [`schedule_error_with`], in memory that does
+/// not grow with the packet count. Counts, bytes, times, the mean, maximum, late and
+/// early counts are exact; the p50 and p99 come from a histogram
+/// ([`crate::hist::RELATIVE_ERROR`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TxMeter {
+    late_threshold_ns: u64,
+    packets: u64,
+    bytes: u64,
+    first_ns: Option<u64>,
+    last_ns: Option<u64>,
+    error_sum_ns: u128,
+    errors: Histogram,
+    late_packets: u64,
+    early_packets: u64,
+}
+
+impl Default for TxMeter {
+    fn default() -> Self {
+        Self::new(DEFAULT_LATE_THRESHOLD_NS)
+    }
+}
+
+impl TxMeter {
+    /// A meter counting packets more than `late_threshold_ns` late.
+    pub fn new(late_threshold_ns: u64) -> Self {
+        Self {
+            late_threshold_ns,
+            packets: 0,
+            bytes: 0,
+            first_ns: None,
+            last_ns: None,
+            error_sum_ns: 0,
+            errors: Histogram::new(),
+            late_packets: 0,
+            early_packets: 0,
+        }
+    }
+
+    /// Takes one sent packet's record.
+    pub fn handle_record(&mut self, t: &TxRecord) {
+        self.packets += 1;
+        self.bytes += u64::from(t.size_bytes);
+        self.first_ns = Some(self.first_ns.map_or(t.actual_ns, |f| f.min(t.actual_ns)));
+        self.last_ns = Some(self.last_ns.map_or(t.actual_ns, |l| l.max(t.actual_ns)));
+        let error = t.actual_ns.saturating_sub(t.scheduled_ns);
+        self.error_sum_ns += u128::from(error);
+        self.errors.record(i64::try_from(error).unwrap_or(i64::MAX));
+        self.late_packets += u64::from(error > self.late_threshold_ns);
+        self.early_packets += u64::from(t.actual_ns < t.scheduled_ns);
+    }
+
+    /// Packets recorded.
+    pub fn packets(&self) -> u64 {
+        self.packets
+    }
+
+    /// Payload bytes recorded.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// As [`sent_summary`] of every record taken.
+    pub fn sent_summary(&self) -> SentSummary {
+        let packets = self.packets;
+        let duration_ns = self
+            .first_ns
+            .zip(self.last_ns)
+            .and_then(|(a, b)| (packets >= 2 && b > a).then_some(b - a));
+        let per_second = |count: f64| duration_ns.map(|d| count * 1e9 / d as f64);
+        SentSummary {
+            packets,
+            bytes: self.bytes,
+            first_ns: self.first_ns,
+            last_ns: self.last_ns,
+            duration_ns,
+            rate_pps: per_second(packets as f64),
+            bitrate_bps: per_second(self.bytes as f64 * 8.0),
+        }
+    }
+
+    /// As [`schedule_error_with`] of every record taken; `None` before the first.
+    pub fn schedule_error(&self) -> Option<ScheduleError> {
+        let as_u64 = |v: i64| v.unsigned_abs();
+        Some(ScheduleError {
+            packets: self.packets,
+            mean_ns: self.error_sum_ns as f64 / self.packets as f64,
+            p50_ns: self.errors.percentile(50.0).map(as_u64)?,
+            p99_ns: self.errors.percentile(99.0).map(as_u64)?,
+            max_ns: self.errors.max().map(as_u64)?,
+            late_threshold_ns: self.late_threshold_ns,
+            late_packets: self.late_packets,
+            early_packets: self.early_packets,
+        })
+    }
+
+    /// Heap bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        self.errors.heap_bytes()
+    }
 }
 
 /// Packets sent per flow (one [`TxRecord`] per packet), the `sent` map that

@@ -20,7 +20,7 @@ use crate::jitter::Jitter;
 use crate::loss::Loss;
 use crate::marking::Marking;
 use crate::record::RxRecord;
-use crate::stats::Stats;
+use crate::stats::{percentile_nearest_rank, Stats};
 
 /// The `flow` id given to [`Summary::total`].
 pub const TOTAL_FLOW: u32 = u32::MAX;
@@ -80,8 +80,20 @@ pub struct DelayStats {
     /// **Population** standard deviation `sqrt(Σ(D−mean)²/N)`, what ITGDec
     /// prints as "Delay standard deviation" (`ITGDecod.cpp` computes
     /// `sqrt(E[D²] − E[D]²)` in its summary block; we use the numerically
-    /// stabler two-pass form of the same quantity).
+    /// stabler two-pass form of the same quantity; the streaming meter, Welford's
+    /// one-pass update).
     pub stddev_ns: f64,
+    /// Median delay, nearest rank (exact from records; from the streaming meter's
+    /// histogram within [`crate::hist::RELATIVE_ERROR`]). `None` in documents written
+    /// before it existed.
+    #[serde(default)]
+    pub p50_ns: Option<i64>,
+    /// 95th percentile delay, as `p50_ns`.
+    #[serde(default)]
+    pub p95_ns: Option<i64>,
+    /// 99th percentile delay, as `p50_ns`.
+    #[serde(default)]
+    pub p99_ns: Option<i64>,
 }
 
 /// Per-flow summaries and their total.
@@ -195,11 +207,16 @@ impl DelayStats {
     /// Statistics of `delays_ns`; `None` when empty.
     pub fn from_delays(delays_ns: &[i64]) -> Option<Self> {
         let stats = Stats::from_i64(delays_ns)?;
+        let mut sorted = delays_ns.to_vec();
+        sorted.sort_unstable();
         Some(Self {
-            min_ns: delays_ns.iter().copied().min()?,
+            min_ns: *sorted.first()?,
             mean_ns: stats.mean,
-            max_ns: delays_ns.iter().copied().max()?,
+            max_ns: *sorted.last()?,
             stddev_ns: stats.stddev_population,
+            p50_ns: percentile_nearest_rank(&sorted, 50.0),
+            p95_ns: percentile_nearest_rank(&sorted, 95.0),
+            p99_ns: percentile_nearest_rank(&sorted, 99.0),
         })
     }
 }

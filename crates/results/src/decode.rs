@@ -20,9 +20,11 @@ pub struct DecodeDoc {
     /// sent, when), as it wrote it; `null` if unreadable.
     pub meta: serde_json::Value,
     /// Per logged flow key: what the writer recorded about the flow (its announcement,
-    /// session, peer, sent count), as it wrote it.
+    /// session, peer) and, merged in from its end entry, what it knew once the flow
+    /// ended (`sent_packets`, `unlogged_records`), as it wrote them.
     pub flow_info: BTreeMap<u32, serde_json::Value>,
-    /// Per-flow and total summaries of the arrivals ([`meter::summarize_all`]).
+    /// Per-flow and total summaries of the arrivals ([`meter::SummaryMeter`], the
+    /// streaming form of [`meter::summarize_all`]).
     pub summary: meter::Summary,
     /// Per flow: the sender's figures from its send records ([`meter::sent_summary`]).
     pub sent: BTreeMap<u32, meter::SentSummary>,
@@ -35,4 +37,35 @@ pub struct DecodeDoc {
     /// no flow did (or the log predates RTP timestamps).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub received_rtp: BTreeMap<u32, meter::RtpJitterSummary>,
+    /// Where and how the log ends: whether it is whole, and if not, where it was cut and
+    /// which flows that cut short. `None` in documents written before it existed.
+    #[serde(default)]
+    pub log_end: Option<LogEnd>,
+}
+
+/// How a log ends. A log cut short (its writer killed, the file truncated or damaged)
+/// is read up to the cut; the flows it cuts short have no sent count from the log, so
+/// packets after the cut are not counted as lost: their figures cover what the log holds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LogEnd {
+    /// True when the log is whole: no partial or damaged entry at the end, and (format
+    /// version 3) every flow's end entry present.
+    pub complete: bool,
+    /// The log's format version.
+    pub format_version: u16,
+    /// Bytes read up to the last whole entry.
+    pub bytes_read: u64,
+    /// Bytes of a partial last entry that were ignored.
+    pub truncated_tail_bytes: u64,
+    /// What stopped the reading before the end of the file, if anything did (a damaged
+    /// entry); everything before it was read.
+    pub error: Option<String>,
+    /// Received-packet records read.
+    pub rx_records: u64,
+    /// Sent-packet records read.
+    pub tx_records: u64,
+    /// The latest receive stamp read; `None` without received packets.
+    pub last_rx_ns: Option<u64>,
+    /// Flows the cut left without their end: their sent count is not used.
+    pub cut_flows: Vec<u32>,
 }

@@ -66,6 +66,11 @@ pub struct FlowReport {
     pub intervals: Option<Vec<meter::Interval>>,
     /// Why the series asked for is missing.
     pub intervals_error: Option<String>,
+    /// Records of this flow that the receiver's `--log` could not take (the disk did not
+    /// keep up, or the file failed): they are measured here but missing from the log.
+    /// `None` without `--log`.
+    #[serde(default)]
+    pub unlogged_records: Option<u64>,
 }
 
 /// The receiver's counters of what it could not attribute to a flow, or refused.

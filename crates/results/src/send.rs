@@ -3,7 +3,7 @@
 
 use std::net::SocketAddr;
 
-use meter::{FlowSummary, ScheduleError, TxRecord};
+use meter::{FlowSummary, ScheduleError};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use traffic::FlowSpec;
@@ -55,11 +55,40 @@ pub struct HoldStats {
 impl HoldStats {
     /// From the hold times of the echoes, ns; `None` without any.
     pub fn from_ns(holds: &[i64]) -> Option<Self> {
-        let max = holds.iter().copied().max()?;
-        Some(Self {
-            packets: holds.len() as u64,
-            mean_ns: holds.iter().map(|h| *h as f64).sum::<f64>() / holds.len() as f64,
-            max_ns: u64::try_from(max).unwrap_or(0),
+        let mut sums = HoldSums::default();
+        for &h in holds {
+            sums.add(h);
+        }
+        sums.stats()
+    }
+}
+
+/// Hold times summed as echoes arrive (constant memory).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HoldSums {
+    packets: u64,
+    sum_ns: i128,
+    max_ns: i64,
+}
+
+impl HoldSums {
+    /// Takes one echo's hold time.
+    pub fn add(&mut self, hold_ns: i64) {
+        self.packets += 1;
+        self.sum_ns += i128::from(hold_ns);
+        self.max_ns = if self.packets == 1 {
+            hold_ns
+        } else {
+            self.max_ns.max(hold_ns)
+        };
+    }
+
+    /// The statistics; `None` without any echo.
+    pub fn stats(&self) -> Option<HoldStats> {
+        (self.packets > 0).then(|| HoldStats {
+            packets: self.packets,
+            mean_ns: self.sum_ns as f64 / self.packets as f64,
+            max_ns: u64::try_from(self.max_ns).unwrap_or(0),
         })
     }
 }
@@ -90,6 +119,10 @@ pub struct FlowOutcome {
     pub malformed_at_receiver: Option<u64>,
     /// Why the flow ended early, if it did.
     pub error: Option<String>,
+    /// Records of this flow (sent packets, echoes) that the sender's `--log` could not
+    /// take: measured, but missing from the log. `None` without `--log`.
+    #[serde(default)]
+    pub unlogged_records: Option<u64>,
 }
 
 /// Results of a session.
@@ -174,9 +207,9 @@ impl SumStats {
 }
 
 /// A flow's sender-side figures from its send records (the same definitions as the
-/// receiver's, [`meter::sent_summary`]).
-pub fn sent_stats(spec: &FlowSpec, tx: &[TxRecord]) -> SentStats {
-    let s = meter::sent_summary(tx);
+/// receiver's, [`meter::sent_summary`]), as a [`meter::TxMeter`] counted them.
+pub fn sent_stats(spec: &FlowSpec, tx: &meter::TxMeter) -> SentStats {
+    let s = tx.sent_summary();
     SentStats {
         packets: s.packets,
         bytes: s.bytes,
@@ -188,6 +221,6 @@ pub fn sent_stats(spec: &FlowSpec, tx: &[TxRecord]) -> SentStats {
         requested_pps: spec.mean_pps(),
         planned_packets: spec.planned_packets(),
         // An unpaced (bulk) flow has no schedule to miss.
-        schedule_error: (!spec.unpaced).then(|| meter::schedule_error(tx)).flatten(),
+        schedule_error: (!spec.unpaced).then(|| tx.schedule_error()).flatten(),
     }
 }

@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use meter::log::Entry;
 use meter::RxRecord;
 use wire::control::{self, FlowResult, Meter, Msg, Protocol, PROTOCOL_VERSION};
 use wire::frame::{self, FrameDecoder};
@@ -187,11 +188,7 @@ fn control_session(
         bail!("no register message");
     };
     let session = shared.next_session.fetch_add(1, Ordering::SeqCst);
-    let registered = shared
-        .table
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .register(session, peer_ip, flows);
+    let registered = shared.register_flows(session, peer_ip, flows);
     let grants = match registered {
         Ok(g) => g,
         Err(why) => {
@@ -281,7 +278,8 @@ impl Drop for SessionGuard<'_> {
 }
 
 /// After `Finish`, give packets still in flight a moment: wait until every flow has as
-/// many records as were sent, or none arrived for max(250 ms, 2 × the flow's largest
+/// many distinct sequence numbers as were sent (duplicates do not stand in for packets
+/// still on their way), or none arrived for max(250 ms, 2 × the flow's largest
 /// delay) counted from the later of its last packet and `Finish`, at most 10 s.
 fn wait_for_stragglers(shared: &Shared, wanted: &[(u16, Option<u64>)]) {
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -295,7 +293,7 @@ fn wait_for_stragglers(shared: &Shared, wanted: &[(u16, Option<u64>)]) {
                 .all(|(id, sent)| match (table.flows.get(id), sent) {
                     (Some(f), Some(sent)) => {
                         let idle = now_mono.saturating_sub(f.last_rx_mono_ns.max(finish_mono));
-                        f.records.len() as u64 >= *sent
+                        f.meter.unique_packets() >= *sent
                             || idle > (2 * f.max_delay_ns).max(250_000_000)
                     }
                     _ => true,
@@ -525,10 +523,28 @@ fn flush_records(shared: &Shared, flow_id: u16, records: &mut Vec<RxRecord>, mal
             if !records.is_empty() {
                 f.last_rx_mono_ns = netio::clock::mono_ns();
             }
+            let mut chunk = shared
+                .log
+                .as_ref()
+                .map(|l| (l.producer(), l.producer().chunk()));
             for r in records.iter() {
                 f.note_delay(r);
+                f.meter.handle_record(r);
+                if let Some((_, chunk)) = &mut chunk {
+                    chunk.push(
+                        &Entry::Rx(RxRecord {
+                            flow: f.log_key,
+                            ..*r
+                        }),
+                        0,
+                    );
+                }
             }
-            f.records.append(records);
+            if let Some((log, mut chunk)) = chunk {
+                if let Some(dropped) = log.submit(&mut chunk) {
+                    f.unlogged += dropped.iter().map(|(_, n)| n).sum::<u64>();
+                }
+            }
         }
         None => {
             // The session already reported this flow: these arrived too late.

@@ -14,17 +14,16 @@ mod conn;
 mod udp;
 
 use std::collections::{HashMap, HashSet};
-use std::fs::File;
-use std::io::BufWriter;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use meter::RxRecord;
+use meter::log::Entry;
+use meter::{FlowMeter, IntervalSeries, RxRecord};
 use results::recv::{CounterSnapshot, FlowReport, RecvLine};
 use wire::control::{FlowAnnounce, FlowGrant, Meter, Protocol};
 use wire::probe::SeqUnwrapper;
@@ -158,7 +157,12 @@ pub(crate) struct FlowState {
     pub(crate) token: u64,
     pub(crate) session: u64,
     pub(crate) peer_ip: IpAddr,
-    pub(crate) records: Vec<RxRecord>,
+    /// Every figure of the flow, updated as packets arrive (constant memory).
+    pub(crate) meter: FlowMeter,
+    /// The flow's key in the log: unique per log file, unlike the wrapping 16-bit ids.
+    pub(crate) log_key: u32,
+    /// Records the log writer could not take (see `crate::logsink`).
+    pub(crate) unlogged: u64,
     pub(crate) unwrapper: SeqUnwrapper,
     pub(crate) malformed: u64,
     pub(crate) last_rx_mono_ns: u64,
@@ -239,6 +243,8 @@ fn check_announce(a: &FlowAnnounce, peer_ip: IpAddr) -> Result<(), String> {
 #[derive(Default)]
 pub(crate) struct FlowTable {
     next_id: u16,
+    /// The last log key given out.
+    log_keys: u32,
     pub(crate) flows: HashMap<u16, FlowState>,
     /// Ids whose session has reported, until reused: their packets are late, not unknown.
     pub(crate) finished: HashSet<u16>,
@@ -267,6 +273,19 @@ impl FlowTable {
                 }
             };
             self.finished.remove(&id);
+            self.log_keys += 1;
+            let mut meter = FlowMeter::new(u32::from(id));
+            if let Some(hz) = announce.rtp_clock_hz {
+                // RFC 3550 §6.4.1 interarrival jitter against the RTP timestamps.
+                meter = meter.with_rtp_clock(hz);
+            }
+            if let Some(w) = announce.interval_ns {
+                // The series of one session travel in one message: no flow may build
+                // more windows than a session may report.
+                if let Ok(series) = IntervalSeries::with_max_windows(w, MAX_SESSION_WINDOWS) {
+                    meter = meter.with_intervals(series);
+                }
+            }
             let token = u64::from_ne_bytes(crate::control::random_bytes());
             grants.push(FlowGrant {
                 index: announce.index,
@@ -280,7 +299,9 @@ impl FlowTable {
                     token,
                     session,
                     peer_ip,
-                    records: Vec::new(),
+                    meter,
+                    log_key: self.log_keys,
+                    unlogged: 0,
                     unwrapper: SeqUnwrapper::default(),
                     malformed: 0,
                     last_rx_mono_ns: 0,
@@ -304,14 +325,48 @@ pub(crate) struct Shared {
     /// Control sessions still running; shutdown waits for them to file their flows.
     pub(crate) active_sessions: AtomicU64,
     pub(crate) sessions_done: AtomicU64,
-    pub(crate) log: Option<Mutex<meter::log::LogWriter<BufWriter<File>>>>,
-    /// Flow keys in the log: unique per log file, unlike the wrapping 16-bit flow ids.
-    pub(crate) log_flows: AtomicU32,
+    pub(crate) log: Option<crate::logsink::LogSink>,
     pub(crate) reports: Mutex<Vec<FlowReport>>,
 }
 
 impl Shared {
-    /// Remove flows from the table, summarise them, write them to the log.
+    /// Register a session's flows; each one's FlowInfo goes to the log before any of
+    /// its packets can arrive (the sender learns its id only from the grants).
+    pub(crate) fn register_flows(
+        &self,
+        session: u64,
+        peer_ip: IpAddr,
+        announced: Vec<FlowAnnounce>,
+    ) -> Result<Vec<FlowGrant>, String> {
+        let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        let grants = table.register(session, peer_ip, announced)?;
+        if let Some(log) = &self.log {
+            for g in &grants {
+                let Some(state) = table.flows.get(&g.id) else {
+                    continue;
+                };
+                let info = serde_json::json!({
+                    "flow_id": g.id,
+                    "session": session,
+                    "peer": peer_ip,
+                    "announce": state.announce,
+                });
+                let entry = Entry::FlowInfo {
+                    flow: state.log_key,
+                    json: info.to_string(),
+                };
+                if let Err(e) = log.write_entry(&entry) {
+                    eprintln!(
+                        "dualperf recv: warning: the log lost flow {}'s entry: {e:#}",
+                        g.id
+                    );
+                }
+            }
+        }
+        Ok(grants)
+    }
+
+    /// Remove flows from the table, summarise them, end them in the log.
     pub(crate) fn finish_flows(&self, ids: &[(u16, Option<u64>)]) -> Vec<FlowReport> {
         let states: Vec<(FlowState, Option<u64>, u16)> = {
             let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
@@ -327,25 +382,22 @@ impl Shared {
         let mut windows_left = MAX_SESSION_WINDOWS;
         for (state, sent, id) in states {
             if let Some(log) = &self.log {
-                let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
-                let key = self.log_flows.fetch_add(1, Ordering::SeqCst) + 1;
-                let info = serde_json::json!({
+                // After the table lock: every record of the flow was handed over before.
+                let end = serde_json::json!({
                     "flow_id": id,
                     "session": state.session,
-                    "peer": state.peer_ip,
-                    "announce": state.announce,
                     "sent_packets": sent,
+                    "unlogged_records": state.unlogged,
                 });
-                let mut ok = log.write_flow(key, &info.to_string()).is_ok();
-                for r in &state.records {
-                    ok &= log.write_rx(&RxRecord { flow: key, ..*r }).is_ok();
-                }
-                ok &= log.flush().is_ok();
-                if !ok {
-                    eprintln!("dualperf recv: warning: writing the log failed for flow {id}");
+                let entry = Entry::FlowEnd {
+                    flow: state.log_key,
+                    json: end.to_string(),
+                };
+                if let Err(e) = log.write_entry(&entry) {
+                    eprintln!("dualperf recv: warning: the log lost flow {id}'s end: {e:#}");
                 }
             }
-            let report = FlowReport {
+            let mut report = FlowReport {
                 id,
                 session: state.session,
                 peer: state.peer_ip,
@@ -354,29 +406,32 @@ impl Shared {
                 label: state.announce.label.clone(),
                 sent_packets: sent,
                 malformed: state.malformed,
-                summary: meter::summarize(&state.records, sent),
-                // RFC 3550 §6.4.1 interarrival jitter against the RTP timestamps, from
-                // the records (as `decode` computes it from the log).
-                rtp: state
-                    .announce
-                    .rtp_clock_hz
-                    .and_then(|hz| meter::rtp_jitter(&state.records, hz)),
+                summary: state.meter.summary(sent),
+                rtp: state.meter.rtp(),
                 intervals: None,
                 intervals_error: None,
+                unlogged_records: self.log.as_ref().map(|_| state.unlogged),
             };
-            let mut report = report;
             if let Some(w) = state.announce.interval_ns {
-                let first = state.records.iter().map(|r| r.rx_ns).min().unwrap_or(0);
-                let last = state.records.iter().map(|r| r.rx_ns).max().unwrap_or(0);
-                let windows = (last - first) / w.max(1) + 1;
-                if windows > windows_left {
-                    report.intervals_error = Some(format!(
-                        "{windows} windows of {} exceed the {windows_left} left of the {MAX_SESSION_WINDOWS} a session may report: use a longer --interval",
-                        wire::time::Duration::from_nanos(w)
-                    ));
-                } else {
-                    windows_left -= windows;
-                    report.intervals = Some(meter::intervals(&state.records, w, first));
+                let windows = state.meter.interval_windows();
+                match state.meter.intervals() {
+                    _ if windows > windows_left => {
+                        report.intervals_error = Some(format!(
+                            "{windows} windows of {} exceed the {windows_left} left of the {MAX_SESSION_WINDOWS} a session may report: use a longer --interval",
+                            wire::time::Duration::from_nanos(w)
+                        ));
+                    }
+                    Some(Ok(series)) => {
+                        windows_left -= windows;
+                        report.intervals = Some(series);
+                    }
+                    Some(Err(e)) => {
+                        report.intervals_error = Some(format!(
+                            "{e} of {} a session may report: use a longer --interval",
+                            wire::time::Duration::from_nanos(w)
+                        ));
+                    }
+                    None => {}
                 }
             }
             out.push(report);
@@ -424,17 +479,13 @@ impl Receiver {
         let _ = udp.set_buffer_sizes(Some(4 << 20), Some(16 << 20));
         let log = match &config.log {
             Some(path) => {
-                let file = File::create(path)
-                    .with_context(|| format!("cannot create log {}", path.display()))?;
                 let meta = serde_json::json!({
                     "tool": "dualperf recv",
                     "version": env!("CARGO_PKG_VERSION"),
                     "listen": local,
                     "created_unix_ns": netio::clock::wall_ns(),
                 });
-                let writer = meter::log::LogWriter::new(BufWriter::new(file), &meta.to_string())
-                    .with_context(|| format!("cannot write log {}", path.display()))?;
-                Some(Mutex::new(writer))
+                Some(crate::logsink::LogSink::create(path, &meta.to_string())?)
             }
             None => None,
         };
@@ -449,7 +500,6 @@ impl Receiver {
             active_sessions: AtomicU64::new(0),
             sessions_done: AtomicU64::new(0),
             log,
-            log_flows: AtomicU32::new(0),
             reports: Mutex::new(Vec::new()),
         });
         listener.set_nonblocking(true)?;
@@ -512,10 +562,7 @@ impl Receiver {
         };
         self.shared.finish_flows(&open);
         if let Some(log) = &self.shared.log {
-            log.lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .flush()
-                .context("flushing the log")?;
+            log.finish()?;
         }
         let reports = self
             .shared

@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 
+use meter::log::Entry;
 use meter::RxRecord;
 use wire::control::{Meter, Protocol};
 use wire::probe::{self, Packet, Repr};
@@ -30,6 +31,8 @@ pub(super) fn run(shared: &Shared) {
     let mut bufs = vec![vec![0u8; BUF_LEN]; BATCH];
     let mut metas = vec![netio::RecvMeta::default(); BATCH];
     let mut echoes: Vec<Echo> = Vec::new();
+    let log = shared.log.as_ref().map(crate::logsink::LogSink::producer);
+    let mut chunk = log.as_ref().map(crate::logsink::LogProducer::chunk);
     while !shared.stop.load(Ordering::Relaxed) {
         let n = match shared.udp.recv_batch(&mut bufs, &mut metas) {
             Ok(n) => n,
@@ -92,7 +95,14 @@ pub(super) fn run(shared: &Shared) {
                         .map(|rtp| rtp.timestamp()),
                 };
                 flow.note_delay(&record);
-                flow.records.push(record);
+                flow.meter.handle_record(&record);
+                if let Some(chunk) = &mut chunk {
+                    let logged = RxRecord {
+                        flow: flow.log_key,
+                        ..record
+                    };
+                    chunk.push(&Entry::Rx(logged), u32::from(repr.flow));
+                }
                 flow.last_rx_mono_ns = now_mono;
                 if flow.announce.meter == Meter::Rtt {
                     // Echo exactly what arrived, never more, to the registered source only
@@ -105,6 +115,15 @@ pub(super) fn run(shared: &Shared) {
                         rx_ns,
                         marking: flow.marking(),
                     });
+                }
+            }
+            // Handed over under the table lock, so a flow's FlowEnd (written after it
+            // leaves the table) follows all of its records.
+            if let (Some(log), Some(chunk)) = (&log, &mut chunk) {
+                for (id, n) in log.submit(chunk).unwrap_or_default() {
+                    if let Some(f) = table.flows.get_mut(&(id as u16)) {
+                        f.unlogged += n;
+                    }
                 }
             }
         }

@@ -12,14 +12,17 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
-use meter::{RxRecord, TxRecord};
+use meter::log::Entry;
+use meter::{FlowMeter, RxRecord, TxMeter, TxRecord};
 use traffic::{FlowSpec, Schedule};
 use wire::control::Meter;
 use wire::frame::{self, FrameDecoder};
 use wire::probe::{Packet, Repr, SeqUnwrapper};
 use wire::time::{Duration, Instant};
 
-use results::send::HoldStats;
+use results::send::{HoldStats, HoldSums};
+
+use crate::logsink::LogProducer;
 
 /// Most packets handed to the kernel in one call.
 const BATCH: usize = 64;
@@ -54,13 +57,19 @@ pub(super) struct FlowRun {
     /// Packets and payload bytes handed to the kernel so far, all flows together.
     pub(super) progress: Arc<AtomicU64>,
     pub(super) progress_bytes: Arc<AtomicU64>,
+    /// The sender's log, if asked for: send records and echoes stream to it.
+    pub(super) log: Option<LogProducer>,
 }
 
 /// What a flow measured; `error` says why it ended early, if it did.
 pub(super) struct FlowResult {
-    pub(super) tx: Vec<TxRecord>,
-    pub(super) echoes: Vec<RxRecord>,
+    /// The send records, counted as they were made.
+    pub(super) tx: TxMeter,
+    /// The echoes' round-trip figures (round-trip flows).
+    pub(super) echoes: Option<FlowMeter>,
     pub(super) hold: Option<HoldStats>,
+    /// Records the log could not take.
+    pub(super) unlogged: u64,
     pub(super) error: Option<String>,
 }
 
@@ -196,8 +205,9 @@ pub(super) fn run_flow(run: &FlowRun, conn: Conn) -> FlowResult {
     let (mut sink, echo_thread): (Box<dyn Sink>, _) = match conn {
         Conn::Udp(sock) => {
             let reader = (run.spec.meter == Meter::Rtt).then(|| {
-                let (sock, state, id) = (sock.clone(), echo_state.clone(), run.id);
-                std::thread::spawn(move || udp_echoes(&sock, id, &state))
+                let (sock, state, id, out) =
+                    (sock.clone(), echo_state.clone(), run.id, Echoes::new(run));
+                std::thread::spawn(move || udp_echoes(&sock, id, &state, out))
             });
             (
                 Box::new(UdpSink {
@@ -211,8 +221,10 @@ pub(super) fn run_flow(run: &FlowRun, conn: Conn) -> FlowResult {
         Conn::Tcp(stream) => {
             let reader = match (run.spec.meter == Meter::Rtt).then(|| stream.try_clone()) {
                 Some(Ok(mut rd)) => {
-                    let (state, id) = (echo_state.clone(), run.id);
-                    Some(std::thread::spawn(move || tcp_echoes(&mut rd, id, &state)))
+                    let (state, id, out) = (echo_state.clone(), run.id, Echoes::new(run));
+                    Some(std::thread::spawn(move || {
+                        tcp_echoes(&mut rd, id, &state, out)
+                    }))
                 }
                 Some(Err(e)) => return FlowResult::failed(format!("cannot read echoes: {e}")),
                 None => None,
@@ -240,17 +252,17 @@ pub(super) fn run_flow(run: &FlowRun, conn: Conn) -> FlowResult {
             )
         }
     };
-    let (tx, error) = pace(run, sink.as_mut());
+    let (tx, unlogged, error) = pace(run, sink.as_mut());
     let echoes = echo_thread.map(|h| {
-        linger_for_echoes(&echo_state, tx.len() as u64);
-        h.join().unwrap_or_default()
+        linger_for_echoes(&echo_state, tx.packets());
+        h.join().unwrap_or_else(|_| Echoes::new(run))
     });
     sink.finish();
-    let (echoes, holds) = echoes.unwrap_or_default();
     FlowResult {
         tx,
-        echoes,
-        hold: HoldStats::from_ns(&holds),
+        hold: echoes.as_ref().and_then(|e| e.holds.stats()),
+        unlogged: unlogged + echoes.as_ref().map_or(0, |e| e.unlogged),
+        echoes: echoes.map(|e| e.meter),
         error,
     }
 }
@@ -258,21 +270,26 @@ pub(super) fn run_flow(run: &FlowRun, conn: Conn) -> FlowResult {
 impl FlowResult {
     fn failed(error: String) -> Self {
         Self {
-            tx: Vec::new(),
-            echoes: Vec::new(),
+            tx: TxMeter::default(),
+            echoes: None,
             hold: None,
+            unlogged: 0,
             error: Some(error),
         }
     }
 }
 
-/// The pacing loop: returns the send records and, if sending failed, why.
-fn pace(run: &FlowRun, sink: &mut dyn Sink) -> (Vec<TxRecord>, Option<String>) {
+/// The pacing loop: returns what it sent, the records the log could not take and, if
+/// sending failed, why.
+fn pace(run: &FlowRun, sink: &mut dyn Sink) -> (TxMeter, u64, Option<String>) {
     let spec = &run.spec;
+    let mut tx = TxMeter::default();
     let mut sched = match Schedule::new(spec, run.origin) {
         Ok(s) => s,
-        Err(e) => return (Vec::new(), Some(format!("invalid traffic model: {e}"))),
+        Err(e) => return (tx, 0, Some(format!("invalid traffic model: {e}"))),
     };
+    let mut chunk = run.log.as_ref().map(LogProducer::chunk);
+    let mut unlogged = 0u64;
     let (num, den) = spec.rate.interval_ns(spec.size_bytes);
     let interval_ns = u64::try_from(num / den).unwrap_or(u64::MAX);
     let spin_ns = run
@@ -281,8 +298,6 @@ fn pace(run: &FlowRun, sink: &mut dyn Sink) -> (Vec<TxRecord>, Option<String>) {
         .map_or((interval_ns / 4).min(50_000), Duration::as_nanos);
     // Packets per wake-up: those due within the batch window (at least one).
     let batch = (run.pacing.batch_window.as_nanos() / interval_ns.max(1)).clamp(1, BATCH as u64);
-    let planned = spec.planned_packets().unwrap_or(1024);
-    let mut tx = Vec::with_capacity(planned.min(1 << 20) as usize);
     let mut pending: Vec<(u64, u64, u32)> = Vec::with_capacity(BATCH);
     let flow = u32::from(run.id);
     // RTP flows: a real RFC 3550 header first, with random SSRC and initial sequence
@@ -361,38 +376,56 @@ fn pace(run: &FlowRun, sink: &mut dyn Sink) -> (Vec<TxRecord>, Option<String>) {
                     // or if the run's time is up, else try again.
                     let now = Instant::from_nanos(netio::clock::mono_ns());
                     if run.halt.load(Ordering::Relaxed) || sched.end().is_some_and(|e| now >= e) {
-                        return (tx, None);
+                        unlogged += submit(run.log.as_ref(), chunk.as_mut());
+                        return (tx, unlogged, None);
                     }
                     std::thread::yield_now();
                 }
                 Ok(sent) => {
                     for &(seq, scheduled, size_bytes) in &pending[off..off + sent] {
-                        tx.push(TxRecord {
+                        let record = TxRecord {
                             flow,
                             seq,
                             size_bytes,
                             scheduled_ns: scheduled,
                             actual_ns: actual,
-                        });
+                        };
+                        tx.handle_record(&record);
+                        if let Some(chunk) = &mut chunk {
+                            chunk.push(&Entry::Tx(record), flow);
+                        }
                     }
                     off += sent;
                 }
                 Err(e) => {
+                    unlogged += submit(run.log.as_ref(), chunk.as_mut());
                     return (
                         tx,
+                        unlogged,
                         Some(format!(
                             "sending failed after {} packets: {e}",
                             off as u64 + sched.packets() - n as u64
                         )),
-                    )
+                    );
                 }
             }
         }
+        unlogged += submit(run.log.as_ref(), chunk.as_mut());
         run.progress.fetch_add(n as u64, Ordering::Relaxed);
         let bytes: u64 = pending.iter().map(|p| u64::from(p.2)).sum();
         run.progress_bytes.fetch_add(bytes, Ordering::Relaxed);
     }
-    (tx, None)
+    (tx, unlogged, None)
+}
+
+/// Hands a chunk to the log writer; the records it could not take.
+fn submit(log: Option<&LogProducer>, chunk: Option<&mut crate::logsink::Chunk>) -> u64 {
+    match (log, chunk) {
+        (Some(log), Some(chunk)) => log
+            .submit(chunk)
+            .map_or(0, |dropped| dropped.iter().map(|(_, n)| n).sum()),
+        _ => 0,
+    }
 }
 
 /// Sleep (then spin for the last `spin_ns`) until `deadline_ns`, in slices of at most
@@ -498,13 +531,47 @@ fn echo_record(
     Some((record, hold.map(|h| h as i64)))
 }
 
-type Echoes = (Vec<RxRecord>, Vec<i64>);
+/// What an echo reader measured: the round trips as they arrived, the receiver's hold
+/// times, and the log's share.
+struct Echoes {
+    meter: FlowMeter,
+    holds: HoldSums,
+    log: Option<LogProducer>,
+    chunk: Option<crate::logsink::Chunk>,
+    unlogged: u64,
+}
 
-fn udp_echoes(sock: &netio::UdpSocket, id: u16, state: &EchoState) -> Echoes {
+impl Echoes {
+    fn new(run: &FlowRun) -> Self {
+        Self {
+            meter: FlowMeter::new(u32::from(run.id)),
+            holds: HoldSums::default(),
+            chunk: run.log.as_ref().map(LogProducer::chunk),
+            log: run.log.clone(),
+            unlogged: 0,
+        }
+    }
+
+    fn handle(&mut self, (record, hold): (RxRecord, Option<i64>)) {
+        self.meter.handle_record(&record);
+        if let Some(h) = hold {
+            self.holds.add(h);
+        }
+        if let Some(chunk) = &mut self.chunk {
+            chunk.push(&Entry::Rx(record), record.flow);
+        }
+    }
+
+    /// Hands the records of one read to the log.
+    fn submit(&mut self) {
+        self.unlogged += submit(self.log.as_ref(), self.chunk.as_mut());
+    }
+}
+
+fn udp_echoes(sock: &netio::UdpSocket, id: u16, state: &EchoState, mut out: Echoes) -> Echoes {
     let _ = sock.set_read_timeout(Some(StdDuration::from_millis(50)));
     let mut bufs = vec![vec![0u8; 65_536]; BATCH];
     let mut metas = vec![netio::RecvMeta::default(); BATCH];
-    let (mut out, mut holds) = (Vec::new(), Vec::new());
     let mut unwrapper = SeqUnwrapper::default();
     while !state.done.load(Ordering::Relaxed) {
         let Ok(n) = sock.recv_batch(&mut bufs, &mut metas) else {
@@ -519,26 +586,25 @@ fn udp_echoes(sock: &netio::UdpSocket, id: u16, state: &EchoState) -> Echoes {
                 hop_limit: m.hop_limit,
                 flow_label: m.flow_label,
             };
-            if let Some((r, h)) = echo_record(
+            if let Some(echo) = echo_record(
                 id,
                 &buf[..m.len.min(buf.len())],
                 meta,
                 &mut unwrapper,
                 state,
             ) {
-                out.push(r);
-                holds.extend(h);
+                out.handle(echo);
             }
         }
+        out.submit();
     }
-    (out, holds)
+    out
 }
 
-fn tcp_echoes(stream: &mut TcpStream, id: u16, state: &EchoState) -> Echoes {
+fn tcp_echoes(stream: &mut TcpStream, id: u16, state: &EchoState, mut out: Echoes) -> Echoes {
     let _ = stream.set_read_timeout(Some(StdDuration::from_millis(50)));
     let mut decoder = FrameDecoder::new(frame::MAX_DATA_LEN);
     let mut buf = vec![0u8; 256 * 1024];
-    let (mut out, mut holds) = (Vec::new(), Vec::new());
     let mut unwrapper = SeqUnwrapper::default();
     while !state.done.load(Ordering::Relaxed) {
         match stream.read(&mut buf) {
@@ -558,11 +624,11 @@ fn tcp_echoes(stream: &mut TcpStream, id: u16, state: &EchoState) -> Echoes {
             flow_label: kernel.and_then(|m| m.flow_label),
         };
         while let Ok(Some(body)) = decoder.poll_frame() {
-            if let Some((r, h)) = echo_record(id, body, meta, &mut unwrapper, state) {
-                out.push(r);
-                holds.extend(h);
+            if let Some(echo) = echo_record(id, body, meta, &mut unwrapper, state) {
+                out.handle(echo);
             }
         }
+        out.submit();
     }
-    (out, holds)
+    out
 }

@@ -96,9 +96,27 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
         spin: config.spin,
         batch_window: config.batch_window,
     };
+    // The log streams as the flows run: each flow's FlowInfo first, its records as they
+    // are made, its FlowEnd last.
+    let log = match &config.log {
+        Some(path) => {
+            let meta = serde_json::json!({"tool": "dualperf send", "version": env!("CARGO_PKG_VERSION"), "dest": config.dest});
+            let log = crate::logsink::LogSink::create(path, &meta.to_string())?;
+            for (spec, g) in config.flows.iter().zip(&grants) {
+                let info = serde_json::json!({"flow_id": g.id, "spec": spec});
+                log.write_entry(&meter::log::Entry::FlowInfo {
+                    flow: u32::from(g.id),
+                    json: info.to_string(),
+                })?;
+            }
+            Some(log)
+        }
+        None => None,
+    };
     let mut handles = Vec::new();
     for ((spec, grant), conn) in config.flows.iter().zip(&grants).zip(conns) {
         let run = FlowRun {
+            log: log.as_ref().map(crate::logsink::LogSink::producer),
             id: grant.id,
             spec: spec.clone(),
             origin,
@@ -169,8 +187,18 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
         .zip(&grants)
         .filter_map(|(r, g)| r.error.as_ref().map(|e| format!("flow {}: {e}", g.id)))
         .collect();
-    if let Some(path) = &config.log {
-        if let Err(e) = write_sender_log(path, config, &grants, &results) {
+    if let Some(log) = &log {
+        for (g, r) in grants.iter().zip(&results) {
+            let end = serde_json::json!({"flow_id": g.id, "sent_packets": r.tx.packets(), "unlogged_records": r.unlogged});
+            let entry = meter::log::Entry::FlowEnd {
+                flow: u32::from(g.id),
+                json: end.to_string(),
+            };
+            if let Err(e) = log.write_entry(&entry) {
+                errors.push(format!("{e:#}"));
+            }
+        }
+        if let Err(e) = log.finish() {
             errors.push(format!("{e:#}"));
         }
     }
@@ -179,8 +207,8 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
         .zip(&results)
         .map(|(g, r)| FlowSent {
             id: g.id,
-            packets: r.tx.len() as u64,
-            bytes: r.tx.iter().map(|t| u64::from(t.size_bytes)).sum(),
+            packets: r.tx.packets(),
+            bytes: r.tx.bytes(),
         })
         .collect();
     // The receiver may already have reported (it was stopped): then Finish may fail,
@@ -222,15 +250,17 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
         .zip(results)
         .map(|((spec, grant), res)| {
             let r = remote.iter().find(|r| r.id == grant.id);
-            let packets = res.tx.len() as u64;
+            let packets = res.tx.packets();
             FlowOutcome {
                 id: grant.id,
                 spec: spec.clone(),
                 sent: sent_stats(spec, &res.tx),
                 received: r
                     .and_then(|r| serde_json::from_value::<FlowSummary>(r.summary.clone()).ok()),
-                rtt: (spec.meter == Meter::Rtt)
-                    .then(|| meter::summarize(&res.echoes, Some(packets))),
+                rtt: (spec.meter == Meter::Rtt).then(|| match &res.echoes {
+                    Some(echoes) => echoes.summary(Some(packets)),
+                    None => meter::FlowMeter::new(u32::from(grant.id)).summary(Some(packets)),
+                }),
                 received_rtp: r
                     .and_then(|r| r.rtp.clone())
                     .and_then(|v| serde_json::from_value(v).ok()),
@@ -241,6 +271,7 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
                 receiver_hold: res.hold,
                 malformed_at_receiver: r.map(|r| r.malformed),
                 error: res.error,
+                unlogged_records: log.as_ref().map(|_| res.unlogged),
             }
         })
         .collect();
@@ -391,31 +422,6 @@ fn register(
         conns.push(Conn::Tcp(stream));
     }
     Ok((conns, grants))
-}
-
-fn write_sender_log(
-    path: &std::path::Path,
-    config: &SendConfig,
-    grants: &[FlowGrant],
-    results: &[super::flow::FlowResult],
-) -> Result<()> {
-    let file =
-        std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-    let meta = serde_json::json!({"tool": "dualperf send", "version": env!("CARGO_PKG_VERSION"), "dest": config.dest});
-    let mut log = meter::log::LogWriter::new(file, &meta.to_string())?;
-    for ((spec, g), r) in config.flows.iter().zip(grants).zip(results) {
-        let info = serde_json::json!({"flow_id": g.id, "spec": spec, "sent_packets": r.tx.len()});
-        log.write_flow(u32::from(g.id), &info.to_string())?;
-        for t in &r.tx {
-            log.write_tx(t)?;
-        }
-        for e in &r.echoes {
-            log.write_rx(e)?;
-        }
-    }
-    log.flush()
-        .with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
 }
 
 /// The live lines of `--interval`: what every flow together handed to the kernel in each

@@ -138,21 +138,54 @@ fn decode_interval_series_accounts_for_every_packet() {
 }
 
 #[test]
-fn decode_of_a_log_cut_mid_record_keeps_every_whole_record_and_warns() {
+fn decode_of_a_log_cut_short_keeps_every_whole_record_and_counts_no_false_loss() {
     let dir = TempDir::new("decode-truncated");
     let log = receiver_log(&dir, 200);
+    let whole = decode(&log, &["--json"]);
+    whole.assert_success();
+    let doc = whole.json();
+    assert_eq!(doc["log_end"]["complete"], true, "{doc}");
+    assert_eq!(u(&doc, "/summary/flows/0/loss/sent"), 200);
     let bytes = std::fs::read(&log).unwrap();
-    // An Rx entry is a tag byte and 39 bytes: cutting 10 bytes leaves 30 of the last.
-    std::fs::write(&log, &bytes[..bytes.len() - 10]).unwrap();
-    let out = decode(&log, &["--json"]);
-    out.assert_success();
-    assert!(
-        out.stderr.contains("partial record (30 bytes ignored)"),
-        "stderr: {}",
-        out.stderr
-    );
-    assert_eq!(u(&out.json(), "/summary/flows/0/packets"), 199);
-    assert_eq!(u(&out.json(), "/summary/flows/0/loss/lost"), 1);
+    // As `head -c` would cut it: halfway, inside a record (each is 40 bytes, the file
+    // has an odd-length header, so an even half lands inside one somewhere).
+    for cut in [bytes.len() / 2, bytes.len() / 2 + 1] {
+        std::fs::write(&log, &bytes[..cut]).unwrap();
+        let out = decode(&log, &["--json"]);
+        out.assert_success();
+        assert!(
+            out.stderr.contains("Log cut short"),
+            "stderr: {}",
+            out.stderr
+        );
+        let doc = out.json();
+        let end = &doc["log_end"];
+        assert_eq!(end["complete"], false, "{end}");
+        assert_eq!(end["cut_flows"].as_array().map(Vec::len), Some(1), "{end}");
+        let packets = u(&doc, "/summary/flows/0/packets");
+        assert!(packets > 50 && packets < 150, "{packets}");
+        assert_eq!(u(end, "/rx_records"), packets);
+        // The cut tail is not loss: the flow's sent count (in its end entry) is gone,
+        // and what the log holds arrived in order without a gap.
+        assert_eq!(
+            doc["summary"]["flows"][0]["loss"]["sent"],
+            serde_json::Value::Null
+        );
+        assert_eq!(u(&doc, "/summary/flows/0/loss/lost"), 0);
+        assert_eq!(u(&doc, "/summary/flows/0/loss/expected"), packets);
+        assert_eq!(
+            u(end, "/bytes_read") + u(end, "/truncated_tail_bytes"),
+            cut as u64
+        );
+        // The text report says where the log ends.
+        let text = decode(&log, &[]);
+        text.assert_success();
+        assert!(
+            text.stdout.contains("Log cut short: it ends at byte"),
+            "{}",
+            text.stdout
+        );
+    }
 }
 
 #[test]
@@ -365,4 +398,41 @@ fn decode_reports_the_rtp_jitter_the_live_receiver_reported() {
         "{}",
         text.stdout
     );
+}
+
+/// `decode` feeds the log through the live receiver's streaming meter: every figure it
+/// prints for the flow, histogram percentiles included, is the receiver's own.
+#[test]
+fn decode_prints_the_live_receivers_figures_exactly() {
+    let dir = TempDir::new("decode-live");
+    let log = dir.path("recv.dplog");
+    let rx = Receiver::start(&["--log", path_str(&log), "--json", "--sessions", "1"]);
+    let out = send(
+        "127.0.0.1",
+        rx.port,
+        &[
+            "--rate", "4000pps", "--size", "200", "--count", "4000", "--json",
+        ],
+    );
+    out.assert_success();
+    let recv_out = rx.finish().finished;
+    recv_out.assert_success();
+    let line = recv_out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("a JSON line"))
+        .find(|v| v["type"] == "flow")
+        .expect("a flow line");
+    let mut live = line["data"]["summary"].clone();
+    let decoded = decode(&log, &["--json"]);
+    decoded.assert_success();
+    let doc = decoded.json();
+    assert_eq!(doc["log_end"]["complete"], true);
+    assert_eq!(line["data"]["unlogged_records"], 0);
+    let mut from_log = doc["summary"]["flows"][0].clone();
+    assert_eq!(u(&from_log, "/packets"), 4000);
+    // The log keys flows by its own numbering; everything else must be identical.
+    live["flow"] = serde_json::Value::Null;
+    from_log["flow"] = serde_json::Value::Null;
+    assert_eq!(live, from_log);
 }
