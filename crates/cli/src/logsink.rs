@@ -5,9 +5,9 @@
 //! counted, per flow, as not logged, which the flow's report and its FlowEnd entry say.
 //! Flow entries (FlowInfo, FlowEnd) are small and never dropped.
 //!
-//! The thread flushes its buffer whenever the queue runs dry and at least every 100 ms,
-//! so a receiver killed outright loses at most what was queued: `decode` reads the log
-//! up to where it ends (see `meter::log` on logs cut short).
+//! The thread flushes its buffer at least every 100 ms (and the header at once), so a
+//! receiver killed outright loses at most the last 100 ms and what was queued: `decode`
+//! reads the log up to where it ends (see `meter::log` on logs cut short).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
 use meter::log::{encode_entry, encode_header, Entry};
@@ -27,6 +27,9 @@ pub(crate) const MAX_QUEUED_BYTES: usize = 16 << 20;
 
 /// A chunk hands over after this many bytes even within one receive batch.
 const CHUNK_BYTES: usize = 64 << 10;
+
+/// The longest a record waits in the writer's buffer.
+const FLUSH_EVERY: Duration = Duration::from_millis(100);
 
 /// Buffers kept for reuse, so a steady run allocates none.
 const POOL_LEN: usize = 64;
@@ -73,6 +76,7 @@ impl LogSink {
         let mut header = Vec::new();
         encode_header(meta_json, &mut header)?;
         out.write_all(&header)
+            .and_then(|()| out.flush())
             .with_context(|| format!("cannot write log {}", path.display()))?;
         let (tx, rx) = mpsc::channel();
         let shared = Arc::new(Shared {
@@ -201,19 +205,22 @@ fn write_loop(
     shared: &Shared,
 ) -> std::io::Result<()> {
     let mut error = None;
+    let mut flushed = Instant::now();
     loop {
-        let msg = match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(msg) => msg,
-            Err(RecvTimeoutError::Timeout) => {
-                if error.is_none() {
-                    if let Err(e) = out.flush() {
-                        shared.failed.store(true, Ordering::Relaxed);
-                        error = Some(e);
-                    }
-                }
-                continue;
-            }
+        let msg = match rx.recv_timeout(FLUSH_EVERY) {
+            Ok(msg) => Some(msg),
+            Err(RecvTimeoutError::Timeout) => None,
             Err(RecvTimeoutError::Disconnected) => break,
+        };
+        if error.is_none() && flushed.elapsed() >= FLUSH_EVERY {
+            flushed = Instant::now();
+            if let Err(e) = out.flush() {
+                shared.failed.store(true, Ordering::Relaxed);
+                error = Some(e);
+            }
+        }
+        let Some(msg) = msg else {
+            continue;
         };
         let Msg::Data(mut buf) = msg else {
             break;

@@ -52,7 +52,10 @@ pub(crate) struct RecvArgs {
     /// Shared secret. Senders must prove they know it (HMAC-SHA256 over a fresh nonce).
     #[arg(long, env = "DUALPERF_KEY", hide_env_values = true)]
     key: Option<String>,
-    /// Write every received packet's record to this binary log; read it with `dualperf decode`.
+    /// Write every received packet's record to this binary log as it arrives; read it
+    /// with `dualperf decode`. A writer thread takes the records: the receiver never waits
+    /// for the disk, and records it could not take are counted per flow
+    /// (`unlogged_records`), never lost silently.
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
     /// Print results as JSON lines: one object per finished session and a final one.

@@ -90,7 +90,9 @@ pub(crate) struct SendArgs {
     #[arg(long, default_value = "5s", value_parser = crate::args::std_duration, value_name = "DURATION")]
     connect_timeout: StdDuration,
     /// Write the sender's per-packet records (send schedule, and echoes for --meter rtt)
-    /// to this binary log.
+    /// to this binary log as they are made; read it with `dualperf decode`. A writer
+    /// thread takes them: no flow waits for the disk, and records it could not take are
+    /// counted (`unlogged_records`).
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
     /// Spin (busy-wait) for the last part of each wait before a deadline. Default: 50µs,

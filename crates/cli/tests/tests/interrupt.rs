@@ -197,3 +197,57 @@ fn send_fails_loudly_when_the_receiver_goes_away_mid_tcp_flow() {
         out.stderr
     );
 }
+
+/// A receiver killed outright (SIGKILL: no chance to end its flows) leaves a log whose
+/// records reached the disk as they arrived: `decode` reads it up to the cut, names the
+/// flow it cut short and counts nothing after the cut as lost. The sender, whose
+/// receiver died first, still reports what it sent.
+#[test]
+fn a_receiver_killed_outright_leaves_a_log_that_decodes_without_false_loss() {
+    let dir = TempDir::new("interrupt-recv-kill");
+    let log = dir.path("recv.dplog");
+    let rx = Receiver::start(&["--log", path_str(&log), "--json"]);
+    let sender = spawn_send(
+        "127.0.0.1",
+        rx.port,
+        &[
+            "--rate",
+            "2000pps",
+            "--size",
+            "64",
+            "--duration",
+            "30s",
+            "--json",
+        ],
+    );
+    // Let packets arrive and the writer flush (it flushes when idle for 100 ms, and
+    // its buffer as it fills). Only pacing: nothing below depends on how many.
+    std::thread::sleep(Duration::from_secs(2));
+    rx.proc.kill9();
+    std::thread::sleep(Duration::from_millis(300));
+    let out = sender.finish();
+    let report = out.json();
+    assert!(
+        u(&report["flows"][0], "/sent/packets") > 0,
+        "{}",
+        out.stderr
+    );
+
+    let decoded = run(&["decode", path_str(&log), "--json"]);
+    let doc = decoded.assert_success().json();
+    assert!(
+        decoded.stderr.contains("Log cut short"),
+        "{}",
+        decoded.stderr
+    );
+    let end = &doc["log_end"];
+    assert_eq!(end["complete"], false, "{end}");
+    assert_eq!(end["cut_flows"].as_array().map(Vec::len), Some(1), "{end}");
+    let flow = &doc["summary"]["flows"][0];
+    let packets = u(flow, "/packets");
+    assert!(packets > 0, "{doc}");
+    assert_eq!(flow["loss"]["sent"], serde_json::Value::Null);
+    // Loopback delivers in order: up to the cut, nothing is missing.
+    assert_eq!(u(flow, "/loss/lost"), 0);
+    assert_eq!(u(flow, "/loss/expected"), packets);
+}
