@@ -239,7 +239,8 @@ impl IntervalSeries {
     /// Charges `n` newly revealed missing numbers to window `w`.
     pub fn charge_lost(&mut self, w: u64, n: u64) {
         if let Some(a) = self.windows.get_mut(w as usize) {
-            a.lost += n;
+            // Sequence numbers from untrusted logs may jump by nearly 2^64, in two flows.
+            a.lost = a.lost.saturating_add(n);
         }
     }
 

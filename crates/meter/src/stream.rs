@@ -710,6 +710,26 @@ mod tests {
         assert!(bytes < 16 * 1024, "{bytes} bytes");
     }
 
+    /// Found by the log fuzz target: two flows whose first packets reveal gaps of nearly
+    /// 2^64 sequence numbers in the same window.
+    #[test]
+    fn huge_sequence_gaps_in_one_window_saturate() {
+        let mut all = SummaryMeter::new().with_intervals(IntervalSeries::new(1_000_000).unwrap());
+        for (flow, seq) in [(0, 7_566_047_373_982_433_280), (65_536, u64::MAX - 1)] {
+            all.handle_record(&RxRecord {
+                flow,
+                seq,
+                tx_ns: 64,
+                rx_ns: 35_184_372_088_832,
+                ..RxRecord::default()
+            });
+        }
+        let series = all.intervals().unwrap().unwrap();
+        assert_eq!(series[0].lost, Some(u64::MAX));
+        let summary = all.summary(&BTreeMap::from([(1, 10)]));
+        assert_eq!(summary.total.loss.lost, u64::MAX);
+    }
+
     #[test]
     fn window_and_run_limits_are_what_the_docs_say() {
         assert_eq!(WINDOW_PACKETS, 65_536);
