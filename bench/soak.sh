@@ -10,7 +10,7 @@
 #     ref   REF_RATE (30,000) pkt/s for REF_SECONDS (30), no log: the reference
 #     soak  SOAK_RATE (300,000) pkt/s for SOAK_SECONDS (300), without and with --log
 #     max   the highest sustainable rate for MAX_SECONDS (60), without and with --log;
-#           MAX_RATE if set, else a ladder of SEARCH_RATES (400k..700k) for
+#           MAX_RATE if set, else a ladder of SEARCH_RATES (250k..700k) for
 #           SEARCH_SECONDS (5) each, no log, stopping at the first rate that
 #           fails (retried SEARCH_RETRIES times): sustainable = achieved send
 #           rate >= 99 % of the requested one and loss <= 0.1 %
@@ -19,8 +19,8 @@
 #   RSS, wall time), its summary compared field by field with the live
 #   receiver's `recv --json` flow line.  The log comes from the IPv4 soak run
 #   with --log if that holds enough records, else from a dedicated run (the
-#   receiver logging, the sender not) at the IPv4 highest sustainable rate for
-#   ceil(DECODE_RECORDS / rate) s plus a margin.
+#   receiver logging, the sender not) of `--count DECODE_RECORDS` packets at the
+#   IPv4 highest sustainable rate (however long a sender that falls behind takes).
 #
 # HOW TO READ THE OUTPUT
 #   stderr: progress and the exact commands.  stdout: host facts, then one
@@ -35,7 +35,7 @@
 # Environment knobs [defaults]:
 #   REF_RATE [30000] REF_SECONDS [30]  SOAK_RATE [300000] SOAK_SECONDS [300]
 #   MAX_RATE [unset: search]  MAX_SECONDS [60]
-#   SEARCH_RATES ["400000 500000 600000 700000"]  SEARCH_SECONDS [5]  SEARCH_RETRIES [1]
+#   SEARCH_RATES ["250000 300000 350000 400000 450000 500000 600000 700000"]  SEARCH_SECONDS [5]  SEARCH_RETRIES [1]
 #   FAMILIES ["4 6"]  LOG_VARIANTS ["nolog log"]
 #   DECODE_RECORDS [100000000] (0: no decode check)  DECODE_MARGIN [5] extra seconds
 #   DUALPERF [unset: cargo build --release -p DUALPERF_PKG, binary found via
@@ -65,7 +65,7 @@ SOAK_RATE=${SOAK_RATE:-300000}
 SOAK_SECONDS=${SOAK_SECONDS:-300}
 MAX_RATE=${MAX_RATE:-}
 MAX_SECONDS=${MAX_SECONDS:-60}
-SEARCH_RATES=${SEARCH_RATES:-400000 500000 600000 700000}
+SEARCH_RATES=${SEARCH_RATES:-250000 300000 350000 400000 450000 500000 600000 700000}
 SEARCH_SECONDS=${SEARCH_SECONDS:-5}
 SEARCH_RETRIES=${SEARCH_RETRIES:-1}
 FAMILIES=${FAMILIES:-4 6}
@@ -197,11 +197,12 @@ start_timed() { # timefile stdout stderr cmd...
     TPID=$!
     TCHILD=""
     for ((i = 0; i < 100; i++)); do
-        TCHILD=$(cat "/proc/$TPID/task/$TPID/children" 2>/dev/null)
+        TCHILD=""
+        { read -r TCHILD <"/proc/$TPID/task/$TPID/children"; } 2>/dev/null
         TCHILD=${TCHILD%% *}
         [[ -n $TCHILD ]] && break
         alive "$TPID" || break
-        sleep 0.02
+        nap 0.02
     done
     [[ -n $TCHILD ]] && BG_PIDS+=("$TCHILD")
     BG_PIDS+=("$TPID")
@@ -216,7 +217,8 @@ stop_timed() { # tpid child
 # not.  Returns its exit status (124 if it was stopped).
 wait_timed() { # limit tpid child
     local limit=$1 tpid=$2 child=$3 i rc
-    for ((i = 0; i < limit * 10; i++)); do alive "$tpid" || break; sleep 0.1; done
+    # Polled with builtins only (see bench/lib/procs.sh): no process starts mid-run.
+    for ((i = 0; i < limit * 5; i++)); do alive "$tpid" || break; nap 0.2; done
     if alive "$tpid"; then
         stop_timed "$tpid" "$child"
         return 124
@@ -248,14 +250,17 @@ start_recv() { # dir port [log]
 RUN_DIR=""
 RUN_LINE=""
 run_point() {
-    local fam=$1 rate=$2 dur=$3 point=$4 variant=$5 results=$6 addr d port rc msg=
+    local fam=$1 rate=$2 dur=$3 point=$4 variant=$5 results=$6 count=${7:-} addr d port rc msg=
     addr=$(addr_of "$fam")
     d=$WORK/$point-v$fam-$variant-$rate
     [[ -e $d ]] && d=$d-$RANDOM
     mkdir -p "$d"
     RUN_DIR=$d
+    # A counted run is judged as lasting count / rate seconds.
+    local row_dur=$dur
+    [[ -n $count ]] && row_dur=$(((count + rate - 1) / rate))
     local rows=(--point "$point" --family "$fam" --variant "$variant" --rate "$rate"
-        --duration "$dur" --results "$results")
+        --duration "$row_dur" --results "$results")
     local rlog="" slog=""
     [[ $variant == log || $variant == rxlog ]] && rlog=$d/recv.dplog
     [[ $variant == log ]] && slog=$d/send.dplog
@@ -274,8 +279,12 @@ run_point() {
         fi
     fi
     if [[ -z $msg ]]; then
+        # With a count the flow stops after that many packets, however long a sender
+        # that falls behind takes (dur then only sizes the time limit).
+        local stop=(--duration "${dur}s")
+        [[ -n $count ]] && stop=(--count "$count")
         local cmd=("$DP" send "$addr" --port "$port" --udp --rate "${rate}pps"
-            --size "$PAYLOAD" --duration "${dur}s" --json)
+            --size "$PAYLOAD" "${stop[@]}" --json)
         [[ -n $slog ]] && cmd+=(--log "$slog")
         echo "${cmd[*]/#$DP/dualperf}" >"$d/send.cmd"
         log "$point IPv$fam $variant ${rate} pkt/s ${dur}s: $(cat "$d/recv.cmd") & ${cmd[*]/#$DP/dualperf}"
@@ -377,14 +386,14 @@ decode_check() {
         ((rate > 0)) || rate=$SOAK_RATE
         dur=$(((DECODE_RECORDS + rate - 1) / rate))
         dur=$((dur + DECODE_MARGIN))
-        log "decode check: a dedicated run for ${DECODE_RECORDS} records: IPv$fam $rate pkt/s for ${dur}s, receiver logging"
-        if ! run_point "$fam" "$rate" "$dur" decode rxlog "$RESULTS"; then
+        log "decode check: a dedicated run of ${DECODE_RECORDS} packets (--count): IPv$fam $rate pkt/s (about ${dur}s), receiver logging"
+        if ! run_point "$fam" "$rate" "$dur" decode rxlog "$RESULTS" "$DECODE_RECORDS"; then
             DECODE_STATUS="not run: the log's run failed ($RUN_LINE)"
             drop_logs "$RUN_DIR"
             return
         fi
         src_dir=$RUN_DIR
-        DECODE_SRC_DESC="the receiver log of a dedicated run (IPv$fam, $rate pkt/s x ${dur}s)"
+        DECODE_SRC_DESC="the receiver log of a dedicated run (IPv$fam, $DECODE_RECORDS packets at $rate pkt/s)"
     fi
     lg=$src_dir/recv.dplog
     records=$("${SOAK[@]}" count --recv-json "$src_dir/recv.json")

@@ -157,6 +157,8 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
                 key: None,
                 log: None,
                 handshake_timeout: std::time::Duration::from_secs(5),
+                busy_poll: crate::args::std_duration(crate::recv::DEFAULT_BUSY_POLL)
+                    .expect("the default busy-poll window parses"),
             },
             Arc::new(AtomicBool::new(false)),
         )

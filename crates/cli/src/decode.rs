@@ -57,6 +57,8 @@ pub(crate) fn run(args: DecodeArgs) -> Result<()> {
                 .with_context(|| format!("cannot open {}", args.log.display()))?,
         )
     };
+    let (input, compression) = crate::logsink::open_log(input)
+        .with_context(|| format!("cannot read {}", args.log.display()))?;
     let mut reader = LogReader::open(BufReader::with_capacity(1 << 20, input))
         .with_context(|| format!("cannot decode {}", args.log.display()))?;
     if args.packets {
@@ -80,6 +82,7 @@ pub(crate) fn run(args: DecodeArgs) -> Result<()> {
     let mut ended: BTreeSet<u32> = BTreeSet::new();
     let mut end = LogEnd {
         format_version: version,
+        compression: (compression == crate::logsink::Compression::Zstd).then(|| "zstd".into()),
         ..LogEnd::default()
     };
     let mut last_flow = None;
@@ -259,8 +262,15 @@ pub(crate) fn run(args: DecodeArgs) -> Result<()> {
 /// Says where a log that is not whole ends.
 fn cut_sentence(end: &LogEnd) -> String {
     let mut s = format!(
-        "Log cut short: it ends at byte {} after {} received and {} sent records",
-        end.bytes_read, end.rx_records, end.tx_records
+        "Log cut short: it ends at byte {}{} after {} received and {} sent records",
+        end.bytes_read,
+        if end.compression.is_some() {
+            " (of the uncompressed stream)"
+        } else {
+            ""
+        },
+        end.rx_records,
+        end.tx_records
     );
     if let Some(t) = end.last_rx_ns {
         s += &format!(" (last arrival at {t} ns)");

@@ -1,5 +1,7 @@
 //! Readiness of several descriptors at once, for event loops over
-//! non-blocking sockets such as [`PacketSocket`](crate::packet::PacketSocket).
+//! non-blocking sockets such as [`PacketSocket`](crate::packet::PacketSocket), and
+//! [`BusyPoll`] and [`RecvPoll`], the policies that decide when a loop polls instead of
+//! sleeping.
 
 use std::io;
 use std::os::fd::RawFd;
@@ -63,11 +65,201 @@ pub fn poll_readable(fds: &[RawFd], timeout_ns: Option<u64>) -> io::Result<Vec<b
         .collect())
 }
 
+/// How long a receive loop keeps polling after the last packet before it sleeps,
+/// adapted to the traffic. A sleep that a packet ended after `t` (shorter than the
+/// most, `max_ns`) sets the window to 2t, so the next gap of that length is polled
+/// through instead of paying a wake-up; a longer sleep, or one that ran out, sets it
+/// back to the least, `least_ns`. Steady traffic with gaps up to `max_ns` is taken
+/// without wake-ups (keeping one CPU busy), sparse traffic costs one wake-up per
+/// packet and no CPU between. `max_ns = 0` never polls.
+/// `dualperf route` uses it for its RX rings; receivers of sockets use [`RecvPoll`].
+///
+/// Pure policy: it reads no clock. The loop tells it how long each sleep lasted.
+#[derive(Debug, Clone)]
+pub struct BusyPoll {
+    least_ns: u64,
+    max_ns: u64,
+    window_ns: u64,
+}
+
+impl BusyPoll {
+    /// A window that starts at `least_ns` (capped at `max_ns`) and never exceeds
+    /// `max_ns`.
+    pub fn new(least_ns: u64, max_ns: u64) -> Self {
+        let least_ns = least_ns.min(max_ns);
+        Self {
+            least_ns,
+            max_ns,
+            window_ns: least_ns,
+        }
+    }
+
+    /// Poll on while the last packet came less than this long ago.
+    pub fn window_ns(&self) -> u64 {
+        self.window_ns
+    }
+
+    /// A sleep of `slept_ns` ended: by a packet (`readable`) or by its timeout (a
+    /// timer, the idle timeout).
+    pub fn after_sleep(&mut self, slept_ns: u64, readable: bool) {
+        self.window_ns = if readable && slept_ns < self.max_ns {
+            slept_ns.saturating_mul(2).clamp(self.least_ns, self.max_ns)
+        } else if readable || slept_ns >= self.max_ns {
+            self.least_ns
+        } else {
+            self.window_ns
+        };
+    }
+}
+
+/// How a socket receive loop waits for its next batch: in the kernel, or by polling.
+///
+/// On loopback (and a veth) the kernel delivers a datagram on the sending CPU, which
+/// also pays for waking a reader asleep in `recvmmsg`: at a few hundred thousand
+/// datagrams a second that wake-up is most of the sender's cost, and it limits the
+/// rate and timing of the flow being measured. A reader that polls (a non-blocking
+/// read, then a short nap or a spin) needs no wake-up from the sender.
+///
+/// The policy polls while the traffic is dense: the last batch's datagrams came less
+/// than `max_gap_ns` apart on average (time since the batch before, over its count),
+/// and something arrived within the last [`RecvPoll::HORIZON_NS`]. Otherwise the loop
+/// sleeps in the kernel. `max_gap_ns = 0` never polls.
+///
+/// Pure policy: the loop passes the time in.
+#[derive(Debug, Clone)]
+pub struct RecvPoll {
+    max_gap_ns: u64,
+    dense: bool,
+    last_rx_ns: Option<u64>,
+}
+
+/// What [`RecvPoll::wait`] says to do next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// Sleep in the kernel until a datagram comes.
+    Block,
+    /// Read without waiting; if nothing is there, nap or spin, then ask again.
+    Poll,
+}
+
+impl RecvPoll {
+    /// Silence after which a polling loop goes back to sleeping in the kernel.
+    pub const HORIZON_NS: u64 = 1_000_000;
+
+    /// A policy that polls while datagrams come less than `max_gap_ns` apart.
+    pub fn new(max_gap_ns: u64) -> Self {
+        Self {
+            max_gap_ns,
+            dense: false,
+            last_rx_ns: None,
+        }
+    }
+
+    /// How to wait at `now_ns`.
+    pub fn wait(&self, now_ns: u64) -> Wait {
+        match self.last_rx_ns {
+            Some(t) if self.dense && now_ns.saturating_sub(t) < Self::HORIZON_NS => Wait::Poll,
+            _ => Wait::Block,
+        }
+    }
+
+    /// A batch of `count` datagrams (at least one) was read at `now_ns`.
+    pub fn handle_batch(&mut self, now_ns: u64, count: u64) {
+        if let Some(prev) = self.last_rx_ns {
+            let mean_gap_ns = now_ns.saturating_sub(prev) / count.max(1);
+            self.dense = mean_gap_ns < self.max_gap_ns;
+        }
+        self.last_rx_ns = Some(now_ns);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::UdpSocket;
     use std::os::fd::AsRawFd;
+
+    #[test]
+    fn the_busy_poll_window_follows_the_gaps_it_sleeps_through() {
+        let mut b = BusyPoll::new(50_000, 2_000_000);
+        assert_eq!(b.window_ns(), 50_000);
+        // Frames every millisecond: the first sleep lasts ~0.95 ms, then the loop polls
+        // through gaps up to 1.9 ms.
+        b.after_sleep(950_000, true);
+        assert_eq!(b.window_ns(), 1_900_000);
+        // A short sleep narrows it, never below the least.
+        b.after_sleep(10_000, true);
+        assert_eq!(b.window_ns(), 50_000);
+        b.after_sleep(700_000, true);
+        assert_eq!(b.window_ns(), 1_400_000);
+        // A timer's wake-up says nothing about the traffic.
+        b.after_sleep(300_000, false);
+        assert_eq!(b.window_ns(), 1_400_000);
+        // Sparse traffic: a gap beyond the most, or the idle timeout.
+        b.after_sleep(1_500_000, true);
+        assert_eq!(b.window_ns(), 2_000_000);
+        b.after_sleep(2_000_000, true);
+        assert_eq!(b.window_ns(), 50_000);
+        b.after_sleep(700_000, true);
+        b.after_sleep(100_000_000, false);
+        assert_eq!(b.window_ns(), 50_000);
+    }
+
+    #[test]
+    fn a_receiver_polls_only_while_the_traffic_is_dense() {
+        let mut p = RecvPoll::new(20_000);
+        assert_eq!(p.wait(0), Wait::Block);
+        // 300,000 pkt/s read in batches of 8 every 26.7 us: a mean gap of 3.3 us.
+        let mut t = 1_000_000;
+        p.handle_batch(t, 1);
+        assert_eq!(
+            p.wait(t),
+            Wait::Block,
+            "one batch says nothing about the gaps"
+        );
+        for _ in 0..10 {
+            t += 26_667;
+            p.handle_batch(t, 8);
+            assert_eq!(p.wait(t + 10_000), Wait::Poll);
+        }
+        // The flow stops: poll on through the horizon, then sleep.
+        assert_eq!(p.wait(t + RecvPoll::HORIZON_NS - 1), Wait::Poll);
+        assert_eq!(p.wait(t + RecvPoll::HORIZON_NS), Wait::Block);
+        // 30,000 pkt/s: one datagram per wake-up, 33 us apart: sleep each time.
+        for _ in 0..10 {
+            t += 33_333;
+            p.handle_batch(t, 1);
+            assert_eq!(p.wait(t + 1), Wait::Block);
+        }
+        // A burst after a pause is dense again only if its mean gap is short.
+        t += 5_000_000;
+        p.handle_batch(t, 64);
+        assert_eq!(p.wait(t), Wait::Block, "5 ms / 64 is 78 us");
+        t += 64 * 2_000;
+        p.handle_batch(t, 64);
+        assert_eq!(p.wait(t), Wait::Poll);
+    }
+
+    #[test]
+    fn a_zero_gap_never_polls() {
+        let mut p = RecvPoll::new(0);
+        for t in 0..1_000 {
+            p.handle_batch(t, 64);
+            assert_eq!(p.wait(t), Wait::Block);
+        }
+    }
+
+    #[test]
+    fn a_zero_busy_poll_never_polls() {
+        for least in [0, 50_000] {
+            let mut b = BusyPoll::new(least, 0);
+            assert_eq!(b.window_ns(), 0);
+            for (slept, readable) in [(10, true), (1_000_000, true), (100_000_000, false)] {
+                b.after_sleep(slept, readable);
+                assert_eq!(b.window_ns(), 0);
+            }
+        }
+    }
 
     #[test]
     fn reports_only_the_readable_socket() {

@@ -328,6 +328,24 @@ impl UdpSocket {
     /// non-blocking and empty, or a signal interrupted the wait. Callers loop
     /// and check their stop flag.
     pub fn recv_batch(&self, bufs: &mut [Vec<u8>], metas: &mut [RecvMeta]) -> io::Result<usize> {
+        self.recv_batch_with(bufs, metas, libc::MSG_WAITFORONE)
+    }
+
+    /// [`Self::recv_batch`] without waiting: `Ok(0)` at once when nothing is queued.
+    pub fn try_recv_batch(
+        &self,
+        bufs: &mut [Vec<u8>],
+        metas: &mut [RecvMeta],
+    ) -> io::Result<usize> {
+        self.recv_batch_with(bufs, metas, libc::MSG_DONTWAIT)
+    }
+
+    fn recv_batch_with(
+        &self,
+        bufs: &mut [Vec<u8>],
+        metas: &mut [RecvMeta],
+        wait_flag: libc::c_int,
+    ) -> io::Result<usize> {
         let n = bufs.len().min(metas.len()).min(MAX_BATCH);
         if n == 0 {
             return Ok(0);
@@ -353,7 +371,7 @@ impl UdpSocket {
         }
         // MSG_WAITFORONE: block only for the first datagram. MSG_TRUNC: report the real
         // datagram length in msg_len even when it did not fit.
-        let flags = libc::MSG_WAITFORONE | libc::MSG_TRUNC;
+        let flags = wait_flag | libc::MSG_TRUNC;
         // SAFETY: every msgs[i] (i < n) points at its own iovec covering the whole
         // allocation of bufs[i] (writable, `capacity` bytes), a sockaddr_storage-sized
         // name buffer and a cmsg-aligned control buffer of SPACE bytes, all alive and

@@ -53,6 +53,10 @@ pub struct LogEnd {
     pub complete: bool,
     /// The log's format version.
     pub format_version: u16,
+    /// How the log file was compressed: `"zstd"` (a name ending in `.zst` when
+    /// written), or `null` for a plain log. Byte counts here are of the uncompressed
+    /// stream.
+    pub compression: Option<String>,
     /// Bytes read up to the last whole entry.
     pub bytes_read: u64,
     /// Bytes of a partial last entry that were ignored.

@@ -30,6 +30,10 @@ use wire::probe::SeqUnwrapper;
 
 use crate::control::DEFAULT_PORT;
 
+/// `recv --busy-poll`'s default: receivers of flows faster than about 50,000 pkt/s
+/// poll; slower ones sleep between packets.
+pub(crate) const DEFAULT_BUSY_POLL: &str = "20us";
+
 /// Receive flows from `dualperf send`: dual-stack UDP and TCP data and the control
 /// channel on one port.
 ///
@@ -55,7 +59,8 @@ pub(crate) struct RecvArgs {
     /// Write every received packet's record to this binary log as it arrives; read it
     /// with `dualperf decode`. A writer thread takes the records: the receiver never waits
     /// for the disk, and records it could not take are counted per flow
-    /// (`unlogged_records`), never lost silently.
+    /// (`unlogged_records`), never lost silently. A name ending in `.zst` writes it
+    /// zstd-compressed (about a quarter of the size; `decode` reads either).
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
     /// Print results as JSON lines: one object per finished session and a final one.
@@ -67,6 +72,14 @@ pub(crate) struct RecvArgs {
     /// Time a new connection has to say who it is and authenticate.
     #[arg(long, default_value = "5s", value_parser = crate::args::std_duration, value_name = "DURATION")]
     handshake_timeout: Duration,
+    /// Poll the UDP socket instead of sleeping in the kernel while datagrams come less
+    /// than this far apart on average (0: never). On loopback the sender's CPU pays for
+    /// waking a sleeping receiver, which limits a fast flow's rate and timing; a polling
+    /// receiver reads without a wake-up, napping 10 µs between reads (spinning while it
+    /// echoes round-trip probes). After 1 ms without a datagram it sleeps again. The
+    /// default polls for flows faster than about 50,000 datagrams a second.
+    #[arg(long, default_value = DEFAULT_BUSY_POLL, value_parser = crate::args::std_duration, value_name = "DURATION")]
+    busy_poll: Duration,
     /// Stop when standard input closes: a receiver started by `dualperf run` ends with
     /// its parent, even one killed with SIGKILL.
     #[arg(long, hide = true)]
@@ -89,6 +102,7 @@ pub(crate) fn run(args: RecvArgs) -> Result<()> {
         key: args.key.map(String::into_bytes),
         log: args.log,
         handshake_timeout: args.handshake_timeout,
+        busy_poll: args.busy_poll,
     };
     let receiver = Receiver::start(config, stop.clone())?;
     eprintln!(
@@ -121,6 +135,8 @@ pub(crate) struct ReceiverConfig {
     pub(crate) key: Option<Vec<u8>>,
     pub(crate) log: Option<PathBuf>,
     pub(crate) handshake_timeout: Duration,
+    /// The UDP loop polls while datagrams come closer than this ([`netio::poll::RecvPoll`]).
+    pub(crate) busy_poll: Duration,
 }
 
 /// Counters of everything refused or dropped.
@@ -251,9 +267,37 @@ pub(crate) struct FlowTable {
     pub(crate) flows: HashMap<u16, FlowState>,
     /// Ids whose session has reported, until reused: their packets are late, not unknown.
     pub(crate) finished: HashSet<u16>,
+    /// The UDP loop's log records not handed to the writer yet (with `--log`). They
+    /// wait here, under the table's lock, so that a flow's end hands them over before
+    /// its FlowEnd entry is written.
+    pub(crate) udp_log: Option<crate::logsink::Chunk>,
 }
 
 impl FlowTable {
+    /// Hands the UDP loop's pending log records to the writer (all of them with
+    /// `force`, else only when due: see [`crate::logsink::HOLD_NS`]); records it cannot
+    /// take are counted against their flows.
+    pub(crate) fn submit_udp_log(
+        &mut self,
+        log: &crate::logsink::LogProducer,
+        now_ns: u64,
+        force: bool,
+    ) {
+        let Some(chunk) = &mut self.udp_log else {
+            return;
+        };
+        let dropped = if force {
+            log.submit(chunk)
+        } else {
+            log.submit_if_due(chunk, now_ns)
+        };
+        for (id, n) in dropped.unwrap_or_default() {
+            if let Some(f) = self.flows.get_mut(&(id as u16)) {
+                f.unlogged += n;
+            }
+        }
+    }
+
     /// Register flows for a session, returning their grants.
     pub(crate) fn register(
         &mut self,
@@ -320,6 +364,8 @@ impl FlowTable {
 pub(crate) struct Shared {
     pub(crate) key: Option<Vec<u8>>,
     pub(crate) handshake_timeout: Duration,
+    /// The UDP loop polls while datagrams come closer than this.
+    pub(crate) busy_poll: Duration,
     pub(crate) table: Mutex<FlowTable>,
     pub(crate) counters: Counters,
     pub(crate) stop: Arc<AtomicBool>,
@@ -373,6 +419,10 @@ impl Shared {
     pub(crate) fn finish_flows(&self, ids: &[(u16, Option<u64>)]) -> Vec<FlowReport> {
         let states: Vec<(FlowState, Option<u64>, u16)> = {
             let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
+            // Every record the UDP loop holds goes before the FlowEnd entries below.
+            if let Some(log) = &self.log {
+                table.submit_udp_log(&log.producer(), netio::clock::mono_ns(), true);
+            }
             let states: Vec<_> = ids
                 .iter()
                 .filter_map(|(id, sent)| table.flows.remove(id).map(|s| (s, *sent, *id)))
@@ -495,6 +545,7 @@ impl Receiver {
         let shared = Arc::new(Shared {
             key: config.key,
             handshake_timeout: config.handshake_timeout,
+            busy_poll: config.busy_poll,
             table: Mutex::new(FlowTable::default()),
             counters: Counters::default(),
             stop,

@@ -15,6 +15,10 @@ use crate::control::{canonical, is_timeout};
 const BATCH: usize = 64;
 const BUF_LEN: usize = 65_536;
 
+/// How long the loop naps between reads while polling one-way traffic: at 300,000
+/// datagrams a second, a batch of a few per read, with the CPU free between reads.
+const POLL_NAP: std::time::Duration = std::time::Duration::from_micros(10);
+
 struct Echo {
     data: Vec<u8>,
     dst: SocketAddr,
@@ -32,9 +36,46 @@ pub(super) fn run(shared: &Shared) {
     let mut metas = vec![netio::RecvMeta::default(); BATCH];
     let mut echoes: Vec<Echo> = Vec::new();
     let log = shared.log.as_ref().map(crate::logsink::LogSink::producer);
-    let mut chunk = log.as_ref().map(crate::logsink::LogProducer::chunk);
+    if let Some(log) = &log {
+        shared
+            .table
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .udp_log = Some(log.chunk());
+    }
+    // Records wait in the table's chunk until it is due (full, or 50 ms old).
+    let mut log_pending = false;
+    let max_gap_ns = u64::try_from(shared.busy_poll.as_nanos()).unwrap_or(u64::MAX);
+    let mut poll = netio::poll::RecvPoll::new(max_gap_ns);
+    // Naps while polling are short and exact: the timer slack would stretch them.
+    let _ = netio::clock::set_timer_slack_ns(1);
+    // The last batch held round-trip probes: poll by spinning, so their echoes wait no
+    // nap; one-way datagrams carry the kernel's arrival stamp, so a nap costs nothing.
+    let mut echoing = false;
     while !shared.stop.load(Ordering::Relaxed) {
-        let n = match shared.udp.recv_batch(&mut bufs, &mut metas) {
+        let polling = poll.wait(netio::clock::mono_ns()) == netio::poll::Wait::Poll;
+        let got = if polling {
+            shared.udp.try_recv_batch(&mut bufs, &mut metas)
+        } else {
+            shared.udp.recv_batch(&mut bufs, &mut metas)
+        };
+        let n = match got {
+            Ok(0) => {
+                // Quiet: records still held go to the writer once due.
+                if let (Some(log), true) = (&log, log_pending) {
+                    let mut table = shared.table.lock().unwrap_or_else(|e| e.into_inner());
+                    table.submit_udp_log(log, netio::clock::mono_ns(), false);
+                    log_pending = table.udp_log.as_ref().is_some_and(|c| !c.is_empty());
+                }
+                if polling {
+                    if echoing {
+                        std::hint::spin_loop();
+                    } else {
+                        std::thread::sleep(POLL_NAP);
+                    }
+                }
+                continue;
+            }
             Ok(n) => n,
             Err(e) if is_timeout(&e) => continue,
             Err(e) => {
@@ -45,10 +86,13 @@ pub(super) fn run(shared: &Shared) {
         };
         let fallback_rx_ns = netio::clock::wall_ns();
         let now_mono = netio::clock::mono_ns();
+        poll.handle_batch(now_mono, n as u64);
         let counters = &shared.counters;
         counters.datagrams.fetch_add(n as u64, Ordering::Relaxed);
         {
-            let mut table = shared.table.lock().unwrap_or_else(|e| e.into_inner());
+            let mut guard = shared.table.lock().unwrap_or_else(|e| e.into_inner());
+            // One borrow of the table, so a flow and the log chunk can be used together.
+            let table = &mut *guard;
             for (buf, meta) in bufs.iter().zip(&metas).take(n) {
                 let data = &buf[..meta.len.min(buf.len())];
                 // The probe starts the payload, or follows a real RTP header.
@@ -96,7 +140,7 @@ pub(super) fn run(shared: &Shared) {
                 };
                 flow.note_delay(&record);
                 flow.meter.handle_record(&record);
-                if let Some(chunk) = &mut chunk {
+                if let Some(chunk) = &mut table.udp_log {
                     let logged = RxRecord {
                         flow: flow.log_key,
                         ..record
@@ -118,15 +162,14 @@ pub(super) fn run(shared: &Shared) {
                 }
             }
             // Handed over under the table lock, so a flow's FlowEnd (written after it
-            // leaves the table) follows all of its records.
-            if let (Some(log), Some(chunk)) = (&log, &mut chunk) {
-                for (id, n) in log.submit(chunk).unwrap_or_default() {
-                    if let Some(f) = table.flows.get_mut(&(id as u16)) {
-                        f.unlogged += n;
-                    }
-                }
+            // leaves the table, which hands over what is still held) follows all of its
+            // records.
+            if let Some(log) = &log {
+                table.submit_udp_log(log, now_mono, false);
+                log_pending = table.udp_log.as_ref().is_some_and(|c| !c.is_empty());
             }
         }
+        echoing = !echoes.is_empty();
         for mut e in echoes.drain(..) {
             Packet::new_unchecked(&mut e.data[e.probe_at..])
                 .make_echo(e.rx_ns, netio::clock::wall_ns());
@@ -144,5 +187,10 @@ pub(super) fn run(shared: &Shared) {
                 }
             }
         }
+    }
+    // Stopping: nothing stays held.
+    if let Some(log) = &log {
+        let mut table = shared.table.lock().unwrap_or_else(|e| e.into_inner());
+        table.submit_udp_log(log, netio::clock::mono_ns(), true);
     }
 }

@@ -8,7 +8,7 @@
 //! those kicks: the clock is the vDSO's, the rings are shared memory.
 //!
 //! Between turns the loop busy-polls the RX rings for a while after the last frame
-//! ([`BusyPoll`]), then sleeps in `ppoll` until a frame, the next link event or 100 ms.
+//! ([`netio::poll::BusyPoll`]), then sleeps in `ppoll` until a frame, the next link event or 100 ms.
 
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
@@ -114,49 +114,6 @@ impl LoopRecord {
             );
             self.stats.runqueue_wait_ns = Some(now.wait_ns.saturating_sub(base.wait_ns));
         }
-    }
-}
-
-/// How long the loop keeps polling the rings after the last frame before it sleeps in
-/// ppoll, adapted to the traffic: a sleep that a frame ended after `t` (shorter than the
-/// most, `max_ns`) sets the window to 2t, so the next gap of that length is polled
-/// through instead of paying a wake-up; a longer sleep, or one that ran out, sets it
-/// back to the least. Steady traffic with gaps up to `max_ns` is forwarded without
-/// wake-ups (and keeps one CPU busy); sparse traffic costs one wake-up per frame and
-/// no CPU between. `max_ns = 0` never polls.
-#[derive(Debug)]
-pub(super) struct BusyPoll {
-    max_ns: u64,
-    window_ns: u64,
-}
-
-/// The least busy-poll window: about one wake-up's latency.
-const BUSY_POLL_MIN_NS: u64 = 50_000;
-
-impl BusyPoll {
-    pub(super) fn new(max_ns: u64) -> Self {
-        Self {
-            max_ns,
-            window_ns: BUSY_POLL_MIN_NS.min(max_ns),
-        }
-    }
-
-    /// Poll on while the last frame came less than this long ago.
-    pub(super) fn window_ns(&self) -> u64 {
-        self.window_ns
-    }
-
-    /// A sleep of `slept_ns` ended: by a frame (`readable`) or by its timeout (the next
-    /// link event, the idle timeout).
-    pub(super) fn after_sleep(&mut self, slept_ns: u64, readable: bool) {
-        let least = BUSY_POLL_MIN_NS.min(self.max_ns);
-        self.window_ns = if readable && slept_ns < self.max_ns {
-            slept_ns.saturating_mul(2).clamp(least, self.max_ns)
-        } else if readable || slept_ns >= self.max_ns {
-            least
-        } else {
-            self.window_ns
-        };
     }
 }
 
@@ -475,47 +432,6 @@ impl Engine {
             looped: self.looped.stats.clone(),
             writer: self.aux.writer_stats(),
             interfaces,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_busy_poll_window_follows_the_gaps_it_sleeps_through() {
-        let mut b = BusyPoll::new(2_000_000);
-        assert_eq!(b.window_ns(), 50_000);
-        // Frames every millisecond: the first sleep lasts ~0.95 ms, then the loop polls
-        // through gaps up to 1.9 ms.
-        b.after_sleep(950_000, true);
-        assert_eq!(b.window_ns(), 1_900_000);
-        // A short sleep narrows it, never below the least.
-        b.after_sleep(10_000, true);
-        assert_eq!(b.window_ns(), 50_000);
-        b.after_sleep(700_000, true);
-        assert_eq!(b.window_ns(), 1_400_000);
-        // A link event's wake-up says nothing about the traffic.
-        b.after_sleep(300_000, false);
-        assert_eq!(b.window_ns(), 1_400_000);
-        // Sparse traffic: a gap beyond the most, or the idle timeout.
-        b.after_sleep(1_500_000, true);
-        assert_eq!(b.window_ns(), 2_000_000);
-        b.after_sleep(2_000_000, true);
-        assert_eq!(b.window_ns(), 50_000);
-        b.after_sleep(700_000, true);
-        b.after_sleep(100_000_000, false);
-        assert_eq!(b.window_ns(), 50_000);
-    }
-
-    #[test]
-    fn a_zero_busy_poll_never_polls() {
-        let mut b = BusyPoll::new(0);
-        assert_eq!(b.window_ns(), 0);
-        for (slept, readable) in [(10, true), (1_000_000, true), (100_000_000, false)] {
-            b.after_sleep(slept, readable);
-            assert_eq!(b.window_ns(), 0);
         }
     }
 }

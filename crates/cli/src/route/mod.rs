@@ -26,6 +26,9 @@ use wire::time::{Duration, Instant};
 
 use crate::usage;
 
+/// The least busy-poll window after a frame: about one wake-up's latency.
+const BUSY_POLL_LEAST_NS: u64 = 50_000;
+
 /// Forward IPv4 and IPv6 between interfaces, emulating each egress link.
 ///
 /// Frames are read and written through AF_PACKET mmap rings on the configured
@@ -258,7 +261,7 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
         cfg.routes.len()
     );
     let mut eng = Engine::new(cfg.names.clone(), socks, fwd, links, aux);
-    let mut busy_poll = engine::BusyPoll::new(args.busy_poll.as_nanos());
+    let mut busy_poll = netio::poll::BusyPoll::new(BUSY_POLL_LEAST_NS, args.busy_poll.as_nanos());
     let started = netio::clock::mono_ns();
     let mut next_stats = started;
     let mut last_frame_ns = 0u64;

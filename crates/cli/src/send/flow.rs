@@ -410,11 +410,15 @@ fn pace(run: &FlowRun, sink: &mut dyn Sink) -> (TxMeter, u64, Option<String>) {
                 }
             }
         }
-        unlogged += submit(run.log.as_ref(), chunk.as_mut());
+        if let (Some(log), Some(chunk)) = (run.log.as_ref(), chunk.as_mut()) {
+            let dropped = log.submit_if_due(chunk, actual).unwrap_or_default();
+            unlogged += dropped.iter().map(|(_, n)| n).sum::<u64>();
+        }
         run.progress.fetch_add(n as u64, Ordering::Relaxed);
         let bytes: u64 = pending.iter().map(|p| u64::from(p.2)).sum();
         run.progress_bytes.fetch_add(bytes, Ordering::Relaxed);
     }
+    unlogged += submit(run.log.as_ref(), chunk.as_mut());
     (tx, unlogged, None)
 }
 
@@ -562,9 +566,17 @@ impl Echoes {
         }
     }
 
-    /// Hands the records of one read to the log.
-    fn submit(&mut self) {
-        self.unlogged += submit(self.log.as_ref(), self.chunk.as_mut());
+    /// Hands the records read so far to the log when the chunk is due (full, or 50 ms
+    /// old), or at once with `force`.
+    fn submit(&mut self, force: bool) {
+        if force {
+            self.unlogged += submit(self.log.as_ref(), self.chunk.as_mut());
+        } else if let (Some(log), Some(chunk)) = (self.log.as_ref(), self.chunk.as_mut()) {
+            let dropped = log
+                .submit_if_due(chunk, netio::clock::mono_ns())
+                .unwrap_or_default();
+            self.unlogged += dropped.iter().map(|(_, n)| n).sum::<u64>();
+        }
     }
 }
 
@@ -596,8 +608,9 @@ fn udp_echoes(sock: &netio::UdpSocket, id: u16, state: &EchoState, mut out: Echo
                 out.handle(echo);
             }
         }
-        out.submit();
+        out.submit(false);
     }
+    out.submit(true);
     out
 }
 
@@ -628,7 +641,8 @@ fn tcp_echoes(stream: &mut TcpStream, id: u16, state: &EchoState, mut out: Echoe
                 out.handle(echo);
             }
         }
-        out.submit();
+        out.submit(false);
     }
+    out.submit(true);
     out
 }

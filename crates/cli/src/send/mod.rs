@@ -92,7 +92,7 @@ pub(crate) struct SendArgs {
     /// Write the sender's per-packet records (send schedule, and echoes for --meter rtt)
     /// to this binary log as they are made; read it with `dualperf decode`. A writer
     /// thread takes them: no flow waits for the disk, and records it could not take are
-    /// counted (`unlogged_records`).
+    /// counted (`unlogged_records`). A name ending in `.zst` writes it zstd-compressed.
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
     /// Spin (busy-wait) for the last part of each wait before a deadline. Default: 50µs,

@@ -404,8 +404,20 @@ fn decode_reports_the_rtp_jitter_the_live_receiver_reported() {
 /// prints for the flow, histogram percentiles included, is the receiver's own.
 #[test]
 fn decode_prints_the_live_receivers_figures_exactly() {
-    let dir = TempDir::new("decode-live");
-    let log = dir.path("recv.dplog");
+    let doc = decode_matches_the_live_receiver("decode-live", "recv.dplog");
+    assert_eq!(doc["log_end"]["compression"], serde_json::Value::Null);
+}
+
+/// The same through a zstd-compressed log (`--log NAME.zst`).
+#[test]
+fn decode_of_a_compressed_log_prints_the_live_receivers_figures_exactly() {
+    let doc = decode_matches_the_live_receiver("decode-live-zst", "recv.dplog.zst");
+    assert_eq!(doc["log_end"]["compression"], "zstd");
+}
+
+fn decode_matches_the_live_receiver(dir_name: &str, log_name: &str) -> serde_json::Value {
+    let dir = TempDir::new(dir_name);
+    let log = dir.path(log_name);
     let rx = Receiver::start(&["--log", path_str(&log), "--json", "--sessions", "1"]);
     let out = send(
         "127.0.0.1",
@@ -435,4 +447,5 @@ fn decode_prints_the_live_receivers_figures_exactly() {
     live["flow"] = serde_json::Value::Null;
     from_log["flow"] = serde_json::Value::Null;
     assert_eq!(live, from_log);
+    doc
 }

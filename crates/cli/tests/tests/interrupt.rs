@@ -204,8 +204,20 @@ fn send_fails_loudly_when_the_receiver_goes_away_mid_tcp_flow() {
 /// receiver died first, still reports what it sent.
 #[test]
 fn a_receiver_killed_outright_leaves_a_log_that_decodes_without_false_loss() {
-    let dir = TempDir::new("interrupt-recv-kill");
-    let log = dir.path("recv.dplog");
+    receiver_killed_outright("interrupt-recv-kill", "recv.dplog");
+}
+
+/// The same with a zstd-compressed log: every flush ends a zstd block, so the stream
+/// cut by the kill still reads up to its last flush.
+#[test]
+fn a_receiver_killed_outright_leaves_a_compressed_log_that_decodes_without_false_loss() {
+    let doc = receiver_killed_outright("interrupt-recv-kill-zst", "recv.dplog.zst");
+    assert_eq!(doc["log_end"]["compression"], "zstd");
+}
+
+fn receiver_killed_outright(dir_name: &str, log_name: &str) -> serde_json::Value {
+    let dir = TempDir::new(dir_name);
+    let log = dir.path(log_name);
     let rx = Receiver::start(&["--log", path_str(&log), "--json"]);
     let sender = spawn_send(
         "127.0.0.1",
@@ -250,4 +262,5 @@ fn a_receiver_killed_outright_leaves_a_log_that_decodes_without_false_loss() {
     // Loopback delivers in order: up to the cut, nothing is missing.
     assert_eq!(u(flow, "/loss/lost"), 0);
     assert_eq!(u(flow, "/loss/expected"), packets);
+    doc
 }
