@@ -230,6 +230,17 @@ wait_timed() { # limit tpid child
     return "$rc"
 }
 
+# CPU time the hypervisor gave to others while this VM's CPUs wanted to run (steal,
+# the 8th field of /proc/stat's cpu line, summed over CPUs): each stolen moment on
+# the sender's CPU is a stall its schedule has to catch up.
+CLK_TCK=$(getconf CLK_TCK)
+STEAL_MS=0
+steal_jiffies() {
+    local cpu user nice sys idle iowait irq softirq steal rest
+    read -r cpu user nice sys idle iowait irq softirq steal rest </proc/stat
+    echo "${steal:-0}"
+}
+
 RPID=""
 RCHILD=""
 start_recv() { # dir port [log]
@@ -288,9 +299,13 @@ run_point() {
         [[ -n $slog ]] && cmd+=(--log "$slog")
         echo "${cmd[*]/#$DP/dualperf}" >"$d/send.cmd"
         log "$point IPv$fam $variant ${rate} pkt/s ${dur}s: $(cat "$d/recv.cmd") & ${cmd[*]/#$DP/dualperf}"
+        local steal0 steal1
+        steal0=$(steal_jiffies)
         start_timed "$d/send.time" "$d/send.json" "$d/send.err" "${cmd[@]}"
         wait_timed $((dur * 2 + 60)) "$TPID" "$TCHILD"
         rc=$?
+        steal1=$(steal_jiffies)
+        STEAL_MS=$(((steal1 - steal0) * 1000 / CLK_TCK))
         if ((rc != 0)); then
             tail_of "$d/send.err"
             msg="dualperf send exited with status $rc$( ((rc == 124)) && echo ' (timed out)')"
@@ -313,7 +328,8 @@ run_point() {
         return 1
     fi
     "${SOAK[@]}" row "${rows[@]}" --send-json "$d/send.json" --recv-json "$d/recv.json" \
-        --send-time "$d/send.time" --recv-time "$d/recv.time" >"$d/summary" 2>"$d/summary.err" || FAIL=1
+        --send-time "$d/send.time" --recv-time "$d/recv.time" --steal-ms "$STEAL_MS" \
+        >"$d/summary" 2>"$d/summary.err" || FAIL=1
     [[ -s $d/summary.err ]] && sed 's/^/    /' "$d/summary.err" >&3
     RUN_LINE=$(head -n 1 "$d/summary")
     log "    $RUN_LINE"

@@ -135,7 +135,10 @@ def cmd_row(a):
             unlogged_send=opt(fl, ["unlogged_records"]),
             # achieved: packets over the requested duration, or over the
             # actual sending time if the sender overran it.
-            achieved_pct=100.0 * sent / (a.rate * max(a.duration, send_s)))
+            achieved_pct=100.0 * sent / (a.rate * max(a.duration, send_s)),
+            late_pct=100.0 * num(fl, ["sent", "schedule_error", "late_packets"],
+                                 int) / max(sent, 1),
+            steal_ms=a.steal_ms)
         row["unlogged_recv"] = None
         if a.recv_json:
             row["unlogged_recv"] = opt(recv_flow(a.recv_json),
@@ -293,14 +296,15 @@ def cmd_report(a):
         return r["sched_p99_ns"] / rf["sched_p99_ns"]
 
     hdr = ["point", "fam", "log", "req pkt/s", "s", "achieved pkt/s",
-           "loss %", "received", "sched p99 us", "p99/ref", "RSS recv MB",
+           "loss %", "received", "sched p99 us", "p99/ref", ">1ms %",
+           "steal ms", "RSS recv MB",
            "RSS send MB", "outside win", "unlogged s/r", "note"]
     out = []
     for r in rows:
         head = [r["point"], f"v{r['family']}", r["variant"],
                 f"{r['rate']:,}", f"{r['duration']:g}"]
         if r.get("error"):
-            out.append(head + ["-"] * 9 + ["ERROR: " + r["error"]])
+            out.append(head + ["-"] * 11 + ["ERROR: " + r["error"]])
             continue
         rt = ratio(r)
         notes = []
@@ -312,7 +316,8 @@ def cmd_report(a):
         out.append(head + [
             f"{r['rate_pps']:,.0f}", f"{r['loss_pct']:.3f}",
             f"{r['received']:,}", f"{r['sched_p99_ns'] / 1e3:.1f}",
-            dash(rt, "{:.2f}"), mb(r.get("rss_recv_kb")),
+            dash(rt, "{:.2f}"), dash(r.get("late_pct"), "{:.3f}"),
+            dash(r.get("steal_ms")), mb(r.get("rss_recv_kb")),
             mb(r.get("rss_send_kb")), dash(r.get("outside_window")),
             f"{dash(r.get('unlogged_send'))}/{dash(r.get('unlogged_recv'))}",
             "; ".join(notes)])
@@ -321,7 +326,9 @@ def cmd_report(a):
     table(hdr, out)
     print("(achieved = flows[0].sent.rate_pps; sched p99 = "
           "sent.schedule_error.p99_ns; p99/ref = that / the same family's "
-          "reference p99;\n RSS = Maximum resident set size of /usr/bin/time "
+          "reference p99;\n >1ms % = packets sent over 1 ms late "
+          "(sent.schedule_error.late_packets / sent.packets); steal ms = CPU "
+          "steal (/proc/stat, all CPUs) while the sender ran;\n RSS = Maximum resident set size of /usr/bin/time "
           "-v, MB = 1024 KB; outside win = received.loss.outside_window;\n "
           "unlogged s/r = records not logged by sender (flows[0]."
           "unlogged_records) / receiver (its flow line); '-' = not reported "
@@ -417,6 +424,8 @@ def main():
         s.add_argument("--variant", required=True)
         s.add_argument("--rate", type=int, required=True)
         s.add_argument("--duration", type=float, required=True)
+        s.add_argument("--steal-ms", type=int, default=None,
+                       help="CPU steal (ms, all CPUs) while the sender ran")
 
     s = sub.add_parser("row")
     common(s)
