@@ -57,12 +57,12 @@ pub(crate) fn run(args: DecodeArgs) -> Result<()> {
                 .with_context(|| format!("cannot open {}", args.log.display()))?,
         )
     };
-    let (input, compression) = crate::logsink::open_log(input)
+    let (input, compression, stream_end) = crate::logsink::open_log(input)
         .with_context(|| format!("cannot read {}", args.log.display()))?;
     let mut reader = LogReader::open(BufReader::with_capacity(1 << 20, input))
         .with_context(|| format!("cannot decode {}", args.log.display()))?;
     if args.packets {
-        return packet_csv(&mut reader, args.flow, &args.log);
+        return packet_csv(&mut reader, args.flow, &args.log, &stream_end);
     }
     let meta: serde_json::Value =
         serde_json::from_str(reader.meta_json()).unwrap_or(serde_json::Value::Null);
@@ -130,6 +130,8 @@ pub(crate) fn run(args: DecodeArgs) -> Result<()> {
     }
     end.bytes_read = reader.offset();
     end.truncated_tail_bytes = reader.truncated_tail_bytes();
+    // A compressed stream that ended early (damaged or cut) is a damaged end too.
+    end.error = end.error.take().or_else(|| stream_end.error());
     let cut_short = end.truncated_tail_bytes > 0 || end.error.is_some();
     // Which flows the end of the log cut off: in version 3 every flow without its end
     // entry; before, flows were written whole, so only the last one, if the file ends
@@ -305,6 +307,7 @@ fn packet_csv(
     reader: &mut LogReader<BufReader<Box<dyn Read>>>,
     flow: Option<u32>,
     path: &std::path::Path,
+    stream_end: &crate::logsink::StreamEnd,
 ) -> Result<()> {
     use std::io::Write as _;
     let opt = |v: Option<u64>| v.map_or(String::new(), |v| v.to_string());
@@ -358,6 +361,7 @@ fn packet_csv(
     out.flush()?;
     end.bytes_read = reader.offset();
     end.truncated_tail_bytes = reader.truncated_tail_bytes();
+    end.error = end.error.take().or_else(|| stream_end.error());
     end.complete = end.truncated_tail_bytes == 0 && end.error.is_none();
     warn_if_cut(&end);
     if let (Some(id), false) = (flow, any) {

@@ -119,37 +119,52 @@ pub(crate) enum Compression {
 /// Opens a log for reading, compressed (zstd) or not, told apart by its first bytes. A
 /// zstd stream that ends early (a writer killed outright, a file cut short) reads as
 /// ending where its last whole block ends: the log reader then finds the cut.
-pub(crate) fn open_log(input: Box<dyn Read>) -> io::Result<(Box<dyn Read>, Compression)> {
+/// The third value holds, once reading has ended, why a zstd stream ended early (its
+/// decoder's error), if it did.
+pub(crate) fn open_log(
+    input: Box<dyn Read>,
+) -> io::Result<(Box<dyn Read>, Compression, StreamEnd)> {
     let mut input = BufReader::with_capacity(1 << 20, input);
+    let end = StreamEnd::default();
     if input.fill_buf()?.starts_with(&ZSTD_MAGIC) {
         let decoder = zstd::stream::read::Decoder::with_buffer(input)?;
-        Ok((
-            Box::new(CutAtEnd {
-                inner: decoder,
-                cut: false,
-            }),
-            Compression::Zstd,
-        ))
+        let reader = CutAtEnd {
+            inner: decoder,
+            end: end.clone(),
+        };
+        Ok((Box::new(reader), Compression::Zstd, end))
     } else {
-        Ok((Box::new(input), Compression::None))
+        Ok((Box::new(input), Compression::None, end))
+    }
+}
+
+/// Why a compressed stream ended before its end: set by the reader [`open_log`] returns.
+#[derive(Clone, Default)]
+pub(crate) struct StreamEnd(Arc<Mutex<Option<String>>>);
+
+impl StreamEnd {
+    /// The decoder's error that ended the stream, if one did.
+    pub(crate) fn error(&self) -> Option<String> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }
 
 /// Reads a zstd stream, ending it (rather than failing) where the stream is cut off or
-/// damaged: what came before is the log's, and its reader reports the cut.
+/// damaged: what came before is the log's, and the error is kept in `end`.
 struct CutAtEnd<R> {
     inner: R,
-    cut: bool,
+    end: StreamEnd,
 }
 
 impl<R: Read> Read for CutAtEnd<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.cut {
+        let mut end = self.end.0.lock().unwrap_or_else(|e| e.into_inner());
+        if end.is_some() {
             return Ok(0);
         }
         match self.inner.read(buf) {
             Err(e) if e.kind() != io::ErrorKind::Interrupted => {
-                self.cut = true;
+                *end = Some(format!("the zstd stream ends early: {e}"));
                 Ok(0)
             }
             other => other,
@@ -451,7 +466,7 @@ mod tests {
 
     fn read(path: &Path) -> (LogContents, Compression) {
         let file = File::open(path).unwrap();
-        let (input, compression) = open_log(Box::new(file)).unwrap();
+        let (input, compression, _) = open_log(Box::new(file)).unwrap();
         (read_log(input).unwrap(), compression)
     }
 
@@ -486,20 +501,23 @@ mod tests {
         let whole = std::fs::read(&zst.0).unwrap();
         for keep in [whole.len() / 2, whole.len() - 1, 200] {
             let cut = &whole[..keep];
-            let (input, compression) = open_log(Box::new(io::Cursor::new(cut.to_vec()))).unwrap();
+            let (input, compression, end) =
+                open_log(Box::new(io::Cursor::new(cut.to_vec()))).unwrap();
             assert_eq!(compression, Compression::Zstd);
             // No error: the records before the cut, in order, and no end entry.
             let contents = read_log(input).unwrap();
             for (i, r) in contents.rx.iter().enumerate() {
                 assert_eq!(*r, record(i as u64));
             }
+            // A cut inside the stream is said, not only suffered.
+            assert!(end.error().is_some(), "{keep}");
             if keep < whole.len() - 1 {
                 assert!(contents.rx.len() < 200_000, "{keep}: {}", contents.rx.len());
                 assert!(contents.flow_ends.is_empty());
             }
         }
         // Half the compressed stream holds records.
-        let (input, _) =
+        let (input, _, _) =
             open_log(Box::new(io::Cursor::new(whole[..whole.len() / 2].to_vec()))).unwrap();
         assert!(read_log(input).unwrap().rx.len() > 10_000);
     }

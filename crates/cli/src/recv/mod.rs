@@ -44,7 +44,11 @@ pub(crate) const DEFAULT_BUSY_POLL: &str = "20us";
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   dualperf recv
-  dualperf recv --port 5000 --key secret --log recv.dplog --json")]
+  dualperf recv --port 5000 --key secret --log recv.dplog --json
+  dualperf recv --log recv.dplog.zst      # zstd-compressed log; read it with dualperf decode
+  dualperf recv --busy-poll 0             # always sleep in the kernel between datagrams
+
+The log format and the figures: docs/output.md.")]
 pub(crate) struct RecvArgs {
     /// Port for UDP and TCP data and the TCP control channel (0 picks a free one; the
     /// chosen port is printed on stderr).

@@ -410,10 +410,7 @@ fn pace(run: &FlowRun, sink: &mut dyn Sink) -> (TxMeter, u64, Option<String>) {
                 }
             }
         }
-        if let (Some(log), Some(chunk)) = (run.log.as_ref(), chunk.as_mut()) {
-            let dropped = log.submit_if_due(chunk, actual).unwrap_or_default();
-            unlogged += dropped.iter().map(|(_, n)| n).sum::<u64>();
-        }
+        unlogged += submit_when(run.log.as_ref(), chunk.as_mut(), Some(actual));
         run.progress.fetch_add(n as u64, Ordering::Relaxed);
         let bytes: u64 = pending.iter().map(|p| u64::from(p.2)).sum();
         run.progress_bytes.fetch_add(bytes, Ordering::Relaxed);
@@ -424,12 +421,24 @@ fn pace(run: &FlowRun, sink: &mut dyn Sink) -> (TxMeter, u64, Option<String>) {
 
 /// Hands a chunk to the log writer; the records it could not take.
 fn submit(log: Option<&LogProducer>, chunk: Option<&mut crate::logsink::Chunk>) -> u64 {
-    match (log, chunk) {
-        (Some(log), Some(chunk)) => log
-            .submit(chunk)
-            .map_or(0, |dropped| dropped.iter().map(|(_, n)| n).sum()),
-        _ => 0,
-    }
+    submit_when(log, chunk, None)
+}
+
+/// Hands a chunk to the log writer at once (`now_ns` `None`) or only when it is due
+/// ([`LogProducer::submit_if_due`]); the records it could not take.
+fn submit_when(
+    log: Option<&LogProducer>,
+    chunk: Option<&mut crate::logsink::Chunk>,
+    now_ns: Option<u64>,
+) -> u64 {
+    let (Some(log), Some(chunk)) = (log, chunk) else {
+        return 0;
+    };
+    let dropped = match now_ns {
+        Some(now) => log.submit_if_due(chunk, now),
+        None => log.submit(chunk),
+    };
+    dropped.map_or(0, |d| d.iter().map(|(_, n)| n).sum())
 }
 
 /// Sleep (then spin for the last `spin_ns`) until `deadline_ns`, in slices of at most
@@ -569,14 +578,8 @@ impl Echoes {
     /// Hands the records read so far to the log when the chunk is due (full, or 50 ms
     /// old), or at once with `force`.
     fn submit(&mut self, force: bool) {
-        if force {
-            self.unlogged += submit(self.log.as_ref(), self.chunk.as_mut());
-        } else if let (Some(log), Some(chunk)) = (self.log.as_ref(), self.chunk.as_mut()) {
-            let dropped = log
-                .submit_if_due(chunk, netio::clock::mono_ns())
-                .unwrap_or_default();
-            self.unlogged += dropped.iter().map(|(_, n)| n).sum::<u64>();
-        }
+        let now_ns = (!force).then(netio::clock::mono_ns);
+        self.unlogged += submit_when(self.log.as_ref(), self.chunk.as_mut(), now_ns);
     }
 }
 
