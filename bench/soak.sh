@@ -148,35 +148,9 @@ need_disk() {
 
 DP=$WORK/bin/dualperf
 prepare_dualperf() {
-    local src=$DUALPERF
-    if [[ -z $src ]]; then
-        command -v cargo >/dev/null || { log "cargo not found (or set DUALPERF)"; FAIL=1; exit 1; }
-        log "building dualperf: (cd $REPO_ROOT && cargo build --release -p $DUALPERF_PKG) ..."
-        local rc tdir
-        pushd "$REPO_ROOT" >/dev/null || exit 1
-        run_limited 7200 cargo build --release -p "$DUALPERF_PKG" >"$WORK/cargo-build.log" 2>&1
-        rc=$?
-        tdir=$(cargo metadata --format-version 1 --no-deps 2>/dev/null |
-            python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])' 2>/dev/null)
-        if [[ -z $tdir ]]; then
-            tdir=${CARGO_TARGET_DIR:-target}
-            [[ $tdir == /* ]] || tdir=$REPO_ROOT/$tdir
-        fi
-        popd >/dev/null || exit 1
-        if ((rc != 0)); then
-            log "cargo build --release -p $DUALPERF_PKG failed (exit $rc); last lines:"
-            tail_of "$WORK/cargo-build.log" 15
-            FAIL=1
-            exit 1
-        fi
-        src=$tdir/release/dualperf
-    fi
-    [[ -x $src ]] || { log "no dualperf binary at $src"; FAIL=1; exit 1; }
-    mkdir -p "$WORK/bin"
-    cp "$src" "$DP" || { log "cannot copy $src"; FAIL=1; exit 1; }
-    log "dualperf: $src (copied to $DP)"
+    copy_dualperf
     if ! "$DP" recv --help 2>&1 | grep -q -- '--sessions' || ! "$DP" decode --help >/dev/null 2>&1; then
-        log "$src has no 'recv --sessions' or no 'decode'"
+        log "$DP has no 'recv --sessions' or no 'decode'"
         FAIL=1
         exit 1
     fi
@@ -185,50 +159,8 @@ prepare_dualperf() {
 # ---------------------------------------------------------------------------
 # one run
 
-# dualperf runs under /usr/bin/time -v, which does not pass a TERM on to its
-# child: both pids are tracked (the child's first, so the trap stops it before
-# /usr/bin/time), and a time limit is kept here rather than by timeout(1).
-TPID=""
-TCHILD=""
-start_timed() { # timefile stdout stderr cmd...
-    local tf=$1 out=$2 er=$3 i
-    shift 3
-    /usr/bin/time -v -o "$tf" "$@" >"$out" 2>"$er" &
-    TPID=$!
-    TCHILD=""
-    for ((i = 0; i < 100; i++)); do
-        TCHILD=""
-        { read -r TCHILD <"/proc/$TPID/task/$TPID/children"; } 2>/dev/null
-        TCHILD=${TCHILD%% *}
-        [[ -n $TCHILD ]] && break
-        alive "$TPID" || break
-        nap 0.02
-    done
-    [[ -n $TCHILD ]] && BG_PIDS+=("$TCHILD")
-    BG_PIDS+=("$TPID")
-}
-
-stop_timed() { # tpid child
-    [[ -n $2 ]] && stop_pid "$2"
-    stop_pid "$1"
-}
-
-# Wait at most LIMIT s for a start_timed process to exit; stop it if it does
-# not.  Returns its exit status (124 if it was stopped).
-wait_timed() { # limit tpid child
-    local limit=$1 tpid=$2 child=$3 i rc
-    # Polled with builtins only (see bench/lib/procs.sh): no process starts mid-run.
-    for ((i = 0; i < limit * 5; i++)); do alive "$tpid" || break; nap 0.2; done
-    if alive "$tpid"; then
-        stop_timed "$tpid" "$child"
-        return 124
-    fi
-    wait "$tpid" 2>/dev/null
-    rc=$?
-    forget_pid "$tpid"
-    [[ -n $child ]] && forget_pid "$child"
-    return "$rc"
-}
+# start_timed, stop_timed and wait_timed (bench/lib/procs.sh) run dualperf under
+# /usr/bin/time -v.
 
 # CPU time the hypervisor gave to others while this VM's CPUs wanted to run (steal,
 # the 8th field of /proc/stat's cpu line, summed over CPUs): each stolen moment on

@@ -159,6 +159,8 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
                 handshake_timeout: std::time::Duration::from_secs(5),
                 busy_poll: crate::args::std_duration(crate::recv::DEFAULT_BUSY_POLL)
                     .expect("the default busy-poll window parses"),
+                // One flow at a time: one UDP thread, as the receiver always had.
+                threads: 1,
             },
             Arc::new(AtomicBool::new(false)),
         )

@@ -58,6 +58,36 @@ impl MsgReader {
         }
     }
 
+    /// A session's results: `Results` messages up to the one without `more`, their flows
+    /// gathered into one `Results` ([`control::results_messages`] splits them). Any other
+    /// first message comes back as it is; anything else after a part is an error, as are
+    /// an empty part announcing more and more flows than flow ids exist.
+    pub(crate) fn read_results(&mut self, stream: &mut TcpStream) -> Result<Msg> {
+        let mut all = Vec::new();
+        loop {
+            let (flows, more) = match self.read(stream) {
+                Ok(Msg::Results { flows, more }) => (flows, more),
+                Ok(other) if all.is_empty() => return Ok(other),
+                Ok(other) => bail!("the receiver's results were cut short by {other:?}"),
+                Err(e) if all.is_empty() => return Err(e),
+                Err(e) => return Err(e.context("the receiver's results were cut short")),
+            };
+            if more && flows.is_empty() {
+                bail!("the receiver sent an empty part of its results");
+            }
+            all.extend(flows);
+            if all.len() > usize::from(u16::MAX) {
+                bail!("the receiver sent results of more flows than flow ids exist");
+            }
+            if !more {
+                return Ok(Msg::Results {
+                    flows: all,
+                    more: false,
+                });
+            }
+        }
+    }
+
     /// Accept bodies up to `max_len` from now on (after authentication).
     pub(crate) fn set_max_len(&mut self, max_len: usize) {
         self.decoder.set_max_len(max_len);

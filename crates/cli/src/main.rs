@@ -67,6 +67,9 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
+    // A socket per TCP flow: thousands of flows need more descriptors than the usual
+    // soft limit of 1,024. Failing to raise it only matters once that many are open.
+    let _ = netio::rlimit::raise_nofile();
     let result = match cli.command {
         Command::Send(args) => send::run(*args),
         Command::Recv(args) => recv::run(args),

@@ -33,6 +33,8 @@ mod lab_qos;
 mod layers;
 #[path = "tests/loopback.rs"]
 mod loopback;
+#[path = "tests/many_flows.rs"]
+mod many_flows;
 #[path = "tests/marking.rs"]
 mod marking;
 #[path = "tests/overhead.rs"]
@@ -45,6 +47,8 @@ mod portcheck;
 mod presets;
 #[path = "tests/raw_protocol.rs"]
 mod raw_protocol;
+#[path = "tests/recv_threads.rs"]
+mod recv_threads;
 #[path = "tests/relay.rs"]
 mod relay;
 #[path = "tests/report_html.rs"]

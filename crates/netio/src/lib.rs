@@ -20,6 +20,9 @@
 //!
 //! **UDP** ([`UdpSocket`])
 //! - `bind(addr, dual_stack)`: `IPV6_V6ONLY = !dual_stack` on IPv6.
+//!   `bind_reuseport(addr, dual_stack)`: the same with `SO_REUSEPORT`, so
+//!   several sockets (one per receiving thread) share the address and port;
+//!   the kernel picks one per datagram by its 4-tuple's hash.
 //! - `connect(dst)`, `connect_marked(dst, &Marking)`: socket-wide DS byte,
 //!   TTL / hop limit and IPv6 flow label (leased), set before `connect`.
 //! - `send(buf)`, `send_batch(&[&[u8]]) -> taken` (`sendmmsg`, `Ok(0)` =
@@ -124,6 +127,7 @@ mod marking;
 pub mod netns;
 pub mod packet;
 pub mod poll;
+pub mod rlimit;
 mod sys;
 pub mod tcp;
 mod udp;

@@ -35,7 +35,7 @@ use crate::sys::{self, Family};
 /// therefore switches the socket's automatic labels off
 /// (`IPV6_AUTOFLOWLABEL=0`) so the wire really carries 0 — except with
 /// `auto_flowlabels=2` (forced), which overrides the socket.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Marking {
     /// DS byte / traffic class: `DSCP << 2 | ECN`.
     pub tos: Option<u8>,

@@ -25,11 +25,47 @@ use crate::sys::cvt;
 /// - A descriptor that is not open (`POLLNVAL`) is an `EBADF` error.
 ///   Negative descriptors are ignored by `poll(2)` and report `false`.
 pub fn poll_readable(fds: &[RawFd], timeout_ns: Option<u64>) -> io::Result<Vec<bool>> {
+    let interest: Vec<(RawFd, Interest)> = fds.iter().map(|&fd| (fd, Interest::Read)).collect();
+    Ok(poll_ready(&interest, timeout_ns)?
+        .into_iter()
+        .map(|r| r.readable)
+        .collect())
+}
+
+/// What a caller of [`poll_ready`] waits for on one descriptor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Interest {
+    /// Data to read (`POLLIN`).
+    Read,
+    /// Room to write (`POLLOUT`).
+    Write,
+    /// Either.
+    ReadWrite,
+}
+
+/// What [`poll_ready`] found on one descriptor. `POLLERR` and `POLLHUP` set both
+/// flags: the next read or write will not block and reports the condition.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ready {
+    /// A read will not block.
+    pub readable: bool,
+    /// A write will not block.
+    pub writable: bool,
+}
+
+/// Waits with `ppoll(2)` until one of `fds` is ready as asked, or the timeout passes;
+/// one [`Ready`] per descriptor, in order. Timeouts, `EINTR` and bad descriptors as
+/// in [`poll_readable`].
+pub fn poll_ready(fds: &[(RawFd, Interest)], timeout_ns: Option<u64>) -> io::Result<Vec<Ready>> {
     let mut pfds: Vec<libc::pollfd> = fds
         .iter()
-        .map(|&fd| libc::pollfd {
+        .map(|&(fd, interest)| libc::pollfd {
             fd,
-            events: libc::POLLIN,
+            events: match interest {
+                Interest::Read => libc::POLLIN,
+                Interest::Write => libc::POLLOUT,
+                Interest::ReadWrite => libc::POLLIN | libc::POLLOUT,
+            },
             revents: 0,
         })
         .collect();
@@ -53,15 +89,21 @@ pub fn poll_readable(fds: &[RawFd], timeout_ns: Option<u64>) -> io::Result<Vec<b
     };
     match cvt(ret) {
         Ok(_) => {}
-        Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(vec![false; fds.len()]),
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+            return Ok(vec![Ready::default(); fds.len()])
+        }
         Err(e) => return Err(e),
     }
     if pfds.iter().any(|p| p.revents & libc::POLLNVAL != 0) {
         return Err(io::Error::from_raw_os_error(libc::EBADF));
     }
+    let failed = libc::POLLERR | libc::POLLHUP;
     Ok(pfds
         .iter()
-        .map(|p| p.revents & (libc::POLLIN | libc::POLLERR | libc::POLLHUP) != 0)
+        .map(|p| Ready {
+            readable: p.revents & (libc::POLLIN | failed) != 0,
+            writable: p.revents & (libc::POLLOUT | failed) != 0,
+        })
         .collect())
 }
 
@@ -274,6 +316,35 @@ mod tests {
         assert_eq!(
             poll_readable(&fds, Some(2_000_000_000)).unwrap(),
             vec![false, true]
+        );
+    }
+
+    #[test]
+    fn ready_reports_reads_and_writes_as_asked() {
+        let a = UdpSocket::bind("127.0.0.1:0".parse().unwrap(), false).unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0".parse().unwrap(), false).unwrap();
+        let fds = [
+            (a.as_raw_fd(), Interest::Write),
+            (b.as_raw_fd(), Interest::ReadWrite),
+        ];
+        // An idle UDP socket has room to write and nothing to read.
+        let w = Ready {
+            readable: false,
+            writable: true,
+        };
+        assert_eq!(poll_ready(&fds, Some(0)).unwrap(), vec![w, w]);
+        a.connect(b.local_addr().unwrap()).unwrap();
+        a.send(b"x").unwrap();
+        let rw = Ready {
+            readable: true,
+            writable: true,
+        };
+        assert_eq!(poll_ready(&fds, Some(0)).unwrap(), vec![w, rw]);
+        // Asked only to read, an idle socket waits out the timeout.
+        let read_a = [(a.as_raw_fd(), Interest::Read)];
+        assert_eq!(
+            poll_ready(&read_a, Some(1)).unwrap(),
+            vec![Ready::default()]
         );
     }
 

@@ -79,11 +79,30 @@ impl UdpSocket {
     /// explicitly (not left to `net.ipv6.bindv6only`): with `dual_stack` an
     /// unspecified `[::]` socket also receives IPv4, as v4-mapped addresses.
     pub fn bind(addr: SocketAddr, dual_stack: bool) -> io::Result<Self> {
+        Self::bind_with(addr, dual_stack, false)
+    }
+
+    /// [`Self::bind`] with `SO_REUSEPORT` set before the bind: every socket of
+    /// the process's user bound so to the same address and port joins one
+    /// group, and the kernel hands each datagram to one of them by a hash of
+    /// its 4-tuple (so all datagrams from one peer socket go to the same
+    /// member while the group does not change). One socket per receiving
+    /// thread spreads the work over cores. A socket bound without the option
+    /// (by [`Self::bind`]) still refuses the port to the group, and the group
+    /// to it (`EADDRINUSE`).
+    pub fn bind_reuseport(addr: SocketAddr, dual_stack: bool) -> io::Result<Self> {
+        Self::bind_with(addr, dual_stack, true)
+    }
+
+    fn bind_with(addr: SocketAddr, dual_stack: bool, reuse_port: bool) -> io::Result<Self> {
         let family = Family::of(&addr);
         let fd = sys::socket(family, libc::SOCK_DGRAM)?;
         if family == Family::V6 {
             let v6only = libc::c_int::from(!dual_stack);
             sys::setsockopt_int(&fd, libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, v6only)?;
+        }
+        if reuse_port {
+            sys::setsockopt_int(&fd, libc::SOL_SOCKET, libc::SO_REUSEPORT, 1)?;
         }
         let sa = SockAddr::new(addr, 0);
         // SAFETY: `sa` holds a valid sockaddr of the stated length.
@@ -546,6 +565,16 @@ mod tests {
         let sock = UdpSocket::bind("127.0.0.1:0".parse().unwrap(), false).unwrap();
         let err = sock.connect("[::1]:9".parse().unwrap()).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+    }
+
+    #[test]
+    fn reuseport_sockets_share_a_port_a_plain_one_does_not() {
+        let a = UdpSocket::bind_reuseport("127.0.0.1:0".parse().unwrap(), false).unwrap();
+        let addr = a.local_addr().unwrap();
+        let b = UdpSocket::bind_reuseport(addr, false).unwrap();
+        assert_eq!(b.local_addr().unwrap(), addr);
+        let err = UdpSocket::bind(addr, false).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::AddrInUse);
     }
 
     #[test]

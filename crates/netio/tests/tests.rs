@@ -657,6 +657,65 @@ mod udp_recv {
         rx.set_nonblocking(true).unwrap();
         assert_eq!(rx.recv_batch(&mut bufs, &mut metas).unwrap(), 0);
     }
+
+    /// A `SO_REUSEPORT` group of dual-stack sockets: IPv4 and IPv6 senders reach it on
+    /// one port, each sender's datagrams all land in one member, and with 32 senders
+    /// both members get some (all in one: a chance of 2^-31 per run).
+    #[test]
+    fn reuseport_group_keeps_each_sender_on_one_dualstack_socket() {
+        const SENDERS: u8 = 32;
+        const EACH: u8 = 3;
+        let a = UdpSocket::bind_reuseport("[::]:0".parse().unwrap(), true).unwrap();
+        let port = a.local_addr().unwrap().port();
+        let b = UdpSocket::bind_reuseport((Ipv6Addr::UNSPECIFIED, port).into(), true).unwrap();
+        let members = [a, b];
+        for m in &members {
+            m.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+        }
+        let senders: Vec<UdpSocket> = (0..SENDERS)
+            .map(|i| {
+                let case = if i % 2 == 0 { V4 } else { V6 };
+                let tx = case.sender();
+                tx.connect((case.loopback(), port).into()).unwrap();
+                tx
+            })
+            .collect();
+        for round in 0..EACH {
+            for (i, tx) in senders.iter().enumerate() {
+                tx.send(&[i as u8, round]).unwrap();
+            }
+        }
+        // Which member each sender's datagrams came out of.
+        let mut seen: Vec<Vec<usize>> = vec![Vec::new(); usize::from(SENDERS)];
+        let total = usize::from(SENDERS) * usize::from(EACH);
+        let mut got = 0;
+        let deadline = std::time::Instant::now() + TIMEOUT;
+        while got < total && std::time::Instant::now() < deadline {
+            for (k, m) in members.iter().enumerate() {
+                let mut bufs = vec![vec![0u8; 8]; 16];
+                let mut metas = [RecvMeta::default(); 16];
+                let n = m.recv_batch(&mut bufs, &mut metas).unwrap();
+                for buf in &bufs[..n] {
+                    seen[usize::from(buf[0])].push(k);
+                }
+                got += n;
+            }
+        }
+        assert_eq!(got, total);
+        for (i, members) in seen.iter().enumerate() {
+            assert_eq!(members.len(), usize::from(EACH), "sender {i}");
+            assert!(
+                members.iter().all(|k| *k == members[0]),
+                "sender {i}: {members:?}"
+            );
+        }
+        for k in 0..2 {
+            assert!(
+                seen.iter().any(|m| m[0] == k),
+                "member {k} got nothing: {seen:?}"
+            );
+        }
+    }
 }
 
 // TCP: marked connects and what the accepting side can read back.

@@ -152,6 +152,109 @@ pub struct SumStats {
     pub sent: SideSum,
     /// `None` when the receiver reported no flow.
     pub received: Option<SideSum>,
+    /// How the flows spread (median, 90th percentile and worst flow); `None` for one
+    /// flow.
+    #[serde(default)]
+    pub spread: Option<Spread>,
+}
+
+/// How the flows of a session spread: each figure over the flows that define it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Spread {
+    /// Per-flow loss % as the receiver counted it (RFC 7680 loss ratio).
+    pub loss_pct: Option<FlowQuantiles>,
+    /// Per-flow mean delay: one-way, or the round trip of `--meter rtt` flows.
+    pub delay_mean_ns: Option<FlowQuantiles>,
+    /// Per-flow D-ITG jitter (mean |ΔD| of consecutive packets).
+    pub jitter_ditg_ns: Option<FlowQuantiles>,
+    /// Per-flow 99th percentile of the schedule error (actual − scheduled send time).
+    pub schedule_error_p99_ns: Option<FlowQuantiles>,
+    /// Packets sent no later than each flow's late threshold (1 ms) after their
+    /// deadline, all paced flows together, as a share of the packets they sent.
+    pub on_time_pct: Option<f64>,
+    /// Packets received as a share of packets sent, all flows together.
+    pub delivered_pct: Option<f64>,
+}
+
+/// One figure over many flows: nearest-rank median and 90th percentile, and the largest.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FlowQuantiles {
+    /// Flows for which the figure is defined.
+    pub flows: usize,
+    /// The median flow's value.
+    pub median: f64,
+    /// The 90th percentile flow's value.
+    pub p90: f64,
+    /// The largest value of any flow.
+    pub worst: f64,
+}
+
+impl FlowQuantiles {
+    /// Over `values` (any order); `None` when empty.
+    pub fn of(mut values: Vec<f64>) -> Option<Self> {
+        if values.is_empty() {
+            return None;
+        }
+        values.sort_by(f64::total_cmp);
+        // Nearest rank: the ⌈p·n⌉-th smallest.
+        let rank =
+            |p: f64| values[((p * values.len() as f64).ceil() as usize).clamp(1, values.len()) - 1];
+        Some(Self {
+            flows: values.len(),
+            median: rank(0.5),
+            p90: rank(0.9),
+            worst: values[values.len() - 1],
+        })
+    }
+}
+
+impl Spread {
+    /// The spread of `flows`.
+    pub fn of(flows: &[FlowOutcome]) -> Self {
+        fn summary(f: &FlowOutcome) -> Option<&FlowSummary> {
+            if f.spec.meter == wire::control::Meter::Rtt {
+                f.rtt.as_ref()
+            } else {
+                f.received.as_ref()
+            }
+        }
+        let loss = flows
+            .iter()
+            .filter_map(|f| f.received.as_ref()?.loss.loss_pct)
+            .collect();
+        let delay = flows
+            .iter()
+            .filter_map(|f| Some(summary(f)?.delay.as_ref()?.mean_ns))
+            .collect();
+        let jitter = flows
+            .iter()
+            .filter_map(|f| summary(f)?.jitter.ditg_ns)
+            .collect();
+        let errors: Vec<_> = flows
+            .iter()
+            .filter_map(|f| f.sent.schedule_error.as_ref())
+            .collect();
+        let paced_sent: u64 = errors.iter().map(|e| e.packets).sum();
+        let late: u64 = errors.iter().map(|e| e.late_packets).sum();
+        let sent: u64 = flows.iter().map(|f| f.sent.packets).sum();
+        let received: Option<u64> = flows
+            .iter()
+            .map(|f| f.received.as_ref().map(|r| r.packets))
+            .sum();
+        Self {
+            loss_pct: FlowQuantiles::of(loss),
+            delay_mean_ns: FlowQuantiles::of(delay),
+            jitter_ditg_ns: FlowQuantiles::of(jitter),
+            schedule_error_p99_ns: FlowQuantiles::of(
+                errors.iter().map(|e| e.p99_ns as f64).collect(),
+            ),
+            on_time_pct: (paced_sent > 0)
+                .then(|| (paced_sent - late.min(paced_sent)) as f64 * 100.0 / paced_sent as f64),
+            delivered_pct: received
+                .filter(|_| sent > 0)
+                .map(|r| r as f64 * 100.0 / sent as f64),
+        }
+    }
 }
 
 /// One side's totals.
@@ -202,6 +305,7 @@ impl SumStats {
             flows: flows.len(),
             sent,
             received,
+            spread: (flows.len() > 1).then(|| Spread::of(flows)),
         }
     }
 }
@@ -222,5 +326,22 @@ pub fn sent_stats(spec: &FlowSpec, tx: &meter::TxMeter) -> SentStats {
         planned_packets: spec.planned_packets(),
         // An unpaced (bulk) flow has no schedule to miss.
         schedule_error: (!spec.unpaced).then(|| tx.schedule_error()).flatten(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flow_quantiles_are_nearest_rank() {
+        assert_eq!(FlowQuantiles::of(Vec::new()), None);
+        let q = FlowQuantiles::of(vec![5.0, 1.0, 4.0, 2.0, 3.0]).unwrap();
+        assert_eq!((q.flows, q.median, q.p90, q.worst), (5, 3.0, 5.0, 5.0));
+        // 1..=10: the median is the 5th value, the 90th percentile the 9th.
+        let q = FlowQuantiles::of((1..=10).rev().map(f64::from).collect()).unwrap();
+        assert_eq!((q.median, q.p90, q.worst), (5.0, 9.0, 10.0));
+        let one = FlowQuantiles::of(vec![7.0]).unwrap();
+        assert_eq!((one.median, one.p90, one.worst), (7.0, 7.0, 7.0));
     }
 }

@@ -13,7 +13,8 @@
 //!                               ◀──      Registered{flows: id + token}
 //!        … data flows run …
 //!   Finish{flows: sent counts}  ──▶
-//!                               ◀──      Results{flows: receiver-side summaries}
+//!                               ◀──      Results{flows: receiver-side summaries, more}
+//!                               ◀──      … further Results while `more` is true
 //!   ```
 //! - [`Msg::Attach`] turns the connection into the TCP data stream of a registered flow;
 //!   the token proves it belongs to the session that registered it.
@@ -183,10 +184,14 @@ pub enum Msg {
         /// What was sent.
         flows: Vec<FlowSent>,
     },
-    /// Receiver-side results per flow.
+    /// Receiver-side results per flow, in one message or several ([`results_messages`]).
     Results {
         /// The results.
         flows: Vec<FlowResult>,
+        /// More `Results` follow (the session's results did not fit one message). Absent
+        /// when false, so results that fit one message read as they always did.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        more: bool,
     },
     /// A refusal; the connection closes after it.
     Error {
@@ -212,6 +217,37 @@ pub fn parse(body: &[u8]) -> Result<Msg, ControlError> {
         return Err(ControlError::TooLong(body.len()));
     }
     Ok(serde_json::from_slice(body)?)
+}
+
+/// A session's results as `Results` messages whose bodies are at most `max_body` bytes
+/// each (pass [`MAX_SESSION_MSG_LEN`]), in order, every one but the last with `more`:
+/// results that fit one message go in one, as before `more` existed. A single flow's
+/// result larger than `max_body` travels alone (the receiver bounds the interval series
+/// that make results large). No results make one empty message.
+pub fn results_messages(flows: Vec<FlowResult>, max_body: usize) -> Vec<Msg> {
+    /// `{"type":"results","flows":[` … `],"more":true}`, with room to spare.
+    const ENVELOPE: usize = 64;
+    let mut out = Vec::new();
+    let mut part = Vec::new();
+    let mut len = ENVELOPE;
+    for flow in flows {
+        // Serialising these plain structs cannot fail; a failure would only cost a split.
+        let flow_len = serde_json::to_vec(&flow).map_or(0, |v| v.len()) + 1;
+        if !part.is_empty() && len + flow_len > max_body {
+            out.push(Msg::Results {
+                flows: std::mem::take(&mut part),
+                more: true,
+            });
+            len = ENVELOPE;
+        }
+        len += flow_len;
+        part.push(flow);
+    }
+    out.push(Msg::Results {
+        flows: part,
+        more: false,
+    });
+    out
 }
 
 /// Encode a message as a framed body, ready to write to the stream.
@@ -306,6 +342,72 @@ mod tests {
             parse(&vec![b' '; MAX_SESSION_MSG_LEN + 1]),
             Err(ControlError::TooLong(_))
         ));
+    }
+
+    fn result(id: u16, pad: usize) -> FlowResult {
+        FlowResult {
+            id,
+            summary: serde_json::json!({ "pad": "x".repeat(pad) }),
+            malformed: 0,
+            rtp: None,
+            intervals: None,
+            intervals_error: None,
+        }
+    }
+
+    #[test]
+    fn results_that_fit_one_message_read_as_before_more_existed() {
+        let msgs = results_messages(vec![result(1, 10), result(2, 10)], MAX_SESSION_MSG_LEN);
+        assert_eq!(msgs.len(), 1);
+        let body = &encode(&msgs[0])[4..];
+        let text = std::str::from_utf8(body).unwrap();
+        assert!(!text.contains("more"), "{text}");
+        // An older receiver's message (no `more`) is the last part.
+        let old = br#"{"type":"results","flows":[]}"#;
+        assert_eq!(
+            parse(old).unwrap(),
+            Msg::Results {
+                flows: Vec::new(),
+                more: false
+            }
+        );
+        assert_eq!(
+            results_messages(Vec::new(), MAX_SESSION_MSG_LEN),
+            [Msg::Results {
+                flows: Vec::new(),
+                more: false
+            }]
+        );
+    }
+
+    #[test]
+    fn results_split_into_parts_under_the_limit_in_order() {
+        let flows: Vec<FlowResult> = (0..100).map(|i| result(i, 900 + usize::from(i))).collect();
+        let max = 10_000;
+        let msgs = results_messages(flows.clone(), max);
+        assert!(msgs.len() > 5, "{} parts", msgs.len());
+        let mut again = Vec::new();
+        for (i, m) in msgs.iter().enumerate() {
+            let body = &encode(m)[4..];
+            assert!(body.len() <= max, "part {i}: {} bytes", body.len());
+            let Msg::Results { flows, more } = parse(body).unwrap() else {
+                panic!("part {i} is not results");
+            };
+            assert_eq!(more, i + 1 < msgs.len(), "part {i}");
+            assert!(!flows.is_empty());
+            again.extend(flows);
+        }
+        assert_eq!(again, flows);
+        // A result larger than the limit travels alone.
+        let msgs = results_messages(vec![result(1, 10), result(2, 50_000), result(3, 10)], max);
+        let sizes: Vec<usize> = msgs
+            .iter()
+            .map(|m| match m {
+                Msg::Results { flows, .. } => flows.len(),
+                _ => 0,
+            })
+            .collect();
+        assert_eq!(sizes, [1, 1, 1]);
     }
 
     #[test]

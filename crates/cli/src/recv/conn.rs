@@ -1,22 +1,26 @@
 //! TCP connections to the receiver: control sessions and TCP data streams.
 
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use meter::log::Entry;
 use meter::RxRecord;
-use wire::control::{self, FlowResult, Meter, Msg, Protocol, PROTOCOL_VERSION};
+use results::recv::FlowReport;
+use wire::control::{self, FlowResult, Meter, Msg, PROTOCOL_VERSION};
 use wire::frame::{self, FrameDecoder};
 use wire::probe::{Packet, Repr, SeqUnwrapper};
 
+use super::shard::Flow;
 use super::Shared;
 
 use crate::control::{canonical, is_timeout, is_timeout_error, random_bytes, write_msg, MsgReader};
 
-pub(super) fn accept_loop(shared: &std::sync::Arc<Shared>, listener: &TcpListener) {
+pub(super) fn accept_loop(shared: &Arc<Shared>, listener: &TcpListener) {
     while !shared.stop.load(Ordering::Relaxed) {
         match listener.accept() {
             Ok((stream, _)) => {
@@ -232,22 +236,12 @@ fn control_session(
     }
     guard.ids.clear();
     let reports = shared.finish_flows(&wanted);
-    let results = reports
-        .iter()
-        .map(|r| FlowResult {
-            id: r.id,
-            summary: serde_json::to_value(&r.summary).unwrap_or_default(),
-            malformed: r.malformed,
-            rtp: r.rtp.and_then(|j| serde_json::to_value(j).ok()),
-            intervals: r
-                .intervals
-                .as_ref()
-                .and_then(|i| serde_json::to_value(i).ok()),
-            intervals_error: r.intervals_error.clone(),
-        })
-        .collect();
+    let results = reports.iter().map(flow_result).collect();
     stream.set_read_timeout(Some(shared.handshake_timeout))?;
-    write_msg(&mut stream, &Msg::Results { flows: results })?;
+    // Results of thousands of flows exceed one message: several, each under the limit.
+    for msg in control::results_messages(results, control::MAX_SESSION_MSG_LEN) {
+        write_msg(&mut stream, &msg)?;
+    }
     if sent.is_none() {
         // Stopping with the sender still sending: it reads these results after its own
         // Finish. Close our side and drain, so that Finish is not met by a reset that
@@ -259,6 +253,21 @@ fn control_session(
         while Instant::now() < until && matches!(stream.read(&mut sink), Ok(n) if n > 0) {}
     }
     Ok(())
+}
+
+/// A flow's report as the sender receives it.
+fn flow_result(r: &FlowReport) -> FlowResult {
+    FlowResult {
+        id: r.id,
+        summary: serde_json::to_value(&r.summary).unwrap_or_default(),
+        malformed: r.malformed,
+        rtp: r.rtp.and_then(|j| serde_json::to_value(j).ok()),
+        intervals: r
+            .intervals
+            .as_ref()
+            .and_then(|i| serde_json::to_value(i).ok()),
+        intervals_error: r.intervals_error.clone(),
+    }
 }
 
 /// Files a session's flows on every exit path, and counts the session as done.
@@ -284,21 +293,21 @@ impl Drop for SessionGuard<'_> {
 fn wait_for_stragglers(shared: &Shared, wanted: &[(u16, Option<u64>)]) {
     let deadline = Instant::now() + Duration::from_secs(10);
     let finish_mono = netio::clock::mono_ns();
+    let ids: Vec<u16> = wanted.iter().map(|(id, _)| *id).collect();
+    let sent: HashMap<u16, Option<u64>> = wanted.iter().copied().collect();
     loop {
         let now_mono = netio::clock::mono_ns();
-        let done = {
-            let table = shared.table.lock().unwrap_or_else(|e| e.into_inner());
-            wanted
-                .iter()
-                .all(|(id, sent)| match (table.flows.get(id), sent) {
-                    (Some(f), Some(sent)) => {
-                        let idle = now_mono.saturating_sub(f.last_rx_mono_ns.max(finish_mono));
-                        f.meter.unique_packets() >= *sent
-                            || idle > (2 * f.max_delay_ns).max(250_000_000)
-                    }
-                    _ => true,
-                })
-        };
+        let done = shared.flows.all_open(&ids, |id, state| {
+            let Some(sent) = sent.get(&id).copied().flatten() else {
+                return true;
+            };
+            // Nothing arrived yet: nothing seen, no delay known.
+            let (unique, last_rx_mono_ns, max_delay_ns) = state.map_or((0, 0, 0), |f| {
+                (f.meter.unique_packets(), f.last_rx_mono_ns, f.max_delay_ns)
+            });
+            let idle = now_mono.saturating_sub(last_rx_mono_ns.max(finish_mono));
+            unique >= sent || idle > (2 * max_delay_ns).max(250_000_000)
+        });
         if done || Instant::now() >= deadline || shared.stop.load(Ordering::Relaxed) {
             return;
         }
@@ -314,25 +323,14 @@ fn data_stream(
     token: u64,
 ) -> Result<()> {
     let peer_ip = canonical(stream.peer_addr()?.ip());
-    let (meter, marking) = {
-        let mut table = shared.table.lock().unwrap_or_else(|e| e.into_inner());
-        let flow = table.flows.get_mut(&flow_id);
-        match flow {
-            Some(f)
-                if f.token == token
-                    && f.peer_ip == peer_ip
-                    && f.announce.protocol == Protocol::Tcp
-                    && !f.attached =>
-            {
-                f.attached = true;
-                (f.announce.meter, f.marking())
-            }
-            _ => {
-                refuse(&mut stream, "unknown flow or bad token");
-                bail!("attach to flow {flow_id} refused");
-            }
+    let flow = match shared.flows.flow(flow_id) {
+        Some(f) if f.attach(token, peer_ip) => f,
+        _ => {
+            refuse(&mut stream, "unknown flow or bad token");
+            bail!("attach to flow {flow_id} refused");
         }
     };
+    let (meter, marking) = (flow.announce.meter, flow.marking());
     if meter == Meter::Rtt {
         // Linux fixes an accepted TCP socket's flow label at the handshake, so echoes on
         // TCP carry the DS field and hop limit of the flow but the kernel's flow label
@@ -353,7 +351,7 @@ fn data_stream(
     stream.set_write_timeout(Some(shared.handshake_timeout))?;
     let mut rx = DataRx {
         shared,
-        flow_id,
+        flow,
         meta_ok,
         unwrapper: SeqUnwrapper::default(),
         records: Vec::new(),
@@ -418,7 +416,7 @@ const DATA_READ_LEN: usize = 256 * 1024;
 /// What a TCP data stream has received so far, before it goes into the flow table.
 struct DataRx<'a> {
     shared: &'a Shared,
-    flow_id: u16,
+    flow: Arc<Flow>,
     meta_ok: bool,
     unwrapper: SeqUnwrapper,
     records: Vec<RxRecord>,
@@ -446,9 +444,9 @@ impl DataRx<'_> {
         meta: Option<netio::tcp::TcpRecvMeta>,
     ) -> bool {
         match Packet::new_checked(head).and_then(|p| Repr::parse(&p)) {
-            Ok(repr) if !repr.echo && repr.flow == self.flow_id => {
+            Ok(repr) if !repr.echo && repr.flow == self.flow.id => {
                 self.records.push(RxRecord {
-                    flow: u32::from(self.flow_id),
+                    flow: u32::from(self.flow.id),
                     seq: self.unwrapper.unwrap(repr.seq),
                     size_bytes: len as u32,
                     tx_ns: repr.tx_ns,
@@ -466,7 +464,7 @@ impl DataRx<'_> {
     }
 
     fn flush(&mut self, malformed: u64) {
-        flush_records(self.shared, self.flow_id, &mut self.records, malformed);
+        flush_records(self.shared, &self.flow, &mut self.records, malformed);
     }
 
     /// The one-way path: nothing is echoed, so only each message's probe is looked at
@@ -487,7 +485,7 @@ impl DataRx<'_> {
             while !rest.is_empty() {
                 let Ok(used) = scanner.handle_bytes(rest) else {
                     self.flush(malformed + 1);
-                    bail!("flow {}: oversized TCP message", self.flow_id);
+                    bail!("flow {}: oversized TCP message", self.flow.id);
                 };
                 rest = &rest[used..];
                 if let Some(f) = scanner.poll_frame() {
@@ -512,47 +510,45 @@ impl DataRx<'_> {
     }
 }
 
-fn flush_records(shared: &Shared, flow_id: u16, records: &mut Vec<RxRecord>, malformed: u64) {
+fn flush_records(shared: &Shared, flow: &Flow, records: &mut Vec<RxRecord>, malformed: u64) {
     if records.is_empty() && malformed == 0 {
         return;
     }
-    let mut table = shared.table.lock().unwrap_or_else(|e| e.into_inner());
-    match table.flows.get_mut(&flow_id) {
-        Some(f) => {
-            f.malformed += malformed;
-            if !records.is_empty() {
-                f.last_rx_mono_ns = netio::clock::mono_ns();
-            }
-            let mut chunk = shared
-                .log
-                .as_ref()
-                .map(|l| (l.producer(), l.producer().chunk()));
-            for r in records.iter() {
-                f.note_delay(r);
-                f.meter.handle_record(r);
-                if let Some((_, chunk)) = &mut chunk {
-                    chunk.push(
-                        &Entry::Rx(RxRecord {
-                            flow: f.log_key,
-                            ..*r
-                        }),
-                        0,
-                    );
-                }
-            }
-            if let Some((log, mut chunk)) = chunk {
-                if let Some(dropped) = log.submit(&mut chunk) {
-                    f.unlogged += dropped.iter().map(|(_, n)| n).sum::<u64>();
-                }
+    // Under the lock of the flow's home shard, so that its FlowEnd follows these records.
+    let filed = shared.flows.with_state(flow, |state| {
+        state.malformed += malformed;
+        if !records.is_empty() {
+            state.last_rx_mono_ns = netio::clock::mono_ns();
+        }
+        let mut chunk = shared
+            .log
+            .as_ref()
+            .map(|l| (l.producer(), l.producer().chunk()));
+        for r in records.iter() {
+            state.note_delay(r);
+            state.meter.handle_record(r);
+            if let Some((_, chunk)) = &mut chunk {
+                chunk.push(
+                    &Entry::Rx(RxRecord {
+                        flow: flow.log_key,
+                        ..*r
+                    }),
+                    0,
+                );
             }
         }
-        None => {
-            // The session already reported this flow: these arrived too late.
-            shared
-                .counters
-                .late_after_finish
-                .fetch_add(records.len() as u64, Ordering::Relaxed);
+        if let Some((log, mut chunk)) = chunk {
+            if let Some(dropped) = log.submit(&mut chunk) {
+                state.unlogged += dropped.iter().map(|(_, n)| n).sum::<u64>();
+            }
         }
+    });
+    if filed.is_none() {
+        // The session already reported this flow: these arrived too late.
+        shared
+            .counters
+            .late_after_finish
+            .fetch_add(records.len() as u64, Ordering::Relaxed);
     }
     records.clear();
 }

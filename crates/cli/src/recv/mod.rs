@@ -1,19 +1,22 @@
 //! `dualperf recv`: the receiver. One port carries UDP data, TCP data and the TCP control
 //! channel, on IPv4 and IPv6 at once ([::] with V6ONLY off).
 //!
-//! Threads: one reads UDP datagrams in batches (recvmmsg) and echoes round-trip probes;
-//! one accepts TCP connections; each connection gets its own thread, so a stalled or
-//! hostile peer never holds up anyone else. Flow state lives in one table behind a mutex
-//! that the UDP thread takes once per batch, not per packet.
+//! Threads: `--threads` UDP threads, each reading its own socket of one `SO_REUSEPORT`
+//! group in batches (recvmmsg) and echoing round-trip probes from it; one accepts TCP
+//! connections; each connection gets its own thread, so a stalled or hostile peer never
+//! holds up anyone else. Flow state lives in a table sharded per UDP thread
+//! ([`shard`]): a UDP thread locks its own shard once per batch, and no other thread
+//! takes that lock but to register and finish flows (or, should a flow's datagrams come
+//! in on two sockets, to hand the strays to the flow's shard).
 //!
 //! Garbage is counted and dropped: datagrams that are not probes, probes of unknown
 //! flows or from the wrong source, oversized or malformed control messages, wrong keys,
 //! connections that stall during the handshake.
 
 mod conn;
+mod shard;
 mod udp;
 
-use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -23,10 +26,10 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use meter::log::Entry;
-use meter::{FlowMeter, IntervalSeries, RxRecord};
 use results::recv::{CounterSnapshot, FlowReport, RecvLine};
-use wire::control::{FlowAnnounce, FlowGrant, Meter, Protocol};
-use wire::probe::SeqUnwrapper;
+use wire::control::{FlowAnnounce, FlowGrant};
+
+use shard::{Flows, MAX_SESSION_WINDOWS};
 
 use crate::control::DEFAULT_PORT;
 
@@ -47,6 +50,7 @@ pub(crate) const DEFAULT_BUSY_POLL: &str = "20us";
   dualperf recv --port 5000 --key secret --log recv.dplog --json
   dualperf recv --log recv.dplog.zst      # zstd-compressed log; read it with dualperf decode
   dualperf recv --busy-poll 0             # always sleep in the kernel between datagrams
+  dualperf recv --threads 4               # four UDP sockets and threads on one port
 
 The log format and the figures: docs/output.md.")]
 pub(crate) struct RecvArgs {
@@ -77,13 +81,20 @@ pub(crate) struct RecvArgs {
     #[arg(long, default_value = "5s", value_parser = crate::args::std_duration, value_name = "DURATION")]
     handshake_timeout: Duration,
     /// Poll the UDP socket instead of sleeping in the kernel while datagrams come less
-    /// than this far apart on average (0: never). On loopback the sender's CPU pays for
+    /// than this far apart on average (0: never; each UDP thread by its own socket's). On loopback the sender's CPU pays for
     /// waking a sleeping receiver, which limits a fast flow's rate and timing; a polling
     /// receiver reads without a wake-up, napping 10 µs between reads (spinning while it
     /// echoes round-trip probes). After 1 ms without a datagram it sleeps again. The
     /// default polls for flows faster than about 50,000 datagrams a second.
     #[arg(long, default_value = DEFAULT_BUSY_POLL, value_parser = crate::args::std_duration, value_name = "DURATION")]
     busy_poll: Duration,
+    /// UDP threads, each reading its own socket: the sockets share the port
+    /// (SO_REUSEPORT) and the kernel gives all datagrams of one sender socket to one of
+    /// them, by a hash, so flows from different source ports spread over the cores. The
+    /// default is one per CPU this process may use (online CPUs, fewer under an affinity
+    /// mask or a CPU quota); 1 receives on one plain socket.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    threads: Option<u16>,
     /// Stop when standard input closes: a receiver started by `dualperf run` ends with
     /// its parent, even one killed with SIGKILL.
     #[arg(long, hide = true)]
@@ -107,6 +118,7 @@ pub(crate) fn run(args: RecvArgs) -> Result<()> {
         log: args.log,
         handshake_timeout: args.handshake_timeout,
         busy_poll: args.busy_poll,
+        threads: args.threads.map_or_else(default_threads, usize::from),
     };
     let receiver = Receiver::start(config, stop.clone())?;
     eprintln!(
@@ -133,6 +145,11 @@ pub(crate) fn run(args: RecvArgs) -> Result<()> {
     Ok(())
 }
 
+/// `recv --threads`' default: one UDP thread per CPU this process may use.
+pub(crate) fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+}
+
 /// What the receiver needs to start.
 pub(crate) struct ReceiverConfig {
     pub(crate) bind: SocketAddr,
@@ -141,6 +158,8 @@ pub(crate) struct ReceiverConfig {
     pub(crate) handshake_timeout: Duration,
     /// The UDP loop polls while datagrams come closer than this ([`netio::poll::RecvPoll`]).
     pub(crate) busy_poll: Duration,
+    /// UDP threads, each with its own socket (1: one socket without `SO_REUSEPORT`).
+    pub(crate) threads: usize,
 }
 
 /// Counters of everything refused or dropped.
@@ -174,206 +193,15 @@ impl Counters {
     }
 }
 
-/// State of one registered flow.
-pub(crate) struct FlowState {
-    pub(crate) announce: FlowAnnounce,
-    pub(crate) token: u64,
-    pub(crate) session: u64,
-    pub(crate) peer_ip: IpAddr,
-    /// Every figure of the flow, updated as packets arrive (constant memory).
-    pub(crate) meter: FlowMeter,
-    /// The flow's key in the log: unique per log file, unlike the wrapping 16-bit ids.
-    pub(crate) log_key: u32,
-    /// Records the log writer could not take (see `crate::logsink`).
-    pub(crate) unlogged: u64,
-    pub(crate) unwrapper: SeqUnwrapper,
-    pub(crate) malformed: u64,
-    pub(crate) last_rx_mono_ns: u64,
-    /// Largest delay seen, to size the wait for packets still in flight.
-    pub(crate) max_delay_ns: u64,
-    pub(crate) attached: bool,
-}
-
-impl FlowState {
-    /// The marking of the flow's echoes. A flow label of 0 means "no label": setting it
-    /// would switch automatic labels off on the shared socket for everyone.
-    pub(crate) fn marking(&self) -> netio::Marking {
-        netio::Marking {
-            tos: self.announce.tos,
-            ttl: self.announce.ttl,
-            flow_label: self.announce.flow_label.filter(|l| *l != 0),
-        }
-    }
-
-    /// Keep the largest delay (one-way here; clocks of one host, or synchronised ones).
-    pub(crate) fn note_delay(&mut self, r: &RxRecord) {
-        let d = u64::try_from(r.delay_ns()).unwrap_or(0);
-        if d > self.max_delay_ns {
-            self.max_delay_ns = d.min(5_000_000_000);
-        }
-    }
-}
-
-/// Most interval windows a session's results may carry, all flows together (the sender
-/// checks the same bound for flows with a duration).
-const MAX_SESSION_WINDOWS: u64 = crate::send::MAX_SESSION_WINDOWS;
-
-/// Why a flow announcement is refused, if it is.
-fn check_announce(a: &FlowAnnounce, peer_ip: IpAddr) -> Result<(), String> {
-    let i = a.index;
-    if a.interval_ns.is_some_and(|w| w < 1_000_000) {
-        return Err(format!("flow {i}: an interval below 1 ms"));
-    }
-    if (a.size_bytes as usize) < wire::probe::HEADER_LEN {
-        return Err(format!(
-            "flow {i}: size {} is below the 16-byte probe",
-            a.size_bytes
-        ));
-    }
-    let max = match a.protocol {
-        Protocol::Udp => 65_507,
-        Protocol::Tcp => wire::frame::MAX_DATA_LEN,
-    };
-    if a.size_bytes as usize > max {
-        return Err(format!(
-            "flow {i}: size {} exceeds {max} bytes",
-            a.size_bytes
-        ));
-    }
-    if a.ttl == Some(0) {
-        return Err(format!("flow {i}: a TTL / hop limit of 0 cannot be sent"));
-    }
-    match a.flow_label {
-        Some(l) if l > 0xF_FFFF => {
-            return Err(format!("flow {i}: flow label {l:#x} exceeds 20 bits"))
-        }
-        Some(_) if peer_ip.is_ipv4() => {
-            return Err(format!(
-                "flow {i}: a flow label needs IPv6, the sender is {peer_ip}"
-            ))
-        }
-        _ => {}
-    }
-    if a.protocol == Protocol::Udp && a.meter == Meter::Rtt && a.src_port.is_none() {
-        return Err(format!(
-            "flow {i}: a UDP round-trip flow must announce its source port"
-        ));
-    }
-    Ok(())
-}
-
-/// All registered flows, by id.
-#[derive(Default)]
-pub(crate) struct FlowTable {
-    next_id: u16,
-    /// The last log key given out.
-    log_keys: u32,
-    pub(crate) flows: HashMap<u16, FlowState>,
-    /// Ids whose session has reported, until reused: their packets are late, not unknown.
-    pub(crate) finished: HashSet<u16>,
-    /// The UDP loop's log records not handed to the writer yet (with `--log`). They
-    /// wait here, under the table's lock, so that a flow's end hands them over before
-    /// its FlowEnd entry is written.
-    pub(crate) udp_log: Option<crate::logsink::Chunk>,
-}
-
-impl FlowTable {
-    /// Hands the UDP loop's pending log records to the writer (all of them with
-    /// `force`, else only when due: see [`crate::logsink::HOLD_NS`]); records it cannot
-    /// take are counted against their flows.
-    pub(crate) fn submit_udp_log(
-        &mut self,
-        log: &crate::logsink::LogProducer,
-        now_ns: u64,
-        force: bool,
-    ) {
-        let Some(chunk) = &mut self.udp_log else {
-            return;
-        };
-        let dropped = if force {
-            log.submit(chunk)
-        } else {
-            log.submit_if_due(chunk, now_ns)
-        };
-        for (id, n) in dropped.unwrap_or_default() {
-            if let Some(f) = self.flows.get_mut(&(id as u16)) {
-                f.unlogged += n;
-            }
-        }
-    }
-
-    /// Register flows for a session, returning their grants.
-    pub(crate) fn register(
-        &mut self,
-        session: u64,
-        peer_ip: IpAddr,
-        announced: Vec<FlowAnnounce>,
-    ) -> Result<Vec<FlowGrant>, String> {
-        if self.flows.len() + announced.len() > usize::from(u16::MAX) - 1 {
-            return Err("the receiver's flow table is full".into());
-        }
-        for a in &announced {
-            check_announce(a, peer_ip)?;
-        }
-        let mut grants = Vec::with_capacity(announced.len());
-        for announce in announced {
-            let id = loop {
-                self.next_id = self.next_id.wrapping_add(1);
-                if self.next_id != 0 && !self.flows.contains_key(&self.next_id) {
-                    break self.next_id;
-                }
-            };
-            self.finished.remove(&id);
-            self.log_keys += 1;
-            let mut meter = FlowMeter::new(u32::from(id));
-            if let Some(hz) = announce.rtp_clock_hz {
-                // RFC 3550 §6.4.1 interarrival jitter against the RTP timestamps.
-                meter = meter.with_rtp_clock(hz);
-            }
-            if let Some(w) = announce.interval_ns {
-                // The series of one session travel in one message: no flow may build
-                // more windows than a session may report.
-                if let Ok(series) = IntervalSeries::with_max_windows(w, MAX_SESSION_WINDOWS) {
-                    meter = meter.with_intervals(series);
-                }
-            }
-            let token = u64::from_ne_bytes(crate::control::random_bytes());
-            grants.push(FlowGrant {
-                index: announce.index,
-                id,
-                token,
-            });
-            self.flows.insert(
-                id,
-                FlowState {
-                    announce,
-                    token,
-                    session,
-                    peer_ip,
-                    meter,
-                    log_key: self.log_keys,
-                    unlogged: 0,
-                    unwrapper: SeqUnwrapper::default(),
-                    malformed: 0,
-                    last_rx_mono_ns: 0,
-                    max_delay_ns: 0,
-                    attached: false,
-                },
-            );
-        }
-        Ok(grants)
-    }
-}
-
 pub(crate) struct Shared {
     pub(crate) key: Option<Vec<u8>>,
     pub(crate) handshake_timeout: Duration,
     /// The UDP loop polls while datagrams come closer than this.
     pub(crate) busy_poll: Duration,
-    pub(crate) table: Mutex<FlowTable>,
+    /// Every registered flow, sharded per UDP thread.
+    pub(crate) flows: Flows,
     pub(crate) counters: Counters,
     pub(crate) stop: Arc<AtomicBool>,
-    pub(crate) udp: netio::UdpSocket,
     pub(crate) next_session: AtomicU64,
     /// Control sessions still running; shutdown waits for them to file their flows.
     pub(crate) active_sessions: AtomicU64,
@@ -391,63 +219,56 @@ impl Shared {
         peer_ip: IpAddr,
         announced: Vec<FlowAnnounce>,
     ) -> Result<Vec<FlowGrant>, String> {
-        let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
-        let grants = table.register(session, peer_ip, announced)?;
-        if let Some(log) = &self.log {
-            for g in &grants {
-                let Some(state) = table.flows.get(&g.id) else {
-                    continue;
-                };
-                let info = serde_json::json!({
-                    "flow_id": g.id,
-                    "session": session,
-                    "peer": peer_ip,
-                    "announce": state.announce,
-                });
-                let entry = Entry::FlowInfo {
-                    flow: state.log_key,
-                    json: info.to_string(),
-                };
-                if let Err(e) = log.write_entry(&entry) {
-                    eprintln!(
-                        "dualperf recv: warning: the log lost flow {}'s entry: {e:#}",
-                        g.id
-                    );
-                }
+        self.flows.register(session, peer_ip, announced, |flow| {
+            let Some(log) = &self.log else {
+                return;
+            };
+            let info = serde_json::json!({
+                "flow_id": flow.id,
+                "session": session,
+                "peer": peer_ip,
+                "announce": flow.announce,
+            });
+            let entry = Entry::FlowInfo {
+                flow: flow.log_key,
+                json: info.to_string(),
+            };
+            if let Err(e) = log.write_entry(&entry) {
+                eprintln!(
+                    "dualperf recv: warning: the log lost flow {}'s entry: {e:#}",
+                    flow.id
+                );
             }
-        }
-        Ok(grants)
+        })
     }
 
     /// Remove flows from the table, summarise them, end them in the log.
     pub(crate) fn finish_flows(&self, ids: &[(u16, Option<u64>)]) -> Vec<FlowReport> {
-        let states: Vec<(FlowState, Option<u64>, u16)> = {
-            let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
-            // Every record the UDP loop holds goes before the FlowEnd entries below.
-            if let Some(log) = &self.log {
-                table.submit_udp_log(&log.producer(), netio::clock::mono_ns(), true);
+        let producer = self.log.as_ref().map(crate::logsink::LogSink::producer);
+        let only_ids: Vec<u16> = ids.iter().map(|(id, _)| *id).collect();
+        // Every record each shard holds goes before the FlowEnd entries below.
+        let finished = self.flows.finish(&only_ids, |shard| {
+            if let Some(log) = &producer {
+                shard.submit_udp_log(log, netio::clock::mono_ns(), true);
             }
-            let states: Vec<_> = ids
-                .iter()
-                .filter_map(|(id, sent)| table.flows.remove(id).map(|s| (s, *sent, *id)))
-                .collect();
-            table.finished.extend(states.iter().map(|(_, _, id)| *id));
-            states
-        };
+        });
+        let sent_of: std::collections::HashMap<u16, Option<u64>> = ids.iter().copied().collect();
         let mut out = Vec::new();
-        // The series of one session travel in one results message: bound them together.
+        // The series of one session are bounded together, whatever its flow count.
         let mut windows_left = MAX_SESSION_WINDOWS;
-        for (state, sent, id) in states {
+        for shard::Finished { flow, state } in finished {
+            let id = flow.id;
+            let sent = sent_of.get(&id).copied().flatten();
             if let Some(log) = &self.log {
-                // After the table lock: every record of the flow was handed over before.
+                // After every shard's lock: every record of the flow was handed over before.
                 let end = serde_json::json!({
                     "flow_id": id,
-                    "session": state.session,
+                    "session": flow.session,
                     "sent_packets": sent,
                     "unlogged_records": state.unlogged,
                 });
                 let entry = Entry::FlowEnd {
-                    flow: state.log_key,
+                    flow: flow.log_key,
                     json: end.to_string(),
                 };
                 if let Err(e) = log.write_entry(&entry) {
@@ -456,11 +277,11 @@ impl Shared {
             }
             let mut report = FlowReport {
                 id,
-                session: state.session,
-                peer: state.peer_ip,
-                protocol: state.announce.protocol,
-                meter: state.announce.meter,
-                label: state.announce.label.clone(),
+                session: flow.session,
+                peer: flow.peer_ip,
+                protocol: flow.announce.protocol,
+                meter: flow.announce.meter,
+                label: flow.announce.label.clone(),
                 sent_packets: sent,
                 malformed: state.malformed,
                 summary: state.meter.summary(sent),
@@ -469,7 +290,7 @@ impl Shared {
                 intervals_error: None,
                 unlogged_records: self.log.as_ref().map(|_| state.unlogged),
             };
-            if let Some(w) = state.announce.interval_ns {
+            if let Some(w) = flow.announce.interval_ns {
                 let windows = state.meter.interval_windows();
                 match state.meter.intervals() {
                     _ if windows > windows_left => {
@@ -528,12 +349,7 @@ impl Receiver {
         }
         .with_context(|| format!("cannot listen on TCP {bind}"))?;
         let local = listener.local_addr()?;
-        let udp = netio::UdpSocket::bind(local, dual_stack)
-            .with_context(|| format!("cannot bind UDP {local}"))?;
-        udp.enable_recv_meta()
-            .context("cannot enable receive metadata on the UDP socket")?;
-        udp.set_read_timeout(Some(Duration::from_millis(100)))?;
-        let _ = udp.set_buffer_sizes(Some(4 << 20), Some(16 << 20));
+        let sockets = bind_udp(local, dual_stack, config.threads)?;
         let log = match &config.log {
             Some(path) => {
                 let meta = serde_json::json!({
@@ -546,14 +362,19 @@ impl Receiver {
             }
             None => None,
         };
+        let flows = Flows::new(sockets.len());
+        if let Some(log) = &log {
+            for i in 0..flows.udp_shards() {
+                flows.shard(i).udp_log = Some(log.producer().chunk());
+            }
+        }
         let shared = Arc::new(Shared {
             key: config.key,
             handshake_timeout: config.handshake_timeout,
             busy_poll: config.busy_poll,
-            table: Mutex::new(FlowTable::default()),
+            flows,
             counters: Counters::default(),
             stop,
-            udp,
             next_session: AtomicU64::new(1),
             active_sessions: AtomicU64::new(0),
             sessions_done: AtomicU64::new(0),
@@ -561,21 +382,42 @@ impl Receiver {
             reports: Mutex::new(Vec::new()),
         });
         listener.set_nonblocking(true)?;
-        let s1 = shared.clone();
-        let s2 = shared.clone();
-        let threads = vec![
-            std::thread::Builder::new()
-                .name("recv-udp".into())
-                .spawn(move || udp::run(&s1))?,
-            std::thread::Builder::new()
-                .name("recv-accept".into())
-                .spawn(move || conn::accept_loop(&s2, &listener))?,
-        ];
-        Ok(Self {
+        let mut receiver = Self {
             shared,
             local,
-            threads,
-        })
+            threads: Vec::new(),
+        };
+        let started = sockets
+            .into_iter()
+            .enumerate()
+            .try_for_each(|(i, socket)| {
+                receiver.spawn(format!("recv-udp-{i}"), move |s| udp::run(&s, i, &socket))
+            })
+            .and_then(|()| {
+                receiver.spawn("recv-accept".into(), move |s| {
+                    conn::accept_loop(&s, &listener);
+                })
+            });
+        if let Err(e) = started {
+            // Stop and join whatever started.
+            let _ = receiver.shutdown();
+            return Err(anyhow::Error::new(e).context("cannot start the receiver's threads"));
+        }
+        Ok(receiver)
+    }
+
+    /// Start a thread of the receiver's.
+    fn spawn(
+        &mut self,
+        name: String,
+        run: impl FnOnce(Arc<Shared>) + Send + 'static,
+    ) -> std::io::Result<()> {
+        let shared = self.shared.clone();
+        let thread = std::thread::Builder::new()
+            .name(name)
+            .spawn(move || run(shared))?;
+        self.threads.push(thread);
+        Ok(())
     }
 
     pub(crate) fn local_addr(&self) -> SocketAddr {
@@ -612,12 +454,13 @@ impl Receiver {
         {
             std::thread::sleep(Duration::from_millis(10));
         }
-        let open: Vec<(u16, Option<u64>)> = {
-            let table = self.shared.table.lock().unwrap_or_else(|e| e.into_inner());
-            let mut ids: Vec<_> = table.flows.keys().map(|id| (*id, None)).collect();
-            ids.sort_unstable();
-            ids
-        };
+        let open: Vec<(u16, Option<u64>)> = self
+            .shared
+            .flows
+            .open_ids()
+            .into_iter()
+            .map(|id| (id, None))
+            .collect();
         self.shared.finish_flows(&open);
         if let Some(log) = &self.shared.log {
             log.finish()?;
@@ -633,6 +476,28 @@ impl Receiver {
             counters: self.shared.counters.snapshot(),
         })
     }
+}
+
+/// The receiver's UDP sockets on `local` (the TCP listener's address and port): one
+/// plain socket for one thread, else a `SO_REUSEPORT` group of `threads`. Each asks for
+/// receive metadata, wakes every 100 ms to check the stop flag, and has large buffers.
+fn bind_udp(local: SocketAddr, dual_stack: bool, threads: usize) -> Result<Vec<netio::UdpSocket>> {
+    let threads = threads.max(1);
+    let mut sockets = Vec::with_capacity(threads);
+    for _ in 0..threads {
+        let udp = if threads == 1 {
+            netio::UdpSocket::bind(local, dual_stack)
+        } else {
+            netio::UdpSocket::bind_reuseport(local, dual_stack)
+        }
+        .with_context(|| format!("cannot bind UDP {local}"))?;
+        udp.enable_recv_meta()
+            .context("cannot enable receive metadata on the UDP socket")?;
+        udp.set_read_timeout(Some(Duration::from_millis(100)))?;
+        let _ = udp.set_buffer_sizes(Some(4 << 20), Some(16 << 20));
+        sockets.push(udp);
+    }
+    Ok(sockets)
 }
 
 /// Everything a receiver saw.
@@ -685,4 +550,188 @@ fn print_report(r: &FlowReport, json: bool) {
         s.bitrate_bps.map_or("-".into(), |b| format!("{b:.0}")),
         s.delay.as_ref().map_or("-".into(), |d| format!("{:.1} µs", d.mean_ns / 1e3)),
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::TcpStream;
+
+    use wire::control::{FlowResult, FlowSent, Msg, Protocol};
+
+    use super::*;
+    use crate::control::{write_msg, MsgReader};
+
+    const FLOWS: usize = 10_000;
+    const SENDERS: usize = 4;
+    const PER_FLOW: u32 = 3;
+
+    /// A receiver in this process on a free port.
+    fn receiver(threads: usize) -> Receiver {
+        let config = ReceiverConfig {
+            bind: "[::]:0".parse().unwrap(),
+            key: None,
+            log: None,
+            handshake_timeout: Duration::from_secs(10),
+            busy_poll: Duration::ZERO,
+            threads,
+        };
+        Receiver::start(config, Arc::new(AtomicBool::new(false))).unwrap()
+    }
+
+    /// The handshake of a control session without a key, up to `Welcome`.
+    fn open_session(port: u16) -> (TcpStream, MsgReader) {
+        let mut ctrl = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        ctrl.set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        let mut reader = MsgReader::new();
+        write_msg(
+            &mut ctrl,
+            &Msg::Hello {
+                version: wire::control::PROTOCOL_VERSION,
+            },
+        )
+        .unwrap();
+        assert!(matches!(
+            reader.read(&mut ctrl).unwrap(),
+            Msg::Challenge { .. }
+        ));
+        write_msg(&mut ctrl, &Msg::Auth { mac: String::new() }).unwrap();
+        assert!(matches!(
+            reader.read(&mut ctrl).unwrap(),
+            Msg::Welcome { .. }
+        ));
+        reader.set_max_len(wire::control::MAX_SESSION_MSG_LEN);
+        (ctrl, reader)
+    }
+
+    /// A probe of `flow` at `seq`, sent now.
+    fn probe(flow: u16, seq: u32) -> Vec<u8> {
+        let mut buf = vec![0u8; 64];
+        let repr = wire::probe::Repr {
+            flow,
+            seq,
+            tx_ns: netio::clock::wall_ns(),
+            ..wire::probe::Repr::default()
+        };
+        repr.emit(&mut buf).unwrap();
+        buf
+    }
+
+    /// Issue 15: a session of 10,000 UDP flows (2,500 on each of four sender sockets,
+    /// so several flows announce one source port) on two UDP threads gets every flow's
+    /// results, in several `Results` messages: with interval series they exceed the
+    /// session's message limit.
+    #[test]
+    fn ten_thousand_flows_of_one_session_all_get_their_results() {
+        let rx = receiver(2);
+        let port = rx.local_addr().port();
+        let (mut ctrl, mut reader) = open_session(port);
+        let senders: Vec<netio::UdpSocket> = (0..SENDERS)
+            .map(|_| {
+                let s = netio::UdpSocket::bind("127.0.0.1:0".parse().unwrap(), false).unwrap();
+                s.connect(SocketAddr::from(([127, 0, 0, 1], port))).unwrap();
+                s
+            })
+            .collect();
+        let announces: Vec<FlowAnnounce> = (0..FLOWS)
+            .map(|i| FlowAnnounce {
+                index: i as u32,
+                protocol: Protocol::Udp,
+                size_bytes: 64,
+                src_port: Some(senders[i % SENDERS].local_addr().unwrap().port()),
+                label: format!("flow file line {i}"),
+                // Series of 1 ms windows, as many as a session may report (the first
+                // flows take them all): results much larger than one message.
+                interval_ns: Some(1_000_000),
+                ..FlowAnnounce::default()
+            })
+            .collect();
+        let register = wire::control::encode(&Msg::Register {
+            flows: announces.clone(),
+        });
+        eprintln!(
+            "Register of {FLOWS} flows: {} bytes (limit {})",
+            register.len() - 4,
+            wire::control::MAX_SESSION_MSG_LEN
+        );
+        write_msg(&mut ctrl, &Msg::Register { flows: announces }).unwrap();
+        let Msg::Registered { flows: grants } = reader.read(&mut ctrl).unwrap() else {
+            panic!("not registered");
+        };
+        assert_eq!(grants.len(), FLOWS);
+        for seq in 0..PER_FLOW {
+            for (k, sender) in senders.iter().enumerate() {
+                let probes: Vec<Vec<u8>> = grants
+                    .iter()
+                    .skip(k)
+                    .step_by(SENDERS)
+                    .map(|g| probe(g.id, seq))
+                    .collect();
+                for batch in probes.chunks(32) {
+                    let refs: Vec<&[u8]> = batch.iter().map(Vec::as_slice).collect();
+                    let mut sent = 0;
+                    while sent < refs.len() {
+                        sent += sender.send_batch(&refs[sent..]).unwrap();
+                    }
+                    // Gently: a receive buffer capped by net.core.rmem_max holds little.
+                    std::thread::sleep(Duration::from_micros(300));
+                }
+            }
+        }
+        let sent: Vec<FlowSent> = grants
+            .iter()
+            .map(|g| FlowSent {
+                id: g.id,
+                packets: u64::from(PER_FLOW),
+                bytes: u64::from(PER_FLOW) * 64,
+            })
+            .collect();
+        write_msg(&mut ctrl, &Msg::Finish { flows: sent }).unwrap();
+        let mut parts = 0;
+        let mut results: Vec<FlowResult> = Vec::new();
+        loop {
+            let Msg::Results { flows, more } = reader.read(&mut ctrl).unwrap() else {
+                panic!("not results");
+            };
+            parts += 1;
+            results.extend(flows);
+            if !more {
+                break;
+            }
+        }
+        let sizes: Vec<usize> = results
+            .iter()
+            .map(|r| serde_json::to_vec(r).unwrap().len())
+            .collect();
+        let total: usize = sizes.iter().sum();
+        let plain = results
+            .iter()
+            .position(|r| r.intervals.is_none())
+            .expect("the window budget runs out before the last flow");
+        eprintln!(
+            "one flow's result: {} bytes ({PER_FLOW} packets, no series; {}); {FLOWS} flows: {total} bytes in {parts} Results messages",
+            sizes[plain],
+            serde_json::to_string(&results[plain]).unwrap()
+        );
+        assert_eq!(results.len(), FLOWS);
+        assert!(total > wire::control::MAX_SESSION_MSG_LEN, "{total} bytes");
+        assert!(
+            parts > total / wire::control::MAX_SESSION_MSG_LEN,
+            "{parts} parts for {total} bytes"
+        );
+        for (r, g) in results.iter().zip(&grants) {
+            assert_eq!(r.id, g.id, "in registration order");
+            assert_eq!(r.summary["packets"], u64::from(PER_FLOW), "{r:?}");
+            assert_eq!(r.summary["loss"]["lost"], 0, "{r:?}");
+        }
+        let report = rx.shutdown().unwrap();
+        assert_eq!(
+            report.counters.datagrams,
+            FLOWS as u64 * u64::from(PER_FLOW)
+        );
+        assert_eq!(
+            report.counters.unknown_flow + report.counters.wrong_source,
+            0
+        );
+    }
 }

@@ -1,14 +1,15 @@
-//! The receiver's UDP loop: recvmmsg in batches, one table lock per batch, echoes for
-//! round-trip flows sent after the lock is released.
+//! One of the receiver's UDP threads: recvmmsg in batches from its own socket, one lock
+//! of its own shard per batch, echoes for round-trip flows sent from the same socket after
+//! the lock is released.
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 
-use meter::log::Entry;
 use meter::RxRecord;
-use wire::control::{Meter, Protocol};
+use wire::control::Meter;
 use wire::probe::{self, Packet, Repr};
 
+use super::shard::{Flow, Taken};
 use super::Shared;
 use crate::control::{canonical, is_timeout};
 
@@ -31,20 +32,21 @@ struct Echo {
     marking: netio::Marking,
 }
 
-pub(super) fn run(shared: &Shared) {
-    let mut bufs = vec![vec![0u8; BUF_LEN]; BATCH];
+/// Receive on `socket`, shard `me` of the table, until the stop flag is set.
+pub(super) fn run(shared: &Shared, me: usize, socket: &netio::UdpSocket) {
+    // Each buffer allocated zeroed on its own (`vec![…; BATCH]` would copy the first
+    // into the others, touching 4 MiB per thread): only the pages datagrams write to
+    // become resident, which matters with a thread per core.
+    let mut bufs: Vec<Vec<u8>> = (0..BATCH).map(|_| vec![0u8; BUF_LEN]).collect();
     let mut metas = vec![netio::RecvMeta::default(); BATCH];
     let mut echoes: Vec<Echo> = Vec::new();
+    // Datagrams of flows at home in another shard (module docs of `shard`).
+    let mut forwards = Vec::new();
     let log = shared.log.as_ref().map(crate::logsink::LogSink::producer);
-    if let Some(log) = &log {
-        shared
-            .table
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .udp_log = Some(log.chunk());
-    }
-    // Records wait in the table's chunk until it is due (full, or 50 ms old).
+    // Records wait in the shard's chunk until it is due (full, or 50 ms old). Another
+    // shard may add records of flows at home here: look at least that often.
     let mut log_pending = false;
+    let mut next_log_look_ns = 0;
     let max_gap_ns = u64::try_from(shared.busy_poll.as_nanos()).unwrap_or(u64::MAX);
     let mut poll = netio::poll::RecvPoll::new(max_gap_ns);
     // Naps while polling are short and exact: the timer slack would stretch them.
@@ -55,17 +57,19 @@ pub(super) fn run(shared: &Shared) {
     while !shared.stop.load(Ordering::Relaxed) {
         let polling = poll.wait(netio::clock::mono_ns()) == netio::poll::Wait::Poll;
         let got = if polling {
-            shared.udp.try_recv_batch(&mut bufs, &mut metas)
+            socket.try_recv_batch(&mut bufs, &mut metas)
         } else {
-            shared.udp.recv_batch(&mut bufs, &mut metas)
+            socket.recv_batch(&mut bufs, &mut metas)
         };
         let n = match got {
             Ok(0) => {
                 // Quiet: records still held go to the writer once due.
-                if let (Some(log), true) = (&log, log_pending) {
-                    let mut table = shared.table.lock().unwrap_or_else(|e| e.into_inner());
-                    table.submit_udp_log(log, netio::clock::mono_ns(), false);
-                    log_pending = table.udp_log.as_ref().is_some_and(|c| !c.is_empty());
+                let now = netio::clock::mono_ns();
+                if let (Some(log), true) = (&log, log_pending || now >= next_log_look_ns) {
+                    let mut shard = shared.flows.shard(me);
+                    shard.submit_udp_log(log, now, false);
+                    log_pending = shard.log_pending();
+                    next_log_look_ns = now + crate::logsink::HOLD_NS;
                 }
                 if polling {
                     if echoing {
@@ -90,9 +94,7 @@ pub(super) fn run(shared: &Shared) {
         let counters = &shared.counters;
         counters.datagrams.fetch_add(n as u64, Ordering::Relaxed);
         {
-            let mut guard = shared.table.lock().unwrap_or_else(|e| e.into_inner());
-            // One borrow of the table, so a flow and the log chunk can be used together.
-            let table = &mut *guard;
+            let mut shard = shared.flows.shard(me);
             for (buf, meta) in bufs.iter().zip(&metas).take(n) {
                 let data = &buf[..meta.len.min(buf.len())];
                 // The probe starts the payload, or follows a real RTP header.
@@ -104,26 +106,11 @@ pub(super) fn run(shared: &Shared) {
                         continue;
                     }
                 };
-                let Some(flow) = table.flows.get_mut(&repr.flow) else {
-                    let counter = if table.finished.contains(&repr.flow) {
-                        &counters.late_after_finish
-                    } else {
-                        &counters.unknown_flow
-                    };
-                    counter.fetch_add(1, Ordering::Relaxed);
-                    continue;
-                };
-                let src_ip = canonical(meta.src.ip());
-                let port_ok = flow.announce.src_port.is_none_or(|p| p == meta.src.port());
-                if flow.announce.protocol != Protocol::Udp || src_ip != flow.peer_ip || !port_ok {
-                    counters.wrong_source.fetch_add(1, Ordering::Relaxed);
-                    continue;
-                }
                 let rx_ns = meta.kernel_ts_ns.unwrap_or(fallback_rx_ns);
-                let seq = flow.unwrapper.unwrap(repr.seq);
                 let record = RxRecord {
                     flow: u32::from(repr.flow),
-                    seq,
+                    // The flow's home unwraps `repr.seq`.
+                    seq: 0,
                     size_bytes: data.len() as u32,
                     tx_ns: repr.tx_ns,
                     rx_ns,
@@ -138,45 +125,65 @@ pub(super) fn run(shared: &Shared) {
                         .flatten()
                         .map(|rtp| rtp.timestamp()),
                 };
-                flow.note_delay(&record);
-                flow.meter.handle_record(&record);
-                if let Some(chunk) = &mut table.udp_log {
-                    let logged = RxRecord {
-                        flow: flow.log_key,
-                        ..record
-                    };
-                    chunk.push(&Entry::Rx(logged), u32::from(repr.flow));
-                }
-                flow.last_rx_mono_ns = now_mono;
-                if flow.announce.meter == Meter::Rtt {
+                let src = SocketAddr::new(canonical(meta.src.ip()), meta.src.port());
+                // Round-trip probes are echoed with their flow's marking.
+                let echo_marking =
+                    |flow: &Flow| (flow.announce.meter == Meter::Rtt).then(|| flow.marking());
+                let echo = match shard.take(me, repr.flow, repr.seq, src, record, now_mono) {
+                    Taken::Metered(flow) => echo_marking(flow),
+                    Taken::Forward(fwd) => {
+                        let echo = echo_marking(fwd.flow());
+                        forwards.push(fwd);
+                        echo
+                    }
+                    Taken::Late => {
+                        counters.late_after_finish.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                    Taken::Unknown => {
+                        counters.unknown_flow.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                    Taken::WrongSource => {
+                        counters.wrong_source.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                };
+                if let Some(marking) = echo {
                     // Echo exactly what arrived, never more, to the registered source only
-                    // (checked above), marked as the flow is.
+                    // (checked by `take`), from the socket it came in on.
                     echoes.push(Echo {
                         data: data.to_vec(),
                         probe_at: at,
                         dst: meta.src,
                         src_ip: meta.dst_ip,
                         rx_ns,
-                        marking: flow.marking(),
+                        marking,
                     });
                 }
             }
-            // Handed over under the table lock, so a flow's FlowEnd (written after it
-            // leaves the table, which hands over what is still held) follows all of its
-            // records.
+            // Handed over under the shard's lock, so a flow's FlowEnd (written after it
+            // leaves every shard, each handing over what it still holds) follows all of
+            // its records.
             if let Some(log) = &log {
-                table.submit_udp_log(log, now_mono, false);
-                log_pending = table.udp_log.as_ref().is_some_and(|c| !c.is_empty());
+                shard.submit_udp_log(log, now_mono, false);
+                log_pending = shard.log_pending();
+                next_log_look_ns = now_mono + crate::logsink::HOLD_NS;
             }
+        }
+        if !forwards.is_empty() {
+            // Not under this shard's lock: two shards handing over to each other never
+            // wait for each other.
+            let late = shared.flows.forward(&mut forwards, now_mono, log.as_ref());
+            counters
+                .late_after_finish
+                .fetch_add(late, Ordering::Relaxed);
         }
         echoing = !echoes.is_empty();
         for mut e in echoes.drain(..) {
             Packet::new_unchecked(&mut e.data[e.probe_at..])
                 .make_echo(e.rx_ns, netio::clock::wall_ns());
-            if let Err(err) = shared
-                .udp
-                .send_to_marked_from(&e.data, e.dst, e.src_ip, &e.marking)
-            {
+            if let Err(err) = socket.send_to_marked_from(&e.data, e.dst, e.src_ip, &e.marking) {
                 if shared
                     .counters
                     .echo_failures
@@ -190,7 +197,9 @@ pub(super) fn run(shared: &Shared) {
     }
     // Stopping: nothing stays held.
     if let Some(log) = &log {
-        let mut table = shared.table.lock().unwrap_or_else(|e| e.into_inner());
-        table.submit_udp_log(log, netio::clock::mono_ns(), true);
+        shared
+            .flows
+            .shard(me)
+            .submit_udp_log(log, netio::clock::mono_ns(), true);
     }
 }

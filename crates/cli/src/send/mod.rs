@@ -5,9 +5,11 @@
 //!   vocabulary: clap reads them into a [`FlowOptions`], which checks them and makes the
 //!   flows);
 //! - `session.rs`: the control session (handshake, registration, finish, results);
-//! - `flow.rs`: one flow's pacing loop and its echo reader;
+//! - `engine.rs`: a sender thread, every flow given to it on one scheduler, one loop;
+//! - `flow.rs`: one flow inside an engine: its packets, its socket's batch, its echoes;
 //! - `text.rs`: what is printed without `--json` (the report types are `results::send`).
 
+mod engine;
 mod flow;
 mod session;
 mod text;
@@ -46,7 +48,8 @@ use crate::usage;
   dualperf send ::1 --voip g711.1 --vad onoff        # talk spurts and silences (ITU-T P.59)
   dualperf send ::1 --stream h261 --dscp AF41        # H.261 CIF video over RTP
   dualperf send ::1 --tcp --bulk --parallel 4 --congestion bbr --interval 1s
-  dualperf send 127.0.0.1 --udp --bulk --rate 100mbit --interval 1s")]
+  dualperf send 127.0.0.1 --udp --bulk --rate 100mbit --interval 1s
+  dualperf send ::1 --voip g711.1 --calls 2000 --duration 60s   # 2,000 calls, one report")]
 pub(crate) struct SendArgs {
     /// Receiver: an address, a name, HOST:PORT or [IPv6]:PORT.
     dest: String,
@@ -64,7 +67,7 @@ pub(crate) struct SendArgs {
     /// Run the flows listed in FILE instead of the one given by flags: one flow per line,
     /// written with the same flow options as this command (e.g. `--tcp --rate 100pps
     /// --size 512 --dscp AF41 --start 2s --duration 5s`); `#` starts a comment. Flows run
-    /// concurrently, each on its own thread and socket.
+    /// concurrently, all on the sender threads of --threads.
     #[arg(long, value_name = "FILE", conflicts_with = "ditg_script")]
     flows: Option<PathBuf>,
     /// Run the flows of a D-ITG script (ITGSend's multi-flow file, one flow per line:
@@ -79,6 +82,10 @@ pub(crate) struct SendArgs {
     /// Print one JSON object with sender- and receiver-side results per flow.
     #[arg(long)]
     json: bool,
+    /// Print one table row per flow however many there are (by default more than 20
+    /// flows are shown as their spread: median, 90th percentile and worst flow).
+    #[arg(long)]
+    per_flow: bool,
     /// Say "dualperf send: started" on stderr once the receiver has accepted the flows
     /// and they begin (for `dualperf run`, which starts the measured flow only after
     /// background flows have begun).
@@ -105,6 +112,12 @@ pub(crate) struct SendArgs {
     /// every packet on its own deadline; a late sender still batches what is due.
     #[arg(long, default_value = "0", value_parser = crate::args::duration, value_name = "DURATION")]
     batch_window: Duration,
+    /// Sender threads for paced flows (default: one per core). Each thread keeps all of
+    /// its flows on one timer and sends every packet due across them in one sendmmsg;
+    /// UDP flows of a thread that mark alike share a socket. A bulk flow (--bulk) always
+    /// gets a thread of its own.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    threads: Option<u16>,
     /// Print the throughput sent in each interval while the flows run, and report the
     /// receiver's series in these windows (like iperf3 -i): 1s, 500ms.
     #[arg(short, long, value_parser = crate::args::duration, value_name = "DURATION")]
@@ -140,6 +153,13 @@ pub(crate) struct FlowArgs {
     #[arg(short = 'P', long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u16).range(1..=256))]
     parallel: u16,
+    /// Run N copies of this flow as independent calls: each starts at a random phase
+    /// within one period of the flow (drawn from --seed), and random models draw their
+    /// own samples. `--voip g711.1 --calls 2000` emulates 2,000 calls. The report sums
+    /// them and shows how they spread (median and worst flow); --json lists every flow.
+    #[arg(long, value_name = "N", conflicts_with_all = ["parallel", "bulk"],
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(traffic::options::MAX_CALLS)))]
+    calls: Option<u32>,
     /// TCP congestion control: cubic, bbr, reno… (see
     /// /proc/sys/net/ipv4/tcp_available_congestion_control). Default: the kernel's.
     #[arg(long, value_name = "NAME")]
@@ -247,6 +267,7 @@ impl FlowArgs {
             size: self.size,
             bulk: self.bulk,
             parallel: self.parallel,
+            calls: self.calls,
             congestion: self.congestion.clone(),
             voip: self.voip,
             stream: self.stream,
@@ -304,6 +325,8 @@ pub(crate) struct SendConfig {
     pub(crate) key: Option<Vec<u8>>,
     pub(crate) spin: Option<Duration>,
     pub(crate) batch_window: Duration,
+    /// Sender threads for paced flows (`None`: one per core).
+    pub(crate) threads: Option<usize>,
     pub(crate) log: Option<PathBuf>,
     pub(crate) progress: bool,
     /// The receiver's series in these windows, and live per-interval throughput lines
@@ -325,6 +348,7 @@ impl SendConfig {
             key: None,
             spin: None,
             batch_window: Duration::ZERO,
+            threads: None,
             log: None,
             progress: false,
             interval: None,
@@ -375,6 +399,7 @@ pub(crate) fn run(args: SendArgs) -> Result<()> {
         key: args.key.map(String::into_bytes),
         spin: args.spin,
         batch_window: args.batch_window,
+        threads: args.threads.map(usize::from),
         log: args.log,
         progress: std::io::stderr().is_terminal() && !args.json && args.interval.is_none(),
         interval: check_interval(args.interval, &flows)?,
@@ -396,7 +421,7 @@ pub(crate) fn run(args: SendArgs) -> Result<()> {
     if args.json {
         crate::out::print_json(&report)?;
     } else {
-        crate::out::print(text::send_text(&report))?;
+        crate::out::print(text::send_text(&report, args.per_flow))?;
     }
     match error {
         Some(e) => Err(anyhow::anyhow!(e)),
@@ -506,6 +531,7 @@ mod tests {
         match name {
             "udp" | "tcp" | "bulk" | "nodelay" => None,
             "voip" => Some("g711.1"),
+            "calls" => Some("2"),
             "stream" => Some("g711"),
             "app" => Some("dns"),
             "idt" | "size-dist" | "on" | "off" => Some("const:10"),

@@ -5,6 +5,8 @@
 //! receiver stops or dies first, the watcher returns early and every flow is halted, so
 //! the sender reports what it measured instead of blasting into the void.
 
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
@@ -18,7 +20,8 @@ use wire::control::{
 };
 use wire::time::Instant;
 
-use super::flow::{run_flow, Conn, FlowRun, Pacing};
+use super::engine::{run_engine, EngineRun, FlowPlan, Pacing};
+use super::flow::Conn;
 use super::SendConfig;
 use crate::control::{write_msg, MsgReader};
 use results::send::{sent_stats, FlowOutcome, SendReport, SumStats};
@@ -70,7 +73,8 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
     ctrl.set_read_timeout(Some(config.connect_timeout.max(StdDuration::from_secs(10))))?;
     let mut reader = MsgReader::new();
     handshake(&mut ctrl, &mut reader, config.key.as_deref())?;
-    let (conns, grants) = register(&mut ctrl, &mut reader, config)?;
+    let engines = assign(&config.flows, config.threads);
+    let (conns, grants) = register(&mut ctrl, &mut reader, config, &engines)?;
 
     // From here on the watcher reads the control connection.
     let (results_tx, results_rx) = mpsc::channel();
@@ -82,7 +86,8 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
         std::thread::Builder::new()
             .name("control-watch".into())
             .spawn(move || {
-                let msg = reader.read(&mut rd);
+                // Results of many flows may come in several messages: all of them.
+                let msg = reader.read_results(&mut rd);
                 done.store(true, Ordering::SeqCst);
                 let _ = results_tx.send(msg);
             })?;
@@ -113,22 +118,31 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
         }
         None => None,
     };
-    let mut handles = Vec::new();
-    for ((spec, grant), conn) in config.flows.iter().zip(&grants).zip(conns) {
-        let run = FlowRun {
-            log: log.as_ref().map(crate::logsink::LogSink::producer),
+    // One engine thread per group of flows; each gets its plans, in flow order.
+    let run = Arc::new(EngineRun {
+        origin,
+        pacing,
+        halt: halt.clone(),
+        progress: progress.clone(),
+        progress_bytes: progress_bytes.clone(),
+        log: log.as_ref().map(crate::logsink::LogSink::producer),
+    });
+    let n_engines = engines.iter().max().map_or(0, |m| m + 1);
+    let mut plans: Vec<Vec<FlowPlan>> = (0..n_engines).map(|_| Vec::new()).collect();
+    for (((spec, grant), conn), &e) in config.flows.iter().zip(&grants).zip(conns).zip(&engines) {
+        plans[e].push(FlowPlan {
             id: grant.id,
             spec: spec.clone(),
-            origin,
-            pacing,
-            halt: halt.clone(),
-            progress: progress.clone(),
-            progress_bytes: progress_bytes.clone(),
-        };
+            conn,
+        });
+    }
+    let mut handles = Vec::new();
+    for (e, plans) in plans.into_iter().enumerate() {
+        let run = run.clone();
         handles.push(
             std::thread::Builder::new()
-                .name(format!("flow-{}", grant.id))
-                .spawn(move || run_flow(&run, conn))?,
+                .name(format!("send-{e}"))
+                .spawn(move || run_engine(&run, plans))?,
         );
     }
     if config.announce_start {
@@ -174,13 +188,22 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
             progress_bytes.load(Ordering::Relaxed),
         );
     }
-    let mut results = Vec::new();
+    let mut per_engine = Vec::new();
     for h in handles {
-        results.push(
-            h.join()
-                .map_err(|_| anyhow::anyhow!("a flow thread panicked"))?,
-        );
+        let results = h
+            .join()
+            .map_err(|_| anyhow::anyhow!("a sender thread panicked"))?;
+        per_engine.push(results.into_iter());
     }
+    // Back in flow order.
+    let results: Vec<_> = engines
+        .iter()
+        .map(|&e| {
+            per_engine[e]
+                .next()
+                .unwrap_or_else(super::flow::FlowResult::empty)
+        })
+        .collect();
 
     let mut errors: Vec<String> = results
         .iter()
@@ -216,7 +239,7 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
     let receiver_ended_first = watcher_done.load(Ordering::SeqCst);
     let _ = write_msg(&mut ctrl, &Msg::Finish { flows: sent });
     let remote: Vec<FlowResult> = match results_rx.recv_timeout(RESULTS_TIMEOUT) {
-        Ok(Ok(Msg::Results { flows })) => {
+        Ok(Ok(Msg::Results { flows, .. })) => {
             if receiver_ended_first {
                 errors.push("the receiver stopped before the flows ended; its results cover what it received until then".into());
             }
@@ -321,28 +344,67 @@ fn handshake(ctrl: &mut TcpStream, reader: &mut MsgReader, key: Option<&[u8]>) -
     }
 }
 
+/// The sender thread of each flow: a flow without a schedule (bulk) gets a thread of its
+/// own, as it keeps a core busy by itself (iperf3 runs one thread per stream too); paced
+/// flows are spread over `threads` threads (default: one per core), each flow to the
+/// thread with the lowest packet rate so far.
+fn assign(flows: &[FlowSpec], threads: Option<usize>) -> Vec<usize> {
+    let paced = flows.iter().filter(|f| !f.unpaced).count();
+    let threads = threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
+        .clamp(1, paced.max(1));
+    let mut load = vec![0.0f64; threads];
+    let mut next_own = threads;
+    flows
+        .iter()
+        .map(|f| {
+            if f.unpaced {
+                next_own += 1;
+                return next_own - 1;
+            }
+            let (e, _) = load
+                .iter()
+                .enumerate()
+                .min_by(|a, b| a.1.total_cmp(b.1))
+                .unwrap_or((0, &0.0));
+            // A flow of unknown rate counts as one packet a second.
+            load[e] += f.mean_pps().unwrap_or(1.0).max(1e-3);
+            e
+        })
+        .collect()
+}
+
 /// Open every flow's socket (UDP first, so its source port can be announced), register
 /// the flows, then attach the TCP data connections.
 fn register(
     ctrl: &mut TcpStream,
     reader: &mut MsgReader,
     config: &SendConfig,
+    engines: &[usize],
 ) -> Result<(Vec<Conn>, Vec<FlowGrant>)> {
     let dest = config.dest;
     let mut udp = Vec::new();
     let mut announces = Vec::new();
+    // UDP flows of one engine that mark alike share a socket (marking is per socket).
+    let mut shared: HashMap<(usize, netio::Marking), Arc<netio::UdpSocket>> = HashMap::new();
     for (i, spec) in config.flows.iter().enumerate() {
         let marking = marking_of(spec);
         let src_port = if spec.protocol == Protocol::Udp {
-            let any: IpAddr = if dest.is_ipv4() {
-                Ipv4Addr::UNSPECIFIED.into()
-            } else {
-                Ipv6Addr::UNSPECIFIED.into()
+            let sock = match shared.entry((engines[i], marking)) {
+                Entry::Occupied(e) => e.get().clone(),
+                Entry::Vacant(e) => {
+                    let any: IpAddr = if dest.is_ipv4() {
+                        Ipv4Addr::UNSPECIFIED.into()
+                    } else {
+                        Ipv6Addr::UNSPECIFIED.into()
+                    };
+                    let sock = netio::UdpSocket::bind(SocketAddr::new(any, 0), false)?;
+                    sock.connect_marked(dest, &marking)
+                        .with_context(|| format!("flow {i}: cannot apply marking {marking:?}"))?;
+                    let _ = sock.set_buffer_sizes(Some(4 << 20), Some(4 << 20));
+                    e.insert(Arc::new(sock)).clone()
+                }
             };
-            let sock = netio::UdpSocket::bind(SocketAddr::new(any, 0), false)?;
-            sock.connect_marked(dest, &marking)
-                .with_context(|| format!("flow {i}: cannot apply marking {marking:?}"))?;
-            let _ = sock.set_buffer_sizes(Some(4 << 20), Some(4 << 20));
             if spec.meter == Meter::Rtt {
                 sock.enable_recv_meta()?;
             }
@@ -383,7 +445,7 @@ fn register(
     let mut conns = Vec::new();
     for ((spec, grant), sock) in config.flows.iter().zip(&grants).zip(udp) {
         if let Some(sock) = sock {
-            conns.push(Conn::Udp(Arc::new(sock)));
+            conns.push(Conn::Udp(sock));
             continue;
         }
         let mut stream = netio::tcp::connect(

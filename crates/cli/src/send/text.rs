@@ -3,8 +3,13 @@
 use results::send::SendReport;
 use wire::control::Meter;
 
-/// `dualperf send`'s results as text: one table row per flow, then notes.
-pub(crate) fn send_text(report: &SendReport) -> String {
+/// Most flows shown one row each unless `--per-flow` asks for every row.
+pub(crate) const MAX_ROWS: usize = 20;
+
+/// `dualperf send`'s results as text: one table row per flow (up to [`MAX_ROWS`] flows,
+/// or all with `per_flow`; beyond that how the flows spread), then notes.
+pub(crate) fn send_text(report: &SendReport, per_flow: bool) -> String {
+    let rows = per_flow || report.flows.len() <= MAX_ROWS;
     let mut t = report::text_table::Table::new(&[
         "flow",
         "proto",
@@ -19,7 +24,7 @@ pub(crate) fn send_text(report: &SendReport) -> String {
         "sched err p99 µs",
     ]);
     let dash = || "-".to_owned();
-    for f in &report.flows {
+    for f in report.flows.iter().filter(|_| rows) {
         let summary = if f.spec.meter == Meter::Rtt {
             f.rtt.as_ref()
         } else {
@@ -58,8 +63,16 @@ pub(crate) fn send_text(report: &SendReport) -> String {
             ""
         }
     );
-    s.push_str(&t.render());
-    for f in report.flows.iter().filter(|f| f.spec.meter == Meter::Rtt) {
+    if rows {
+        s.push_str(&t.render());
+    } else if let Some(spread) = &report.sum.spread {
+        s.push_str(&spread_text(report.flows.len(), spread));
+    }
+    for f in report
+        .flows
+        .iter()
+        .filter(|f| rows && f.spec.meter == Meter::Rtt)
+    {
         s.push_str(&format!(
             "flow {}: delay is the round trip{}\n",
             f.id,
@@ -79,7 +92,7 @@ pub(crate) fn send_text(report: &SendReport) -> String {
             mbit(report.sum.received.as_ref().and_then(|r| r.bitrate_bps)),
         ));
     }
-    for f in &report.flows {
+    for f in report.flows.iter().filter(|_| rows) {
         if let Some(e) = &f.intervals_error {
             s.push_str(&format!("flow {}: no interval series: {e}\n", f.id));
         }
@@ -99,10 +112,56 @@ pub(crate) fn send_text(report: &SendReport) -> String {
             ));
         }
     }
-    for f in &report.flows {
+    let failed: Vec<_> = report.flows.iter().filter(|f| f.error.is_some()).collect();
+    for f in failed.iter().take(if rows { usize::MAX } else { MAX_ROWS }) {
         if let Some(e) = &f.error {
             s.push_str(&format!("flow {}: ended early: {e}\n", f.id));
         }
     }
+    if !rows && failed.len() > MAX_ROWS {
+        s.push_str(&format!(
+            "… and {} more flows ended early (see --json)\n",
+            failed.len() - MAX_ROWS
+        ));
+    }
     s
+}
+
+/// How many flows spread: one row per figure, the median, 90th percentile and worst
+/// flow.
+fn spread_text(flows: usize, spread: &results::send::Spread) -> String {
+    let mut t = report::text_table::Table::new(&["over flows", "flows", "median", "p90", "worst"]);
+    let rows = [
+        ("lost %", spread.loss_pct, 1.0, 3),
+        ("delay mean µs", spread.delay_mean_ns, 1e3, 1),
+        ("jitter µs (D-ITG)", spread.jitter_ditg_ns, 1e3, 1),
+        ("sched err p99 µs", spread.schedule_error_p99_ns, 1e3, 1),
+    ];
+    for (name, q, unit, digits) in rows {
+        let Some(q) = q else {
+            t.row(vec![
+                name.into(),
+                "0".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+            ]);
+            continue;
+        };
+        let v = |x: f64| format!("{:.digits$}", x / unit);
+        t.row(vec![
+            name.into(),
+            q.flows.to_string(),
+            v(q.median),
+            v(q.p90),
+            v(q.worst),
+        ]);
+    }
+    let pct = |p: Option<f64>| p.map_or_else(|| "-".to_owned(), |p| format!("{p:.3} %"));
+    format!(
+        "{flows} flows (one row each with --per-flow, every figure with --json)\n{}delivered {} of the packets sent; {} sent within 1 ms of their deadline\n",
+        t.render(),
+        pct(spread.delivered_pct),
+        pct(spread.on_time_pct),
+    )
 }

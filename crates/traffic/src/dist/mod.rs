@@ -76,6 +76,7 @@ mod tests;
 mod text;
 
 pub use onoff::{OnOff, OnOffProcess, Period};
+pub(crate) use sampler::splitmix64;
 pub use sampler::Sampler;
 pub use text::{from_ditg_idt, from_ditg_onoff_period, from_ditg_size};
 

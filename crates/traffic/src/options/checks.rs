@@ -32,6 +32,8 @@ pub struct FlowOptions {
     pub bulk: bool,
     /// `--parallel`: copies of the flow (1 to 256).
     pub parallel: u16,
+    /// `--calls`: copies of the flow with random start phases (1 to [`MAX_CALLS`]).
+    pub calls: Option<u32>,
     /// `--congestion`.
     pub congestion: Option<String>,
     /// `--voip`.
@@ -90,6 +92,7 @@ impl Default for FlowOptions {
             size: None,
             bulk: false,
             parallel: 1,
+            calls: None,
             congestion: None,
             voip: None,
             stream: None,
@@ -156,6 +159,10 @@ pub struct Specs {
     pub notes: Vec<String>,
 }
 
+/// Most copies `--calls` makes: flow ids are 16-bit, and a receiver holds at most
+/// 65,534 flows at once.
+pub const MAX_CALLS: u32 = 60_000;
+
 /// An RTP header (12 bytes) and the probe (16 bytes).
 pub const RTP_PROBE_MIN: usize = wire::rtp::HEADER_LEN + probe::HEADER_LEN;
 
@@ -165,6 +172,9 @@ impl FlowOptions {
     /// that gives no `--seed` (copies take the next seeds).
     pub fn to_specs(&self, default_label: String, seed: u64) -> Result<Specs, OptionError> {
         let (spec, notes) = self.to_spec(default_label, seed)?;
+        if let Some(n) = self.calls {
+            return calls(&spec, n).map(|flows| Specs { flows, notes });
+        }
         if self.parallel == 1 {
             return Ok(Specs {
                 flows: vec![spec],
@@ -182,7 +192,41 @@ impl FlowOptions {
             .collect();
         Ok(Specs { flows, notes })
     }
+}
 
+/// `n` copies of `spec` as independent calls: each starts at a random phase within one
+/// mean inter-departure time of the flow (at most 1 s), drawn from the flow's seed, so
+/// the copies do not all send at the same instants, and each draws its own random
+/// model (seed + k), as `--parallel` copies do. Labels are `LABEL #k`.
+fn calls(spec: &FlowSpec, n: u32) -> Result<Vec<FlowSpec>, OptionError> {
+    if !(1..=MAX_CALLS).contains(&n) {
+        refuse!("--calls", "--calls {n} is not in 1..={MAX_CALLS}");
+    }
+    let Some(pps) = spec.mean_pps().filter(|p| *p > 0.0) else {
+        refuse!(
+            "--calls",
+            "--calls needs a paced flow: a bulk flow has no period to spread calls over"
+        );
+    };
+    let period_ns = ((1e9 / pps) as u64).clamp(1, 1_000_000_000);
+    Ok((0..n)
+        .map(|k| {
+            let seed = spec.seed.wrapping_add(u64::from(k));
+            let phase_ns = crate::dist::splitmix64(seed ^ CALL_PHASE_STREAM) % period_ns;
+            FlowSpec {
+                label: format!("{} #{}", spec.label, k + 1),
+                seed,
+                start_offset: spec.start_offset + Duration::from_nanos(phase_ns),
+                ..spec.clone()
+            }
+        })
+        .collect())
+}
+
+/// Keeps the phase draw of `--calls` independent of the flow's own random streams.
+const CALL_PHASE_STREAM: u64 = 0xca11_5eed_0ff5_e7a1;
+
+impl FlowOptions {
     /// The payload size: `--size`, or the default for the kind of flow, within what the
     /// probe and the protocol allow.
     fn checked_size(&self) -> Result<u32, OptionError> {
@@ -496,6 +540,64 @@ mod tests {
         });
         assert!(s.unpaced);
         assert_eq!((s.size_bytes, s.label.as_str()), (128 * 1024, "bulk tcp"));
+    }
+
+    #[test]
+    fn calls_start_at_seeded_phases_within_one_period() {
+        let opts = FlowOptions {
+            voip: Some(Codec::G711x1),
+            calls: Some(500),
+            seed: Some(7),
+            start: Some(Duration::from_secs(1)),
+            ..FlowOptions::default()
+        };
+        let s = opts.to_specs("f".into(), 0).unwrap();
+        assert_eq!(s.flows.len(), 500);
+        // One period of the codec's packet rate.
+        let pps = s.flows[0].mean_pps().unwrap();
+        let period = Duration::from_nanos((1e9 / pps) as u64);
+        let offsets: Vec<_> = s.flows.iter().map(|f| f.start_offset).collect();
+        assert!(offsets
+            .iter()
+            .all(|o| *o >= Duration::from_secs(1) && *o < Duration::from_secs(1) + period));
+        // Spread out: the phases fill the period (no quarter of it left empty).
+        let quarter = Duration::from_nanos(period.as_nanos() / 4);
+        for q in 0..4u64 {
+            let lo = Duration::from_secs(1) + Duration::from_nanos(quarter.as_nanos() * q);
+            let hi = lo + quarter;
+            assert!(
+                offsets.iter().any(|o| *o >= lo && *o < hi),
+                "quarter {q} empty"
+            );
+        }
+        assert_eq!(s.flows[0].label, "voip g711.1 rtp #1");
+        assert_eq!((s.flows[0].seed, s.flows[499].seed), (7, 506));
+        // The same seed gives the same phases.
+        let again = opts.to_specs("f".into(), 0).unwrap();
+        assert_eq!(again.flows, s.flows);
+        // A bulk flow has no period; 0 calls are none.
+        for (o, text) in [
+            (
+                FlowOptions {
+                    bulk: true,
+                    tcp: true,
+                    calls: Some(2),
+                    ..FlowOptions::default()
+                },
+                "needs a paced flow",
+            ),
+            (
+                FlowOptions {
+                    calls: Some(0),
+                    ..FlowOptions::default()
+                },
+                "not in 1..=60000",
+            ),
+        ] {
+            let e = o.to_specs("f".into(), 0).unwrap_err();
+            assert_eq!(e.option(), "--calls");
+            assert!(e.to_string().contains(text), "{e}");
+        }
     }
 
     #[test]

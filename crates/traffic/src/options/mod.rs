@@ -17,7 +17,7 @@ mod checks;
 mod named;
 mod values;
 
-pub use checks::{FlowOptions, OptionError, Specs, RTP_PROBE_MIN};
+pub use checks::{FlowOptions, OptionError, Specs, MAX_CALLS, RTP_PROBE_MIN};
 pub use named::{canonical, NamedOptions, CONFLICTS, REQUIRES};
 pub use values::{
     parse_dist, parse_flow_label, parse_meter, parse_vad, parse_voip_header, Vad, ValueError,

@@ -12,13 +12,14 @@ use super::values::{
 use crate::units::{parse_bytes, parse_duration};
 
 /// Every flow option `send` takes: its long name and the other long names it answers to.
-const NAMES: [(&str, &[&str]); 29] = [
+const NAMES: [(&str, &[&str]); 30] = [
     ("udp", &[]),
     ("tcp", &[]),
     ("rate", &[]),
     ("size", &[]),
     ("bulk", &[]),
     ("parallel", &[]),
+    ("calls", &[]),
     ("congestion", &[]),
     ("voip", &["codec"]),
     ("stream", &[]),
@@ -45,9 +46,10 @@ const NAMES: [(&str, &[&str]); 29] = [
 ];
 
 /// Options that `send` refuses together (as its flags declare).
-pub const CONFLICTS: [(&str, &[&str]); 8] = [
+pub const CONFLICTS: [(&str, &[&str]); 9] = [
     ("udp", &["tcp"]),
     ("bulk", &["voip", "app", "stream", "idt"]),
+    ("calls", &["parallel", "bulk"]),
     ("voip", &["rate", "size", "tcp"]),
     (
         "stream",
@@ -179,6 +181,7 @@ impl<'a> NamedOptions<'a> {
             "rate" => parsed(v).map(|r| o.rate = Some(r)),
             "size" => bytes(v).map(|b| o.size = Some(b)),
             "parallel" => number(v, 1u16, 256).map(|n| o.parallel = n),
+            "calls" => number(v, 1u32, super::checks::MAX_CALLS).map(|n| o.calls = Some(n)),
             "congestion" => {
                 o.congestion = Some(v.to_owned());
                 Ok(())
