@@ -112,8 +112,10 @@ pub(crate) struct SendArgs {
     /// every packet on its own deadline; a late sender still batches what is due.
     #[arg(long, default_value = "0", value_parser = crate::args::duration, value_name = "DURATION")]
     batch_window: Duration,
-    /// Sender threads for paced flows (default: one per core). Each thread keeps all of
-    /// its flows on one timer and sends every packet due across them in one sendmmsg;
+    /// Sender threads for paced flows. Default: one per 250,000 pkt/s of the flows' mean
+    /// rate, at most one per CPU (a thread spins before each deadline: more threads than
+    /// the load needs take CPUs from the receiver and the kernel). Each thread keeps all
+    /// of its flows on one timer and sends every packet due across them in one sendmmsg;
     /// UDP flows of a thread that mark alike share a socket. A bulk flow (--bulk) always
     /// gets a thread of its own.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
