@@ -230,15 +230,7 @@ prepare_dualperf() {
 
 CEILING_BIN=$WORK/bin/ceiling
 build_ceiling() {
-    mkdir -p "$WORK/bin"
-    log "building the ceiling program (cc -O2 bench/ceiling/ceiling.c)"
-    if ! cc -O2 -Wall -Wextra -pthread -o "$CEILING_BIN" "$HERE/ceiling/ceiling.c" \
-        >"$WORK/cc.log" 2>&1; then
-        log "cc failed:"
-        tail_of "$WORK/cc.log" 20
-        CEILING_BIN=
-        return 1
-    fi
+    compile_ceiling "$CEILING_BIN" "$WORK/cc.log" || { CEILING_BIN=; return 1; }
 }
 
 # ---------------------------------------------------------------------------

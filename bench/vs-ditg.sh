@@ -160,14 +160,7 @@ ensure_ditg() {
 
 CEILING_BIN=$WORK/build/ceiling
 build_ceiling() {
-    mkdir -p "$WORK/build"
-    log "building ceiling program (cc -O2)"
-    if ! cc -O2 -Wall -Wextra -pthread -o "$CEILING_BIN" "$HERE/ceiling/ceiling.c" \
-        >"$WORK/build/cc.log" 2>&1; then
-        log "cc failed:"
-        tail_of "$WORK/build/cc.log" 20
-        exit 1
-    fi
+    compile_ceiling "$CEILING_BIN" "$WORK/build/cc.log" || exit 1
 }
 
 DP_BIN=
@@ -192,12 +185,7 @@ build_dualperf() {
     run_limited 7200 cargo build --release -p "$DUALPERF_PKG" >"$WORK/cargo-build.log" 2>&1
     rc=$?
     local tdir
-    tdir=$(cargo metadata --format-version 1 --no-deps 2>/dev/null |
-        python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])' 2>/dev/null)
-    if [[ -z $tdir ]]; then
-        tdir=${CARGO_TARGET_DIR:-target}
-        [[ $tdir == /* ]] || tdir=$REPO_ROOT/$tdir
-    fi
+    tdir=$(cargo_target_dir)
     popd >/dev/null || exit 1
     if ((rc != 0)); then
         log "cargo build --release -p $DUALPERF_PKG failed (exit $rc); last lines:"

@@ -142,12 +142,7 @@ copy_dualperf() {
         pushd "$REPO_ROOT" >/dev/null || exit 1
         run_limited 7200 cargo build --release -p "$DUALPERF_PKG" >"$WORK/cargo-build.log" 2>&1
         rc=$?
-        tdir=$(cargo metadata --format-version 1 --no-deps 2>/dev/null |
-            python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])' 2>/dev/null)
-        if [[ -z $tdir ]]; then
-            tdir=${CARGO_TARGET_DIR:-target}
-            [[ $tdir == /* ]] || tdir=$REPO_ROOT/$tdir
-        fi
+        tdir=$(cargo_target_dir)
         popd >/dev/null || exit 1
         if ((rc != 0)); then
             log "cargo build --release -p $DUALPERF_PKG failed (exit $rc); last lines:"
@@ -162,4 +157,30 @@ copy_dualperf() {
     mkdir -p "$WORK/bin"
     cp "$src" "$DP" || { log "cannot copy $src"; FAIL=1; exit 1; }
     log "dualperf: $src (copied to $DP)"
+}
+
+# Cargo's target directory for the workspace at $REPO_ROOT (cargo metadata, so
+# CARGO_TARGET_DIR and config files are honoured; the default if that fails).
+cargo_target_dir() {
+    local tdir
+    tdir=$(cd "$REPO_ROOT" && cargo metadata --format-version 1 --no-deps 2>/dev/null |
+        python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])' 2>/dev/null)
+    if [[ -z $tdir ]]; then
+        tdir=${CARGO_TARGET_DIR:-target}
+        [[ $tdir == /* ]] || tdir=$REPO_ROOT/$tdir
+    fi
+    echo "$tdir"
+}
+
+# Compile bench/ceiling/ceiling.c (the loopback ceiling program) to $1, the
+# compiler's output to $2; on failure its last lines go to the log and the
+# status is 1.
+compile_ceiling() { # out log
+    log "building the ceiling program (cc -O2 bench/ceiling/ceiling.c)"
+    mkdir -p "$(dirname "$1")"
+    if ! cc -O2 -Wall -Wextra -pthread -o "$1" "$HERE/ceiling/ceiling.c" >"$2" 2>&1; then
+        log "cc failed:"
+        tail_of "$2" 20
+        return 1
+    fi
 }

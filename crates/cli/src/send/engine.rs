@@ -20,7 +20,7 @@ use netio::poll::{Interest, Ready};
 use traffic::{FlowSpec, Schedule, Scheduler};
 use wire::time::{Duration, Instant};
 
-use super::flow::{echo_flow, echo_record, Conn, EchoMeta, FlowResult, FlowState, Out, UdpOut};
+use super::flow::{echo_record, echo_repr, Conn, EchoMeta, FlowResult, FlowState, Out, UdpOut};
 use crate::logsink::{Chunk, LogProducer};
 
 /// Longest single wait, so a stop request is seen promptly even at 0.1 pkt/s.
@@ -163,14 +163,15 @@ impl Engine<'_> {
     fn add(&mut self, plan: FlowPlan) -> Result<(), Box<FlowResult>> {
         let FlowPlan { id, spec, conn } = plan;
         let rtt = spec.meter == wire::control::Meter::Rtt;
-        let failed = |spec: FlowSpec, why: String| {
-            let mut flow = FlowState::new(id, &spec, Out::Udp(0));
-            flow.error = Some(why);
-            Box::new(flow.into_result())
+        let failed = |why: String| {
+            Box::new(FlowResult {
+                error: Some(why),
+                ..FlowResult::empty()
+            })
         };
         let sched = match Schedule::new(&spec, self.run.origin) {
             Ok(s) => s,
-            Err(e) => return Err(failed(spec, format!("invalid traffic model: {e}"))),
+            Err(e) => return Err(failed(format!("invalid traffic model: {e}"))),
         };
         let out = match conn {
             Conn::Udp(sock) => {
@@ -199,7 +200,7 @@ impl Engine<'_> {
                     }
                     out
                 }
-                Err(e) => return Err(failed(spec, format!("cannot set up the connection: {e}"))),
+                Err(e) => return Err(failed(format!("cannot set up the connection: {e}"))),
             },
         };
         if rtt {
@@ -542,8 +543,10 @@ impl Engine<'_> {
                 for j in 0..n {
                     let m = self.echo_metas[j];
                     let body = &self.echo_bufs[j][..m.len.min(self.echo_bufs[j].len())];
-                    let Some(i) = echo_flow(body).and_then(|id| self.by_id.get(&id).copied())
-                    else {
+                    let Some(repr) = echo_repr(body) else {
+                        continue;
+                    };
+                    let Some(&i) = self.by_id.get(&repr.flow) else {
                         continue;
                     };
                     let meta = EchoMeta {
@@ -557,7 +560,7 @@ impl Engine<'_> {
                     let Some(echo) = flow.echo.as_mut() else {
                         continue;
                     };
-                    if let Some(e) = echo_record(flow.id, body, meta, echo) {
+                    if let Some(e) = echo_record(flow.id, &repr, body.len(), meta, echo) {
                         if let Some(chunk) = &mut self.chunk {
                             chunk.push(&Entry::Rx(e.0), e.0.flow);
                         }

@@ -387,7 +387,10 @@ impl FlowState {
             flow_label: kernel.and_then(|m| m.flow_label),
         };
         while let Ok(Some(body)) = decoder.poll_frame() {
-            if let Some(e) = echo_record(self.id, body, meta, echo) {
+            let Some(repr) = echo_repr(body) else {
+                continue;
+            };
+            if let Some(e) = echo_record(self.id, &repr, body.len(), meta, echo) {
                 out.push(e);
             }
         }
@@ -415,29 +418,26 @@ pub(super) struct EchoMeta {
     pub(super) flow_label: Option<u32>,
 }
 
-/// The flow id of an echo in `body`, if it is one.
-pub(super) fn echo_flow(body: &[u8]) -> Option<u16> {
+/// The probe of an echo in `body`, if it is one.
+pub(super) fn echo_repr(body: &[u8]) -> Option<Repr> {
     let at = wire::probe::find(body)?;
     let repr = Packet::new_checked(&body[at..])
         .and_then(|p| Repr::parse(&p))
         .ok()?;
-    repr.echo.then_some(repr.flow)
+    repr.echo.then_some(repr)
 }
 
-/// The record of one echo of flow `id`, or `None` if `body` is not one. When the echo
-/// carries the receiver's timestamps, the time it held the probe is subtracted from the
-/// round trip (as irtt does) and returned separately.
+/// The record of echo `repr` (of `len` bytes) of flow `id`, or `None` if it belongs to
+/// another flow. When the echo carries the receiver's timestamps, the time it held the
+/// probe is subtracted from the round trip (as irtt does) and returned separately.
 pub(super) fn echo_record(
     id: u16,
-    body: &[u8],
+    repr: &Repr,
+    len: usize,
     meta: EchoMeta,
     echo: &mut EchoSide,
 ) -> Option<(RxRecord, Option<i64>)> {
-    let at = wire::probe::find(body)?;
-    let repr = Packet::new_checked(&body[at..])
-        .and_then(|p| Repr::parse(&p))
-        .ok()?;
-    if !repr.echo || repr.flow != id {
+    if repr.flow != id {
         return None;
     }
     let hold = repr
@@ -447,7 +447,7 @@ pub(super) fn echo_record(
     let record = RxRecord {
         flow: u32::from(id),
         seq: echo.unwrapper.unwrap(repr.seq),
-        size_bytes: body.len() as u32,
+        size_bytes: len as u32,
         tx_ns: repr.tx_ns,
         rx_ns: meta.rx_ns.saturating_sub(hold.unwrap_or(0)),
         tos: meta.tos,
