@@ -1,6 +1,7 @@
 //! `dualperf clock`: how precisely this host can time packets.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
+use results::clock::{HostDoc, PeerClockDoc};
 use serde::Serialize;
 
 /// Report timer resolution and the accuracy of sleeping and of sleep-then-spin waits.
@@ -8,7 +9,16 @@ use serde::Serialize;
 /// For each wait length it runs many absolute-deadline waits and reports how late they
 /// woke (overshoot). Plain sleeps overshoot by the kernel's timer slack and scheduling
 /// latency; the hybrid wait used by `dualperf send` sleeps, then spins for the last part.
+///
+/// With --peer, it asks a `dualperf recv` or `agent` instead how its clock stands against
+/// this host's: the offset (RFC 5905 on-wire method, the least-delay of several
+/// exchanges) with its bound, and both hosts' own synchronisation (the kernel's
+/// adjtimex state, chrony's tracking when chrony runs).
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  dualperf clock
+  dualperf clock --peer 198.18.4.2 --key secret
+  dualperf clock --peer [2001:2:0:4::2]:4646 --json")]
 pub(crate) struct ClockArgs {
     /// Waits per measurement.
     #[arg(long, default_value_t = 200)]
@@ -16,6 +26,77 @@ pub(crate) struct ClockArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// A receiver or agent to compare clocks with: ADDR, ADDR:PORT or [IPv6]:PORT.
+    #[arg(long, value_name = "HOST")]
+    peer: Option<String>,
+    /// The peer's key.
+    #[arg(long, env = "DUALPERF_KEY", hide_env_values = true, requires = "peer")]
+    key: Option<String>,
+    /// Clock exchanges with the peer; the one of least round-trip delay is kept.
+    #[arg(long, default_value_t = 16, requires = "peer", value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=256))]
+    exchanges: u32,
+}
+
+/// `clock --peer`: this host, the peer, the offset between their clocks.
+fn peer(args: &ClockArgs, dest: &str) -> Result<()> {
+    use crate::control::{write_msg, MsgReader};
+    use wire::control::Msg;
+    let addr = crate::control::resolve(
+        dest,
+        crate::control::DEFAULT_PORT,
+        crate::control::Family::Any,
+    )?;
+    let timeout = std::time::Duration::from_secs(5);
+    let mut ctrl = netio::tcp::connect(addr, &netio::Marking::default(), true, None, timeout)
+        .with_context(|| format!("cannot reach a dualperf receiver or agent at {addr}"))?;
+    ctrl.set_read_timeout(Some(timeout))?;
+    let mut reader = MsgReader::new();
+    crate::control::handshake(
+        &mut ctrl,
+        &mut reader,
+        args.key.as_ref().map(String::as_bytes),
+        "peer",
+    )?;
+    write_msg(&mut ctrl, &Msg::HostQuery {})?;
+    let remote = match reader.read(&mut ctrl)? {
+        Msg::HostReply { host } => serde_json::from_value::<HostDoc>(host)
+            .context("the peer's description does not read")?,
+        other => anyhow::bail!("unexpected reply from the peer: {other:?}"),
+    };
+    let offset = crate::control::estimate_offset(&mut ctrl, &mut reader, args.exchanges)?;
+    let doc = PeerClockDoc {
+        format_version: results::clock::CLOCK_FORMAT_VERSION,
+        peer: addr,
+        local: crate::hostinfo::host_doc(),
+        remote,
+        offset,
+    };
+    if args.json {
+        return crate::out::print_json(&doc);
+    }
+    let mut s = String::new();
+    for (who, h) in [("this host", &doc.local), ("peer", &doc.remote)] {
+        s.push_str(&format!(
+            "{who}: {} ({}, {}), clock {}\n",
+            h.hostname,
+            h.kernel,
+            h.tool,
+            crate::hostinfo::sync_text(&h.clock)
+        ));
+    }
+    match &doc.offset {
+        Some(o) if o.same_clock => s.push_str("offset: 0 (one kernel, one clock)\n"),
+        Some(o) => s.push_str(&format!(
+            "offset: the peer's clock reads {:+.3} ms against ours, ± {:.3} ms (least round trip {:.3} ms of {} exchanges)\n",
+            o.offset_ns as f64 / 1e6,
+            o.bound_ns as f64 / 1e6,
+            o.delay_min_ns as f64 / 1e6,
+            o.samples
+        )),
+        None => s.push_str("offset: unknown (no consistent exchange)\n"),
+    }
+    crate::out::print(s)
 }
 
 #[derive(Debug, Serialize)]
@@ -37,9 +118,14 @@ struct ClockReport {
     /// The thread's timer slack before dualperf lowers it to 1 ns for pacing.
     default_timer_slack_ns: u64,
     waits: Vec<WaitStats>,
+    /// This host's clock synchronisation (adjtimex, chrony).
+    sync: results::clock::SyncState,
 }
 
 pub(crate) fn run(args: ClockArgs) -> Result<()> {
+    if let Some(dest) = &args.peer {
+        return peer(&args, dest);
+    }
     let samples = args.samples.max(10);
     let reads = 1_000_000u64;
     let t0 = netio::clock::mono_ns();
@@ -81,6 +167,7 @@ pub(crate) fn run(args: ClockArgs) -> Result<()> {
         clock_read_ns,
         default_timer_slack_ns,
         waits,
+        sync: crate::hostinfo::sync_state(),
     };
     if args.json {
         return crate::out::print_json(&report);
@@ -107,7 +194,10 @@ pub(crate) fn run(args: ClockArgs) -> Result<()> {
             format!("{:.1}", w.overshoot_max_ns as f64 / 1e3),
         ]);
     }
-    text.push('\n');
+    text.push_str(&format!(
+        "\nclock: {}\n",
+        crate::hostinfo::sync_text(&report.sync)
+    ));
     text.push_str(&t.render());
     crate::out::print(text)
 }

@@ -5,11 +5,24 @@ use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 
 use anyhow::{bail, Context, Result};
+use meter::clock::{Exchange, OffsetEstimate, OffsetFilter};
 use wire::control::{self, Msg, MAX_MSG_LEN};
 use wire::frame::FrameDecoder;
 
 /// Default port of the receiver (UDP and TCP data, TCP control).
 pub(crate) const DEFAULT_PORT: u16 = 4646;
+
+/// The peer closed the control connection (end of stream where a message was due).
+#[derive(Debug)]
+pub(crate) struct PeerClosed;
+
+impl std::fmt::Display for PeerClosed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the peer closed the control connection")
+    }
+}
+
+impl std::error::Error for PeerClosed {}
 
 /// Reads framed control messages from a stream.
 pub(crate) struct MsgReader {
@@ -52,7 +65,7 @@ impl MsgReader {
                 .read(&mut buf)
                 .context("reading from the control connection")?;
             if n == 0 {
-                bail!("the peer closed the control connection");
+                return Err(anyhow::Error::new(PeerClosed));
             }
             self.decoder.handle_bytes(&buf[..n]);
         }
@@ -123,6 +136,98 @@ pub(crate) fn write_msg(stream: &mut TcpStream, msg: &Msg) -> Result<()> {
         .context("writing to the control connection")
 }
 
+/// The sender's side of the handshake, up to `Welcome`; `who` names the peer in errors
+/// ("receiver", "agent").
+pub(crate) fn handshake(
+    ctrl: &mut TcpStream,
+    reader: &mut MsgReader,
+    key: Option<&[u8]>,
+    who: &str,
+) -> Result<()> {
+    let mac = |nonce: &str| Ok(key.map(|k| control::auth_mac(k, nonce)).unwrap_or_default());
+    handshake_with(ctrl, reader, &mac, who)
+}
+
+/// How a sender proves a receiver's key: the MAC of the receiver's nonce (an agent
+/// asks the one who asked it to send, which holds the key).
+pub(crate) type Prover = dyn Fn(&str) -> Result<String> + Send + Sync;
+
+/// [`handshake`], with the MAC of the nonce from `prove`.
+pub(crate) fn handshake_with(
+    ctrl: &mut TcpStream,
+    reader: &mut MsgReader,
+    prove: &dyn Fn(&str) -> Result<String>,
+    who: &str,
+) -> Result<()> {
+    write_msg(
+        ctrl,
+        &Msg::Hello {
+            version: control::PROTOCOL_VERSION,
+        },
+    )?;
+    let nonce = match reader.read(ctrl)? {
+        Msg::Challenge { nonce, .. } => nonce,
+        Msg::Error { message } => bail!("{who} refused: {message}"),
+        other => bail!("unexpected reply from {who}: {other:?}"),
+    };
+    let mac = prove(&nonce)?;
+    write_msg(ctrl, &Msg::Auth { mac })?;
+    match reader.read(ctrl) {
+        Ok(Msg::Welcome { .. }) => {
+            // Results of many flows can be large; the peer is now authenticated.
+            reader.set_max_len(control::MAX_SESSION_MSG_LEN);
+            Ok(())
+        }
+        Ok(Msg::Error { message }) => bail!("{who} refused: {message}"),
+        Ok(other) => bail!("unexpected reply from {who}: {other:?}"),
+        Err(e) => Err(e.context(format!("{who} closed the session during authentication"))),
+    }
+}
+
+/// The peer's clock minus ours over an authenticated control connection: `n` exchanges
+/// (RFC 5905 §8), the least-delay one kept ([`meter::clock::OffsetFilter`]). A peer
+/// whose kernel is ours (same boot id) reads our clock: offset exactly 0.
+pub(crate) fn estimate_offset(
+    ctrl: &mut TcpStream,
+    reader: &mut MsgReader,
+    n: u32,
+) -> Result<Option<OffsetEstimate>> {
+    let ours = crate::hostinfo::boot_id();
+    let own_res = netio::clock::resolution_ns(netio::clock::ClockId::Realtime);
+    let mut filter: Option<OffsetFilter> = None;
+    for _ in 0..n {
+        let t1_ns = netio::clock::wall_ns();
+        write_msg(ctrl, &Msg::TimeRequest { t1_ns })?;
+        let reply = reader.read(ctrl)?;
+        let t4_ns = netio::clock::wall_ns();
+        let Msg::TimeReply {
+            t1_ns: echoed,
+            t2_ns,
+            t3_ns,
+            boot_id,
+            resolution_ns,
+        } = reply
+        else {
+            bail!("unexpected reply to a clock exchange: {reply:?}");
+        };
+        if ours.is_some() && boot_id == ours {
+            return Ok(Some(OffsetEstimate::same_clock()));
+        }
+        if echoed != t1_ns {
+            bail!("the peer's clock reply answers another request");
+        }
+        filter
+            .get_or_insert_with(|| OffsetFilter::new(own_res.max(resolution_ns)))
+            .handle_exchange(Exchange {
+                t1_ns,
+                t2_ns,
+                t3_ns,
+                t4_ns,
+            });
+    }
+    Ok(filter.and_then(|f| f.estimate()))
+}
+
 /// `n` random bytes from the kernel.
 pub(crate) fn random_bytes<const N: usize>() -> [u8; N] {
     let mut out = [0u8; N];
@@ -138,6 +243,31 @@ pub(crate) fn random_bytes<const N: usize>() -> [u8; N] {
         *b = (seed.rotate_left(i as u32 * 7) >> 3) as u8;
     }
     out
+}
+
+/// Both ends' clock synchronisation: ours, and the peer's from a host query.
+pub(crate) fn session_sync(
+    ctrl: &mut TcpStream,
+    reader: &mut MsgReader,
+) -> Result<results::send::SessionSync> {
+    write_msg(ctrl, &Msg::HostQuery {})?;
+    let receiver = match reader.read(ctrl)? {
+        Msg::HostReply { host } => {
+            serde_json::from_value::<results::clock::HostDoc>(host)
+                .context("the peer's description does not read")?
+                .clock
+        }
+        other => bail!("unexpected reply to a host query: {other:?}"),
+    };
+    Ok(results::send::SessionSync {
+        sender: crate::hostinfo::sync_state(),
+        receiver,
+    })
+}
+
+/// A fresh one-time key, hex (a receiver started for one session).
+pub(crate) fn hex_key() -> String {
+    control::hex(&random_bytes::<16>())
 }
 
 /// IP family restriction from `-4` / `-6`.

@@ -5,12 +5,14 @@
 //! driver binds the sans-IO cores (`traffic`, `meter`, `wire`) to the kernel (`netio`).
 //! `main` maps errors to exit codes: 0 success, 1 runtime failure, 2 usage error.
 
+mod agent;
 mod args;
 mod clock;
 mod compare;
 mod control;
 mod decode;
 mod export;
+mod hostinfo;
 mod interop;
 mod interrupt;
 mod labcmd;
@@ -30,7 +32,8 @@ use clap::{Parser, Subcommand};
 /// Measure and compare IPv4 and IPv6: throughput, one-way delay, round-trip time,
 /// jitter and loss, with realistic, marked traffic.
 ///
-/// Start a receiver with `dualperf recv`, then send to it with `dualperf send HOST`.
+/// Start a receiver with `dualperf recv`, then send to it with `dualperf send HOST`;
+/// `dualperf agent` on a host also sends on request (`send --reverse`, `--bidir`, `--from`).
 /// `dualperf compare` runs a standard IPv4-vs-IPv6 battery on loopback by itself.
 #[derive(Debug, Parser)]
 #[command(
@@ -51,6 +54,7 @@ struct Cli {
 enum Command {
     Send(Box<send::SendArgs>),
     Recv(recv::RecvArgs),
+    Agent(Box<agent::AgentArgs>),
     Decode(decode::DecodeArgs),
     Compare(compare::CompareArgs),
     Overhead(overhead::OverheadArgs),
@@ -73,6 +77,7 @@ fn main() {
     let result = match cli.command {
         Command::Send(args) => send::run(*args),
         Command::Recv(args) => recv::run(args),
+        Command::Agent(args) => agent::run(*args),
         Command::Decode(args) => decode::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Overhead(args) => overhead::run(args),

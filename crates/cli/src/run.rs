@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use lab::plan::{Plan, SendOption};
-use lab::runner::{execute, RunConfig, RunError};
+use lab::runner::{execute, Place, RunConfig, RunError, Target};
 use lab::store::{HostInfo, Resolved, Store};
 use traffic::options::{canonical, NamedOptions};
 use traffic::OptionError;
@@ -16,9 +16,12 @@ use crate::usage;
 /// run directory that `dualperf report` reads.
 ///
 /// Each run is one `dualperf send --json` against a receiver this command starts on
-/// loopback; its result is stored as soon as it ends. Ctrl-C (or a kill) loses nothing
-/// finished, and `--resume` measures only what is missing. The plan format is described
-/// in `crates/lab/src/plan.rs` and the shipped plans in `plans/`.
+/// loopback (or in a lab's namespaces); with `target = "hosts"`, one `dualperf send
+/// --from AGENT` that has a host's `dualperf agent` send to another's, the hosts' keys
+/// (`key_file`, `key_env`) passed in environment variables, never recorded. Its result
+/// is stored as soon as it ends. Ctrl-C (or a kill) loses nothing finished, and
+/// `--resume` measures only what is missing. The plan format is described in
+/// docs/plans.md and the shipped plans are in `plans/`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   dualperf run plans/sharma2013.toml --quick --dry-run
@@ -82,8 +85,8 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         }
     }
     if args.dry_run {
-        let (place, _) = place_of(&plan, &args.plan)?;
-        return crate::out::print(dry_run(&plan, &place));
+        let (target, _) = target_of(&plan, &args.plan, false)?;
+        return crate::out::print(dry_run(&plan, &target));
     }
     let dir = args.dir.clone().unwrap_or_else(|| {
         let now = std::time::SystemTime::now()
@@ -159,8 +162,8 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
     };
     let exe = std::env::current_exe().context("cannot find the dualperf binary")?;
     // A lab target: build it, and keep its topology and router configurations with the
-    // results.
-    let (place, topology) = place_of(&plan, &args.plan)?;
+    // results. A hosts target: read the hosts' keys.
+    let (target, topology) = target_of(&plan, &args.plan, true)?;
     let qos_files = match qos_files(&plan, &args.plan, topology.as_ref().map(|(t, _)| t)) {
         Ok(q) => q,
         Err(e) => usage!("{}: {e}", args.plan.display()),
@@ -199,7 +202,7 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         &store,
         &RunConfig {
             exe,
-            place,
+            target,
             resume: args.resume,
             stop: &stop,
             progress: &progress,
@@ -350,16 +353,28 @@ fn qos_files(
 }
 
 /// Where a plan's flows run, and the lab's topology when it names one (its file resolved
-/// against the plan's directory).
-fn place_of(
+/// against the plan's directory). For a hosts plan, with `keys`, the hosts' keys are
+/// read (`key_file` relative to the plan, `key_env` from the environment).
+fn target_of(
     plan: &Plan,
     plan_path: &Path,
-) -> Result<(
-    lab::runner::Place,
-    Option<(lab::topology::Topology, String)>,
-)> {
+    keys: bool,
+) -> Result<(Target, Option<(lab::topology::Topology, String)>)> {
+    if plan.target == "hosts" {
+        let keys = if keys {
+            let dir = plan_path.parent().unwrap_or(Path::new("."));
+            match lab::hosts::read_keys(&plan.hosts, dir, &|var| std::env::var(var).ok()) {
+                Ok(k) => k,
+                Err(e) => usage!("{}: {e}", plan_path.display()),
+            }
+        } else {
+            Default::default()
+        };
+        let hosts = lab::hosts::Hosts::new(plan.hosts.clone(), keys);
+        return Ok((Target::Hosts(hosts), None));
+    }
     let Some(file) = plan.lab_topology() else {
-        return Ok((lab::runner::Place::Loopback, None));
+        return Ok((Target::Local(Place::Loopback), None));
     };
     let beside = plan_path.parent().unwrap_or(Path::new(".")).join(file);
     let path = if beside.is_file() {
@@ -373,14 +388,14 @@ fn place_of(
         Ok(t) => t,
         Err(e) => usage!("{}: {e}", path.display()),
     };
-    let place = match lab::runner::Place::of_lab(&t) {
+    let place = match Place::of_lab(&t) {
         Ok(p) => p,
         Err(e) => usage!("{}: {e}", path.display()),
     };
-    Ok((place, Some((t, text))))
+    Ok((Target::Local(place), Some((t, text))))
 }
 
-fn dry_run(plan: &Plan, place: &lab::runner::Place) -> String {
+fn dry_run(plan: &Plan, target: &Target) -> String {
     let mut s = format!(
         "plan {}: {} points × {} families × {} repetitions = {} runs of {}, about {} in all\n",
         plan.name,
@@ -391,45 +406,93 @@ fn dry_run(plan: &Plan, place: &lab::runner::Place) -> String {
         plan.duration,
         plan.estimated(plan.runs.len())
     );
-    for r in &plan.runs {
-        let p = &plan.points[r.point];
-        s.push_str(&format!(
-            "{}  dualperf send {} {}\n",
-            r.id,
-            place.dest(r.family),
-            p.args()
-                .iter()
-                .map(|a| if a.contains(' ') {
+    let quoted = |args: Vec<String>| {
+        args.iter()
+            .map(|a| {
+                if a.contains(' ') {
                     format!("'{a}'")
                 } else {
                     a.clone()
-                })
-                .collect::<Vec<_>>()
-                .join(" ")
-        ));
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    if let Target::Hosts(hosts) = target {
+        s.push_str("hosts (each runs `dualperf agent`; nothing is started on them):\n");
+        let width = hosts.hosts.keys().map(String::len).max().unwrap_or(0);
+        for (name, host) in &hosts.hosts {
+            s.push_str(&format!("  {name:<width$}  {}\n", host.describe()));
+        }
+    }
+    for r in &plan.runs {
+        let p = &plan.points[r.point];
+        match target {
+            Target::Hosts(hosts) => {
+                let from = p.from.as_deref().unwrap_or(lab::hosts::SENDER);
+                let to = p.to.as_deref().unwrap_or(lab::hosts::RECEIVER);
+                s.push_str(&format!(
+                    "{}  {from} → {to}: {}\n",
+                    r.id,
+                    hosts_send(hosts, from, to, r.family, quoted(p.args()))
+                ));
+            }
+            Target::Local(place) => s.push_str(&format!(
+                "{}  dualperf send {} {}\n",
+                r.id,
+                place.dest(r.family),
+                quoted(p.args())
+            )),
+        }
         for (node, file) in &p.qos {
             s.push_str(&format!("    router {node}: qos {file}\n"));
         }
         for b in &p.background {
-            let lab = matches!(place, lab::runner::Place::Lab { .. });
-            let (from, to) = if b.from_sender {
-                (" from sender", place.dest(r.family))
-            } else {
-                (
-                    if lab { " from bg-a" } else { "" },
-                    place
-                        .background()
-                        .map_or("(no bg-a/bg-b in the lab)".into(), |bp| bp.dest(r.family)),
-                )
-            };
-            s.push_str(&format!(
-                "    beside it, {}{from}: dualperf send {to} {}\n",
-                b.label,
-                b.args().join(" ")
-            ));
+            match target {
+                Target::Hosts(hosts) => {
+                    let from = b.from.as_deref().unwrap_or(lab::hosts::BG_FROM);
+                    let to = b.to.as_deref().unwrap_or(lab::hosts::BG_TO);
+                    s.push_str(&format!(
+                        "    beside it, {} from {from} to {to}: {}\n",
+                        b.label,
+                        hosts_send(hosts, from, to, r.family, b.args().join(" "))
+                    ));
+                }
+                Target::Local(place) => {
+                    let lab = matches!(place, Place::Lab { .. });
+                    let (from, to) = if b.from_sender {
+                        (" from sender", place.dest(r.family))
+                    } else {
+                        (
+                            if lab { " from bg-a" } else { "" },
+                            place
+                                .background()
+                                .map_or("(no bg-a/bg-b in the lab)".into(), |bp| bp.dest(r.family)),
+                        )
+                    };
+                    s.push_str(&format!(
+                        "    beside it, {}{from}: dualperf send {to} {}\n",
+                        b.label,
+                        b.args().join(" ")
+                    ));
+                }
+            }
         }
     }
     s
+}
+
+/// `dualperf send --from AGENT DEST --port PORT ARGS` of a flow between two hosts, as
+/// `--dry-run` shows it.
+fn hosts_send(hosts: &lab::hosts::Hosts, from: &str, to: &str, family: u8, args: String) -> String {
+    match hosts.ends(from, to, family) {
+        Ok((agent, dest)) => format!(
+            "dualperf send --from {agent} {} --port {} {args}",
+            dest.ip(),
+            dest.port()
+        ),
+        Err(e) => format!("({e})"),
+    }
 }
 
 /// What the host was: kernel, CPU, the sysctls that change IPv4/IPv6 results, loopback's
@@ -548,5 +611,63 @@ mod tests {
             "[#####.....] 24/46  p  ETA 1:02:05"
         );
         assert_eq!(clock(Duration::from_millis(59_600)), "1:00");
+    }
+
+    #[test]
+    fn a_dry_run_of_a_hosts_plan_shows_the_hosts_and_who_sends_to_whom() {
+        let text = r#"version = 1
+name = "across"
+duration = "2s"
+target = "hosts"
+
+[flow]
+udp = true
+background = [{ from = "sender", udp = true }]
+
+[factors]
+ip = [4, 6]
+
+[[points]]
+label = "back"
+from = "receiver"
+to = "sender"
+
+[hosts.sender]
+agent4 = "198.18.1.2"
+agent6 = "2001:2:0:1::2"
+key_env = "NOT_READ_BY_A_DRY_RUN"
+
+[hosts.receiver]
+agent = "2001:2:0:4::2"
+agent4 = "198.18.4.2"
+"#;
+        let e = Plan::parse(text, false).unwrap_err();
+        assert!(e.to_string().contains("not both"), "{e}");
+        let text = text.replace("agent = \"2001:2:0:4::2\"", "agent6 = \"2001:2:0:4::2\"");
+        let plan = Plan::parse(&text, false).unwrap();
+        let (target, topology) = target_of(&plan, Path::new("plans/x.toml"), false).unwrap();
+        assert!(topology.is_none());
+        let out = dry_run(&plan, &target);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines[1..6],
+            [
+                "hosts (each runs `dualperf agent`; nothing is started on them):",
+                "  receiver  IPv4 198.18.4.2, IPv6 2001:2:0:4::2, port 4646, no key",
+                "  sender    IPv4 198.18.1.2, IPv6 2001:2:0:1::2, port 4646, key from $NOT_READ_BY_A_DRY_RUN",
+                "rep001-back-ipv4  receiver → sender: dualperf send --from 198.18.4.2:4646 198.18.1.2 --port 4646 --udp --label back",
+                "    beside it, bg1 from receiver to sender: dualperf send --from 198.18.4.2:4646 198.18.1.2 --port 4646 --udp",
+            ]
+        );
+        assert_eq!(
+            lines[6],
+            "rep001-back-ipv6  receiver → sender: dualperf send --from [2001:2:0:4::2]:4646 2001:2:0:1::2 --port 4646 --udp --label back"
+        );
+        // Running it reads the keys: a missing variable is a usage error naming it.
+        let e = target_of(&plan, Path::new("plans/x.toml"), true).unwrap_err();
+        assert!(
+            e.to_string().contains("NOT_READ_BY_A_DRY_RUN is not set"),
+            "{e}"
+        );
     }
 }

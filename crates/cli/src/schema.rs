@@ -18,8 +18,8 @@ use crate::usage;
   dualperf schema send                 # the schema of `dualperf send --json`
   dualperf schema --dir docs/schemas   # every schema, as NAME.schema.json")]
 pub(crate) struct SchemaArgs {
-    /// The document: send, recv, decode, compare, run-record, resolved, host, router-stats,
-    /// report.
+    /// The document: send, send-bidir, recv, decode, compare, run-record, resolved, host,
+    /// peer-clock, router-stats, report.
     #[arg(value_name = "DOCUMENT", conflicts_with = "dir")]
     document: Option<String>,
     /// Write every schema into this directory as NAME.schema.json.
@@ -41,8 +41,13 @@ const DOCS: &[Doc] = &[
         schema: || schemars::schema_for!(results::send::SendReport),
     },
     Doc {
+        name: "send-bidir",
+        what: "dualperf send --bidir --json",
+        schema: || schemars::schema_for!(results::send::BidirReport),
+    },
+    Doc {
         name: "recv",
-        what: "each line of dualperf recv --json",
+        what: "each line of dualperf recv --json (and dualperf agent --json)",
         schema: || schemars::schema_for!(results::recv::RecvLine),
     },
     Doc {
@@ -69,6 +74,12 @@ const DOCS: &[Doc] = &[
         name: "host",
         what: "a run directory's host.json: where the plan ran",
         schema: || schemars::schema_for!(lab::store::HostInfo),
+    },
+    Doc {
+        name: "peer-clock",
+        what:
+            "dualperf clock --peer --json, kept per host as a run directory's hosts/NAME/host.json",
+        schema: || schemars::schema_for!(results::clock::PeerClockDoc),
     },
     Doc {
         name: "router-stats",

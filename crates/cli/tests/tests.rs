@@ -7,6 +7,8 @@
 #[path = "tests/support.rs"]
 mod support;
 
+#[path = "tests/agent.rs"]
+mod agent;
 #[path = "tests/auth.rs"]
 mod auth;
 #[path = "tests/compare.rs"]
@@ -27,6 +29,8 @@ mod interrupt;
 mod json_shape;
 #[path = "tests/lab.rs"]
 mod lab;
+#[path = "tests/lab_hosts.rs"]
+mod lab_hosts;
 #[path = "tests/lab_qos.rs"]
 mod lab_qos;
 #[path = "tests/layers.rs"]
@@ -61,5 +65,7 @@ mod rtp_capture;
 mod schema;
 #[path = "tests/streams.rs"]
 mod streams;
+#[path = "tests/unit_file.rs"]
+mod unit_file;
 #[path = "tests/usage.rs"]
 mod usage;

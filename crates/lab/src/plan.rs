@@ -9,7 +9,8 @@
 //! duration = "60s"                 # of each run
 //! order = "interleaved"            # IPv4 and IPv6 alternate (ABAB…); or "random"
 //! seed = 1                         # of "random"
-//! target = "loopback"              # or "lab:topologies/two-hop.toml" (relative to the plan)
+//! target = "loopback"              # or "lab:topologies/two-hop.toml" (relative to the plan),
+//!                                  # or "hosts" (agents on real hosts: see `hosts`)
 //! background_lead = "2s"           # background flows start this long before the measured one
 //!
 //! [flow]                           # the base flow: `dualperf send` options
@@ -24,6 +25,7 @@
 //! label = "VoIP G.711.1"
 //! group = "VoIP"                   # the report table it goes in (default: one for all)
 //! voip = "g711.1"
+//! # from = "HOST", to = "HOST"     # target = "hosts": the measured flow's ends
 //! # Flows beside the measured one, from the lab's bg-a to bg-b (or from = "sender"),
 //! # measured too (bg1.loss in a table); in [flow] they apply to every point.
 //! background = [{ label = "UDP", udp = true, rate = "5mbit" }, { tcp = true, bulk = true }]
@@ -77,7 +79,7 @@ pub struct PlanError {
 }
 
 impl PlanError {
-    fn at(line: Option<usize>, message: impl Into<String>) -> Self {
+    pub(crate) fn at(line: Option<usize>, message: impl Into<String>) -> Self {
         Self {
             line,
             message: message.into(),
@@ -126,6 +128,8 @@ struct PlanFile {
     quick: Option<QuickFile>,
     #[serde(default)]
     tables: Vec<Spanned<toml::Table>>,
+    #[serde(default)]
+    hosts: Option<BTreeMap<String, Spanned<crate::hosts::HostFile>>>,
 }
 
 #[derive(Deserialize)]
@@ -167,6 +171,13 @@ pub struct Point {
     /// topology's.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub qos: BTreeMap<String, String>,
+    /// `target = "hosts"`: the host the measured flow comes from (`from`, default
+    /// `sender`); absent for other targets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// `target = "hosts"`: the host it goes to (`to`, default `receiver`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
 }
 
 /// A flow beside the measured one: from the lab's `bg-a` node to its `bg-b` (or on
@@ -180,6 +191,14 @@ pub struct Background {
     /// second foreground flow, as the lab's routers classify it) instead of from `bg-a`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub from_sender: bool,
+    /// `target = "hosts"`: the host it comes from (for `from = "sender"` the point's
+    /// sender; by default `bg-a`); absent for other targets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// `target = "hosts"`: the host it goes to (for `from = "sender"` the point's
+    /// receiver; by default `bg-b`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
     /// Its `dualperf send` options.
     pub settings: Vec<Setting>,
 }
@@ -300,9 +319,13 @@ pub struct Plan {
     pub order: Order,
     /// Seed of the random order.
     pub seed: u64,
-    /// Where the flows go: `loopback`, or `lab:TOPOLOGY.toml` (a namespace lab built for
-    /// the plan; the flows go from its `sender` to its `receiver`).
+    /// Where the flows go: `loopback`, `lab:TOPOLOGY.toml` (a namespace lab built for
+    /// the plan; the flows go from its `sender` to its `receiver`), or `hosts` (between
+    /// the agents of [`Plan::hosts`]).
     pub target: String,
+    /// `target = "hosts"`: the hosts, by name (`[hosts.NAME]`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub hosts: BTreeMap<String, crate::hosts::Host>,
     /// The points.
     pub points: Vec<Point>,
     /// The families measured, from the `ip` factor.
@@ -342,7 +365,7 @@ impl Plan {
         }
         let target = match &file.target {
             None => "loopback".to_owned(),
-            Some(t) if t.get_ref() == "loopback" => "loopback".to_owned(),
+            Some(t) if t.get_ref() == "loopback" || t.get_ref() == "hosts" => t.get_ref().clone(),
             Some(t) if t.get_ref().strip_prefix("lab:").is_some_and(|p| !p.trim().is_empty()) => {
                 t.get_ref().clone()
             }
@@ -350,12 +373,19 @@ impl Plan {
                 return Err(PlanError::at(
                     line_at(t.span().start),
                     format!(
-                        "target '{}': \"loopback\" or \"lab:TOPOLOGY.toml\" (a topology file, relative to the plan)",
+                        "target '{}': \"loopback\", \"lab:TOPOLOGY.toml\" (a topology file, relative to the plan) or \"hosts\" (with [hosts])",
                         t.get_ref()
                     ),
                 ))
             }
         };
+        let declared = crate::hosts::parse_hosts(
+            text,
+            file.hosts.as_ref(),
+            target == "hosts",
+            file.target.as_ref().and_then(|t| line_at(t.span().start)),
+        )?;
+        let declared = declared.as_ref();
         let quick_file = if quick { file.quick.as_ref() } else { None };
         let repetitions = quick_file
             .and_then(|q| q.repetitions.as_ref())
@@ -389,7 +419,10 @@ impl Plan {
         let settings_of = |table: &Spanned<toml::Table>| -> Result<Vec<Setting>, PlanError> {
             let mut out = Vec::new();
             for (key, value) in table.get_ref() {
-                if key == "background" || key == "qos" || key == "factors" {
+                if matches!(
+                    key.as_str(),
+                    "background" | "qos" | "factors" | "from" | "to"
+                ) {
                     continue;
                 }
                 let line = key_line(text, table.span(), key);
@@ -406,7 +439,11 @@ impl Plan {
             None => Vec::new(),
         };
         let (base_background, base_qos) = match &file.flow {
-            Some(t) => specials(text, t)?,
+            Some(t) => specials(text, t, declared)?,
+            None => (None, None),
+        };
+        let (base_from, base_to) = match &file.flow {
+            Some(t) => crate::hosts::point_ends(text, t, declared)?,
             None => (None, None),
         };
         let background_lead = match &file.background_lead {
@@ -448,6 +485,14 @@ impl Plan {
                 };
                 if values.is_empty() {
                     return Err(PlanError::at(line, format!("factor {key} has no values")));
+                }
+                if key == "from" || key == "to" {
+                    return Err(PlanError::at(
+                        line,
+                        format!(
+                            "{key} is not a factor: it names a point's host (target = \"hosts\")"
+                        ),
+                    ));
                 }
                 let values = values
                     .iter()
@@ -512,12 +557,15 @@ impl Plan {
                     settings,
                     background: base_background.clone().unwrap_or_default(),
                     qos: base_qos.clone().unwrap_or_default(),
+                    from: base_from.clone(),
+                    to: base_to.clone(),
                 });
             }
         }
         for p in &file.points {
             let mut extra = settings_of(p)?;
-            let (background, qos) = specials(text, p)?;
+            let (background, qos) = specials(text, p, declared)?;
+            let (from, to) = crate::hosts::point_ends(text, p, declared)?;
             let label = match extra.iter().position(|s| s.key == "label") {
                 Some(i) => extra.remove(i),
                 None => {
@@ -577,6 +625,8 @@ impl Plan {
                     .or_else(|| base_background.clone())
                     .unwrap_or_default(),
                 qos: qos.or_else(|| base_qos.clone()).unwrap_or_default(),
+                from: from.or_else(|| base_from.clone()),
+                to: to.or_else(|| base_to.clone()),
             });
         }
         if points.is_empty() {
@@ -587,7 +637,13 @@ impl Plan {
                 settings: base,
                 background: base_background.unwrap_or_default(),
                 qos: base_qos.unwrap_or_default(),
+                from: base_from,
+                to: base_to,
             });
+        }
+        if let Some(declared) = declared {
+            points.iter_mut().for_each(crate::hosts::resolve);
+            crate::hosts::check_families(declared, &points, &families)?;
         }
         let mut seen = std::collections::BTreeSet::new();
         for p in &points {
@@ -645,6 +701,7 @@ impl Plan {
             order: file.order,
             seed: file.seed,
             target,
+            hosts: declared.map(|d| d.hosts.clone()).unwrap_or_default(),
             points,
             families,
             runs,
@@ -683,6 +740,7 @@ impl Plan {
 fn specials(
     text: &str,
     table: &Spanned<toml::Table>,
+    declared: Option<&crate::hosts::Declared>,
 ) -> Result<(Option<Vec<Background>>, Option<BTreeMap<String, String>>), PlanError> {
     let t = table.get_ref();
     let background = match t.get("background") {
@@ -696,22 +754,10 @@ fn specials(
                 let flow = item.as_table().ok_or_else(|| PlanError::at(line, want))?;
                 let mut label = None;
                 let mut count = 1usize;
-                let mut from_sender = false;
                 let mut settings = Vec::new();
                 for (key, value) in flow {
                     match key.as_str() {
-                        "from" => {
-                            from_sender = match value.as_str() {
-                                Some("sender") => true,
-                                Some("bg-a") => false,
-                                _ => {
-                                    return Err(PlanError::at(
-                                        line,
-                                        "background from: \"bg-a\" (the default) or \"sender\"",
-                                    ))
-                                }
-                            };
-                        }
+                        "from" | "to" => {}
                         "label" => {
                             label = Some(
                                 value
@@ -746,6 +792,12 @@ fn specials(
                         }),
                     }
                 }
+                let (from_sender, from, to) = crate::hosts::background_ends(
+                    flow.get("from"),
+                    flow.get("to"),
+                    line,
+                    declared,
+                )?;
                 if out.len() + count > MAX_BACKGROUND {
                     return Err(PlanError::at(
                         line,
@@ -761,6 +813,8 @@ fn specials(
                     out.push(Background {
                         label,
                         from_sender,
+                        from: from.clone(),
+                        to: to.clone(),
                         settings: settings.clone(),
                     });
                 }
@@ -808,7 +862,7 @@ fn scalar(
 }
 
 /// The line of `key = …` inside a table's span.
-fn key_line(text: &str, span: std::ops::Range<usize>, key: &str) -> Option<usize> {
+pub(crate) fn key_line(text: &str, span: std::ops::Range<usize>, key: &str) -> Option<usize> {
     let start = span.start.min(text.len());
     let end = span.end.min(text.len());
     let body = &text[start..end];
@@ -1016,7 +1070,7 @@ duration = "1s"
             (
                 PLAN.replace("name = \"sizes\"", "name = \"sizes\"\ntarget = \"moon\""),
                 Some(3),
-                "\"loopback\" or \"lab:TOPOLOGY.toml\"",
+                "\"loopback\", \"lab:TOPOLOGY.toml\"",
             ),
         ] {
             let e = Plan::parse(&text, false).unwrap_err();

@@ -1,7 +1,10 @@
 //! Measures a plan's runs with `dualperf` processes: one receiver for the whole plan on a
 //! free port, one `dualperf send --json` per run, each result stored as soon as its run
 //! ends. On loopback, or in a lab's namespaces (`ip netns exec`): senders in the
-//! `sender` node, the receiver in the `receiver` node.
+//! `sender` node, the receiver in the `receiver` node. Across real hosts
+//! ([`Target::Hosts`]) nothing is started on them: their agents receive, and each flow
+//! is a local `dualperf send --from AGENT DEST` that has the sending host's agent send
+//! it; the plan starts by asking every agent for its clock (`dualperf clock --peer`).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
@@ -10,8 +13,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::hosts::{Hosts, Invocation, BG_FROM, BG_TO, RECEIVER, SENDER};
 use crate::plan::{Plan, Run};
 use crate::store::{Background, RunRecord, Store, StoreError, FORMAT_VERSION};
+use results::clock::{PeerClockDoc, CLOCK_FORMAT_VERSION};
 use results::send::SendReport;
 use router::stats::RouterStats;
 
@@ -32,7 +37,8 @@ pub enum RunError {
     /// The receiver did not say where it listens.
     #[error("the receiver did not start: {0}")]
     Receiver(String),
-    /// A lab router refused or did not take a point's QoS file.
+    /// A lab router refused or did not take a point's QoS file, or a run's flows have
+    /// nowhere to go.
     #[error("run {run}: {message}")]
     Lab {
         /// The run.
@@ -48,6 +54,16 @@ pub enum RunError {
         /// What the sender said.
         stderr: String,
     },
+    /// A host of a hosts plan did not answer `dualperf clock --peer` (before any run).
+    #[error("host {host} ({addr}): {message}")]
+    Host {
+        /// The host's name in the plan.
+        host: String,
+        /// Its agent's address as asked.
+        addr: String,
+        /// Why.
+        message: String,
+    },
     /// Interrupted; what was finished is stored.
     #[error("interrupted after {done} of {total} runs; `--resume` goes on from there")]
     Interrupted {
@@ -56,6 +72,16 @@ pub enum RunError {
         /// Runs in the plan.
         total: usize,
     },
+}
+
+/// Where a plan's flows run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// Receivers and senders started by the runner: on loopback, or in a lab.
+    Local(Place),
+    /// Between the agents of real hosts (`target = "hosts"`), which the runner only
+    /// drives: each flow is a local `dualperf send --from`.
+    Hosts(Hosts),
 }
 
 /// Where the receiver and the senders run.
@@ -180,7 +206,7 @@ pub struct RunConfig<'a> {
     /// The `dualperf` binary.
     pub exe: PathBuf,
     /// Where.
-    pub place: Place,
+    pub target: Target,
     /// Skip runs already stored.
     pub resume: bool,
     /// Set on Ctrl-C.
@@ -287,7 +313,13 @@ fn listening_port(line: &str) -> Option<u16> {
 
 /// Measure every run of `plan` not yet in `store`.
 pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Outcome, RunError> {
-    let mut receiver = start_receiver(&config.exe, &config.place)?;
+    let mut receiver = match &config.target {
+        Target::Local(place) => Some(start_receiver(&config.exe, place)?),
+        Target::Hosts(hosts) => {
+            ask_hosts(plan, store, &config.exe, hosts)?;
+            None
+        }
+    };
     // The background flows' receiver, started with the first run that has them.
     let mut bg_receiver: Option<Receiver> = None;
     let mut outcome = Outcome::default();
@@ -304,7 +336,7 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
                 total: plan.runs.len(),
             });
         }
-        if let Ok(Some(status)) = receiver.child.try_wait() {
+        if let Some(Ok(Some(status))) = receiver.as_mut().map(|r| r.child.try_wait()) {
             return Err(RunError::Receiver(format!(
                 "the receiver exited ({status}) after {} runs",
                 outcome.skipped + outcome.measured
@@ -312,9 +344,15 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
         }
         (config.progress)(i, todo.len(), run);
         let point = &plan.points[run.point];
+        let placed = |r: Result<Invocation, String>| {
+            r.map_err(|message| RunError::Lab {
+                run: run.id.clone(),
+                message,
+            })
+        };
         // A lab's routers start every run afresh with the point's QoS files (or the
         // topology's), so their counters are the run's.
-        if let Place::Lab { lab, routers, .. } = &config.place {
+        if let Target::Local(Place::Lab { lab, routers, .. }) = &config.target {
             for (node, own) in routers {
                 let text = match point.qos.get(node).map(String::as_str) {
                     Some("none") => None,
@@ -337,42 +375,41 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
         let lead = plan.background_lead.unwrap_or(DEFAULT_LEAD);
         let mut bg_procs = Vec::new();
         if !point.background.is_empty() {
-            let bg_place = config.place.background().ok_or_else(|| RunError::Lab {
-                run: run.id.clone(),
-                message: "background flows need lab nodes named 'bg-a' and 'bg-b'".into(),
-            })?;
-            if bg_receiver.is_none() {
-                bg_receiver = Some(start_receiver(&config.exe, &bg_place)?);
-            }
-            let bg_port = bg_receiver.as_ref().map_or(0, |r| r.port);
             // They run until stopped half a second after the measured flow ends (SIGINT:
             // each reports what it measured); the duration is only a backstop.
             let bg_ns = lead.as_nanos() + plan.duration.as_nanos() + BACKGROUND_BACKSTOP_NS;
             for b in &point.background {
-                let (place, port) = if b.from_sender {
-                    (&config.place, receiver.port)
-                } else {
-                    (&bg_place, bg_port)
+                let proc = match &config.target {
+                    Target::Hosts(hosts) => {
+                        let from = b.from.as_deref().unwrap_or(BG_FROM);
+                        let to = b.to.as_deref().unwrap_or(BG_TO);
+                        let inv = placed(hosts.send(from, to, run.family, b.args(), bg_ns, true))?;
+                        spawn_send(&config.exe, &inv)?
+                    }
+                    Target::Local(main) => {
+                        let bg_place = main.background().ok_or_else(|| RunError::Lab {
+                            run: run.id.clone(),
+                            message: "background flows need lab nodes named 'bg-a' and 'bg-b'"
+                                .into(),
+                        })?;
+                        let (place, port) = if b.from_sender {
+                            (main, receiver.as_ref().map_or(0, |r| r.port))
+                        } else {
+                            if bg_receiver.is_none() {
+                                bg_receiver = Some(start_receiver(&config.exe, &bg_place)?);
+                            }
+                            (&bg_place, bg_receiver.as_ref().map_or(0, |r| r.port))
+                        };
+                        let argv =
+                            send_argv(None, place.dest(run.family), port, b.args(), bg_ns, true);
+                        Output::spawn(
+                            &mut local_sender(&config.exe, place, &argv),
+                            &config.exe,
+                            "send",
+                        )?
+                    }
                 };
-                let mut argv: Vec<String> = vec![
-                    "send".into(),
-                    place.dest(run.family),
-                    "--port".into(),
-                    port.to_string(),
-                ];
-                argv.extend(b.args());
-                argv.extend([
-                    "--duration".into(),
-                    format!("{bg_ns}ns"),
-                    "--json".into(),
-                    "--announce-start".into(),
-                    "--connect-timeout".into(),
-                    CONNECT_TIMEOUT.into(),
-                ]);
-                bg_procs.push(Output::spawn(
-                    Place::command(&config.exe, place.sender_ns()).args(&argv),
-                    &config.exe,
-                )?);
+                bg_procs.push(proc);
             }
             // The lead counts from when every background flow has begun: their control
             // connections may cross a saturated link and take seconds.
@@ -388,27 +425,37 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
                 std::thread::sleep(std::time::Duration::from_millis(20));
             }
         }
-        let mut argv: Vec<String> = vec![
-            "send".into(),
-            config.place.dest(run.family),
-            "--port".into(),
-            receiver.port.to_string(),
-        ];
-        argv.extend(point.args());
-        argv.extend([
-            "--duration".into(),
-            format!("{}ns", plan.duration.as_nanos()),
-            "--json".into(),
-            "--connect-timeout".into(),
-            CONNECT_TIMEOUT.into(),
-        ]);
+        let duration_ns = plan.duration.as_nanos();
         let started_unix_ns = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
-        let fg = Output::spawn(
-            Place::command(&config.exe, config.place.sender_ns()).args(&argv),
-            &config.exe,
-        )?;
+        let (argv, fg) = match &config.target {
+            Target::Hosts(hosts) => {
+                let from = point.from.as_deref().unwrap_or(SENDER);
+                let to = point.to.as_deref().unwrap_or(RECEIVER);
+                let inv =
+                    placed(hosts.send(from, to, run.family, point.args(), duration_ns, false))?;
+                let fg = spawn_send(&config.exe, &inv)?;
+                (inv.argv, fg)
+            }
+            Target::Local(place) => {
+                let port = receiver.as_ref().map_or(0, |r| r.port);
+                let argv = send_argv(
+                    None,
+                    place.dest(run.family),
+                    port,
+                    point.args(),
+                    duration_ns,
+                    false,
+                );
+                let fg = Output::spawn(
+                    &mut local_sender(&config.exe, place, &argv),
+                    &config.exe,
+                    "send",
+                )?;
+                (argv, fg)
+            }
+        };
         // A sender gets its duration and a generous margin; a wedged one is killed and
         // its run counts as failed.
         let deadline = std::time::Instant::now()
@@ -434,8 +481,8 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
                 })
             })
             .collect::<Result<_, RunError>>()?;
-        let routers = match &config.place {
-            Place::Lab { lab, routers, .. } => routers
+        let routers = match &config.target {
+            Target::Local(Place::Lab { lab, routers, .. }) => routers
                 .iter()
                 .filter_map(|(node, _)| {
                     crate::netlab::router_stats(lab, node)
@@ -443,7 +490,7 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
                         .map(|s| (node.clone(), s))
                 })
                 .collect(),
-            Place::Loopback => BTreeMap::new(),
+            Target::Local(Place::Loopback) | Target::Hosts(_) => BTreeMap::new(),
         };
         let router_stalls = stalls(&routers);
         for (node, ns) in &router_stalls {
@@ -511,6 +558,120 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
     Ok(outcome)
 }
 
+/// `send [--from AGENT] DEST --port PORT ARGS --duration Dns --json [--announce-start]
+/// --connect-timeout 30s`: every sender the runner starts (`announce` for background
+/// flows, whose start the measured flow waits for).
+pub(crate) fn send_argv(
+    from: Option<String>,
+    dest: String,
+    port: u16,
+    args: Vec<String>,
+    duration_ns: u64,
+    announce: bool,
+) -> Vec<String> {
+    let mut argv = vec!["send".to_owned()];
+    if let Some(agent) = from {
+        argv.extend(["--from".to_owned(), agent]);
+    }
+    argv.extend([dest, "--port".into(), port.to_string()]);
+    argv.extend(args);
+    argv.extend([
+        "--duration".into(),
+        format!("{duration_ns}ns"),
+        "--json".into(),
+    ]);
+    if announce {
+        argv.push("--announce-start".into());
+    }
+    argv.extend(["--connect-timeout".into(), CONNECT_TIMEOUT.into()]);
+    argv
+}
+
+/// A sender here or in a lab's namespace. It sends itself: an agent's key in this
+/// process's environment must not make it ask for `--from`.
+fn local_sender(exe: &PathBuf, place: &Place, argv: &[String]) -> Command {
+    let mut cmd = Place::command(exe, place.sender_ns());
+    cmd.args(argv).env_remove(crate::hosts::AGENT_KEY_ENV);
+    cmd
+}
+
+/// A local `dualperf` child with the invocation's arguments and environment.
+fn spawn_send(exe: &std::path::Path, inv: &Invocation) -> Result<Output, RunError> {
+    let mut cmd = Command::new(exe);
+    cmd.args(&inv.argv);
+    inv.apply_env(&mut cmd);
+    Output::spawn(&mut cmd, exe, "send")
+}
+
+/// How long a host's agent may take to answer `dualperf clock --peer`.
+const CLOCK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Ask every host's agent for its description and clock (`dualperf clock --peer
+/// --json`, over the plan's first family) and keep each answer as
+/// `hosts/NAME/host.json`; a host that does not answer stops the plan before any run.
+fn ask_hosts(
+    plan: &Plan,
+    store: &Store,
+    exe: &std::path::Path,
+    hosts: &Hosts,
+) -> Result<(), RunError> {
+    let family = plan.families.first().copied().unwrap_or(4);
+    for name in hosts.hosts.keys() {
+        let failed = |addr: String, message: String| RunError::Host {
+            host: name.clone(),
+            addr,
+            message,
+        };
+        let (agent, inv) = hosts
+            .clock(name, family)
+            .map_err(|m| failed("-".into(), m))?;
+        let mut cmd = Command::new(exe);
+        cmd.args(&inv.argv);
+        inv.apply_env(&mut cmd);
+        let out = Output::spawn(&mut cmd, exe, "clock --peer")?;
+        let (status, stdout, stderr) = out.wait(std::time::Instant::now() + CLOCK_TIMEOUT)?;
+        let doc = peer_clock(status, &stdout, &stderr).map_err(|m| failed(agent.to_string(), m))?;
+        store.put_host_clock(name, &doc)?;
+    }
+    Ok(())
+}
+
+/// What `dualperf clock --peer --json` printed, or why it gave nothing usable.
+fn peer_clock(
+    status: Option<std::process::ExitStatus>,
+    stdout: &str,
+    stderr: &str,
+) -> Result<PeerClockDoc, String> {
+    let said = stderr
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .map_or(String::new(), |l| format!(": {}", l.trim()));
+    let Some(status) = status else {
+        return Err(format!(
+            "its agent did not answer within {} s{said}",
+            CLOCK_TIMEOUT.as_secs()
+        ));
+    };
+    if !status.success() {
+        return Err(format!(
+            "its agent did not answer (dualperf clock --peer exited {}){said}",
+            status
+                .code()
+                .map_or("on a signal".into(), |c| c.to_string())
+        ));
+    }
+    let doc: PeerClockDoc = serde_json::from_str(stdout)
+        .map_err(|e| format!("dualperf clock --peer's answer does not read: {e}"))?;
+    if doc.format_version != CLOCK_FORMAT_VERSION {
+        return Err(format!(
+            "dualperf clock --peer's answer is format version {}, not {CLOCK_FORMAT_VERSION}",
+            doc.format_version
+        ));
+    }
+    Ok(doc)
+}
+
 /// A router loop turn or gap (`dualperf route`'s `loop.max_turn_ns`, `max_gap_ns`)
 /// longer than this during a run flags the run (`router_stalls` in its record, and a
 /// warning): 1 ms is about 100 frames of a 1 Gbit/s flow held back.
@@ -555,14 +716,14 @@ struct Output {
 }
 
 impl Output {
-    fn spawn(cmd: &mut Command, exe: &std::path::Path) -> Result<Self, RunError> {
+    fn spawn(cmd: &mut Command, exe: &std::path::Path, what: &str) -> Result<Self, RunError> {
         let mut child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|source| RunError::Process {
-                what: format!("starting {} send", exe.display()),
+                what: format!("starting {} {what}", exe.display()),
                 source,
             })?;
         let out_pipe = child.stdout.take();
@@ -689,5 +850,236 @@ mod tests {
             listening_port("dualperf recv: listening on [::]:99999"),
             None
         );
+    }
+
+    #[test]
+    fn every_local_sender_gets_the_same_tail_of_options() {
+        assert_eq!(
+            send_argv(None, "::1".into(), 4711, vec!["--udp".into()], 5, false),
+            [
+                "send",
+                "::1",
+                "--port",
+                "4711",
+                "--udp",
+                "--duration",
+                "5ns",
+                "--json",
+                "--connect-timeout",
+                "30s"
+            ]
+        );
+        let bg = send_argv(None, "198.18.3.2".into(), 1, Vec::new(), 7, true);
+        assert_eq!(
+            bg[5..],
+            [
+                "7ns",
+                "--json",
+                "--announce-start",
+                "--connect-timeout",
+                "30s"
+            ]
+        );
+    }
+
+    fn peer_doc(peer: &str) -> PeerClockDoc {
+        let host = |name: &str| results::clock::HostDoc {
+            tool: "dualperf 0.1.0".into(),
+            hostname: name.into(),
+            kernel: "Linux 6.1".into(),
+            cpus: 2,
+            boot_id: None,
+            clock: results::clock::SyncState::default(),
+            wall_unix_ns: 1_800_000_000_000_000_000,
+        };
+        PeerClockDoc {
+            format_version: CLOCK_FORMAT_VERSION,
+            peer: peer.parse().unwrap(),
+            local: host("controller"),
+            remote: host("agent"),
+            offset: Some(results::clock::OffsetEstimate {
+                offset_ns: 1_500_000,
+                bound_ns: 200_000,
+                delay_min_ns: 400_000,
+                samples: 8,
+                same_clock: false,
+            }),
+        }
+    }
+
+    #[test]
+    fn a_host_s_clock_answer_is_read_or_its_failure_said() {
+        use std::os::unix::process::ExitStatusExt;
+        let ok = std::process::ExitStatus::from_raw(0);
+        let failed = std::process::ExitStatus::from_raw(1 << 8);
+        let doc = peer_doc("198.18.1.2:4646");
+        let json = serde_json::to_string(&doc).unwrap();
+        assert_eq!(peer_clock(Some(ok), &json, ""), Ok(doc.clone()));
+        let e = peer_clock(None, "", "").unwrap_err();
+        assert_eq!(e, "its agent did not answer within 60 s");
+        let e = peer_clock(
+            Some(failed),
+            "",
+            "warning: x\ndualperf clock: connection refused\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "its agent did not answer (dualperf clock --peer exited 1): dualperf clock: connection refused"
+        );
+        assert!(peer_clock(Some(ok), "{}", "")
+            .unwrap_err()
+            .contains("does not read"));
+        let mut v2 = doc;
+        v2.format_version = 99;
+        let e = peer_clock(Some(ok), &serde_json::to_string(&v2).unwrap(), "").unwrap_err();
+        assert!(e.contains("format version 99"), "{e}");
+    }
+
+    /// A stand-in for `dualperf`: logs each call's arguments and key variables, and
+    /// answers `clock` and `send` from files (or fails `clock` for the host at `fail`).
+    fn fake_dualperf(dir: &std::path::Path, fail: Option<&str>) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let d = dir.display();
+        let fail = fail.map_or(String::new(), |addr| {
+            format!("[ \"$1 $3\" = \"clock {addr}\" ] && {{ echo 'dualperf clock: connection refused' >&2; exit 1; }}\n")
+        });
+        let script = format!(
+            "#!/bin/sh\necho \"$* | agent=${{DUALPERF_AGENT_KEY-unset}} key=${{DUALPERF_KEY-unset}}\" >> {d}/calls\n{fail}\
+             case \"$1\" in\n  clock) cat {d}/clock.json ;;\n  send) for a; do [ \"$a\" = --announce-start ] && echo 'dualperf send: started' >&2; done; cat {d}/send.json ;;\nesac\n"
+        );
+        let exe = dir.join("dualperf");
+        std::fs::write(&exe, script).unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(
+            dir.join("clock.json"),
+            serde_json::to_string(&peer_doc("198.18.1.2:4646")).unwrap(),
+        )
+        .unwrap();
+        let report = crate::testdata::report(serde_json::json!({}));
+        std::fs::write(
+            dir.join("send.json"),
+            serde_json::to_string(&report).unwrap(),
+        )
+        .unwrap();
+        exe
+    }
+
+    const HOSTS_PLAN: &str = r#"version = 1
+name = "across"
+duration = "1s"
+target = "hosts"
+background_lead = "0s"
+
+[flow]
+udp = true
+background = [{ from = "sender", udp = true }, { from = "receiver", to = "sender", tcp = true }]
+
+[factors]
+ip = [6]
+
+[hosts.sender]
+agent6 = "2001:2:0:1::2"
+key_env = "SENDER_KEY"
+
+[hosts.receiver]
+agent = "2001:2:0:4::2"
+port = 5000
+"#;
+
+    #[test]
+    fn a_hosts_plan_drives_the_agents_through_local_senders() {
+        let dir =
+            std::env::temp_dir().join(format!("dualperf-runner-hosts-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let exe = fake_dualperf(&dir, None);
+        let plan = Plan::parse(HOSTS_PLAN, false).unwrap();
+        let keys = BTreeMap::from([("sender".to_owned(), crate::hosts::Key::new("s-secret"))]);
+        let stop = AtomicBool::new(false);
+        let store = Store::create(&dir.join("run")).unwrap();
+        let config = RunConfig {
+            exe,
+            target: Target::Hosts(Hosts::new(plan.hosts.clone(), keys)),
+            resume: false,
+            stop: &stop,
+            progress: &|_, _, _| {},
+            qos_files: BTreeMap::new(),
+        };
+        let outcome = execute(&plan, &store, &config).unwrap();
+        assert_eq!((outcome.measured, outcome.failed), (1, 0));
+        let calls = std::fs::read_to_string(dir.join("calls")).unwrap();
+        let calls: Vec<&str> = calls.lines().collect();
+        assert_eq!(
+            calls[..2],
+            [
+                "clock --peer [2001:2:0:4::2]:5000 --json | agent=unset key=unset",
+                "clock --peer [2001:2:0:1::2]:4646 --json | agent=unset key=s-secret",
+            ]
+        );
+        let mut sends = calls[2..].to_vec();
+        sends.sort_unstable();
+        assert_eq!(
+            sends,
+            [
+                "send --from [2001:2:0:1::2]:4646 2001:2:0:4::2 --port 5000 --udp --duration 1000000000ns --json --connect-timeout 30s | agent=s-secret key=unset",
+                "send --from [2001:2:0:1::2]:4646 2001:2:0:4::2 --port 5000 --udp --duration 61000000000ns --json --announce-start --connect-timeout 30s | agent=s-secret key=unset",
+                "send --from [2001:2:0:4::2]:5000 2001:2:0:1::2 --port 4646 --tcp --duration 61000000000ns --json --announce-start --connect-timeout 30s | agent=unset key=s-secret",
+            ]
+        );
+        let runs = store.runs().unwrap();
+        assert_eq!(runs.len(), 1);
+        assert_eq!(
+            runs[0].argv[..3],
+            ["send", "--from", "[2001:2:0:1::2]:4646"]
+        );
+        assert_eq!(runs[0].background.len(), 2);
+        assert!(runs[0].background.iter().all(|b| b.report().is_some()));
+        let clocks = store.host_clocks().unwrap();
+        assert_eq!(clocks.keys().collect::<Vec<_>>(), ["receiver", "sender"]);
+        // No key reaches the run directory.
+        for e in std::fs::read_dir(dir.join("run/runs")).unwrap() {
+            let text = std::fs::read_to_string(e.unwrap().path()).unwrap();
+            assert!(!text.contains("s-secret"));
+        }
+        // A resume asks again, keeping the first answers.
+        let again = RunConfig {
+            resume: true,
+            ..config
+        };
+        let outcome = execute(&plan, &store, &again).unwrap();
+        assert_eq!((outcome.measured, outcome.skipped), (0, 1));
+        let files = std::fs::read_dir(dir.join("run/hosts/sender"))
+            .unwrap()
+            .count();
+        assert_eq!(files, 2, "host.json and host-resumed-….json");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_host_that_does_not_answer_stops_the_plan_before_any_run() {
+        let dir =
+            std::env::temp_dir().join(format!("dualperf-runner-nohost-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let exe = fake_dualperf(&dir, Some("[2001:2:0:1::2]:4646"));
+        let plan = Plan::parse(HOSTS_PLAN, false).unwrap();
+        let stop = AtomicBool::new(false);
+        let store = Store::create(&dir.join("run")).unwrap();
+        let config = RunConfig {
+            exe,
+            target: Target::Hosts(Hosts::new(plan.hosts.clone(), BTreeMap::new())),
+            resume: false,
+            stop: &stop,
+            progress: &|_, _, _| {},
+            qos_files: BTreeMap::new(),
+        };
+        let e = execute(&plan, &store, &config).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "host sender ([2001:2:0:1::2]:4646): its agent did not answer (dualperf clock --peer exited 1): dualperf clock: connection refused"
+        );
+        assert!(!store.has_runs().unwrap());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

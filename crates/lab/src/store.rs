@@ -6,6 +6,9 @@
 //!   resolved.json      the expanded plan: points, their send arguments, the run order
 //!   host.json          where it ran: kernel, CPU, sysctls, qdiscs, dualperf version
 //!   runs/ID.json       one finished run: which, the command, and `dualperf send --json`
+//!   hosts/NAME/host.json   target = "hosts": each host as `dualperf clock --peer --json`
+//!                          saw it when the plan started (a resume adds
+//!                          host-resumed-UNIX.json beside it)
 //! ```
 //!
 //! A result file is written to `ID.json.tmp` and renamed into place, so a run killed
@@ -16,6 +19,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use results::clock::{PeerClockDoc, CLOCK_FORMAT_VERSION};
 use results::send::SendReport;
 use router::stats::RouterStats;
 use schemars::JsonSchema;
@@ -336,6 +340,60 @@ impl Store {
         self.write_json(&format!("runs/{}.failed", record.run.id), record)
     }
 
+    /// Keep what host `name`'s agent said at the start (`dualperf clock --peer --json`)
+    /// as `hosts/NAME/host.json`, or, when that exists (a resumed plan),
+    /// `hosts/NAME/host-resumed-UNIX.json` with the controller's time in the document.
+    /// Returns the file's path in the directory.
+    pub fn put_host_clock(&self, name: &str, doc: &PeerClockDoc) -> Result<String, StoreError> {
+        let dir = format!("hosts/{}", crate::plan::file_safe(name));
+        let path = self.dir.join(&dir);
+        std::fs::create_dir_all(&path).map_err(io(&path))?;
+        let file = if path.join("host.json").exists() {
+            format!(
+                "{dir}/host-resumed-{}.json",
+                doc.local.wall_unix_ns / 1_000_000_000
+            )
+        } else {
+            format!("{dir}/host.json")
+        };
+        self.write_json(&file, doc)?;
+        Ok(file)
+    }
+
+    /// Every host's `hosts/NAME/host.json`, by name; read back through its type (a file
+    /// of another format version is an error).
+    pub fn host_clocks(&self) -> Result<BTreeMap<String, PeerClockDoc>, StoreError> {
+        let dir = self.dir.join("hosts");
+        let mut out = BTreeMap::new();
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            return Ok(out);
+        };
+        for e in entries {
+            let e = e.map_err(io(&dir))?;
+            let path = e.path().join("host.json");
+            if !path.is_file() {
+                continue;
+            }
+            let bytes = std::fs::read(&path).map_err(io(&path))?;
+            let doc: PeerClockDoc =
+                serde_json::from_slice(&bytes).map_err(|e| StoreError::Format {
+                    path: path.clone(),
+                    message: e.to_string(),
+                })?;
+            if doc.format_version != CLOCK_FORMAT_VERSION {
+                return Err(StoreError::Format {
+                    path,
+                    message: format!(
+                        "format version {} is not {CLOCK_FORMAT_VERSION}",
+                        doc.format_version
+                    ),
+                });
+            }
+            out.insert(e.file_name().to_string_lossy().into_owned(), doc);
+        }
+        Ok(out)
+    }
+
     /// Every finished run, in file-name order.
     pub fn runs(&self) -> Result<Vec<RunRecord>, StoreError> {
         let dir = self.dir.join("runs");
@@ -467,6 +525,51 @@ mod tests {
         std::fs::write(dir.join("runs/bad.json"), b"{").unwrap();
         assert!(s.runs().is_err());
         assert!(Store::open(&dir.join("nowhere")).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn hosts_clocks_are_kept_per_host_and_read_back_through_their_type() {
+        let dir = temp("hosts");
+        let s = Store::create(&dir).unwrap();
+        assert!(s.host_clocks().unwrap().is_empty());
+        let host = |name: &str| results::clock::HostDoc {
+            tool: "dualperf 0.1.0".into(),
+            hostname: name.into(),
+            kernel: "Linux".into(),
+            cpus: 1,
+            boot_id: Some("b".into()),
+            clock: results::clock::SyncState::default(),
+            wall_unix_ns: 1_800_000_000_123_456_789,
+        };
+        let doc = PeerClockDoc {
+            format_version: CLOCK_FORMAT_VERSION,
+            peer: "[2001:2::1]:4646".parse().unwrap(),
+            local: host("ctl"),
+            remote: host("agent"),
+            offset: None,
+        };
+        assert_eq!(
+            s.put_host_clock("bg-a", &doc).unwrap(),
+            "hosts/bg-a/host.json"
+        );
+        // A resume keeps the first answer and adds its own.
+        assert_eq!(
+            s.put_host_clock("bg-a", &doc).unwrap(),
+            "hosts/bg-a/host-resumed-1800000000.json"
+        );
+        let back = s.host_clocks().unwrap();
+        assert_eq!(back.len(), 1);
+        assert_eq!(back["bg-a"], doc);
+        // Another format is not read as this one.
+        let mut other = serde_json::to_value(&doc).unwrap();
+        other["format_version"] = 2.into();
+        std::fs::create_dir_all(dir.join("hosts/x")).unwrap();
+        std::fs::write(dir.join("hosts/x/host.json"), other.to_string()).unwrap();
+        let e = s.host_clocks().unwrap_err();
+        assert!(e.to_string().contains("format version 2 is not 1"), "{e}");
+        std::fs::write(dir.join("hosts/x/host.json"), b"{\"peer\": 1}").unwrap();
+        assert!(s.host_clocks().is_err());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -28,6 +28,8 @@
 //!   log-linear histogram for percentiles, within [`hist::RELATIVE_ERROR`]) and
 //!   [`interval::IntervalSeries`]. Every socket loop and `decode` use these;
 //!   property tests hold them to the batch reference.
+//! - Clocks: [`clock`] (the offset between two hosts' clocks and its bound, from
+//!   timestamped exchanges: RFC 5905's on-wire method and minimum-delay filter).
 //! - Across runs: [`repeat`] (mean, standard deviation and Student-t
 //!   confidence interval of repetitions; Welch's t-test of IPv6 against IPv4).
 //! - Formats: [`log`] (versioned binary per-packet log, safe on untrusted
@@ -61,6 +63,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod clock;
 pub mod hist;
 pub mod interval;
 pub mod jitter;

@@ -92,7 +92,8 @@ impl Default for RingConfig {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RxInfo {
     /// Kernel receive time, `tp_sec * 1e9 + tp_nsec`: `CLOCK_REALTIME` ns
-    /// since the epoch as the kernel stamped the frame (software timestamp).
+    /// since the epoch as the kernel stamped the frame (software timestamp), plus
+    /// the test offset of [`crate::clock::set_wall_offset_ns`].
     pub timestamp_ns: u64,
     /// Only part of the frame was stored (`tp_len > tp_snaplen`, or
     /// `TP_STATUS_COPY`): the slot was too small. **Drop such a frame**; the
@@ -500,7 +501,10 @@ impl PacketSocket {
                 );
                 let len = (tp_snaplen as usize).min(self.rx.frame_size - mac_off);
                 let info = RxInfo {
-                    timestamp_ns: u64::from(tp_sec) * 1_000_000_000 + u64::from(tp_nsec),
+                    // Carries the test offset, like every wall stamp.
+                    timestamp_ns: crate::clock::shift_wall(
+                        u64::from(tp_sec) * 1_000_000_000 + u64::from(tp_nsec),
+                    ),
                     truncated: tp_len as usize > len || st & libc::TP_STATUS_COPY != 0,
                     pkt_type: sll.sll_pkttype,
                     losing: st & libc::TP_STATUS_LOSING != 0,

@@ -40,7 +40,8 @@ pub struct RecvMeta {
     pub hop_limit: Option<u8>,
     /// IPv6 flow label; `None` for IPv4 packets or when not enabled.
     pub flow_label: Option<u32>,
-    /// Kernel receive time (`SO_TIMESTAMPNS`, `CLOCK_REALTIME` ns).
+    /// Kernel receive time (`SO_TIMESTAMPNS`, `CLOCK_REALTIME` ns), plus the test
+    /// offset of [`crate::clock::set_wall_offset_ns`].
     pub kernel_ts_ns: Option<u64>,
     /// The datagram did not fit the buffer (`MSG_TRUNC`).
     pub truncated: bool,
@@ -434,7 +435,10 @@ impl UdpSocket {
                     Cmsg::Tos(v) | Cmsg::TrafficClass(v) => meta.tos = Some(v),
                     Cmsg::Ttl(v) | Cmsg::HopLimit(v) => meta.hop_limit = Some(v),
                     Cmsg::FlowInfo(v) => flowinfo = Some(v),
-                    Cmsg::TimestampNs(ns) => meta.kernel_ts_ns = Some(ns),
+                    // Carries the test offset, like every wall stamp.
+                    Cmsg::TimestampNs(ns) => {
+                        meta.kernel_ts_ns = Some(crate::clock::shift_wall(ns));
+                    }
                     // An IPv4 packet on a dual-stack socket brings both, with the
                     // same address (IPV6_PKTINFO v4-mapped).
                     Cmsg::PktInfoV4 { addr, .. } => meta.dst_ip = Some(IpAddr::V4(addr)),

@@ -4,6 +4,7 @@ use meter::repeat::{DEFAULT_ALPHA, DEFAULT_LEVEL};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::clock::RunClock;
 use crate::stats::Row;
 use crate::tables::Table;
 
@@ -26,6 +27,10 @@ pub struct ReportDoc {
     pub rows: Vec<Row>,
     /// The tables, declared first.
     pub tables: Vec<Table>,
+    /// Runs across hosts: each flow's clock offset (receiver − sender) and its bound,
+    /// beside the delay variation it measured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clocks: Vec<RunClock>,
 }
 
 impl ReportDoc {
@@ -38,6 +43,7 @@ impl ReportDoc {
             alpha: DEFAULT_ALPHA,
             rows,
             tables,
+            clocks: Vec::new(),
         }
     }
 }

@@ -63,6 +63,9 @@ pub fn html(dirs: &[PathBuf], tables: &[Table], results: &Results, plots: &[Plot
             out.push_str("</tr>\n");
         }
         out.push_str("</table>\n");
+        for note in &t.notes {
+            let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(note));
+        }
         for p in plots.iter().filter(|p| p.table == ti) {
             out.push_str(&p.svg);
             out.push('\n');

@@ -12,6 +12,8 @@
 //! - [`tables`]: the declared tables over the points they hold, and tables for what they
 //!   leave out;
 //! - [`render`]: the tables as aligned text, Markdown and CSV;
+//! - [`clock`]: the clocks of runs across hosts, and a note under each table whose
+//!   one-way delays they make uncertain;
 //! - [`doc`]: the `--json` document ([`ReportDoc`]) and its JSON Schema;
 //! - [`charts`]: one plot per table and metric, drawn by [`plot`] as SVG and by [`png`]
 //!   as PNG;
@@ -20,6 +22,7 @@
 #![warn(missing_docs)]
 
 pub mod charts;
+pub mod clock;
 pub mod doc;
 mod error;
 pub mod html;
@@ -47,20 +50,28 @@ pub struct Report {
     pub results: Results,
     /// The tables, declared first.
     pub tables: Vec<Table>,
+    /// The clock of every flow whose ends read different clocks (runs across hosts).
+    pub clocks: Vec<clock::RunClock>,
 }
 
 impl Report {
     /// The report of pooled runs.
     pub fn new(runs: &Runs) -> Self {
         let results = Results::new(runs);
-        let tables = tables::tables(
+        let mut tables = tables::tables(
             &runs.specs,
             &runs.order,
             &runs.factors,
             results.flows,
             &|p, flow| results.has(p, flow),
         );
-        Self { results, tables }
+        let clocks = clock::run_clocks(&runs.records);
+        clock::annotate(&mut tables, &clocks);
+        Self {
+            results,
+            tables,
+            clocks,
+        }
     }
 
     /// The tables as aligned text, or as Markdown.
@@ -85,6 +96,8 @@ impl Report {
 
     /// The `--json` document.
     pub fn into_doc(self) -> ReportDoc {
-        ReportDoc::new(self.results.runs, self.results.rows, self.tables)
+        let mut doc = ReportDoc::new(self.results.runs, self.results.rows, self.tables);
+        doc.clocks = self.clocks;
+        doc
     }
 }

@@ -165,6 +165,9 @@ pub fn text(tables: &[Table], results: &Results, markdown: bool) -> String {
             for row in body {
                 let _ = writeln!(out, "| {} |", cells(&row));
             }
+            for note in &t.notes {
+                let _ = writeln!(out, "\n{}", md(note));
+            }
             out.push('\n');
         } else {
             let _ = writeln!(out, "{}\n{}", t.title, caption(t).join("\n"));
@@ -174,6 +177,9 @@ pub fn text(tables: &[Table], results: &Results, markdown: bool) -> String {
                 table.row(row);
             }
             out.push_str(&table.render());
+            for note in &t.notes {
+                let _ = writeln!(out, "{note}");
+            }
             out.push('\n');
         }
     }

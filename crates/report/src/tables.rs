@@ -25,6 +25,10 @@ pub struct Table {
     /// The paper's numbers by row label, one per metric (declared tables only).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub paper: BTreeMap<String, Vec<Option<f64>>>,
+    /// What the reader should know about its figures, printed under it (the clocks of
+    /// runs across hosts: see [`crate::clock`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// The varying factor's numeric values when it is the only one (an x axis).
     #[serde(skip)]
     pub x: Option<Vec<f64>>,
@@ -193,6 +197,7 @@ fn table(
         declared,
         metrics,
         paper: BTreeMap::new(),
+        notes: Vec::new(),
         label_heading,
         rows: points
             .iter()

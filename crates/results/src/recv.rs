@@ -94,6 +94,14 @@ pub struct CounterSnapshot {
     pub late_after_finish: u64,
     /// Echoes the kernel refused to send.
     pub echo_failures: u64,
+    /// Connections turned away at once because too many others were still in their
+    /// handshake (a flood of junk connections cannot take every thread).
+    #[serde(default)]
+    pub refused_busy: u64,
+    /// Requests to send (an agent's `--reverse`, `--bidir`, `--from`) refused: by a plain
+    /// receiver, or by an agent's `--allow` and caps.
+    #[serde(default)]
+    pub send_refusals: u64,
 }
 
 #[cfg(test)]

@@ -136,6 +136,16 @@ pub struct SendReport {
     pub dest: SocketAddr,
     /// Whether Ctrl-C (or a signal) ended the session early.
     pub interrupted: bool,
+    /// The receiver's clock minus the sender's, estimated over the control connection
+    /// (RFC 5905 on-wire method, least-delay sample of several): every one-way delay of
+    /// this session is true delay + `offset_ns`, within `± bound_ns`. `None` from a
+    /// receiver that does not answer clock exchanges.
+    #[serde(default)]
+    pub clock: Option<meter::clock::OffsetEstimate>,
+    /// Each end's own clock synchronisation (its kernel's adjtimex state, chrony's
+    /// tracking), when the two ends read different clocks; `None` on one clock.
+    #[serde(default)]
+    pub sync: Option<SessionSync>,
     /// Every flow together.
     pub sum: SumStats,
     /// Per flow, in flow order.
@@ -281,6 +291,61 @@ impl SideSum {
             bitrate_bps: duration_ns.map(|d| bytes as f64 * 8e9 / d as f64),
         }
     }
+}
+
+/// A session whose one-way delays are less certain than the variation they show: the
+/// hosts' clocks are estimated to `± bound_ns`, and some one-way flow's delays spread
+/// over less than that.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClockCaveat {
+    /// The clock offset's bound (`SendReport::clock`), ns.
+    pub bound_ns: u64,
+    /// The least delay variation of the session's one-way flows: max − min of a flow's
+    /// delays, the largest PDV (RFC 5481 §4.2: PDV(i) = D(i) − D(min)), ns.
+    pub variation_ns: u64,
+}
+
+impl SendReport {
+    /// When the clocks' bound exceeds the delay variation a one-way flow measured (two
+    /// hosts, not one clock): absolute one-way delays then mean less than their spread,
+    /// and `--meter rtt` compares better.
+    pub fn clock_caveat(&self) -> Option<ClockCaveat> {
+        let clock = self.clock.filter(|c| !c.same_clock)?;
+        let variation_ns = self
+            .flows
+            .iter()
+            .filter(|f| f.spec.meter == wire::control::Meter::Owd)
+            .filter_map(|f| f.received.as_ref()?.delay.as_ref())
+            .map(|d| d.max_ns.saturating_sub(d.min_ns).max(0) as u64)
+            .min()?;
+        (clock.bound_ns > variation_ns).then_some(ClockCaveat {
+            bound_ns: clock.bound_ns,
+            variation_ns,
+        })
+    }
+}
+
+/// The two ends' own clock synchronisation, as each reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionSync {
+    /// The sending host.
+    pub sender: crate::clock::SyncState,
+    /// The receiving host, as it answered the session's host query.
+    pub receiver: crate::clock::SyncState,
+}
+
+/// Reports of both directions of `send --bidir`: ours to the agent, the agent's to us.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BidirReport {
+    /// [`SEND_FORMAT_VERSION`].
+    pub format_version: u32,
+    /// Flows we sent to the agent (`None`: the direction failed before measuring).
+    pub forward: Option<SendReport>,
+    /// Flows the agent sent to us.
+    pub reverse: Option<SendReport>,
+    /// What went wrong in either direction.
+    #[serde(default)]
+    pub errors: Vec<String>,
 }
 
 impl SumStats {

@@ -16,6 +16,18 @@
 //!                               ◀──      Results{flows: receiver-side summaries, more}
 //!                               ◀──      … further Results while `more` is true
 //!   ```
+//!   Between `Welcome` and `Register` the sender may send [`Msg::TimeRequest`]s (clock
+//!   exchanges, RFC 5905 §8) and a [`Msg::HostQuery`].
+//! - Instead of `Register`, a [`Msg::SendRequest`] asks an agent to send flows itself:
+//!   ```text
+//!   asker                                agent
+//!   SendRequest{dest, flows}    ──▶
+//!                               ◀──      SendAccepted{} | Error{message}
+//!                               ◀──      AuthQuery{nonce}   (the destination's challenge)
+//!   AuthAnswer{mac}             ──▶      (the asker holds the destination's key)
+//!                               ◀──      SendDone{report, error}
+//!   ```
+//!   Anything else the asker sends, or its closing, halts the agent's flows.
 //! - [`Msg::Attach`] turns the connection into the TCP data stream of a registered flow;
 //!   the token proves it belongs to the session that registered it.
 //!
@@ -192,6 +204,82 @@ pub enum Msg {
         /// when false, so results that fit one message read as they always did.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         more: bool,
+    },
+    /// A clock exchange (RFC 5905 §8's on-wire method): the sender's wall clock when it
+    /// sent this. Allowed after `Welcome`, before `Register`, any number of times.
+    TimeRequest {
+        /// Request sent, the asker's `CLOCK_REALTIME` ns (t1).
+        t1_ns: u64,
+    },
+    /// The answer to [`Msg::TimeRequest`], stamped on the answering host's clock.
+    TimeReply {
+        /// t1, echoed.
+        t1_ns: u64,
+        /// Request received (t2).
+        t2_ns: u64,
+        /// Reply sent (t3).
+        t3_ns: u64,
+        /// The answering kernel's boot id: an asker with the same one reads the same
+        /// clock, so the offset is exactly 0.
+        #[serde(default)]
+        boot_id: Option<String>,
+        /// Resolution of the answering host's clock, ns.
+        #[serde(default)]
+        resolution_ns: u64,
+    },
+    /// Asks the host to describe itself (after `Welcome`, before `Register`).
+    HostQuery {},
+    /// The host's description (a `results::clock::HostDoc` as JSON).
+    HostReply {
+        /// The description.
+        host: serde_json::Value,
+    },
+    /// Asks an agent to send flows itself (after `Welcome`, instead of `Register`): to
+    /// `dest`, or with `dest` absent back to the asker's own address at `port` (its
+    /// reverse direction).
+    SendRequest {
+        /// Where to send; absent: the asker's address, as the agent sees it.
+        #[serde(default)]
+        dest: Option<std::net::SocketAddr>,
+        /// The receiver's port when `dest` is absent.
+        #[serde(default)]
+        port: u16,
+        /// The flows (`traffic::FlowSpec`s as JSON).
+        flows: serde_json::Value,
+        /// The receiver's series in windows of this many ns.
+        #[serde(default)]
+        interval_ns: Option<u64>,
+        /// Sender threads, as `send --threads`.
+        #[serde(default)]
+        threads: Option<u16>,
+        /// How long the agent may take to reach the destination's receiver and set up
+        /// its session (`send --connect-timeout`), ns.
+        #[serde(default)]
+        connect_timeout_ns: Option<u64>,
+    },
+    /// The agent accepted a [`Msg::SendRequest`] and is starting its flows.
+    SendAccepted {},
+    /// The agent asks the asker to prove the destination receiver's key for it: the
+    /// receiver's challenge. Keys never cross the wire; the asker answers with the MAC.
+    AuthQuery {
+        /// The destination receiver's nonce, hex.
+        nonce: String,
+    },
+    /// The asker's answer to [`Msg::AuthQuery`]: HMAC-SHA256 over [`CONTEXT`] and the
+    /// nonce under the destination's key (empty without a key).
+    AuthAnswer {
+        /// The MAC, hex.
+        mac: String,
+    },
+    /// The agent's flows are done: its `send --json` report, and the error that cut
+    /// them short, if one did.
+    SendDone {
+        /// The report (a `results::send::SendReport` as JSON); absent if nothing ran.
+        #[serde(default)]
+        report: Option<serde_json::Value>,
+        /// What went wrong, if anything.
+        #[serde(default)]
+        error: Option<String>,
     },
     /// A refusal; the connection closes after it.
     Error {

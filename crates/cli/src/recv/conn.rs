@@ -16,20 +16,42 @@ use wire::frame::{self, FrameDecoder};
 use wire::probe::{Packet, Repr, SeqUnwrapper};
 
 use super::shard::Flow;
-use super::Shared;
+use super::{ServeError, Shared, MAX_HANDSHAKES};
 
 use crate::control::{canonical, is_timeout, is_timeout_error, random_bytes, write_msg, MsgReader};
 
 pub(super) fn accept_loop(shared: &Arc<Shared>, listener: &TcpListener) {
     while !shared.stop.load(Ordering::Relaxed) {
         match listener.accept() {
-            Ok((stream, _)) => {
+            Ok((mut stream, _)) => {
+                if shared.handshaking.load(Ordering::SeqCst) >= MAX_HANDSHAKES {
+                    // Turned away before it costs a thread; the reason fits the socket
+                    // buffer, so this write does not wait.
+                    shared.counters.refused_busy.fetch_add(1, Ordering::Relaxed);
+                    let _ = stream.set_nonblocking(true);
+                    refuse(
+                        &mut stream,
+                        "busy: too many connections are in their handshake at once; try again",
+                    );
+                    // Take what the peer already sent (its hello) and close our side
+                    // first: closing with unread bytes would reset the connection, and
+                    // the peer would lose the reason with it.
+                    let mut sink = [0u8; 4096];
+                    let _ = stream.read(&mut sink);
+                    let _ = stream.shutdown(std::net::Shutdown::Write);
+                    continue;
+                }
+                shared.handshaking.fetch_add(1, Ordering::SeqCst);
                 let s = shared.clone();
                 let spawned =
                     std::thread::Builder::new()
                         .name("recv-conn".into())
                         .spawn(move || {
-                            if let Err(e) = handle_connection(&s, stream) {
+                            let handshake = Handshake {
+                                count: &s.handshaking,
+                                open: std::cell::Cell::new(true),
+                            };
+                            if let Err(e) = handle_connection(&s, stream, &handshake) {
                                 // Refusals counted under their own heading (failed
                                 // authentication, handshake timeout) are not also bad
                                 // connections.
@@ -42,6 +64,7 @@ pub(super) fn accept_loop(shared: &Arc<Shared>, listener: &TcpListener) {
                             }
                         });
                 if let Err(e) = spawned {
+                    shared.handshaking.fetch_sub(1, Ordering::SeqCst);
                     eprintln!("dualperf recv: cannot start a connection thread: {e}");
                 }
             }
@@ -55,6 +78,30 @@ pub(super) fn accept_loop(shared: &Arc<Shared>, listener: &TcpListener) {
         }
     }
 }
+
+/// A connection in its handshake, counted in [`Shared::handshaking`] until it is done
+/// (authenticated, attached, or gone).
+struct Handshake<'a> {
+    count: &'a std::sync::atomic::AtomicU64,
+    open: std::cell::Cell<bool>,
+}
+
+impl Handshake<'_> {
+    fn done(&self) {
+        if self.open.replace(false) {
+            self.count.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Drop for Handshake<'_> {
+    fn drop(&mut self) {
+        self.done();
+    }
+}
+
+/// Most clock exchanges and host queries a session may make before it registers.
+const MAX_QUERIES: u32 = 256;
 
 /// An error already counted in a specific counter.
 #[derive(Debug)]
@@ -91,7 +138,11 @@ fn handshake_read(
     }
 }
 
-fn handle_connection(shared: &Shared, mut stream: TcpStream) -> Result<()> {
+fn handle_connection(
+    shared: &Shared,
+    mut stream: TcpStream,
+    handshake: &Handshake<'_>,
+) -> Result<()> {
     // The whole handshake, up to the flows being registered, must finish by this deadline.
     let deadline = Instant::now() + shared.handshake_timeout;
     stream.set_nonblocking(false)?;
@@ -107,11 +158,12 @@ fn handle_connection(shared: &Shared, mut stream: TcpStream) -> Result<()> {
     match first {
         Msg::Hello { version } => {
             shared.active_sessions.fetch_add(1, Ordering::SeqCst);
-            let result = control_session(shared, stream, reader, version, deadline);
+            let result = control_session(shared, stream, reader, version, deadline, handshake);
             shared.active_sessions.fetch_sub(1, Ordering::SeqCst);
             result
         }
         Msg::Attach { flow, token } => {
+            handshake.done();
             data_stream(shared, stream, reader.into_decoder(), flow, token)
         }
         other => {
@@ -136,6 +188,7 @@ fn control_session(
     mut reader: MsgReader,
     version: u32,
     deadline: Instant,
+    handshake: &Handshake<'_>,
 ) -> Result<()> {
     if version != PROTOCOL_VERSION {
         refuse(
@@ -183,13 +236,52 @@ fn control_session(
             receiver: format!("dualperf {}", env!("CARGO_PKG_VERSION")),
         },
     )?;
-    // Authenticated: registrations may now be large (thousands of flows).
+    // Authenticated: registrations may now be large (thousands of flows), and the rest
+    // of the handshake (clock exchanges, a host query, the registration) may cross a
+    // congested path: a known peer gets a fresh deadline of at least 30 s.
+    handshake.done();
+    let deadline =
+        deadline.max(Instant::now() + shared.handshake_timeout.max(Duration::from_secs(30)));
     reader.set_max_len(control::MAX_SESSION_MSG_LEN);
-    let Msg::Register { flows } =
-        handshake_read(shared, &mut reader, &mut stream, deadline, "register")?
-    else {
-        refuse(&mut stream, "expected register");
-        bail!("no register message");
+    let mut queries = 0;
+    let flows = loop {
+        let msg = match handshake_read(shared, &mut reader, &mut stream, deadline, "register") {
+            // A peer that only asked about this host and its clock (`clock --peer`).
+            Err(e) if queries > 0 && e.is::<crate::control::PeerClosed>() => return Ok(()),
+            other => other?,
+        };
+        queries += 1;
+        if queries > MAX_QUERIES {
+            refuse(&mut stream, "too many clock exchanges and host queries");
+            bail!("more than {MAX_QUERIES} queries before registering");
+        }
+        match msg {
+            Msg::TimeRequest { t1_ns } => {
+                // RFC 5905 §8: t2 on arrival, t3 as the reply leaves, on the clock
+                // one-way delays use.
+                let t2_ns = netio::clock::wall_ns();
+                let reply = Msg::TimeReply {
+                    t1_ns,
+                    t2_ns,
+                    t3_ns: netio::clock::wall_ns(),
+                    boot_id: crate::hostinfo::boot_id(),
+                    resolution_ns: netio::clock::resolution_ns(netio::clock::ClockId::Realtime),
+                };
+                write_msg(&mut stream, &reply)?;
+            }
+            Msg::HostQuery {} => {
+                let host = serde_json::to_value(crate::hostinfo::host_doc()).unwrap_or_default();
+                write_msg(&mut stream, &Msg::HostReply { host })?;
+            }
+            Msg::Register { flows } => break flows,
+            request @ Msg::SendRequest { .. } => {
+                return serve_request(shared, stream, reader, request);
+            }
+            _ => {
+                refuse(&mut stream, "expected register");
+                bail!("no register message");
+            }
+        }
     };
     let session = shared.next_session.fetch_add(1, Ordering::SeqCst);
     let registered = shared.register_flows(session, peer_ip, flows);
@@ -253,6 +345,41 @@ fn control_session(
         while Instant::now() < until && matches!(stream.read(&mut sink), Ok(n) if n > 0) {}
     }
     Ok(())
+}
+
+/// A request to send: served by an agent, refused by a plain receiver.
+fn serve_request(
+    shared: &Shared,
+    mut stream: TcpStream,
+    reader: MsgReader,
+    request: Msg,
+) -> Result<()> {
+    let peer = stream.peer_addr()?;
+    let peer = std::net::SocketAddr::new(canonical(peer.ip()), peer.port());
+    let Some(service) = &shared.service else {
+        shared
+            .counters
+            .send_refusals
+            .fetch_add(1, Ordering::Relaxed);
+        let why = "this is `dualperf recv`, which never sends: run `dualperf agent` on this host to serve --reverse, --bidir and --from";
+        refuse(&mut stream, why);
+        return Err(anyhow::Error::new(Counted(format!(
+            "refused {peer}'s request to send: not an agent"
+        ))));
+    };
+    match service.serve(stream, reader, peer, request, &shared.stop) {
+        Ok(()) => Ok(()),
+        Err(ServeError::Refused(why)) => {
+            shared
+                .counters
+                .send_refusals
+                .fetch_add(1, Ordering::Relaxed);
+            Err(anyhow::Error::new(Counted(format!(
+                "refused {peer}'s request to send: {why}"
+            ))))
+        }
+        Err(ServeError::Failed(e)) => Err(e.context(format!("sending for {peer}"))),
+    }
 }
 
 /// A flow's report as the sender receives it.

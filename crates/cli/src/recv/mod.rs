@@ -102,6 +102,33 @@ pub(crate) struct RecvArgs {
 }
 
 pub(crate) fn run(args: RecvArgs) -> Result<()> {
+    serve(args, None, "recv")
+}
+
+impl RecvArgs {
+    /// Whether a key was given (`--key` or `DUALPERF_KEY`).
+    pub(crate) fn has_key(&self) -> bool {
+        self.key.as_ref().is_some_and(|k| !k.is_empty())
+    }
+
+    /// Use `key` as the shared secret (an agent's `--key-file`).
+    pub(crate) fn set_key(&mut self, key: String) {
+        self.key = Some(key);
+    }
+
+    /// Whether the receiver listens on a loopback address only.
+    pub(crate) fn loopback_only(&self) -> bool {
+        self.bind.is_some_and(|ip| ip.is_loopback())
+    }
+}
+
+/// Run a receiver until Ctrl-C or `--sessions`: `recv` without a service, `agent` with
+/// its sender; `name` is the subcommand in what it prints.
+pub(crate) fn serve(
+    args: RecvArgs,
+    service: Option<Arc<dyn SendService>>,
+    name: &str,
+) -> Result<()> {
     let stop = crate::interrupt::flag();
     if args.stdin_lifeline {
         let stop = stop.clone();
@@ -119,10 +146,11 @@ pub(crate) fn run(args: RecvArgs) -> Result<()> {
         handshake_timeout: args.handshake_timeout,
         busy_poll: args.busy_poll,
         threads: args.threads.map_or_else(default_threads, usize::from),
+        service,
     };
     let receiver = Receiver::start(config, stop.clone())?;
     eprintln!(
-        "dualperf recv: listening on {} (UDP and TCP{})",
+        "dualperf {name}: listening on {} (UDP and TCP{})",
         receiver.local_addr(),
         if receiver.shared.key.is_some() {
             ", key required"
@@ -160,6 +188,37 @@ pub(crate) struct ReceiverConfig {
     pub(crate) busy_poll: Duration,
     /// UDP threads, each with its own socket (1: one socket without `SO_REUSEPORT`).
     pub(crate) threads: usize,
+    /// What serves requests to send (`dualperf agent`); `None`: such requests are
+    /// refused, as a plain `recv` never sends.
+    pub(crate) service: Option<Arc<dyn SendService>>,
+}
+
+/// Most connections in their handshake at once; more are turned away at once
+/// (`refused_busy`), so junk connections cannot take a thread each without bound.
+pub(crate) const MAX_HANDSHAKES: u64 = 64;
+
+/// Serves a control session's request to send (`Msg::SendRequest`): `dualperf agent`.
+pub(crate) trait SendService: Send + Sync {
+    /// Serve `request` on its authenticated control connection to the end: refuse it
+    /// (with its reason, on the connection and in the returned error) or run the flows
+    /// and report. `peer` is the asker's address as this host sees it.
+    fn serve(
+        &self,
+        stream: std::net::TcpStream,
+        reader: crate::control::MsgReader,
+        peer: SocketAddr,
+        request: wire::control::Msg,
+        stop: &Arc<AtomicBool>,
+    ) -> Result<(), ServeError>;
+}
+
+/// Why a request to send was not served to the end.
+#[derive(Debug)]
+pub(crate) enum ServeError {
+    /// Refused (`--allow`, caps, malformed flows): the reason was sent to the asker.
+    Refused(String),
+    /// The session broke.
+    Failed(anyhow::Error),
 }
 
 /// Counters of everything refused or dropped.
@@ -174,6 +233,8 @@ pub(crate) struct Counters {
     pub(crate) handshake_timeouts: AtomicU64,
     pub(crate) late_after_finish: AtomicU64,
     pub(crate) echo_failures: AtomicU64,
+    pub(crate) refused_busy: AtomicU64,
+    pub(crate) send_refusals: AtomicU64,
 }
 
 impl Counters {
@@ -189,6 +250,8 @@ impl Counters {
             handshake_timeouts: g(&self.handshake_timeouts),
             late_after_finish: g(&self.late_after_finish),
             echo_failures: g(&self.echo_failures),
+            refused_busy: g(&self.refused_busy),
+            send_refusals: g(&self.send_refusals),
         }
     }
 }
@@ -208,6 +271,9 @@ pub(crate) struct Shared {
     pub(crate) sessions_done: AtomicU64,
     pub(crate) log: Option<crate::logsink::LogSink>,
     pub(crate) reports: Mutex<Vec<FlowReport>>,
+    /// Connections still in their handshake ([`MAX_HANDSHAKES`]).
+    pub(crate) handshaking: AtomicU64,
+    pub(crate) service: Option<Arc<dyn SendService>>,
 }
 
 impl Shared {
@@ -380,6 +446,8 @@ impl Receiver {
             sessions_done: AtomicU64::new(0),
             log,
             reports: Mutex::new(Vec::new()),
+            handshaking: AtomicU64::new(0),
+            service: config.service,
         });
         listener.set_nonblocking(true)?;
         let mut receiver = Self {
@@ -520,8 +588,8 @@ impl ReceiverReport {
         } else {
             let c = &self.counters;
             let _ = crate::out::print(format!(
-                "dualperf recv: {} datagrams; dropped: {} malformed, {} unknown flow, {} wrong source, {} late; {} bad connections, {} failed authentications, {} handshake timeouts; {} echoes failed\n",
-                c.datagrams, c.malformed_datagrams, c.unknown_flow, c.wrong_source, c.late_after_finish, c.bad_connections, c.auth_failures, c.handshake_timeouts, c.echo_failures
+                "dualperf recv: {} datagrams; dropped: {} malformed, {} unknown flow, {} wrong source, {} late; {} bad connections, {} failed authentications, {} handshake timeouts, {} turned away busy; {} echoes failed; {} requests to send refused\n",
+                c.datagrams, c.malformed_datagrams, c.unknown_flow, c.wrong_source, c.late_after_finish, c.bad_connections, c.auth_failures, c.handshake_timeouts, c.refused_busy, c.echo_failures, c.send_refusals
             ));
         }
     }
@@ -574,6 +642,7 @@ mod tests {
             handshake_timeout: Duration::from_secs(10),
             busy_poll: Duration::ZERO,
             threads,
+            service: None,
         };
         Receiver::start(config, Arc::new(AtomicBool::new(false))).unwrap()
     }
@@ -659,6 +728,7 @@ mod tests {
             panic!("not registered");
         };
         assert_eq!(grants.len(), FLOWS);
+        let mut in_total = 0u64;
         for seq in 0..PER_FLOW {
             for (k, sender) in senders.iter().enumerate() {
                 let probes: Vec<Vec<u8>> = grants
@@ -673,8 +743,16 @@ mod tests {
                     while sent < refs.len() {
                         sent += sender.send_batch(&refs[sent..]).unwrap();
                     }
-                    // Gently: a receive buffer capped by net.core.rmem_max holds little.
-                    std::thread::sleep(Duration::from_micros(300));
+                    in_total += sent as u64;
+                    // Gently: a receive buffer capped by net.core.rmem_max holds little,
+                    // so keep at most 256 datagrams ahead of what the receiver counted
+                    // (a busy host may not run its threads for a while).
+                    let until = std::time::Instant::now() + Duration::from_secs(10);
+                    while in_total > rx.shared.counters.datagrams.load(Ordering::Relaxed) + 256
+                        && std::time::Instant::now() < until
+                    {
+                        std::thread::sleep(Duration::from_micros(100));
+                    }
                 }
             }
         }

@@ -7,10 +7,12 @@
 //! - `session.rs`: the control session (handshake, registration, finish, results);
 //! - `engine.rs`: a sender thread, every flow given to it on one scheduler, one loop;
 //! - `flow.rs`: one flow inside an engine: its packets, its socket's batch, its echoes;
+//! - `remote.rs`: flows an agent sends (`--reverse`, `--bidir`, `--from`);
 //! - `text.rs`: what is printed without `--json` (the report types are `results::send`).
 
 mod engine;
 mod flow;
+mod remote;
 mod session;
 mod text;
 
@@ -49,7 +51,14 @@ use crate::usage;
   dualperf send ::1 --stream h261 --dscp AF41        # H.261 CIF video over RTP
   dualperf send ::1 --tcp --bulk --parallel 4 --congestion bbr --interval 1s
   dualperf send 127.0.0.1 --udp --bulk --rate 100mbit --interval 1s
-  dualperf send ::1 --voip g711.1 --calls 2000 --duration 60s   # 2,000 calls, one report")]
+  dualperf send ::1 --voip g711.1 --calls 2000 --duration 60s   # 2,000 calls, one report
+  dualperf send HOST --key K --reverse --tcp --bulk     # HOST's agent sends to us (iperf3 -R)
+  dualperf send HOST --key K --bidir --voip g711.1      # both directions at once
+  dualperf send --from HOST-A HOST-B --key K            # HOST-A's agent sends to HOST-B
+
+--reverse, --bidir and --from need `dualperf agent` on the other host (docs/agent.md).
+A session estimates the receiver's clock offset (RFC 5905 on-wire method) and reports it
+with its bound; one-way delays between two hosts include that offset (docs/output.md).")]
 pub(crate) struct SendArgs {
     /// Receiver: an address, a name, HOST:PORT or [IPv6]:PORT.
     dest: String,
@@ -76,9 +85,28 @@ pub(crate) struct SendArgs {
     /// dualperf's own and left out. An option dualperf cannot honour is an error.
     #[arg(long, value_name = "FILE")]
     ditg_script: Option<PathBuf>,
-    /// Shared secret of a receiver started with --key.
+    /// Shared secret of a receiver started with --key (with --reverse and --bidir: the
+    /// agent's at DEST; with --from: DEST's).
     #[arg(long, env = "DUALPERF_KEY", hide_env_values = true)]
     key: Option<String>,
+    /// The agent at DEST sends these flows to us instead (iperf3 -R): a receiver starts
+    /// here on a free port for the session (the agent must reach it: no NAT between), and
+    /// the report is the agent's, as `send` prints it, with our receiver's figures. Needs
+    /// `dualperf agent` at DEST. With --log, the log is our receiver's.
+    #[arg(short = 'R', long, conflicts_with_all = ["bidir", "from"])]
+    reverse: bool,
+    /// Both directions at once: these flows to the agent at DEST and the same flows from
+    /// it to us (iperf3 --bidir); each direction reported on its own.
+    #[arg(long, conflicts_with_all = ["from", "log"])]
+    bidir: bool,
+    /// Have the agent at AGENT (ADDR, ADDR:PORT or [IPv6]:PORT; port 4646 by default)
+    /// send these flows to DEST itself: a third-party measurement driven from here (plans
+    /// across hosts use this). DEST must be within the agent's --allow.
+    #[arg(long, value_name = "AGENT", conflicts_with = "log")]
+    from: Option<String>,
+    /// The key of the agent of --from, when it is not --key (ignored without --from).
+    #[arg(long, env = "DUALPERF_AGENT_KEY", hide_env_values = true)]
+    agent_key: Option<String>,
     /// Print one JSON object with sender- and receiver-side results per flow.
     #[arg(long)]
     json: bool,
@@ -321,6 +349,7 @@ fn dist(s: &str) -> Result<traffic::dist::Dist, traffic::options::ValueError> {
 }
 
 /// A validated send: destination, flows, options.
+#[derive(Clone)]
 pub(crate) struct SendConfig {
     pub(crate) dest: SocketAddr,
     pub(crate) flows: Vec<FlowSpec>,
@@ -339,6 +368,21 @@ pub(crate) struct SendConfig {
     pub(crate) announce_start: bool,
     /// Bound on connecting to the receiver (see `--connect-timeout`).
     pub(crate) connect_timeout: StdDuration,
+    /// Proves the receiver's key instead of `key` (an agent's session: the asker holds
+    /// the key and answers the receiver's challenge).
+    pub(crate) prover: Option<std::sync::Arc<crate::control::Prover>>,
+    /// Caps an agent puts on a session it runs for someone else: the flows are halted
+    /// (and the report says why) when they reach either.
+    pub(crate) caps: Option<RunCaps>,
+}
+
+/// Hard limits on one running session (an agent's `--max-bytes`, `--max-duration`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RunCaps {
+    /// Payload bytes handed to the kernel, all flows together.
+    pub(crate) bytes: u64,
+    /// From the flows' start.
+    pub(crate) duration: StdDuration,
 }
 
 impl SendConfig {
@@ -357,11 +401,13 @@ impl SendConfig {
             live: false,
             announce_start: false,
             connect_timeout: StdDuration::from_secs(5),
+            prover: None,
+            caps: None,
         }
     }
 }
 
-pub(crate) fn run(args: SendArgs) -> Result<()> {
+pub(crate) fn run(mut args: SendArgs) -> Result<()> {
     let family = match (args.ipv4, args.ipv6) {
         (true, _) => Family::V4,
         (_, true) => Family::V6,
@@ -397,8 +443,21 @@ pub(crate) fn run(args: SendArgs) -> Result<()> {
             usage!("--flow-label applies to IPv6 only; {dest} is IPv4");
         }
     }
+    let agent = match &args.from {
+        Some(a) => Some(remote::AgentRef {
+            addr: resolve(a, DEFAULT_PORT, family)?,
+            key: args
+                .agent_key
+                .clone()
+                .or_else(|| args.key.clone())
+                .map(String::into_bytes),
+            connect_timeout: args.connect_timeout,
+        }),
+        None => None,
+    };
+    let remote_log = if args.reverse { args.log.take() } else { None };
     let config = SendConfig {
-        key: args.key.map(String::into_bytes),
+        key: args.key.clone().map(String::into_bytes),
         spin: args.spin,
         batch_window: args.batch_window,
         threads: args.threads.map(usize::from),
@@ -411,7 +470,38 @@ pub(crate) fn run(args: SendArgs) -> Result<()> {
         connect_timeout: args.connect_timeout,
         ..SendConfig::new(dest, flows)
     };
-    let outcome = run_session(&config, &crate::interrupt::flag());
+    let stop = crate::interrupt::flag();
+    if args.bidir {
+        let report = remote::bidir(&config, &stop);
+        if args.json {
+            crate::out::print_json(&report)?;
+        } else {
+            crate::out::print(text::bidir_text(&report, args.per_flow))?;
+        }
+        return match report.errors.is_empty() {
+            true => Ok(()),
+            false => Err(anyhow::anyhow!(report.errors.join("; "))),
+        };
+    }
+    let (outcome, heading) = match &agent {
+        Some(agent) => (
+            remote::request_send(
+                agent,
+                remote::Target::Host(dest, args.key.clone()),
+                &config,
+                args.announce_start,
+                &stop,
+            ),
+            Some(format!("the agent at {} sent these flows", agent.addr)),
+        ),
+        None if args.reverse => (
+            remote::reverse(&config, remote_log, args.announce_start, &stop),
+            Some(format!(
+                "reverse: the agent at {dest} sent these flows to us"
+            )),
+        ),
+        None => (run_session(&config, &stop), None),
+    };
     // Whatever happened, print what was measured before reporting an error.
     let (report, error) = match outcome {
         Ok(r) => (r, None),
@@ -423,7 +513,9 @@ pub(crate) fn run(args: SendArgs) -> Result<()> {
     if args.json {
         crate::out::print_json(&report)?;
     } else {
-        crate::out::print(text::send_text(&report, args.per_flow))?;
+        let mut out = heading.map(|h| format!("{h}\n")).unwrap_or_default();
+        out.push_str(&text::send_text(&report, args.per_flow));
+        crate::out::print(out)?;
     }
     match error {
         Some(e) => Err(anyhow::anyhow!(e)),

@@ -15,9 +15,7 @@ use std::time::Duration as StdDuration;
 use anyhow::{bail, Context, Result};
 use meter::FlowSummary;
 use traffic::FlowSpec;
-use wire::control::{
-    self, FlowAnnounce, FlowGrant, FlowResult, FlowSent, Meter, Msg, Protocol, PROTOCOL_VERSION,
-};
+use wire::control::{FlowAnnounce, FlowGrant, FlowResult, FlowSent, Meter, Msg, Protocol};
 use wire::time::Instant;
 
 use super::engine::{run_engine, EngineRun, FlowPlan, Pacing};
@@ -29,6 +27,10 @@ use results::send::{sent_stats, FlowOutcome, SendReport, SumStats};
 /// How long the sender waits for the receiver's results after `Finish`: the receiver
 /// may first wait for packets in flight and summarise millions of records.
 const RESULTS_TIMEOUT: StdDuration = StdDuration::from_secs(120);
+
+/// Clock exchanges at the start of a session (RFC 5905 keeps the least-delay sample of
+/// its last eight).
+const CLOCK_EXCHANGES: u32 = 8;
 
 /// A report with what was measured, and the error that cut the session short.
 #[derive(Debug)]
@@ -72,7 +74,21 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
     })?;
     ctrl.set_read_timeout(Some(config.connect_timeout.max(StdDuration::from_secs(10))))?;
     let mut reader = MsgReader::new();
-    handshake(&mut ctrl, &mut reader, config.key.as_deref())?;
+    match &config.prover {
+        Some(prove) => {
+            crate::control::handshake_with(&mut ctrl, &mut reader, &**prove, "receiver")?
+        }
+        None => {
+            crate::control::handshake(&mut ctrl, &mut reader, config.key.as_deref(), "receiver")?
+        }
+    }
+    // The receiver's clock against ours, before any flow loads the path.
+    let clock = crate::control::estimate_offset(&mut ctrl, &mut reader, CLOCK_EXCHANGES)?;
+    // Two clocks: how well each end's is disciplined goes with the offset.
+    let sync = match clock {
+        Some(c) if !c.same_clock => Some(crate::control::session_sync(&mut ctrl, &mut reader)?),
+        _ => None,
+    };
     let engines = assign(&config.flows, config.threads);
     let (conns, grants) = register(&mut ctrl, &mut reader, config, &engines)?;
 
@@ -150,6 +166,7 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
     }
     let total_planned: Option<u64> = config.flows.iter().map(FlowSpec::planned_packets).sum();
     let mut last_print = std::time::Instant::now();
+    let mut capped: Option<String> = None;
     let mut live = config
         .interval
         .filter(|_| config.live)
@@ -166,6 +183,25 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
         std::thread::sleep(nap);
         if stop.load(Ordering::Relaxed) || watcher_done.load(Ordering::Relaxed) {
             halt.store(true, Ordering::SeqCst);
+        }
+        if let Some(caps) = &config.caps {
+            let bytes = progress_bytes.load(Ordering::Relaxed);
+            let ran =
+                StdDuration::from_nanos(netio::clock::mono_ns().saturating_sub(origin.as_nanos()));
+            if capped.is_none() && (bytes >= caps.bytes || ran >= caps.duration) {
+                capped = Some(if bytes >= caps.bytes {
+                    format!(
+                        "halted at the agent's byte cap ({} bytes, --max-bytes)",
+                        caps.bytes
+                    )
+                } else {
+                    format!(
+                        "halted at the agent's duration cap ({} s, --max-duration)",
+                        caps.duration.as_secs_f64()
+                    )
+                });
+                halt.store(true, Ordering::SeqCst);
+            }
         }
         if config.progress && last_print.elapsed() >= StdDuration::from_millis(500) {
             last_print = std::time::Instant::now();
@@ -205,11 +241,13 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
         })
         .collect();
 
-    let mut errors: Vec<String> = results
-        .iter()
-        .zip(&grants)
-        .filter_map(|(r, g)| r.error.as_ref().map(|e| format!("flow {}: {e}", g.id)))
-        .collect();
+    let mut errors: Vec<String> = capped.into_iter().collect();
+    errors.extend(
+        results
+            .iter()
+            .zip(&grants)
+            .filter_map(|(r, g)| r.error.as_ref().map(|e| format!("flow {}: {e}", g.id))),
+    );
     if let Some(log) = &log {
         for (g, r) in grants.iter().zip(&results) {
             let end = serde_json::json!({"flow_id": g.id, "sent_packets": r.tx.packets(), "unlogged_records": r.unlogged});
@@ -303,6 +341,8 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
         tool: format!("dualperf {}", env!("CARGO_PKG_VERSION")),
         dest,
         interrupted: stop.load(Ordering::SeqCst),
+        clock,
+        sync,
         sum: SumStats::of(&flows),
         flows,
     };
@@ -313,34 +353,6 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
             report,
             error: errors.join("; "),
         }))
-    }
-}
-
-fn handshake(ctrl: &mut TcpStream, reader: &mut MsgReader, key: Option<&[u8]>) -> Result<()> {
-    write_msg(
-        ctrl,
-        &Msg::Hello {
-            version: PROTOCOL_VERSION,
-        },
-    )?;
-    let nonce = match reader.read(ctrl)? {
-        Msg::Challenge { nonce, .. } => nonce,
-        Msg::Error { message } => bail!("receiver refused: {message}"),
-        other => bail!("unexpected reply from receiver: {other:?}"),
-    };
-    let mac = key
-        .map(|k| control::auth_mac(k, &nonce))
-        .unwrap_or_default();
-    write_msg(ctrl, &Msg::Auth { mac })?;
-    match reader.read(ctrl) {
-        Ok(Msg::Welcome { .. }) => {
-            // Results of many flows can be large; the receiver is now authenticated.
-            reader.set_max_len(control::MAX_SESSION_MSG_LEN);
-            Ok(())
-        }
-        Ok(Msg::Error { message }) => bail!("receiver refused: {message}"),
-        Ok(other) => bail!("unexpected reply from receiver: {other:?}"),
-        Err(e) => Err(e.context("receiver closed the session during authentication")),
     }
 }
 

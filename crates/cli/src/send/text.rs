@@ -112,6 +112,7 @@ pub(crate) fn send_text(report: &SendReport, per_flow: bool) -> String {
             ));
         }
     }
+    s.push_str(&clock_text(report));
     let failed: Vec<_> = report.flows.iter().filter(|f| f.error.is_some()).collect();
     for f in failed.iter().take(if rows { usize::MAX } else { MAX_ROWS }) {
         if let Some(e) = &f.error {
@@ -123,6 +124,56 @@ pub(crate) fn send_text(report: &SendReport, per_flow: bool) -> String {
             "… and {} more flows ended early (see --json)\n",
             failed.len() - MAX_ROWS
         ));
+    }
+    s
+}
+
+/// The clocks' line: nothing for one clock; the offset and its bound between two hosts,
+/// and a warning when the bound exceeds the delay variation a one-way flow measured.
+fn clock_text(report: &SendReport) -> String {
+    let Some(c) = report.clock.filter(|c| !c.same_clock) else {
+        return String::new();
+    };
+    let ms = |ns: f64| ns / 1e6;
+    let mut s = format!(
+        "clocks: the receiver's reads {:+.3} ms against the sender's (± {:.3} ms; least round trip {:.3} ms over {} exchanges); one-way delays include it\n",
+        ms(c.offset_ns as f64),
+        ms(c.bound_ns as f64),
+        ms(c.delay_min_ns as f64),
+        c.samples
+    );
+    if let Some(sync) = &report.sync {
+        s.push_str(&format!(
+            "sender's clock: {}\nreceiver's clock: {}\n",
+            crate::hostinfo::sync_text(&sync.sender),
+            crate::hostinfo::sync_text(&sync.receiver)
+        ));
+    }
+    if let Some(caveat) = report.clock_caveat() {
+        s.push_str(&format!(
+            "warning: the clocks' uncertainty (± {:.3} ms) exceeds the delay variation measured ({:.3} ms, max − min): one-way delays here say less than their spread; compare with --meter rtt\n",
+            ms(caveat.bound_ns as f64),
+            ms(caveat.variation_ns as f64)
+        ));
+    }
+    s
+}
+
+/// `send --bidir` as text: each direction with its heading, then what went wrong.
+pub(crate) fn bidir_text(report: &results::send::BidirReport, per_flow: bool) -> String {
+    let mut s = String::new();
+    for (name, r) in [
+        ("forward (to the agent)", &report.forward),
+        ("reverse (from the agent)", &report.reverse),
+    ] {
+        s.push_str(&format!("{name}:\n"));
+        match r {
+            Some(r) => s.push_str(&send_text(r, per_flow)),
+            None => s.push_str("  not measured\n"),
+        }
+    }
+    for e in &report.errors {
+        s.push_str(&format!("error: {e}\n"));
     }
     s
 }

@@ -103,14 +103,19 @@ impl Lab {
 
     /// A shipped topology (`plans/topologies/FILE`) under a name of its own.
     pub(crate) fn up_shipped(tag: &str, file: &str) -> Self {
-        let name = format!("t{tag}-{}", std::process::id() % 100_000);
-        let dir = TempDir::new(&format!("lab-{tag}"));
         let text = std::fs::read_to_string(format!(
             "{}/../../plans/topologies/{file}",
             env!("CARGO_MANIFEST_DIR")
         ))
         .unwrap();
-        let text = rename_lab(&text, &name);
+        Self::up_text(tag, &text)
+    }
+
+    /// A topology given as text, under a name of its own.
+    pub(crate) fn up_text(tag: &str, text: &str) -> Self {
+        let name = format!("t{tag}-{}", std::process::id() % 100_000);
+        let dir = TempDir::new(&format!("lab-{tag}"));
+        let text = rename_lab(text, &name);
         let topo = dir.path("topo.toml");
         std::fs::write(&topo, text).unwrap();
         let lab = Self { name, _dir: dir };

@@ -134,8 +134,14 @@ impl Proc {
     }
 
     /// Wait for the process to exit by itself and collect its output.
-    pub fn finish(mut self) -> Finished {
-        let deadline = Instant::now() + HANG_GUARD;
+    pub fn finish(self) -> Finished {
+        self.finish_within(HANG_GUARD)
+    }
+
+    /// As [`Proc::finish`], for a process that runs longer than [`HANG_GUARD`] (a whole
+    /// plan): `guard` is still only a guard against hangs.
+    pub fn finish_within(mut self, guard: Duration) -> Finished {
+        let deadline = Instant::now() + guard;
         let status = loop {
             if let Some(status) = self.child.try_wait().expect("try_wait") {
                 break status;

@@ -1,0 +1,206 @@
+//! Flows another host sends, driven from here over one control session with a
+//! `dualperf agent`: `--reverse` (the agent sends to a receiver this process starts),
+//! `--bidir` (that and our own flows to the agent, at once) and `--from AGENT` (the agent
+//! sends to a third host). The agent runs an ordinary send session and returns its
+//! report, so each direction is measured and reported exactly as `send` does.
+
+use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration as StdDuration;
+
+use anyhow::{bail, Context, Result};
+use results::send::{BidirReport, SendReport, SEND_FORMAT_VERSION};
+use wire::control::Msg;
+
+use super::{run_session, PartialReport, SendConfig};
+use crate::control::{write_msg, MsgReader};
+use crate::recv::{Receiver, ReceiverConfig};
+
+/// Where a request to send goes, and what to prove to it.
+pub(crate) struct AgentRef {
+    pub(crate) addr: SocketAddr,
+    pub(crate) key: Option<Vec<u8>>,
+    pub(crate) connect_timeout: StdDuration,
+}
+
+/// Where the agent's flows go.
+pub(crate) enum Target {
+    /// A receiver at this address, and its key (which stays here: the agent asks us to
+    /// answer the receiver's challenge).
+    Host(SocketAddr, Option<String>),
+    /// Back to us (as the agent sees our address) at this port, and our receiver's key.
+    Asker(u16, String),
+}
+
+/// Ask `agent` to send `config.flows` to `target`; wait for its report. Ctrl-C (`stop`)
+/// asks the agent to halt, and its report of what was sent until then still comes back.
+pub(crate) fn request_send(
+    agent: &AgentRef,
+    target: Target,
+    config: &SendConfig,
+    announce: bool,
+    stop: &AtomicBool,
+) -> Result<SendReport> {
+    let mut ctrl = netio::tcp::connect(
+        agent.addr,
+        &netio::Marking::default(),
+        true,
+        None,
+        agent.connect_timeout,
+    )
+    .with_context(|| {
+        format!(
+            "cannot reach a dualperf agent at {} (is `dualperf agent` running?)",
+            agent.addr
+        )
+    })?;
+    ctrl.set_read_timeout(Some(agent.connect_timeout.max(StdDuration::from_secs(10))))?;
+    let mut reader = MsgReader::new();
+    crate::control::handshake(&mut ctrl, &mut reader, agent.key.as_deref(), "agent")?;
+    // The destination's key stays here: the agent asks us to answer its challenge.
+    let (dest, port, key) = match target {
+        Target::Host(addr, key) => (Some(addr), 0, key),
+        Target::Asker(port, key) => (None, port, Some(key)),
+    };
+    let request = Msg::SendRequest {
+        dest,
+        port,
+        flows: serde_json::to_value(&config.flows)?,
+        interval_ns: config.interval.map(|w| w.as_nanos()),
+        threads: config.threads.and_then(|t| u16::try_from(t).ok()),
+        connect_timeout_ns: u64::try_from(config.connect_timeout.as_nanos()).ok(),
+    };
+    write_msg(&mut ctrl, &request)?;
+    match reader.read(&mut ctrl)? {
+        Msg::SendAccepted {} => {}
+        Msg::Error { message } => bail!("{message}"),
+        other => bail!("unexpected reply from the agent: {other:?}"),
+    }
+    if announce {
+        eprintln!("dualperf send: started");
+    }
+    wait_done(&mut ctrl, &mut reader, key.as_deref(), stop)
+}
+
+/// The agent's `SendDone`, answering its challenges with `key` (the destination's) and
+/// asking it to halt once `stop` is set.
+fn wait_done(
+    ctrl: &mut TcpStream,
+    reader: &mut MsgReader,
+    key: Option<&str>,
+    stop: &AtomicBool,
+) -> Result<SendReport> {
+    ctrl.set_read_timeout(Some(StdDuration::from_millis(200)))?;
+    let mut halted = false;
+    loop {
+        match reader.read(ctrl) {
+            Ok(Msg::SendDone { report, error }) => {
+                let report = match report.map(serde_json::from_value::<SendReport>) {
+                    Some(Ok(r)) => r,
+                    Some(Err(e)) => bail!("the agent's report does not read: {e}"),
+                    None => bail!(
+                        "the agent sent nothing: {}",
+                        error.unwrap_or_else(|| "no reason given".into())
+                    ),
+                };
+                return match error {
+                    None => Ok(report),
+                    Some(error) => Err(anyhow::Error::new(PartialReport {
+                        report,
+                        error: format!("the agent's flows: {error}"),
+                    })),
+                };
+            }
+            Ok(Msg::AuthQuery { nonce }) => {
+                let mac = key
+                    .map(|k| wire::control::auth_mac(k.as_bytes(), &nonce))
+                    .unwrap_or_default();
+                write_msg(ctrl, &Msg::AuthAnswer { mac })?;
+            }
+            Ok(Msg::Error { message }) => bail!("the agent: {message}"),
+            Ok(other) => bail!("unexpected message from the agent: {other:?}"),
+            Err(e) if crate::control::is_timeout_error(&e) => {
+                if stop.load(Ordering::SeqCst) && !halted {
+                    // Any message halts the agent's flows; it still reports.
+                    halted = true;
+                    let _ = write_msg(ctrl, &Msg::Finish { flows: Vec::new() });
+                }
+            }
+            Err(e) => return Err(e.context("the agent closed the session before reporting")),
+        }
+    }
+}
+
+/// `--reverse`: start a receiver here (a one-time key, any free port), and have the
+/// agent at `config.dest` send `config.flows` to it. `log` is this receiver's log.
+pub(crate) fn reverse(
+    config: &SendConfig,
+    log: Option<PathBuf>,
+    announce: bool,
+    stop: &Arc<AtomicBool>,
+) -> Result<SendReport> {
+    let key = crate::control::hex_key();
+    let receiver = Receiver::start(
+        ReceiverConfig {
+            bind: SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), 0),
+            key: Some(key.clone().into_bytes()),
+            log,
+            handshake_timeout: config.connect_timeout.max(StdDuration::from_secs(10)),
+            busy_poll: crate::args::std_duration(crate::recv::DEFAULT_BUSY_POLL)
+                .unwrap_or_default(),
+            threads: crate::recv::default_threads(),
+            service: None,
+        },
+        Arc::new(AtomicBool::new(false)),
+    )
+    .context("starting the receiver for the reverse direction")?;
+    let agent = AgentRef {
+        addr: config.dest,
+        key: config.key.clone(),
+        connect_timeout: config.connect_timeout,
+    };
+    let port = receiver.local_addr().port();
+    let outcome = request_send(&agent, Target::Asker(port, key), config, announce, stop);
+    // Its results went to the agent's session; what is left is the log to finish.
+    let finished = receiver.shutdown();
+    let report = outcome?;
+    finished.context("finishing the reverse direction's receiver")?;
+    Ok(report)
+}
+
+/// `--bidir`: our flows to the agent at `config.dest` and its flows to us, at once.
+pub(crate) fn bidir(config: &SendConfig, stop: &Arc<AtomicBool>) -> BidirReport {
+    let split = |r: Result<SendReport>, which: &str, errors: &mut Vec<String>| match r {
+        Ok(r) => Some(r),
+        Err(e) => match e.downcast::<PartialReport>() {
+            Ok(p) => {
+                errors.push(format!("{which}: {}", p.error));
+                Some(p.report)
+            }
+            Err(e) => {
+                errors.push(format!("{which}: {e:#}"));
+                None
+            }
+        },
+    };
+    let back = {
+        let config = config.clone();
+        let stop = stop.clone();
+        std::thread::spawn(move || reverse(&config, None, false, &stop))
+    };
+    let forward = run_session(config, stop);
+    let reverse = back
+        .join()
+        .unwrap_or_else(|_| Err(anyhow::anyhow!("the reverse direction's thread panicked")));
+    let mut errors = Vec::new();
+    let forward = split(forward, "forward", &mut errors);
+    let reverse = split(reverse, "reverse", &mut errors);
+    BidirReport {
+        format_version: SEND_FORMAT_VERSION,
+        forward,
+        reverse,
+        errors,
+    }
+}
