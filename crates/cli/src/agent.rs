@@ -20,6 +20,7 @@ use traffic::{FlowSpec, Rate};
 use wire::control::{Msg, Protocol};
 use wire::time::Duration;
 
+use crate::args::Prefix;
 use crate::control::{canonical, write_msg, MsgReader};
 use crate::recv::{RecvArgs, SendService, ServeError};
 use crate::send::{run_session, PartialReport, RunCaps, SendConfig};
@@ -54,7 +55,7 @@ pub(crate) struct AgentArgs {
     /// Where the agent may send, beyond the asker's own address (which it always may, so
     /// `--reverse` works): addresses or prefixes, comma-separated or repeated
     /// (198.18.0.0/15,2001:2::/48). Default: nowhere else.
-    #[arg(long, value_name = "PREFIX", value_delimiter = ',', value_parser = prefix)]
+    #[arg(long, value_name = "PREFIX", value_delimiter = ',', value_parser = crate::args::prefix)]
     allow: Vec<Prefix>,
     /// Most a request may send, all its flows together, in payload bits a second
     /// (10mbit, 1gbit). A flow whose mean rate is unknown (a heavy-tailed --idt) is
@@ -109,61 +110,6 @@ pub(crate) fn run(mut args: AgentArgs) -> Result<()> {
         running: AtomicUsize::new(0),
     });
     crate::recv::serve(args.recv, Some(service), "agent")
-}
-
-/// An address prefix of `--allow`: `198.18.0.0/15`, `2001:2::/48`, or one address.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Prefix {
-    net: IpAddr,
-    len: u8,
-}
-
-impl Prefix {
-    /// Whether `ip` is inside (IPv4-mapped IPv6 counts as IPv4).
-    pub(crate) fn contains(&self, ip: IpAddr) -> bool {
-        match (self.net, canonical(ip)) {
-            (IpAddr::V4(n), IpAddr::V4(a)) => {
-                let mask = u32::MAX.checked_shl(32 - u32::from(self.len)).unwrap_or(0);
-                u32::from(n) & mask == u32::from(a) & mask
-            }
-            (IpAddr::V6(n), IpAddr::V6(a)) => {
-                let mask = u128::MAX
-                    .checked_shl(128 - u32::from(self.len))
-                    .unwrap_or(0);
-                u128::from(n) & mask == u128::from(a) & mask
-            }
-            _ => false,
-        }
-    }
-}
-
-impl std::fmt::Display for Prefix {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.net, self.len)
-    }
-}
-
-fn prefix(s: &str) -> Result<Prefix, String> {
-    let (addr, len) = match s.split_once('/') {
-        Some((a, l)) => (a, Some(l)),
-        None => (s, None),
-    };
-    let net: IpAddr = addr
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .parse()
-        .map_err(|_| format!("'{s}' is not an address or prefix (198.18.0.0/15, 2001:2::/48)"))?;
-    let net = canonical(net);
-    let max = if net.is_ipv4() { 32 } else { 128 };
-    let len = match len {
-        None => max,
-        Some(l) => l
-            .parse::<u8>()
-            .ok()
-            .filter(|l| *l <= max)
-            .ok_or_else(|| format!("'{s}': the prefix length must be 0 to {max}"))?,
-    };
-    Ok(Prefix { net, len })
 }
 
 /// `10mbit`, `1gbit`: payload bits a second.
@@ -476,7 +422,10 @@ mod tests {
 
     fn policy(allow: &[&str]) -> Policy {
         Policy {
-            allow: allow.iter().map(|p| prefix(p).unwrap()).collect(),
+            allow: allow
+                .iter()
+                .map(|p| crate::args::prefix(p).unwrap())
+                .collect(),
             max_rate_bps: 10_000_000,
             max_bytes: 100_000_000,
             max_duration: StdDuration::from_secs(60),
@@ -496,27 +445,6 @@ mod tests {
 
     fn dest(s: &str) -> SocketAddr {
         s.parse().unwrap()
-    }
-
-    #[test]
-    fn prefixes_parse_and_contain() {
-        let p = prefix("198.18.0.0/15").unwrap();
-        assert!(p.contains("198.19.255.1".parse().unwrap()));
-        assert!(!p.contains("198.20.0.1".parse().unwrap()));
-        assert!(p.contains("::ffff:198.18.0.1".parse().unwrap()));
-        let p = prefix("2001:2::/48").unwrap();
-        assert!(p.contains("2001:2:0:4::2".parse().unwrap()));
-        assert!(!p.contains("2001:3::1".parse().unwrap()));
-        assert!(!p.contains("198.18.0.1".parse().unwrap()));
-        let one = prefix("10.0.0.1").unwrap();
-        assert!(one.contains("10.0.0.1".parse().unwrap()));
-        assert!(!one.contains("10.0.0.2".parse().unwrap()));
-        assert!(prefix("0.0.0.0/0")
-            .unwrap()
-            .contains("8.8.8.8".parse().unwrap()));
-        for bad in ["10.0.0.0/33", "2001::/129", "nope", "10.0.0.0/x", ""] {
-            assert!(prefix(bad).is_err(), "{bad}");
-        }
     }
 
     #[test]

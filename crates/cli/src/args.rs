@@ -1,6 +1,7 @@
 //! Value parsers shared by the subcommands' flags: units always explicit. Flow options'
 //! own parsers are `traffic::options`'.
 
+use std::net::IpAddr;
 use std::time::Duration as StdDuration;
 
 use wire::time::Duration;
@@ -20,9 +21,105 @@ pub(crate) fn byte_count(s: &str) -> Result<u64, String> {
     traffic::parse_bytes(s).map_err(|e| e.to_string())
 }
 
+/// An address prefix (`agent --allow`, `recv --stamp-allow`): `198.18.0.0/15`,
+/// `2001:2::/48`, or one address (IPv4-mapped IPv6 counts as IPv4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Prefix {
+    net: IpAddr,
+    len: u8,
+}
+
+impl Prefix {
+    /// Whether `ip` is inside (IPv4-mapped IPv6 counts as IPv4).
+    pub(crate) fn contains(&self, ip: IpAddr) -> bool {
+        match (self.net, crate::control::canonical(ip)) {
+            (IpAddr::V4(n), IpAddr::V4(a)) => {
+                let mask = u32::MAX.checked_shl(32 - u32::from(self.len)).unwrap_or(0);
+                u32::from(n) & mask == u32::from(a) & mask
+            }
+            (IpAddr::V6(n), IpAddr::V6(a)) => {
+                let mask = u128::MAX
+                    .checked_shl(128 - u32::from(self.len))
+                    .unwrap_or(0);
+                u128::from(n) & mask == u128::from(a) & mask
+            }
+            _ => false,
+        }
+    }
+}
+
+impl std::fmt::Display for Prefix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.net, self.len)
+    }
+}
+
+pub(crate) fn prefix(s: &str) -> Result<Prefix, String> {
+    let (addr, len) = match s.split_once('/') {
+        Some((a, l)) => (a, Some(l)),
+        None => (s, None),
+    };
+    let net: IpAddr = addr
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse()
+        .map_err(|_| format!("'{s}' is not an address or prefix (198.18.0.0/15, 2001:2::/48)"))?;
+    let net = crate::control::canonical(net);
+    let max = if net.is_ipv4() { 32 } else { 128 };
+    let len = match len {
+        None => max,
+        Some(l) => l
+            .parse::<u8>()
+            .ok()
+            .filter(|l| *l <= max)
+            .ok_or_else(|| format!("'{s}': the prefix length must be 0 to {max}"))?,
+    };
+    Ok(Prefix { net, len })
+}
+
+/// A key given in hex (`--stamp-key`): at least 16 bytes.
+pub(crate) fn hex_key(s: &str) -> Result<Vec<u8>, String> {
+    let s = s.trim();
+    if s.len() % 2 != 0 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err("the key must be hex digits, two per byte".into());
+    }
+    let key: Vec<u8> = (0..s.len())
+        .step_by(2)
+        .filter_map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok())
+        .collect();
+    if key.len() < 16 {
+        return Err(format!(
+            "the key has {} bytes; give at least 16 (32 hex digits)",
+            key.len()
+        ));
+    }
+    Ok(key)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prefixes_parse_and_contain() {
+        let p = prefix("198.18.0.0/15").unwrap();
+        assert!(p.contains("198.19.255.1".parse().unwrap()));
+        assert!(!p.contains("198.20.0.1".parse().unwrap()));
+        assert!(p.contains("::ffff:198.18.0.1".parse().unwrap()));
+        let p = prefix("2001:2::/48").unwrap();
+        assert!(p.contains("2001:2:0:4::2".parse().unwrap()));
+        assert!(!p.contains("2001:3::1".parse().unwrap()));
+        assert!(!p.contains("198.18.0.1".parse().unwrap()));
+        let one = prefix("10.0.0.1").unwrap();
+        assert!(one.contains("10.0.0.1".parse().unwrap()));
+        assert!(!one.contains("10.0.0.2".parse().unwrap()));
+        assert!(prefix("0.0.0.0/0")
+            .unwrap()
+            .contains("8.8.8.8".parse().unwrap()));
+        for bad in ["10.0.0.0/33", "2001::/129", "nope", "10.0.0.0/x", ""] {
+            assert!(prefix(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn parses_units_and_rejects_junk() {

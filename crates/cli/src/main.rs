@@ -26,6 +26,7 @@ mod route;
 mod run;
 mod schema;
 mod send;
+mod stamp;
 
 use clap::{Parser, Subcommand};
 

@@ -63,6 +63,8 @@ mod route_stall;
 mod rtp_capture;
 #[path = "tests/schema.rs"]
 mod schema;
+#[path = "tests/stamp.rs"]
+mod stamp;
 #[path = "tests/streams.rs"]
 mod streams;
 #[path = "tests/unit_file.rs"]

@@ -102,6 +102,26 @@ pub struct CounterSnapshot {
     /// receiver, or by an agent's `--allow` and caps.
     #[serde(default)]
     pub send_refusals: u64,
+    /// The STAMP reflector's counters (`recv --stamp`); `None` without one.
+    #[serde(default)]
+    pub stamp: Option<StampCounters>,
+}
+
+/// What the STAMP Session-Reflector of `recv --stamp` did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct StampCounters {
+    /// Test packets answered.
+    pub reflected: u64,
+    /// Test packets too short or not STAMP (RFC 8762 §4.2), not answered.
+    pub malformed: u64,
+    /// Authenticated test packets whose HMAC did not verify (RFC 8762 §4.4).
+    pub auth_failures: u64,
+    /// Test packets from senders outside `--stamp-allow`.
+    pub not_allowed: u64,
+    /// Test packets over a sender's `--stamp-max-pps`.
+    pub rate_limited: u64,
+    /// Answers the kernel refused to send.
+    pub send_failures: u64,
 }
 
 #[cfg(test)]

@@ -123,6 +123,104 @@ pub struct FlowOutcome {
     /// take: measured, but missing from the log. `None` without `--log`.
     #[serde(default)]
     pub unlogged_records: Option<u64>,
+    /// A flow measured with STAMP against a Session-Reflector (`send --stamp`): what
+    /// only STAMP tells. Absent for every other flow (so their documents keep their
+    /// shape).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stamp: Option<StampOutcome>,
+}
+
+/// What a STAMP Session-Sender (RFC 8762 §4.2, `send --stamp`) measured beyond the
+/// usual figures of its flow. There `rtt` is the round trip less the reflector's
+/// turnaround, `(t4 − t1) − (t3 − t2)` (RFC 8762 §4.2.1's four timestamps), and
+/// `received` the forward one-way view, `t2 − t1`, with the marking the reflector
+/// reported (Class of Service TLV, RFC 8972 §4.4) and the TTL it saw; its loss figures
+/// count packets whose reply never came (a reply is the only sign a packet arrived):
+/// the split by direction is `forward_lost` and `reverse_lost` here. One-way delays mix
+/// the two hosts' clocks: `SendReport::clock` estimates their offset from the same
+/// timestamps (RFC 5905 §8), never subtracted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StampOutcome {
+    /// `unauthenticated` (RFC 8762 §4.2.1) or `authenticated` (§4.2.2, HMAC-SHA-256).
+    pub mode: String,
+    /// The Session-Sender Identifier the packets carried (RFC 8972 §3).
+    pub ssid: u16,
+    /// The format of the sender's timestamps: `ntp` (RFC 5905 §6) or `ptp` (IEEE 1588
+    /// truncated), as the Error Estimate's Z bit says (RFC 8762 §4.2.1).
+    pub timestamp_format: String,
+    /// Replies accepted (duplicates included): parsed, authenticated in that mode, of
+    /// this session, answering a packet that was sent.
+    pub replies: u64,
+    /// Whether the reflector numbers its own replies (stateful, RFC 8762 §4: its
+    /// sequence number counts the packets it received): `true` once a reply's number
+    /// differed from the sender's it answers; `None` while every reply carried the
+    /// sender's number (a stateless reflector, or a stateful one before any forward
+    /// loss or reordering: the two cannot be told apart).
+    pub reflector_stateful: Option<bool>,
+    /// Packets the reflector received, from a stateful reflector's numbers (its
+    /// highest sequence number + 1; replies lost after its last answered one are not
+    /// seen). `None` unless `reflector_stateful`.
+    pub reflector_received: Option<u64>,
+    /// Packets lost on the way to the reflector: `sent − reflector_received` (stateful
+    /// reflector), 0 when every packet was answered; `None` when the two directions
+    /// cannot be told apart (then only `round_trip_lost` is known).
+    pub forward_lost: Option<u64>,
+    /// Replies lost on the way back: `reflector_received −` distinct replies (stateful
+    /// reflector: gaps in its numbers, RFC 8762 §4), 0 when every packet was
+    /// answered; `None` as `forward_lost`.
+    pub reverse_lost: Option<u64>,
+    /// Packets never answered: sent − distinct sender sequence numbers answered
+    /// (RFC 7680 loss, both directions together).
+    pub round_trip_lost: u64,
+    /// The reverse one-way figures, `t4 − t3` (reflector's clock to ours), by the
+    /// reflector's sequence numbers: with a stateful reflector its loss figures are
+    /// the reverse path's (expected = `reflector_received`), else the round trip's.
+    /// Marking as received here.
+    pub reverse: Option<FlowSummary>,
+    /// Replies of another session (SSID) or for a sequence number never sent.
+    pub unknown_replies: u64,
+    /// Replies for a sender sequence number already answered.
+    pub duplicate_replies: u64,
+    /// Datagrams that were not a STAMP reply of this mode (too short, bad TLVs, or a
+    /// failed HMAC in authenticated mode, RFC 8762 §4.4).
+    pub malformed_replies: u64,
+    /// Accepted replies whose SSID was 0 though ours is not: a reflector without RFC
+    /// 8972 §3 support returns the field as MBZ.
+    #[serde(default)]
+    pub zero_ssid_replies: u64,
+    /// Accepted replies whose TLVs failed their integrity check (the I flag, or the
+    /// HMAC TLV against the key, RFC 8972 §4.8): their TLVs were not used.
+    #[serde(default)]
+    pub tlv_integrity_failed_replies: u64,
+    /// Our Error Estimate (RFC 8762 §4.2.1, RFC 4656 §4.1.2), ns, as sent.
+    pub sender_error_estimate_ns: Option<u64>,
+    /// Our Error Estimate's S bit: the kernel reported the clock synchronised.
+    pub sender_synchronized: bool,
+    /// The reflector's Error Estimate of its timestamps (last reply), ns; `None`
+    /// without a reply or when it says "unknown" (multiplier 0).
+    pub reflector_error_estimate_ns: Option<u64>,
+    /// The reflector's S bit (last reply).
+    pub reflector_synchronized: Option<bool>,
+    /// The reflector's timestamp format (`ntp` or `ptp`, last reply).
+    pub reflector_timestamp_format: Option<String>,
+    /// The Class of Service TLV's outcome (`--stamp-cos`); `None` without it.
+    pub cos: Option<StampCos>,
+}
+
+/// The Class of Service TLV (RFC 8972 §4.4) of a STAMP session: what was asked for the
+/// replies and what the reflector answered. The DSCP and ECN it received are in the
+/// flow's `received.marking`; what the replies carried back, in `rtt.marking`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StampCos {
+    /// DSCP1: the DSCP asked for on the reflected packets.
+    pub requested_dscp: u8,
+    /// Accepted replies carrying the TLV with the reflector's values.
+    pub replies: u64,
+    /// Replies without the TLV, or with it flagged unrecognized (U) or malformed (M):
+    /// the reflector did not report DSCP2/ECN.
+    pub unsupported_replies: u64,
+    /// Replies whose RP field says the reflector did not use DSCP1 on the reply.
+    pub refused_replies: u64,
 }
 
 /// Results of a session.

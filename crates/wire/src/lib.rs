@@ -16,6 +16,7 @@
 //! - [`frame`]: length-prefixed framing for message boundaries on TCP.
 //! - [`overhead`]: header overhead, fragmentation and Ethernet framing of IPv4 and IPv6.
 //! - [`control`]: the control-channel messages and the HMAC handshake.
+//! - [`stamp`]: STAMP test packets (RFC 8762) with their optional extensions (RFC 8972).
 //!
 //! The L2/L3 formats of a userspace router:
 //! - [`checksum`]: the RFC 1071 Internet checksum, pseudo-headers and the RFC 1624
@@ -46,6 +47,7 @@ pub mod ndp;
 pub mod overhead;
 pub mod probe;
 pub mod rtp;
+pub mod stamp;
 pub mod time;
 
 /// Parsing a packet or message failed: it is malformed, truncated or of an unknown version.

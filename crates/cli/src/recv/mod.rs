@@ -99,6 +99,77 @@ pub(crate) struct RecvArgs {
     /// its parent, even one killed with SIGKILL.
     #[arg(long, hide = true)]
     stdin_lifeline: bool,
+    #[command(flatten)]
+    stamp: StampArgs,
+}
+
+/// The STAMP Session-Reflector (RFC 8762/8972) beside the receiver.
+#[derive(Debug, clap::Args)]
+pub(crate) struct StampArgs {
+    /// Also run a STAMP Session-Reflector (RFC 8762, with RFC 8972's SSID and TLVs):
+    /// any STAMP Session-Sender (`dualperf send --stamp`, stamp-suite, a router) can
+    /// measure the path to this host. Each reflected packet is as long as the test
+    /// packet it answers, never longer.
+    #[arg(long)]
+    stamp: bool,
+    /// The reflector's UDP port (RFC 8762's 862 needs root or CAP_NET_BIND_SERVICE).
+    #[arg(long, default_value_t = wire::stamp::DEFAULT_PORT, requires = "stamp", value_name = "PORT")]
+    stamp_port: u16,
+    /// Stateful: count each session's packets (sender address, port and SSID) and send
+    /// that count as the reflector's sequence number, so a sender tells forward loss from
+    /// reverse loss (RFC 8972 §4). Default: stateless (the sender's number is echoed).
+    #[arg(long, requires = "stamp")]
+    stamp_stateful: bool,
+    /// Authenticated mode (RFC 8762 §4.4): test packets carry an HMAC-SHA-256 under
+    /// this key, given in hex (at least 16 bytes); packets that fail it get no answer.
+    #[arg(
+        long,
+        env = "DUALPERF_STAMP_KEY",
+        hide_env_values = true,
+        requires = "stamp",
+        value_name = "HEX"
+    )]
+    stamp_key: Option<String>,
+    /// Most reflected packets a second per sender address (a token bucket of one
+    /// second); 0: no limit.
+    #[arg(long, default_value_t = 0, requires = "stamp", value_name = "PPS")]
+    stamp_max_pps: u32,
+    /// Answer only senders in these prefixes (198.18.0.0/15,2001:2::/48). Default: any.
+    #[arg(long, value_delimiter = ',', value_parser = crate::args::prefix, requires = "stamp", value_name = "PREFIX")]
+    stamp_allow: Vec<crate::args::Prefix>,
+    /// Stamp in PTPv2's truncated format instead of NTP's (RFC 8762 §4.2.1).
+    #[arg(long, requires = "stamp")]
+    stamp_ptp: bool,
+}
+
+impl StampArgs {
+    /// The reflector's configuration, with the receiver's bind address.
+    fn config(&self, bind_ip: IpAddr) -> Result<Option<crate::stamp::reflector::ReflectorConfig>> {
+        if !self.stamp {
+            return Ok(None);
+        }
+        let key = match &self.stamp_key {
+            None => None,
+            Some(hex) => Some(crate::args::hex_key(hex).map_err(crate::UsageError)?),
+        };
+        Ok(Some(crate::stamp::reflector::ReflectorConfig {
+            bind: SocketAddr::new(bind_ip, self.stamp_port),
+            mode: if key.is_some() {
+                wire::stamp::Mode::Authenticated
+            } else {
+                wire::stamp::Mode::Unauthenticated
+            },
+            key,
+            stateful: self.stamp_stateful,
+            max_pps: self.stamp_max_pps,
+            allow: self.stamp_allow.clone(),
+            format: if self.stamp_ptp {
+                wire::stamp::TimestampFormat::Ptp
+            } else {
+                wire::stamp::TimestampFormat::Ntp
+            },
+        }))
+    }
 }
 
 pub(crate) fn run(args: RecvArgs) -> Result<()> {
@@ -148,6 +219,24 @@ pub(crate) fn serve(
         threads: args.threads.map_or_else(default_threads, usize::from),
         service,
     };
+    let reflector = match args.stamp.config(bind_ip)? {
+        Some(c) => {
+            let r = crate::stamp::reflector::Reflector::bind(c)?;
+            eprintln!(
+                "dualperf {name}: STAMP reflector on UDP {}",
+                r.local_addr()?
+            );
+            let counters = r.counters.clone();
+            let stop = stop.clone();
+            Some((
+                std::thread::Builder::new()
+                    .name("stamp-reflector".into())
+                    .spawn(move || r.run(&stop))?,
+                counters,
+            ))
+        }
+        None => None,
+    };
     let receiver = Receiver::start(config, stop.clone())?;
     eprintln!(
         "dualperf {name}: listening on {} (UDP and TCP{})",
@@ -167,7 +256,20 @@ pub(crate) fn serve(
             break;
         }
     }
-    let report = receiver.shutdown()?;
+    let mut report = receiver.shutdown()?;
+    if let Some((thread, counters)) = reflector {
+        stop.store(true, Ordering::SeqCst);
+        let _ = thread.join();
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        report.counters.stamp = Some(results::recv::StampCounters {
+            reflected: g(&counters.reflected),
+            malformed: g(&counters.malformed),
+            auth_failures: g(&counters.auth_failures),
+            not_allowed: g(&counters.not_allowed),
+            rate_limited: g(&counters.rate_limited),
+            send_failures: g(&counters.send_failures),
+        });
+    }
     let _ = report.print_remaining(printed, json);
     report.print_counters(json);
     Ok(())
@@ -252,6 +354,7 @@ impl Counters {
             echo_failures: g(&self.echo_failures),
             refused_busy: g(&self.refused_busy),
             send_refusals: g(&self.send_refusals),
+            stamp: None,
         }
     }
 }
@@ -591,6 +694,12 @@ impl ReceiverReport {
                 "dualperf recv: {} datagrams; dropped: {} malformed, {} unknown flow, {} wrong source, {} late; {} bad connections, {} failed authentications, {} handshake timeouts, {} turned away busy; {} echoes failed; {} requests to send refused\n",
                 c.datagrams, c.malformed_datagrams, c.unknown_flow, c.wrong_source, c.late_after_finish, c.bad_connections, c.auth_failures, c.handshake_timeouts, c.refused_busy, c.echo_failures, c.send_refusals
             ));
+            if let Some(s) = &c.stamp {
+                let _ = crate::out::print(format!(
+                    "dualperf recv: STAMP reflector: {} reflected; not answered: {} malformed, {} failed authentication, {} not allowed, {} over --stamp-max-pps; {} replies failed\n",
+                    s.reflected, s.malformed, s.auth_failures, s.not_allowed, s.rate_limited, s.send_failures
+                ));
+            }
         }
     }
 }

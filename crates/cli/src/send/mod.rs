@@ -8,6 +8,7 @@
 //! - `engine.rs`: a sender thread, every flow given to it on one scheduler, one loop;
 //! - `flow.rs`: one flow inside an engine: its packets, its socket's batch, its echoes;
 //! - `remote.rs`: flows an agent sends (`--reverse`, `--bidir`, `--from`);
+//! - `--stamp` hands the one flow to the STAMP Session-Sender, `crate::stamp::sender`;
 //! - `text.rs`: what is printed without `--json` (the report types are `results::send`).
 
 mod engine;
@@ -152,6 +153,44 @@ pub(crate) struct SendArgs {
     /// receiver's series in these windows (like iperf3 -i): 1s, 500ms.
     #[arg(short, long, value_parser = crate::args::duration, value_name = "DURATION")]
     interval: Option<Duration>,
+    /// Measure against a STAMP Session-Reflector at DEST (RFC 8762/8972: `dualperf recv
+    /// --stamp`, stamp-suite -i, a router…) instead of a dualperf receiver; port 862
+    /// unless DEST or --port gives one. The one flow of the flow options is sent as STAMP
+    /// test packets (its rate or gaps, its sizes by an Extra Padding TLV, its marking);
+    /// reported: the round trip less the reflector's turnaround (primary unless --meter
+    /// owd is given), the forward and reverse one-way delays (two clocks: their offset
+    /// is estimated from the same timestamps), loss by direction with a stateful
+    /// reflector.
+    #[arg(long, conflicts_with_all = ["reverse", "bidir", "from", "flows", "ditg_script",
+          "log", "interval", "tcp", "bulk", "calls", "parallel"])]
+    stamp: bool,
+    /// STAMP authenticated mode (RFC 8762 §4.2.2: HMAC-SHA-256 with --stamp-key).
+    #[arg(long, requires = "stamp")]
+    stamp_auth: bool,
+    /// The HMAC key of --stamp-auth, in hex: at least 16 bytes (32 hex digits).
+    #[arg(
+        long,
+        env = "DUALPERF_STAMP_KEY",
+        hide_env_values = true,
+        value_name = "HEX"
+    )]
+    stamp_key: Option<String>,
+    /// The Session-Sender Identifier of the STAMP session (RFC 8972 §3), 1-65535.
+    /// Default: random.
+    #[arg(long, value_name = "N", requires = "stamp",
+          value_parser = clap::value_parser!(u16).range(1..))]
+    stamp_ssid: Option<u16>,
+    /// Ask the reflector to mark its replies with the flow's --dscp (BE without one;
+    /// Class of Service TLV, RFC 8972 §4.4), and report the DSCP and ECN it received.
+    #[arg(long, requires = "stamp")]
+    stamp_cos: bool,
+    /// Timestamps in PTP format (IEEE 1588 truncated) instead of NTP (RFC 8762 §4.2.1).
+    #[arg(long, requires = "stamp")]
+    stamp_ptp: bool,
+    /// How long to wait for the last STAMP replies after the last packet.
+    #[arg(long, default_value = "2s", value_parser = crate::args::std_duration,
+          value_name = "DURATION", requires = "stamp")]
+    stamp_timeout: StdDuration,
 }
 
 /// The options of one flow, shared by the command line and flow files: clap's reading of
@@ -413,6 +452,9 @@ pub(crate) fn run(mut args: SendArgs) -> Result<()> {
         (_, true) => Family::V6,
         _ => Family::Any,
     };
+    if args.stamp {
+        return run_stamp(&args, family);
+    }
     let dest = resolve(&args.dest, args.port, family)?;
     if (args.flows.is_some() || args.ditg_script.is_some())
         && args.flow.options() != FlowOptions::default()
@@ -503,6 +545,89 @@ pub(crate) fn run(mut args: SendArgs) -> Result<()> {
         None => (run_session(&config, &stop), None),
     };
     // Whatever happened, print what was measured before reporting an error.
+    print_outcome(outcome, args.json, args.per_flow, heading)
+}
+
+/// Whether `send`'s flag `id` was given on the command line rather than left at its
+/// default: clap's derive keeps no trace of it, so the command line is read again.
+fn given(id: &str) -> bool {
+    use clap::CommandFactory;
+    let Ok(m) = crate::Cli::command().try_get_matches_from(std::env::args_os()) else {
+        return false;
+    };
+    m.subcommand_matches("send")
+        .is_some_and(|m| m.value_source(id) == Some(clap::parser::ValueSource::CommandLine))
+}
+
+/// `send --stamp`: the one flow of the flow options to a STAMP Session-Reflector
+/// (`crate::stamp::sender`), reported as `send` reports.
+fn run_stamp(args: &SendArgs, family: Family) -> Result<()> {
+    use crate::stamp::sender::{self, StampConfig};
+    use wire::stamp::{Mode, TimestampFormat};
+
+    let port = if given("port") {
+        args.port
+    } else {
+        wire::stamp::DEFAULT_PORT
+    };
+    let dest = resolve(&args.dest, port, family)?;
+    let mut flows = args.flow.to_specs("flow 0".into())?;
+    let (Some(mut spec), true) = (flows.pop(), flows.is_empty()) else {
+        usage!("--stamp sends one flow");
+    };
+    if spec.marking.flow_label.is_some() && dest.is_ipv4() {
+        usage!("--flow-label applies to IPv6 only; {dest} is IPv4");
+    }
+    // The round trip is STAMP's own figure: primary unless --meter owd is asked for.
+    spec.meter = if given("meter") {
+        args.flow.meter
+    } else {
+        Meter::Rtt
+    };
+    let key = match (args.stamp_auth, &args.stamp_key) {
+        (true, None) => usage!("--stamp-auth needs a key: --stamp-key HEX or DUALPERF_STAMP_KEY"),
+        (false, Some(_)) if given("stamp_key") => {
+            usage!("--stamp-key is the key of --stamp-auth: add --stamp-auth")
+        }
+        (true, Some(hex)) => Some(crate::args::hex_key(hex).map_err(crate::UsageError)?),
+        (false, _) => None,
+    };
+    let ssid = args
+        .stamp_ssid
+        .unwrap_or_else(|| u16::from_ne_bytes(crate::control::random_bytes()).max(1));
+    let config = StampConfig {
+        dest,
+        spec,
+        mode: if args.stamp_auth {
+            Mode::Authenticated
+        } else {
+            Mode::Unauthenticated
+        },
+        key,
+        ssid,
+        cos: args.stamp_cos,
+        format: if args.stamp_ptp {
+            TimestampFormat::Ptp
+        } else {
+            TimestampFormat::Ntp
+        },
+        timeout: args.stamp_timeout,
+        spin: args.spin,
+        progress: std::io::stderr().is_terminal() && !args.json,
+        announce_start: args.announce_start,
+    };
+    let stop = crate::interrupt::flag();
+    print_outcome(sender::run(&config, &stop), args.json, args.per_flow, None)
+}
+
+/// Print what a session measured (also when it failed after measuring: a
+/// [`PartialReport`]), then return its error; `heading` goes above the text.
+fn print_outcome(
+    outcome: Result<results::send::SendReport>,
+    json: bool,
+    per_flow: bool,
+    heading: Option<String>,
+) -> Result<()> {
     let (report, error) = match outcome {
         Ok(r) => (r, None),
         Err(e) => match e.downcast::<PartialReport>() {
@@ -510,11 +635,11 @@ pub(crate) fn run(mut args: SendArgs) -> Result<()> {
             Err(e) => return Err(e),
         },
     };
-    if args.json {
+    if json {
         crate::out::print_json(&report)?;
     } else {
         let mut out = heading.map(|h| format!("{h}\n")).unwrap_or_default();
-        out.push_str(&text::send_text(&report, args.per_flow));
+        out.push_str(&text::send_text(&report, per_flow));
         crate::out::print(out)?;
     }
     match error {

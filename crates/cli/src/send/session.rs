@@ -47,6 +47,20 @@ impl std::fmt::Display for PartialReport {
 
 impl std::error::Error for PartialReport {}
 
+impl PartialReport {
+    /// `report`, or with `errors` a [`PartialReport`] carrying it.
+    pub(crate) fn unless_errors(report: SendReport, errors: &[String]) -> Result<SendReport> {
+        if errors.is_empty() {
+            Ok(report)
+        } else {
+            Err(anyhow::Error::new(Self {
+                report,
+                error: errors.join("; "),
+            }))
+        }
+    }
+}
+
 /// The marking a flow's sockets apply.
 pub(crate) fn marking_of(spec: &FlowSpec) -> netio::Marking {
     netio::Marking {
@@ -333,6 +347,7 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
                 malformed_at_receiver: r.map(|r| r.malformed),
                 error: res.error,
                 unlogged_records: log.as_ref().map(|_| res.unlogged),
+                stamp: None,
             }
         })
         .collect();
@@ -346,14 +361,7 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
         sum: SumStats::of(&flows),
         flows,
     };
-    if errors.is_empty() {
-        Ok(report)
-    } else {
-        Err(anyhow::Error::new(PartialReport {
-            report,
-            error: errors.join("; "),
-        }))
-    }
+    PartialReport::unless_errors(report, &errors)
 }
 
 /// Paced packets a second one sender thread is given by default. One thread sends about

@@ -1,7 +1,11 @@
 //! What `dualperf send` prints without `--json`.
 
-use results::send::SendReport;
+use std::collections::BTreeMap;
+
+use meter::FlowSummary;
+use results::send::{FlowOutcome, SendReport, StampOutcome};
 use wire::control::Meter;
+use wire::ds::{Dscp, Ecn};
 
 /// Most flows shown one row each unless `--per-flow` asks for every row.
 pub(crate) const MAX_ROWS: usize = 20;
@@ -33,7 +37,10 @@ pub(crate) fn send_text(report: &SendReport, per_flow: bool) -> String {
         let rx = f.received.as_ref();
         t.row(vec![
             format!("{} {}", f.id, f.spec.label),
-            format!("{:?}/{:?}", f.spec.protocol, f.spec.meter).to_lowercase(),
+            match &f.stamp {
+                Some(_) => format!("stamp/{:?}", f.spec.meter).to_lowercase(),
+                None => format!("{:?}/{:?}", f.spec.protocol, f.spec.meter).to_lowercase(),
+            },
             f.spec.size_bytes.to_string(),
             f.sent.packets.to_string(),
             rx.map_or_else(dash, |r| r.packets.to_string()),
@@ -112,6 +119,11 @@ pub(crate) fn send_text(report: &SendReport, per_flow: bool) -> String {
             ));
         }
     }
+    for f in report.flows.iter().filter(|_| rows) {
+        if let Some(st) = &f.stamp {
+            s.push_str(&stamp_text(f, st));
+        }
+    }
     s.push_str(&clock_text(report));
     let failed: Vec<_> = report.flows.iter().filter(|f| f.error.is_some()).collect();
     for f in failed.iter().take(if rows { usize::MAX } else { MAX_ROWS }) {
@@ -135,8 +147,13 @@ fn clock_text(report: &SendReport) -> String {
         return String::new();
     };
     let ms = |ns: f64| ns / 1e6;
+    // A STAMP session estimates the offset from its replies' timestamps.
+    let (peer, what) = match report.flows.iter().any(|f| f.stamp.is_some()) {
+        true => ("reflector", "STAMP replies"),
+        false => ("receiver", "exchanges"),
+    };
     let mut s = format!(
-        "clocks: the receiver's reads {:+.3} ms against the sender's (± {:.3} ms; least round trip {:.3} ms over {} exchanges); one-way delays include it\n",
+        "clocks: the {peer}'s reads {:+.3} ms against the sender's (± {:.3} ms; least round trip {:.3} ms over {} {what}); one-way delays include it\n",
         ms(c.offset_ns as f64),
         ms(c.bound_ns as f64),
         ms(c.delay_min_ns as f64),
@@ -157,6 +174,144 @@ fn clock_text(report: &SendReport) -> String {
         ));
     }
     s
+}
+
+/// The STAMP lines of flow `f`, measured against a Session-Reflector (`send --stamp`):
+/// the one-way means, loss by direction, what the reflector saw, and the odd replies.
+fn stamp_text(f: &FlowOutcome, st: &StampOutcome) -> String {
+    let us = |s: Option<&FlowSummary>| {
+        s.and_then(|s| s.delay.as_ref())
+            .map_or_else(|| "-".to_owned(), |d| format!("{:.1}", d.mean_ns / 1e3))
+    };
+    let count = |v: Option<u64>| v.map_or_else(|| "?".to_owned(), |v| v.to_string());
+    let stateful = match (st.replies, st.reflector_stateful) {
+        (0, _) => "no reply from the reflector",
+        (_, Some(true)) => "stateful reflector",
+        _ => "reflector stateless, or stateful without forward loss (its numbers were ours)",
+    };
+    let mut s = format!(
+        "flow {}: STAMP, {} mode, SSID {}, {} timestamps, {stateful}\n",
+        f.id, st.mode, st.ssid, st.timestamp_format
+    );
+    s.push_str(&format!(
+        "  mean µs: round trip {} (reflector's turnaround removed), forward {}, reverse {} (one-way: two clocks)\n",
+        us(f.rtt.as_ref()),
+        us(f.received.as_ref()),
+        us(st.reverse.as_ref()),
+    ));
+    s.push_str(&format!(
+        "  lost: forward {}, reverse {}, round trip {} of {} sent{}\n",
+        count(st.forward_lost),
+        count(st.reverse_lost),
+        st.round_trip_lost,
+        f.sent.packets,
+        match (st.forward_lost, st.replies) {
+            (Some(_), _) => "",
+            (None, 0) => " (directions not told apart without a reply)",
+            (None, _) => " (directions not told apart: a stateless reflector's numbers are ours)",
+        }
+    ));
+    if let Some(rx) = &f.received {
+        let mut seen = Vec::new();
+        if let Some(cos) = &st.cos {
+            seen.push(format!("DSCP {}", dscp_counts(&rx.marking.dscp_seen)));
+            seen.push(format!("ECN {}", ecn_counts(&rx.marking.ecn_seen)));
+            if cos.unsupported_replies > 0 {
+                seen.push(format!(
+                    "no Class of Service answer in {} replies",
+                    cos.unsupported_replies
+                ));
+            }
+        }
+        if !rx.marking.hop_limit_seen.is_empty() {
+            seen.push(format!("TTL {}", plain_counts(&rx.marking.hop_limit_seen)));
+        }
+        if !seen.is_empty() {
+            s.push_str(&format!("  the reflector saw: {}\n", seen.join(", ")));
+        }
+    }
+    if let (Some(cos), Some(rtt)) = (&st.cos, &f.rtt) {
+        s.push_str(&format!(
+            "  replies asked to carry DSCP {} came with DSCP {}{}\n",
+            Dscp::new(cos.requested_dscp).map_or_else(String::new, |d| d.to_string()),
+            dscp_counts(&rtt.marking.dscp_seen),
+            if cos.refused_replies > 0 {
+                format!(
+                    " ({} refused by the reflector, RP set)",
+                    cos.refused_replies
+                )
+            } else {
+                String::new()
+            }
+        ));
+    }
+    let odd: Vec<String> = [
+        ("duplicate", st.duplicate_replies),
+        ("unknown (other session or never sent)", st.unknown_replies),
+        ("malformed or failing the HMAC", st.malformed_replies),
+        ("with SSID 0", st.zero_ssid_replies),
+        (
+            "with TLVs failing integrity",
+            st.tlv_integrity_failed_replies,
+        ),
+    ]
+    .iter()
+    .filter(|(_, n)| *n > 0)
+    .map(|(what, n)| format!("{n} {what}"))
+    .collect();
+    if !odd.is_empty() {
+        s.push_str(&format!("  replies: {}\n", odd.join(", ")));
+    }
+    let ee = |ns: Option<u64>, sync: Option<bool>| {
+        let err = ns.map_or_else(|| "unknown".to_owned(), |n| format!("± {}", human_ns(n)));
+        match sync {
+            Some(true) => format!("{err}, synchronised"),
+            Some(false) => format!("{err}, not synchronised"),
+            None => "no reply".to_owned(),
+        }
+    };
+    s.push_str(&format!(
+        "  clock error estimates: ours {}; the reflector's {}\n",
+        ee(st.sender_error_estimate_ns, Some(st.sender_synchronized)),
+        ee(st.reflector_error_estimate_ns, st.reflector_synchronized)
+    ));
+    s
+}
+
+/// A span in the unit that suits it: ns, µs, ms or s.
+fn human_ns(ns: u64) -> String {
+    match ns {
+        0..1_000 => format!("{ns} ns"),
+        1_000..1_000_000 => format!("{:.3} µs", ns as f64 / 1e3),
+        1_000_000..1_000_000_000 => format!("{:.3} ms", ns as f64 / 1e6),
+        _ => format!("{:.3} s", ns as f64 / 1e9),
+    }
+}
+
+/// `46 ×100, 0 ×2` style counts of DSCPs (by name where they have one).
+fn dscp_counts(seen: &BTreeMap<u8, u64>) -> String {
+    counts(seen, |v| {
+        Dscp::new(v).map_or_else(|| v.to_string(), |d| d.to_string())
+    })
+}
+
+/// ECN codepoints seen, by name.
+fn ecn_counts(seen: &BTreeMap<u8, u64>) -> String {
+    counts(seen, |v| Ecn::from_bits(v).to_string())
+}
+
+fn plain_counts(seen: &BTreeMap<u8, u64>) -> String {
+    counts(seen, |v| v.to_string())
+}
+
+fn counts(seen: &BTreeMap<u8, u64>, name: impl Fn(u8) -> String) -> String {
+    if seen.is_empty() {
+        return "unknown".to_owned();
+    }
+    seen.iter()
+        .map(|(&v, n)| format!("{} ×{n}", name(v)))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// `send --bidir` as text: each direction with its heading, then what went wrong.
