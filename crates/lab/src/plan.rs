@@ -130,6 +130,33 @@ struct PlanFile {
     tables: Vec<Spanned<toml::Table>>,
     #[serde(default)]
     hosts: Option<BTreeMap<String, Spanned<crate::hosts::HostFile>>>,
+    #[serde(default)]
+    stamp: Option<Spanned<StampFile>>,
+}
+
+/// `[stamp]`: the measured flows are STAMP sessions (RFC 8762) to a Session-Reflector
+/// at the receiver's address.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StampFile {
+    #[serde(default)]
+    port: Option<u16>,
+    #[serde(default)]
+    reflectors: Vec<Vec<String>>,
+}
+
+/// A plan's measured flows as STAMP sessions (`[stamp]`): `send --stamp` to the
+/// receiver's address at `port`, where the runner first starts `reflectors` (commands,
+/// in the receiver's namespace in a lab: one per family for a reflector that binds one),
+/// or where one already listens.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct StampTarget {
+    /// The reflector's UDP port (default 862).
+    pub port: u16,
+    /// The commands that run the reflector, each program first (`[["stamp-suite", "-i",
+    /// …]]`); none: a reflector is already there.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reflectors: Vec<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -326,6 +353,9 @@ pub struct Plan {
     /// `target = "hosts"`: the hosts, by name (`[hosts.NAME]`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub hosts: BTreeMap<String, crate::hosts::Host>,
+    /// `[stamp]`: the measured flows are STAMP sessions to this reflector.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stamp: Option<StampTarget>,
     /// The points.
     pub points: Vec<Point>,
     /// The families measured, from the `ip` factor.
@@ -685,6 +715,25 @@ impl Plan {
             }
             tables.push(spec);
         }
+        let stamp = match file.stamp {
+            None => None,
+            Some(st) => {
+                if target == "hosts" {
+                    return Err(PlanError::at(
+                        line_at(st.span().start),
+                        "[stamp] needs a loopback or lab target: across hosts the agents are the receivers",
+                    ));
+                }
+                let st = st.into_inner();
+                if st.port == Some(0) {
+                    return Err(PlanError::at(line_at(0), "[stamp] port must be 1 to 65535"));
+                }
+                Some(StampTarget {
+                    port: st.port.unwrap_or(862),
+                    reflectors: st.reflectors,
+                })
+            }
+        };
         let runs = order_runs(
             points.len(),
             &families,
@@ -702,6 +751,7 @@ impl Plan {
             seed: file.seed,
             target,
             hosts: declared.map(|d| d.hosts.clone()).unwrap_or_default(),
+            stamp,
             points,
             families,
             runs,
@@ -929,6 +979,35 @@ fn splitmix64(state: &mut u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stamp_section_sends_the_measured_flow_to_a_reflector() {
+        let base = "version = 1\nname = \"s\"\nduration = \"1s\"\n[flow]\nudp = true\n";
+        let p = Plan::parse(
+            &format!("{base}[stamp]\nreflectors = [[\"r\", \"-x\"]]\n"),
+            false,
+        )
+        .unwrap();
+        assert_eq!(
+            p.stamp,
+            Some(StampTarget {
+                port: 862,
+                reflectors: vec![vec!["r".into(), "-x".into()]],
+            })
+        );
+        let p = Plan::parse(&format!("{base}[stamp]\nport = 8620\n"), false).unwrap();
+        assert_eq!(
+            p.stamp.map(|s| (s.port, s.reflectors.len())),
+            Some((8620, 0))
+        );
+        assert!(Plan::parse(base, false).unwrap().stamp.is_none());
+        for bad in ["[stamp]\nport = 0\n", "[stamp]\nreflector = [\"x\"]\n"] {
+            assert!(
+                Plan::parse(&format!("{base}{bad}"), false).is_err(),
+                "{bad}"
+            );
+        }
+    }
 
     const PLAN: &str = r#"version = 1
 name = "sizes"

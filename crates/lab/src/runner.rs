@@ -300,6 +300,36 @@ fn start_receiver(exe: &PathBuf, place: &Place) -> Result<Receiver, RunError> {
     Ok(receiver)
 }
 
+/// A plan's STAMP reflector (`[stamp] reflectors`, any program) where the receiver
+/// runs, stopped when dropped (as a receiver is).
+fn start_reflector(command: &[String], place: &Place) -> Result<Receiver, RunError> {
+    let (program, args) = command
+        .split_first()
+        .ok_or_else(|| RunError::Receiver("a [stamp] reflector command is empty".into()))?;
+    let mut child = Place::command(&PathBuf::from(program), place.receiver_ns())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|source| RunError::Process {
+            what: format!("starting the STAMP reflector {program}"),
+            source,
+        })?;
+    // It binds its port as it starts; one that exits at once could not.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    if let Ok(Some(status)) = child.try_wait() {
+        return Err(RunError::Receiver(format!(
+            "the STAMP reflector {program} exited at once ({status})"
+        )));
+    }
+    Ok(Receiver {
+        child,
+        port: 0,
+        _lifeline: None,
+    })
+}
+
 /// The port of `dualperf recv`'s "listening on ADDR:PORT" line.
 fn listening_port(line: &str) -> Option<u16> {
     line.strip_prefix("dualperf recv: listening on ")?
@@ -319,6 +349,15 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
             ask_hosts(plan, store, &config.exe, hosts)?;
             None
         }
+    };
+    // A plan's own STAMP reflector, in the receiver's place, for the whole plan.
+    let _reflectors = match (&plan.stamp, &config.target) {
+        (Some(st), Target::Local(place)) => st
+            .reflectors
+            .iter()
+            .map(|c| start_reflector(c, place))
+            .collect::<Result<Vec<_>, _>>()?,
+        _ => Vec::new(),
     };
     // The background flows' receiver, started with the first run that has them.
     let mut bg_receiver: Option<Receiver> = None;
@@ -439,15 +478,16 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
                 (inv.argv, fg)
             }
             Target::Local(place) => {
-                let port = receiver.as_ref().map_or(0, |r| r.port);
-                let argv = send_argv(
-                    None,
-                    place.dest(run.family),
-                    port,
-                    point.args(),
-                    duration_ns,
-                    false,
-                );
+                // A STAMP plan's measured flow goes to the reflector instead.
+                let (port, args) = match &plan.stamp {
+                    Some(st) => {
+                        let mut args = point.args();
+                        args.push("--stamp".into());
+                        (st.port, args)
+                    }
+                    None => (receiver.as_ref().map_or(0, |r| r.port), point.args()),
+                };
+                let argv = send_argv(None, place.dest(run.family), port, args, duration_ns, false);
                 let fg = Output::spawn(
                     &mut local_sender(&config.exe, place, &argv),
                     &config.exe,

@@ -176,12 +176,12 @@ fn seed_plan(target: &str) -> String {
 
 /// What `report --json DIR` shows: each table's title, columns and row labels, and
 /// which figures exist (point, metric, flow, router, and whether IPv4 and IPv6 have one).
-type Shape = (
+pub(crate) type Shape = (
     Vec<(String, String, Vec<String>)>,
     Vec<(String, String, u64, String, bool, bool)>,
 );
 
-fn report_shape(dir: &std::path::Path) -> Shape {
+pub(crate) fn report_shape(dir: &std::path::Path) -> Shape {
     let out = crate::support::run(&["report", crate::support::path_str(dir), "--json"]);
     out.assert_success();
     let doc = out.json();

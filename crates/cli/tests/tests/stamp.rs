@@ -327,3 +327,80 @@ fn dualperfs_sender_against_stamp_suites_reflector() {
         }
     }
 }
+
+#[test]
+fn a_lab_plan_measures_the_path_to_stamp_suites_reflector_as_to_a_dualperf_receiver() {
+    if !crate::lab::privileged() {
+        return;
+    }
+    let Some(ss) = stamp_suite() else { return };
+    // stamp-suite by its full path: the runner starts it in the receiver's namespace,
+    // once per receiver address (it binds one address of one family).
+    let ss = String::from_utf8(
+        Command::new("sh")
+            .args(["-c", &format!("command -v {ss}")])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .trim()
+    .to_owned();
+    let dir = crate::support::TempDir::new("stamp-plan");
+    let name = format!("tsm-{}", std::process::id() % 100_000);
+    let topo = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../plans/topologies/two-hop.toml"
+    ))
+    .unwrap()
+    .replacen("name = \"two-hop\"", &format!("name = \"{name}\""), 1);
+    std::fs::write(dir.path("lab.toml"), topo).unwrap();
+    let base = "version = 1\nname = \"path\"\nrepetitions = 1\nduration = \"1s\"\ntarget = \"lab:lab.toml\"\n\
+                [flow]\nudp = true\nrate = \"200pps\"\nsize = 64\nmeter = \"rtt\"\n";
+    let stamp = format!(
+        "{base}[stamp]\nport = 8620\nreflectors = [[\"{ss}\", \"-i\", \"-S\", \"198.18.4.2\", \"-o\", \"8620\", \"--stateful-reflector\"], [\"{ss}\", \"-i\", \"-S\", \"2001:2:0:4::2\", \"-o\", \"8620\", \"--stateful-reflector\"]]\n"
+    );
+    let down = |n: &str| {
+        let _ = Command::new(crate::support::BIN)
+            .args(["lab", "down", n])
+            .output();
+    };
+    let mut shapes = Vec::new();
+    for (file, text) in [("dualperf.toml", base.to_owned()), ("stamp.toml", stamp)] {
+        let plan = dir.path(file);
+        std::fs::write(&plan, text).unwrap();
+        let out = dir.path(&format!("{file}.d"));
+        let ran = crate::support::run(&[
+            "run",
+            crate::support::path_str(&plan),
+            "--dir",
+            crate::support::path_str(&out),
+        ]);
+        down(&name);
+        ran.assert_success();
+        for entry in std::fs::read_dir(out.join("runs")).unwrap() {
+            let rec: Value =
+                serde_json::from_slice(&std::fs::read(entry.unwrap().path()).unwrap()).unwrap();
+            let f = &rec["report"]["flows"][0];
+            assert_eq!(u(f, "/rtt/packets"), 200, "{file}: {f:#}");
+            let argv: Vec<&str> = rec["argv"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            assert_eq!(argv.contains(&"--stamp"), file == "stamp.toml", "{argv:?}");
+            if file == "stamp.toml" {
+                // Two routers each way: the reflector saw TTL 62, the sender 62 back.
+                assert_eq!(
+                    f["received"]["marking"]["hop_limit_seen"],
+                    serde_json::json!({"62": 200})
+                );
+                assert_eq!(u(f, "/stamp/replies"), 200);
+            }
+        }
+        shapes.push(crate::lab_hosts::report_shape(&out));
+    }
+    // The same tables and the same figures, whichever reflects the packets.
+    assert_eq!(shapes[0], shapes[1]);
+}
