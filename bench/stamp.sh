@@ -155,18 +155,7 @@ tail_of() { tail -n "${2:-5}" "$1" 2>/dev/null | tr -d '\r' | sed 's/^/    /' >&
 # ---------------------------------------------------------------------------
 # prerequisites
 
-SUDO=()
-[[ $(id -u) == 0 ]] || SUDO=(sudo)
-apt_install() { # package: apt-get install, with one apt-get update if that fails
-    log "installing $1 from Debian (apt-get install -y $1)"
-    export DEBIAN_FRONTEND=noninteractive
-    "${SUDO[@]}" apt-get install -y "$1" >>"$WORK/apt.log" 2>&1 && return 0
-    log "apt-get install failed, running apt-get update once and retrying"
-    { "${SUDO[@]}" apt-get update && "${SUDO[@]}" apt-get install -y "$1"; } >>"$WORK/apt.log" 2>&1 && return 0
-    log "could not install $1:"
-    tail_of "$WORK/apt.log" 10
-    return 1
-}
+# apt_install (and SUDO): bench/lib/procs.sh.
 
 ensure_tools() {
     if [[ ! -x /usr/bin/time ]]; then

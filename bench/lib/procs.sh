@@ -184,3 +184,18 @@ compile_ceiling() { # out log
         return 1
     fi
 }
+
+# Install Debian package $1 (apt-get install -y, with one apt-get update if that fails),
+# as root or through sudo. Uses the sourcing script's log, tail_of and $WORK.
+SUDO=()
+[[ $(id -u) == 0 ]] || SUDO=(sudo)
+apt_install() { # package: apt-get install, with one apt-get update if that fails
+    log "installing $1 from Debian (apt-get install -y $1)"
+    export DEBIAN_FRONTEND=noninteractive
+    "${SUDO[@]}" apt-get install -y "$1" >>"$WORK/apt.log" 2>&1 && return 0
+    log "apt-get install failed, running apt-get update once and retrying"
+    { "${SUDO[@]}" apt-get update && "${SUDO[@]}" apt-get install -y "$1"; } >>"$WORK/apt.log" 2>&1 && return 0
+    log "could not install $1:"
+    tail_of "$WORK/apt.log" 10
+    return 1
+}
