@@ -12,6 +12,10 @@ use wire::frame::FrameDecoder;
 /// Default port of the receiver (UDP and TCP data, TCP control).
 pub(crate) const DEFAULT_PORT: u16 = 4646;
 
+/// Most windows a session may ask the receiver for, all flows together: the series
+/// travel in one results message (about 300 bytes of JSON a window, under its 16 MiB).
+pub(crate) const MAX_SESSION_WINDOWS: u64 = 30_000;
+
 /// The peer closed the control connection (end of stream where a message was due).
 #[derive(Debug)]
 pub(crate) struct PeerClosed;

@@ -54,7 +54,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use crate::plan::{file_safe, key_line, Background, PlanError, Point};
+use crate::plan::point::{file_safe, key_line, send_argv, Background, PlanError, Point};
 
 /// The agent's port when a host does not name one (`dualperf recv`'s and `agent`'s).
 pub const DEFAULT_AGENT_PORT: u16 = 4646;
@@ -329,7 +329,7 @@ impl Hosts {
     ) -> Result<Invocation, String> {
         let (agent, dest) = self.ends(from, to, family)?;
         Ok(Invocation {
-            argv: crate::runner::send_argv(
+            argv: send_argv(
                 Some(agent.to_string()),
                 dest.ip().to_string(),
                 dest.port(),

@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::hosts::{Hosts, Invocation, BG_FROM, BG_TO, RECEIVER, SENDER};
+use crate::plan::point::send_argv;
 use crate::plan::{Plan, Run};
 use crate::store::{Background, RunRecord, Store, StoreError, FORMAT_VERSION};
 use results::clock::{PeerClockDoc, CLOCK_FORMAT_VERSION};
@@ -598,35 +599,6 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
     Ok(outcome)
 }
 
-/// `send [--from AGENT] DEST --port PORT ARGS --duration Dns --json [--announce-start]
-/// --connect-timeout 30s`: every sender the runner starts (`announce` for background
-/// flows, whose start the measured flow waits for).
-pub(crate) fn send_argv(
-    from: Option<String>,
-    dest: String,
-    port: u16,
-    args: Vec<String>,
-    duration_ns: u64,
-    announce: bool,
-) -> Vec<String> {
-    let mut argv = vec!["send".to_owned()];
-    if let Some(agent) = from {
-        argv.extend(["--from".to_owned(), agent]);
-    }
-    argv.extend([dest, "--port".into(), port.to_string()]);
-    argv.extend(args);
-    argv.extend([
-        "--duration".into(),
-        format!("{duration_ns}ns"),
-        "--json".into(),
-    ]);
-    if announce {
-        argv.push("--announce-start".into());
-    }
-    argv.extend(["--connect-timeout".into(), CONNECT_TIMEOUT.into()]);
-    argv
-}
-
 /// A sender here or in a lab's namespace. It sends itself: an agent's key in this
 /// process's environment must not make it ask for `--from`.
 fn local_sender(exe: &PathBuf, place: &Place, argv: &[String]) -> Command {
@@ -738,12 +710,6 @@ const BACKGROUND_START: std::time::Duration = std::time::Duration::from_secs(30)
 
 /// How long background flows run before the measured flow starts, by default.
 const DEFAULT_LEAD: wire::time::Duration = wire::time::Duration::from_secs(2);
-
-/// How long a sender may take to connect and set up its session. In a lab its control
-/// connection may cross a link that background flows saturate, where lost SYNs and
-/// segments wait out TCP's retransmission timeouts (1 s, 3 s, 7 s…): the receivers get
-/// the same 30 s for their handshake.
-const CONNECT_TIMEOUT: &str = "30s";
 
 /// A `dualperf send` child with its stdout and stderr read on threads (so a full pipe
 /// never blocks it).

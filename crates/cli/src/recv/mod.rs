@@ -29,9 +29,9 @@ use meter::log::Entry;
 use results::recv::{CounterSnapshot, FlowReport, RecvLine};
 use wire::control::{FlowAnnounce, FlowGrant};
 
-use shard::{Flows, MAX_SESSION_WINDOWS};
+use shard::Flows;
 
-use crate::control::DEFAULT_PORT;
+use crate::control::{DEFAULT_PORT, MAX_SESSION_WINDOWS};
 
 /// `recv --busy-poll`'s default: receivers of flows faster than about 50,000 pkt/s
 /// poll; slower ones sleep between packets.
@@ -51,8 +51,9 @@ pub(crate) const DEFAULT_BUSY_POLL: &str = "20us";
   dualperf recv --log recv.dplog.zst      # zstd-compressed log; read it with dualperf decode
   dualperf recv --busy-poll 0             # always sleep in the kernel between datagrams
   dualperf recv --threads 4               # four UDP sockets and threads on one port
+  dualperf recv --stamp --stamp-stateful  # also a STAMP Session-Reflector on UDP 862
 
-The log format and the figures: docs/output.md.")]
+The log format and the figures: docs/output.md; STAMP: docs/stamp.md.")]
 pub(crate) struct RecvArgs {
     /// Port for UDP and TCP data and the TCP control channel (0 picks a free one; the
     /// chosen port is printed on stderr).

@@ -33,11 +33,8 @@ use meter::{FlowMeter, IntervalSeries, RxRecord};
 use wire::control::{FlowAnnounce, FlowGrant, Meter, Protocol};
 use wire::probe::SeqUnwrapper;
 
+use crate::control::MAX_SESSION_WINDOWS;
 use crate::logsink::{Chunk, LogProducer};
-
-/// Most interval windows a session's results may carry, all flows together (the sender
-/// checks the same bound for flows with a duration).
-pub(crate) const MAX_SESSION_WINDOWS: u64 = crate::send::MAX_SESSION_WINDOWS;
 
 /// [`Flow::home`] of a UDP flow none of whose datagrams has come yet.
 const UNCLAIMED: usize = usize::MAX;

@@ -14,7 +14,7 @@
 mod engine;
 mod flow;
 mod remote;
-mod session;
+pub(crate) mod session;
 mod text;
 
 use std::io::IsTerminal;
@@ -33,7 +33,7 @@ use wire::time::Duration;
 pub(crate) use results::send::FlowOutcome;
 pub(crate) use session::{run_session, PartialReport};
 
-use crate::control::{resolve, Family, DEFAULT_PORT};
+use crate::control::{resolve, Family, DEFAULT_PORT, MAX_SESSION_WINDOWS};
 use crate::usage;
 
 /// Send flows to a `dualperf recv` and report what both ends measured.
@@ -652,9 +652,6 @@ fn print_outcome(
 const MIN_INTERVAL: Duration = Duration::from_millis(10);
 /// Longest `--interval`.
 const MAX_INTERVAL: Duration = Duration::from_secs(24 * 3600);
-/// Most windows a session may ask the receiver for, all flows together: the series
-/// travel in one results message (about 300 bytes of JSON a window, under its 16 MiB).
-pub(crate) const MAX_SESSION_WINDOWS: u64 = 30_000;
 
 /// Check `--interval` against its bounds and, for flows with a duration, the number of
 /// windows the receiver would report.

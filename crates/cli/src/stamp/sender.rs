@@ -50,7 +50,7 @@ use wire::stamp::{
 };
 use wire::time::{Duration, Instant};
 
-use crate::send::PartialReport;
+use crate::send::session::PartialReport;
 
 /// Value octets of the Class of Service TLV (RFC 8972 §4.4).
 const COS_VALUE_LEN: usize = 4;
