@@ -77,6 +77,9 @@ pub(crate) enum Out {
     /// `IPV6_PKTINFO` choosing the source address (`ipi6_addr`), interface
     /// left to routing (`ipi6_ifindex` 0).
     SrcV6(Ipv6Addr),
+    /// `UDP_SEGMENT` (`SOL_UDP`, a `u16`): the message's payload is several
+    /// datagrams of this many bytes each, the last maybe shorter (UDP GSO).
+    GsoSize(u16),
 }
 
 impl Out {
@@ -85,6 +88,7 @@ impl Out {
             Self::Int(..) => size_of::<libc::c_int>(),
             Self::SrcV4(_) => size_of::<libc::in_pktinfo>(),
             Self::SrcV6(_) => size_of::<libc::in6_pktinfo>(),
+            Self::GsoSize(_) => size_of::<u16>(),
         }
     }
 }
@@ -144,6 +148,10 @@ pub(crate) fn encode(hdr: &mut libc::msghdr, buf: &mut Buf, items: &[Out]) {
                     };
                     ptr::write_unaligned(data.cast::<libc::in6_pktinfo>(), info);
                     (libc::IPPROTO_IPV6, libc::IPV6_PKTINFO)
+                }
+                Out::GsoSize(size) => {
+                    ptr::write_unaligned(data.cast::<u16>(), size);
+                    (libc::SOL_UDP, libc::UDP_SEGMENT)
                 }
             };
             (*cmsg).cmsg_level = level;

@@ -133,4 +133,4 @@ pub mod tcp;
 mod udp;
 
 pub use marking::{Marking, MarkingError, FLOW_LABEL_MAX};
-pub use udp::{RecvMeta, UdpSocket, MAX_BATCH};
+pub use udp::{Datagram, RecvMeta, UdpSocket, MAX_BATCH};

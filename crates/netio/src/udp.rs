@@ -73,6 +73,10 @@ pub struct UdpSocket {
     /// `IPV6_FLOWINFO` receive is on: an IPv6 datagram without the cmsg had
     /// label and traffic class 0 (the kernel omits an all-zero flowinfo).
     recv_flowinfo: AtomicBool,
+    /// Connected to a loopback address: batches may go as UDP GSO sends.
+    peer_loopback: AtomicBool,
+    /// UDP GSO failed once on this socket (an old kernel): never tried again.
+    gso_off: AtomicBool,
 }
 
 impl UdpSocket {
@@ -113,6 +117,8 @@ impl UdpSocket {
             family,
             leases: Mutex::new(HashSet::new()),
             recv_flowinfo: AtomicBool::new(false),
+            peer_loopback: AtomicBool::new(false),
+            gso_off: AtomicBool::new(false),
         })
     }
 
@@ -139,6 +145,8 @@ impl UdpSocket {
         let sa = SockAddr::new(dst, flowinfo);
         // SAFETY: `sa` holds a valid sockaddr of the stated length.
         cvt(unsafe { libc::connect(self.fd.as_raw_fd(), sa.as_ptr(), sa.len()) })?;
+        self.peer_loopback
+            .store(dst.ip().to_canonical().is_loopback(), Ordering::Relaxed);
         Ok(())
     }
 
@@ -207,37 +215,17 @@ impl UdpSocket {
     /// the rest). `Ok(0)` for a non-empty `bufs` means "nothing taken, try
     /// again later" (`EAGAIN` on a non-blocking socket, `ENOBUFS`). Other
     /// errors (e.g. `ECONNREFUSED` after an ICMP port unreachable) are returned.
+    ///
+    /// To a loopback peer, runs of datagrams of one length (the last of a run
+    /// may be shorter) go as one UDP GSO message each (`UDP_SEGMENT`): the
+    /// stack is crossed once per run and the receiving socket gets the same
+    /// datagrams, each with its own metadata. Only on loopback, where no device
+    /// or packet socket sees the unsegmented packet; elsewhere that would depend
+    /// on the device's offloads. A kernel or path that refuses GSO turns it off
+    /// for the socket, and the batch goes datagram by datagram.
     pub fn send_batch(&self, bufs: &[&[u8]]) -> io::Result<usize> {
-        let n = bufs.len().min(MAX_BATCH);
-        if n == 0 {
-            return Ok(0);
-        }
-        // SAFETY: iovec and mmsghdr are plain old data; all-zero is valid (null pointers).
-        let mut iovs: [libc::iovec; MAX_BATCH] = unsafe { zeroed() };
-        // SAFETY: as above.
-        let mut msgs: [libc::mmsghdr; MAX_BATCH] = unsafe { zeroed() };
-        for (i, buf) in bufs[..n].iter().enumerate() {
-            iovs[i] = libc::iovec {
-                // The kernel only reads through this pointer (sendmmsg).
-                iov_base: buf.as_ptr().cast_mut().cast(),
-                iov_len: buf.len(),
-            };
-            msgs[i].msg_hdr.msg_iov = &mut iovs[i];
-            msgs[i].msg_hdr.msg_iovlen = 1;
-        }
-        loop {
-            // SAFETY: `msgs[..n]` each point at one iovec describing a live, readable
-            // buffer borrowed from `bufs`; no names or control data.
-            let ret = unsafe { libc::sendmmsg(self.fd.as_raw_fd(), msgs.as_mut_ptr(), n as _, 0) };
-            match cvt(ret) {
-                Ok(sent) => return Ok(sent as usize),
-                Err(e) => match e.raw_os_error() {
-                    Some(libc::EINTR) => continue,
-                    Some(libc::EAGAIN | libc::ENOBUFS) => return Ok(0),
-                    _ => return Err(e),
-                },
-            }
-        }
+        let loopback = self.peer_loopback.load(Ordering::Relaxed);
+        self.send_messages(bufs, None, &|_, _| loopback)
     }
 
     /// Unconnected send with per-packet marking, for echoing to one peer with
@@ -284,6 +272,157 @@ impl UdpSocket {
         src_ip: Option<IpAddr>,
         marking: &Marking,
     ) -> io::Result<usize> {
+        let mut out = self.addressed(dst, src_ip, marking)?;
+        let mut iov = libc::iovec {
+            iov_base: buf.as_ptr().cast_mut().cast(),
+            iov_len: buf.len(),
+        };
+        // SAFETY: msghdr is plain old data; all-zero is valid.
+        let mut hdr: libc::msghdr = unsafe { zeroed() };
+        hdr.msg_iov = &mut iov;
+        hdr.msg_iovlen = 1;
+        let items = out.point(&mut hdr);
+        let mut control = cmsg::Buf::new();
+        cmsg::encode(&mut hdr, &mut control, items.as_slice());
+        loop {
+            // SAFETY: `hdr` points at `out`'s name, `iov` (a readable view of `buf`; the
+            // kernel does not write through it) and `control`, all alive for the call.
+            let ret = unsafe { libc::sendmsg(self.fd.as_raw_fd(), &hdr, 0) };
+            match cvt_size(ret) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => return other,
+            }
+        }
+    }
+
+    /// [`Self::send_to_marked_from`] for up to [`MAX_BATCH`] datagrams in one
+    /// `sendmmsg`, each with its own destination, source and marking: a reflector's
+    /// answers to one received batch. Returns how many the kernel took, from the
+    /// first; the caller decides about the rest. A datagram that cannot be addressed
+    /// (a marking or source the path refuses) ends the batch before it: the error
+    /// when it is the first, otherwise the count of those before it. `Ok(0)` for a
+    /// non-empty batch means "nothing taken, try again later" (`EAGAIN`, `ENOBUFS`).
+    pub fn send_batch_to(&self, batch: &[Datagram<'_>]) -> io::Result<usize> {
+        let n = batch.len().min(MAX_BATCH);
+        let mut names = [Addressed::empty(); MAX_BATCH];
+        let mut ready = 0;
+        for (i, d) in batch[..n].iter().enumerate() {
+            match self.addressed(d.dst, d.src_ip, &d.marking) {
+                Ok(a) => names[i] = a,
+                Err(e) if i == 0 => return Err(e),
+                Err(_) => break,
+            }
+            ready = i + 1;
+        }
+        let mut bufs: [&[u8]; MAX_BATCH] = [&[]; MAX_BATCH];
+        for (slot, d) in bufs.iter_mut().zip(&batch[..ready]) {
+            *slot = d.buf;
+        }
+        let same = |i: usize, j: usize| {
+            let (a, b) = (&batch[i], &batch[j]);
+            a.dst == b.dst && a.src_ip == b.src_ip && a.marking == b.marking
+        };
+        let joinable =
+            |i: usize, j: usize| batch[i].dst.ip().to_canonical().is_loopback() && same(i, j);
+        self.send_messages(&bufs[..ready], Some(&mut names[..ready]), &joinable)
+    }
+
+    /// One `sendmmsg` of up to [`MAX_BATCH`] datagrams, each with its name and
+    /// control messages from `names` (none: a connected socket). Datagram `j`
+    /// joins the UDP GSO run that datagram `i` starts when `joinable(i, j)`, it is
+    /// no longer than `i` and the run stays within the kernel's bounds. Returns the
+    /// datagrams the kernel took; `Ok(0)` for `EAGAIN`/`ENOBUFS`.
+    fn send_messages(
+        &self,
+        bufs: &[&[u8]],
+        mut names: Option<&mut [Addressed]>,
+        joinable: &dyn Fn(usize, usize) -> bool,
+    ) -> io::Result<usize> {
+        let n = bufs.len().min(MAX_BATCH);
+        if n == 0 {
+            return Ok(0);
+        }
+        let gso = !self.gso_off.load(Ordering::Relaxed);
+        // SAFETY: iovec and mmsghdr are plain old data; all-zero is valid (null pointers).
+        let mut iovs: [libc::iovec; MAX_BATCH] = unsafe { zeroed() };
+        // SAFETY: as above.
+        let mut msgs: [libc::mmsghdr; MAX_BATCH] = unsafe { zeroed() };
+        let mut controls = [cmsg::Buf::new(); MAX_BATCH];
+        // Datagrams in each message.
+        let mut counts = [0usize; MAX_BATCH];
+        for (iov, buf) in iovs.iter_mut().zip(&bufs[..n]) {
+            *iov = libc::iovec {
+                // The kernel only reads through this pointer (sendmmsg).
+                iov_base: buf.as_ptr().cast_mut().cast(),
+                iov_len: buf.len(),
+            };
+        }
+        let (mut m, mut i) = (0, 0);
+        while i < n {
+            let len = bufs[i].len();
+            let mut j = i + 1;
+            if gso && (1..=GSO_MAX_SEGMENT).contains(&len) {
+                while j < n
+                    && j - i < GSO_MAX_SEGMENTS
+                    && (j - i + 1) * len <= GSO_MAX_BYTES
+                    && bufs[j].len() <= len
+                    && !bufs[j].is_empty()
+                    && joinable(i, j)
+                {
+                    j += 1;
+                    if bufs[j - 1].len() < len {
+                        break;
+                    }
+                }
+            }
+            let hdr = &mut msgs[m].msg_hdr;
+            hdr.msg_iov = &mut iovs[i];
+            hdr.msg_iovlen = j - i;
+            let mut items = match names.as_deref_mut() {
+                Some(names) => names[i].point(hdr),
+                None => Items::default(),
+            };
+            if j - i > 1 {
+                // `len` is at most GSO_MAX_SEGMENT, so it fits.
+                items.push(cmsg::Out::GsoSize(len as u16));
+            }
+            cmsg::encode(hdr, &mut controls[m], items.as_slice());
+            counts[m] = j - i;
+            m += 1;
+            i = j;
+        }
+        loop {
+            // SAFETY: `msgs[..m]` each point at a run of iovecs describing live, readable
+            // buffers borrowed from `bufs`, at their own name in `names` (or none) and
+            // their own control buffer, all alive and not moved during the call.
+            let ret = unsafe { libc::sendmmsg(self.fd.as_raw_fd(), msgs.as_mut_ptr(), m as _, 0) };
+            match cvt(ret) {
+                Ok(sent) => return Ok(counts[..sent as usize].iter().sum()),
+                Err(e) => match e.raw_os_error() {
+                    Some(libc::EINTR) => continue,
+                    Some(libc::EAGAIN | libc::ENOBUFS) => return Ok(0),
+                    // A kernel or path without UDP GSO (EIO: no checksum offload): send
+                    // datagram by datagram from now on.
+                    Some(libc::EIO | libc::EINVAL | libc::ENOPROTOOPT | libc::EOPNOTSUPP)
+                        if counts[0] > 1 =>
+                    {
+                        self.gso_off.store(true, Ordering::Relaxed);
+                        return self.send_messages(bufs, names, joinable);
+                    }
+                    _ => return Err(e),
+                },
+            }
+        }
+    }
+
+    /// The kernel's name and control messages for a datagram to `dst` from `src_ip`
+    /// with `marking` (see [`Self::send_to_marked_from`]).
+    fn addressed(
+        &self,
+        dst: SocketAddr,
+        src_ip: Option<IpAddr>,
+        marking: &Marking,
+    ) -> io::Result<Addressed> {
         let dst = sys::for_family(self.family, dst)?;
         let ipv4_path = sys::is_ipv4_path(&dst);
         marking.check(ipv4_path)?;
@@ -292,46 +431,22 @@ impl UdpSocket {
         } else {
             (libc::IPPROTO_IPV6, libc::IPV6_TCLASS, libc::IPV6_HOPLIMIT)
         };
-        let mut items = [cmsg::Out::Int(0, 0, 0); 3];
-        let mut count = 0;
+        let mut out = Addressed::empty();
         if let Some(tos) = marking.tos {
-            items[count] = cmsg::Out::Int(level, tos_type, tos.into());
-            count += 1;
+            out.items.push(cmsg::Out::Int(level, tos_type, tos.into()));
         }
         if let Some(ttl) = marking.ttl {
-            items[count] = cmsg::Out::Int(level, ttl_type, ttl.into());
-            count += 1;
+            out.items.push(cmsg::Out::Int(level, ttl_type, ttl.into()));
         }
         if let Some(src) = source_cmsg(src_ip, ipv4_path, &dst)? {
-            items[count] = src;
-            count += 1;
+            out.items.push(src);
         }
         let flowinfo = match (dst, marking.flow_label) {
             (SocketAddr::V6(a), Some(label)) => self.ensure_flow_label(*a.ip(), label)?,
             _ => 0,
         };
-        let mut name = SockAddr::new(dst, flowinfo);
-        let mut iov = libc::iovec {
-            iov_base: buf.as_ptr().cast_mut().cast(),
-            iov_len: buf.len(),
-        };
-        // SAFETY: msghdr is plain old data; all-zero is valid.
-        let mut hdr: libc::msghdr = unsafe { zeroed() };
-        hdr.msg_name = name.as_mut_ptr().cast();
-        hdr.msg_namelen = name.len();
-        hdr.msg_iov = &mut iov;
-        hdr.msg_iovlen = 1;
-        let mut control = cmsg::Buf::new();
-        cmsg::encode(&mut hdr, &mut control, &items[..count]);
-        loop {
-            // SAFETY: `hdr` points at `name`, `iov` (a readable view of `buf`; the kernel
-            // does not write through it) and `control`, all alive for the call.
-            let ret = unsafe { libc::sendmsg(self.fd.as_raw_fd(), &hdr, 0) };
-            match cvt_size(ret) {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                other => return other,
-            }
-        }
+        out.name = SockAddr::new(dst, flowinfo);
+        Ok(out)
     }
 
     /// `recvmmsg` into the caller's buffers: waits (honouring
@@ -358,6 +473,33 @@ impl UdpSocket {
         metas: &mut [RecvMeta],
     ) -> io::Result<usize> {
         self.recv_batch_with(bufs, metas, libc::MSG_DONTWAIT)
+    }
+
+    /// [`Self::recv_batch`] or [`Self::try_recv_batch`], as `poll` says
+    /// ([`RecvPoll`](crate::poll::RecvPoll): in the kernel while datagrams are sparse,
+    /// polling while they are dense, so a loopback sender pays no wake-up). A poll that
+    /// finds nothing naps `nap` (zero: returns at once, for a loop that spins) and
+    /// returns `Ok(0)`; callers loop and check their stop flag. Set a timer slack of
+    /// 1 ns on the thread, or the naps stretch to the kernel's default 50 µs.
+    pub fn recv_batch_polled(
+        &self,
+        poll: &mut crate::poll::RecvPoll,
+        nap: Duration,
+        bufs: &mut [Vec<u8>],
+        metas: &mut [RecvMeta],
+    ) -> io::Result<usize> {
+        let polling = poll.wait(crate::clock::mono_ns()) == crate::poll::Wait::Poll;
+        let n = if polling {
+            self.try_recv_batch(bufs, metas)?
+        } else {
+            self.recv_batch(bufs, metas)?
+        };
+        if n > 0 {
+            poll.handle_batch(crate::clock::mono_ns(), n as u64);
+        } else if polling && !nap.is_zero() {
+            std::thread::sleep(nap);
+        }
+        Ok(n)
     }
 
     fn recv_batch_with(
@@ -507,6 +649,78 @@ impl AsRawFd for UdpSocket {
         self.fd.as_raw_fd()
     }
 }
+
+/// One datagram of [`UdpSocket::send_batch_to`]: its bytes, where it goes, the source
+/// address it leaves from (`None`: the kernel chooses) and its marking.
+#[derive(Clone, Copy, Debug)]
+pub struct Datagram<'a> {
+    /// The payload.
+    pub buf: &'a [u8],
+    /// The destination (a plain IPv4 one is mapped on an IPv6 socket).
+    pub dst: SocketAddr,
+    /// The source, as for [`UdpSocket::send_to_marked_from`].
+    pub src_ip: Option<IpAddr>,
+    /// DS byte, TTL or hop limit, flow label.
+    pub marking: Marking,
+}
+
+/// Control messages of one message: marking, source, GSO size.
+#[derive(Clone, Copy)]
+struct Items {
+    items: [cmsg::Out; 4],
+    count: usize,
+}
+
+impl Default for Items {
+    fn default() -> Self {
+        Self {
+            items: [cmsg::Out::Int(0, 0, 0); 4],
+            count: 0,
+        }
+    }
+}
+
+impl Items {
+    fn push(&mut self, item: cmsg::Out) {
+        self.items[self.count] = item;
+        self.count += 1;
+    }
+
+    fn as_slice(&self) -> &[cmsg::Out] {
+        &self.items[..self.count]
+    }
+}
+
+/// A datagram's name and control messages, ready for `sendmsg`/`sendmmsg`.
+#[derive(Clone, Copy)]
+struct Addressed {
+    name: SockAddr,
+    items: Items,
+}
+
+impl Addressed {
+    fn empty() -> Self {
+        Self {
+            name: SockAddr::empty(),
+            items: Items::default(),
+        }
+    }
+
+    /// Point `hdr` at this name; the control messages to send with it.
+    fn point(&mut self, hdr: &mut libc::msghdr) -> Items {
+        hdr.msg_name = self.name.as_mut_ptr().cast();
+        hdr.msg_namelen = self.name.len();
+        self.items
+    }
+}
+
+/// Most bytes one UDP GSO segment (one datagram of a run) may have here.
+const GSO_MAX_SEGMENT: usize = 8_192;
+/// Most datagrams in one UDP GSO message (the kernel's `UDP_MAX_SEGMENTS` is 64
+/// before Linux 6.9).
+const GSO_MAX_SEGMENTS: usize = 64;
+/// Most payload bytes of one UDP GSO message (under the 65,507 of an IPv4 datagram).
+const GSO_MAX_BYTES: usize = 65_000;
 
 /// The control message setting the source address `src` for a datagram on
 /// the IPv4 (`ipv4_path`) or IPv6 path to `dst`; `None` when the kernel is to

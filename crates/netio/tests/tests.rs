@@ -203,6 +203,56 @@ mod udp_connected {
         );
     }
 
+    /// To a loopback peer, runs of one length go as UDP GSO sends: each datagram
+    /// still arrives on its own, in order, marked; the datagrams of one run share the
+    /// one receive timestamp of the packet the kernel cut them from.
+    fn gso_runs_arrive_as_datagrams(case: Case) {
+        let (rx, dst) = case.receiver();
+        rx.set_buffer_sizes(None, Some(1 << 20)).unwrap();
+        let tx = case.sender();
+        tx.connect_marked(dst, &case.marking(0xb8, 9, LABEL))
+            .unwrap();
+        // Runs: 3 × 100 + a shorter 60 | 2 × 200 | 9,000 (too long to join) | 8 × 1,400.
+        let mut lens = vec![100, 100, 100, 60, 200, 200, 9_000];
+        lens.extend([1_400; 8]);
+        let payloads: Vec<Vec<u8>> = lens
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| vec![i as u8 + 1; n])
+            .collect();
+        let refs: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
+        assert_eq!(tx.send_batch(&refs).unwrap(), payloads.len());
+        let got = recv_n(&rx, payloads.len(), 16_384);
+        for ((buf, meta), sent) in got.iter().zip(&payloads) {
+            assert_eq!(buf, sent, "{case:?}");
+            assert_eq!(
+                (meta.tos, meta.hop_limit),
+                (Some(0xb8), Some(9)),
+                "{case:?}"
+            );
+            assert_eq!(meta.flow_label, case.expected_label(LABEL), "{case:?}");
+        }
+        let ts: Vec<u64> = got.iter().map(|(_, m)| m.kernel_ts_ns.unwrap()).collect();
+        assert!(ts[..4].iter().all(|&t| t == ts[0]), "{case:?}: {ts:?}");
+        assert!(ts[7..].iter().all(|&t| t == ts[7]), "{case:?}: {ts:?}");
+        assert_ne!(ts[0], ts[4], "{case:?}: a new length starts a new run");
+    }
+
+    #[test]
+    fn gso_runs_arrive_as_datagrams_v4() {
+        gso_runs_arrive_as_datagrams(V4);
+    }
+
+    #[test]
+    fn gso_runs_arrive_as_datagrams_v6() {
+        gso_runs_arrive_as_datagrams(V6);
+    }
+
+    #[test]
+    fn gso_runs_arrive_as_datagrams_v4_mapped_v6() {
+        gso_runs_arrive_as_datagrams(V4_MAPPED_V6);
+    }
+
     #[test]
     fn batch_is_capped_at_max_batch() {
         let (rx, dst) = V4.receiver();
@@ -506,6 +556,71 @@ mod udp_source {
                 (b"c".to_vec(), from(Ipv4Addr::LOCALHOST)),
             ]
         );
+    }
+
+    /// One `sendmmsg` answers two senders of both families, each from its own source
+    /// and with its own marking; a datagram that cannot be addressed ends the batch.
+    #[test]
+    fn a_batch_goes_to_each_destination_from_its_source_with_its_marking() {
+        let (rx, port) = dual_stack_receiver();
+        let w4 = bound("127.0.0.1:0");
+        let w6 = bound("[::1]:0");
+        let (to4, to6) = (w4.local_addr().unwrap(), w6.local_addr().unwrap());
+        let m4 = V6_DUALSTACK.marking(0xb8, 9, 0);
+        let m6 = V6_DUALSTACK_V6.marking(0x28, 7, ECHO_LABEL);
+        let batch = [
+            netio::Datagram {
+                buf: b"a4",
+                dst: to4,
+                src_ip: Some(SECOND.into()),
+                marking: m4,
+            },
+            netio::Datagram {
+                buf: b"b6",
+                dst: to6,
+                src_ip: None,
+                marking: m6,
+            },
+            netio::Datagram {
+                buf: b"c4",
+                dst: to4,
+                src_ip: None,
+                marking: m4,
+            },
+        ];
+        assert_eq!(rx.send_batch_to(&batch).unwrap(), 3);
+        let got4: Vec<_> = recv_n(&w4, 2, 8)
+            .into_iter()
+            .map(|(b, m)| (b, m.src, m.tos, m.hop_limit))
+            .collect();
+        let from4 = |ip: Ipv4Addr| SocketAddr::new(ip.into(), port);
+        assert_eq!(
+            got4,
+            [
+                (b"a4".to_vec(), from4(SECOND), Some(0xb8), Some(9)),
+                (
+                    b"c4".to_vec(),
+                    from4(Ipv4Addr::LOCALHOST),
+                    Some(0xb8),
+                    Some(9)
+                ),
+            ]
+        );
+        let (buf, meta) = recv_n(&w6, 1, 8).remove(0);
+        assert_eq!(buf, b"b6");
+        assert_eq!(meta.src, SocketAddr::new(Ipv6Addr::LOCALHOST.into(), port));
+        assert_eq!((meta.tos, meta.hop_limit), (Some(0x28), Some(7)));
+        assert_eq!(meta.flow_label, V6_DUALSTACK_V6.expected_label(ECHO_LABEL));
+        // An IPv6 source for an IPv4 destination cannot be addressed: first in the
+        // batch it is the error, later it ends the batch before it.
+        let bad = netio::Datagram {
+            src_ip: Some(Ipv6Addr::LOCALHOST.into()),
+            ..batch[0]
+        };
+        assert!(rx.send_batch_to(&[bad, batch[2]]).is_err());
+        assert_eq!(rx.send_batch_to(&[batch[2], bad, batch[2]]).unwrap(), 1);
+        assert_eq!(recv_n(&w4, 1, 8).remove(0).0, b"c4");
+        assert_eq!(rx.send_batch_to(&[]).unwrap(), 0);
     }
 
     #[test]

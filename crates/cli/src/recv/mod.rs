@@ -145,7 +145,11 @@ pub(crate) struct StampArgs {
 
 impl StampArgs {
     /// The reflector's configuration, with the receiver's bind address.
-    fn config(&self, bind_ip: IpAddr) -> Result<Option<crate::stamp::reflector::ReflectorConfig>> {
+    fn config(
+        &self,
+        bind_ip: IpAddr,
+        busy_poll: Duration,
+    ) -> Result<Option<crate::stamp::reflector::ReflectorConfig>> {
         if !self.stamp {
             return Ok(None);
         }
@@ -163,6 +167,7 @@ impl StampArgs {
             key,
             stateful: self.stamp_stateful,
             max_pps: self.stamp_max_pps,
+            busy_poll,
             allow: self.stamp_allow.clone(),
             format: if self.stamp_ptp {
                 wire::stamp::TimestampFormat::Ptp
@@ -220,7 +225,7 @@ pub(crate) fn serve(
         threads: args.threads.map_or_else(default_threads, usize::from),
         service,
     };
-    let reflector = match args.stamp.config(bind_ip)? {
+    let reflector = match args.stamp.config(bind_ip, args.busy_poll)? {
         Some(c) => {
             let r = crate::stamp::reflector::Reflector::bind(c)?;
             eprintln!(

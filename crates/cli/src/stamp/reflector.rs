@@ -3,9 +3,9 @@
 //! One thread reads test packets on its UDP port (dual-stack, recvmmsg batches, kernel
 //! receive timestamps and the received DS byte and TTL), answers each with a reflected
 //! packet never larger than the one received, and sends it back from the address it
-//! was sent to. Stateless (the reflector's sequence number is the sender's) or stateful
-//! (a counter per session: sender address, port and SSID; RFC 8972 §4), so a sender
-//! can tell forward from reverse loss. A sender outside `--stamp-allow`, or over
+//! was sent to (a batch of answers in one sendmmsg). Stateless (the reflector's
+//! sequence number is the sender's) or stateful (a counter per session: sender address,
+//! port and SSID; RFC 8972 §4), so a sender can tell forward from reverse loss. A sender outside `--stamp-allow`, or over
 //! `--stamp-max-pps`, gets no answer; everything dropped is counted.
 
 use std::collections::HashMap;
@@ -28,6 +28,9 @@ pub(crate) struct ReflectorConfig {
     pub(crate) stateful: bool,
     /// Reflected packets a second per sender address (0: unlimited).
     pub(crate) max_pps: u32,
+    /// Poll the socket while test packets come less than this far apart (`recv
+    /// --busy-poll`; zero: always sleep in the kernel).
+    pub(crate) busy_poll: Duration,
     /// Senders it answers (empty: any).
     pub(crate) allow: Vec<Prefix>,
     pub(crate) format: TimestampFormat,
@@ -78,14 +81,33 @@ impl Reflector {
     }
 
     /// Answer test packets until `stop`.
+    ///
+    /// Each received batch is answered with one `sendmmsg`; on loopback the answers
+    /// to one sender go as one UDP GSO send (`netio::UdpSocket::send_batch_to`). The
+    /// reflector's timestamp (t3) is taken as each answer is written, so an answer
+    /// then waits for the rest of its batch to be written (well under a microsecond
+    /// an answer) and for the kernel to send the messages before its own in the
+    /// same call. A batch holds more than one packet only when packets queued while
+    /// the last batch was answered. While test packets come densely the socket is
+    /// polled (`--busy-poll`), so a sender on the same host pays no wake-up of this
+    /// thread per packet.
     pub(crate) fn run(self, stop: &AtomicBool) {
-        const BATCH: usize = 32;
-        let mut bufs: Vec<Vec<u8>> = (0..BATCH).map(|_| vec![0u8; 65_536]).collect();
+        const BATCH: usize = netio::MAX_BATCH;
+        // Each buffer allocated zeroed on its own: only the pages datagrams write to
+        // become resident.
+        let mut bufs: Vec<Vec<u8>> = (0..BATCH).map(|_| vec![0u8; MAX_DATAGRAM]).collect();
         let mut metas = vec![netio::RecvMeta::default(); BATCH];
-        let mut out = vec![0u8; 65_536];
+        let mut outs: Vec<Vec<u8>> = (0..BATCH).map(|_| vec![0u8; MAX_DATAGRAM]).collect();
+        let mut answers: Vec<Answer> = Vec::with_capacity(BATCH);
         let mut state = State::new(&self.config);
+        let max_gap_ns = u64::try_from(self.config.busy_poll.as_nanos()).unwrap_or(u64::MAX);
+        let mut poll = netio::poll::RecvPoll::new(max_gap_ns);
+        let _ = netio::clock::set_timer_slack_ns(1);
         while !stop.load(Ordering::Relaxed) {
-            let n = match self.socket.recv_batch(&mut bufs, &mut metas) {
+            let n = match self
+                .socket
+                .recv_batch_polled(&mut poll, POLL_NAP, &mut bufs, &mut metas)
+            {
                 Ok(n) => n,
                 Err(e) if crate::control::is_timeout(&e) => continue,
                 Err(e) => {
@@ -95,23 +117,17 @@ impl Reflector {
                 }
             };
             let now_mono = netio::clock::mono_ns();
+            answers.clear();
             for (buf, meta) in bufs.iter().zip(&metas).take(n) {
                 let received = &buf[..meta.len.min(buf.len())];
-                match state.reflect(received, meta, now_mono, &mut out) {
-                    Ok((len, marking)) => {
-                        let sent = self.socket.send_to_marked_from(
-                            &out[..len],
-                            meta.src,
-                            meta.dst_ip,
-                            &marking,
-                        );
-                        let c = if sent.is_ok() {
-                            &self.counters.reflected
-                        } else {
-                            &self.counters.send_failures
-                        };
-                        c.fetch_add(1, Ordering::Relaxed);
-                    }
+                let out = &mut outs[answers.len()];
+                match state.reflect(received, meta, now_mono, out) {
+                    Ok((len, marking)) => answers.push(Answer {
+                        len,
+                        dst: meta.src,
+                        src_ip: meta.dst_ip,
+                        marking,
+                    }),
                     Err(why) => {
                         let c = &self.counters;
                         match why {
@@ -124,9 +140,73 @@ impl Reflector {
                     }
                 }
             }
+            self.send_answers(&outs, &answers);
+        }
+    }
+
+    /// Send the batch's answers, retrying what the kernel did not take at once; an
+    /// answer it refuses (or that waits over [`STUCK_NS`]) counts as a failed reply.
+    fn send_answers(&self, outs: &[Vec<u8>], answers: &[Answer]) {
+        let mut batch = [netio::Datagram {
+            buf: &[],
+            dst: SocketAddr::from(([0, 0, 0, 0], 0)),
+            src_ip: None,
+            marking: netio::Marking::default(),
+        }; netio::MAX_BATCH];
+        for ((slot, a), out) in batch.iter_mut().zip(answers).zip(outs) {
+            *slot = netio::Datagram {
+                buf: &out[..a.len],
+                dst: a.dst,
+                src_ip: a.src_ip,
+                marking: a.marking,
+            };
+        }
+        let batch = &batch[..answers.len()];
+        let (mut off, mut stuck_since) = (0, None);
+        while off < batch.len() {
+            match self.socket.send_batch_to(&batch[off..]) {
+                Ok(0) => {
+                    let now = netio::clock::mono_ns();
+                    if now.saturating_sub(*stuck_since.get_or_insert(now)) > STUCK_NS {
+                        let left = (batch.len() - off) as u64;
+                        self.counters
+                            .send_failures
+                            .fetch_add(left, Ordering::Relaxed);
+                        return;
+                    }
+                    std::thread::yield_now();
+                }
+                Ok(sent) => {
+                    stuck_since = None;
+                    self.counters
+                        .reflected
+                        .fetch_add(sent as u64, Ordering::Relaxed);
+                    off += sent;
+                }
+                // The first answer cannot go (its marking, its source): skip it.
+                Err(_) => {
+                    self.counters.send_failures.fetch_add(1, Ordering::Relaxed);
+                    off += 1;
+                }
+            }
         }
     }
 }
+
+/// One written answer: its length in its buffer, where it goes, from which address.
+struct Answer {
+    len: usize,
+    dst: SocketAddr,
+    src_ip: Option<IpAddr>,
+    marking: netio::Marking,
+}
+
+/// Largest UDP datagram a test packet can be.
+const MAX_DATAGRAM: usize = 65_536;
+/// Nap between polls of a quiet socket (as `recv`'s UDP threads).
+const POLL_NAP: Duration = Duration::from_micros(10);
+/// How long an answer may wait for room in the socket's send buffer.
+const STUCK_NS: u64 = 100_000_000;
 
 /// Why a test packet got no answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -329,6 +409,7 @@ mod tests {
             key: None,
             stateful,
             max_pps,
+            busy_poll: Duration::ZERO,
             allow: allow
                 .iter()
                 .map(|p| crate::args::prefix(p).unwrap())

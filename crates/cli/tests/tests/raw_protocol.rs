@@ -39,7 +39,8 @@ fn announce(protocol: &str, meter: &str, size: u32, src_port: Option<u16>) -> Va
 
 #[test]
 fn probes_from_another_source_are_counted_as_wrong_source_and_not_recorded() {
-    let rx = Receiver::start(&["--json", "--sessions", "1"]);
+    // One UDP thread, so that one socket reads every datagram in order (below).
+    let rx = Receiver::start(&["--json", "--sessions", "1", "--threads", "1"]);
     let good = UdpSocket::bind("127.0.0.1:0").unwrap();
     let other_port = UdpSocket::bind("127.0.0.1:0").unwrap();
     let other_family = UdpSocket::bind("[::1]:0").unwrap();
@@ -126,7 +127,11 @@ fn packets_still_in_flight_when_the_sender_finishes_are_waited_for() {
 
 #[test]
 fn round_trip_echoes_go_only_to_the_registered_source_and_are_never_larger_than_the_probe() {
-    let rx = Receiver::start(&["--json", "--sessions", "1"]);
+    // One UDP thread: the rogue's datagrams queue on the same socket as the good ones,
+    // ahead of them, so they are counted before the echoes come back. With a thread per
+    // CPU they may hash to another socket whose thread, on a loaded host, has not read
+    // them all when the session ends.
+    let rx = Receiver::start(&["--json", "--sessions", "1", "--threads", "1"]);
     let good = UdpSocket::bind("[::1]:0").unwrap();
     let rogue = UdpSocket::bind("[::1]:0").unwrap();
     let mut c = Control::open_session(rx.addr_v6());
