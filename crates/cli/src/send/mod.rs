@@ -53,6 +53,7 @@ use crate::usage;
   dualperf send ::1 --tcp --bulk --parallel 4 --congestion bbr --interval 1s
   dualperf send 127.0.0.1 --udp --bulk --rate 100mbit --interval 1s
   dualperf send ::1 --voip g711.1 --calls 2000 --duration 60s   # 2,000 calls, one report
+  dualperf send ::1 -u -b 10M -l 512 -t 5 -J            # iperf3's flags: UDP, 10 Mbit/s, 512 B, 5 s, JSON
   dualperf send HOST --key K --reverse --tcp --bulk     # HOST's agent sends to us (iperf3 -R)
   dualperf send HOST --key K --bidir --voip g711.1      # both directions at once
   dualperf send --from HOST-A HOST-B --key K            # HOST-A's agent sends to HOST-B
@@ -108,8 +109,9 @@ pub(crate) struct SendArgs {
     /// The key of the agent of --from, when it is not --key (ignored without --from).
     #[arg(long, env = "DUALPERF_AGENT_KEY", hide_env_values = true)]
     agent_key: Option<String>,
-    /// Print one JSON object with sender- and receiver-side results per flow.
-    #[arg(long)]
+    /// Print one JSON object with sender- and receiver-side results per flow (iperf3's
+    /// -J).
+    #[arg(short = 'J', long)]
     json: bool,
     /// Print one table row per flow however many there are (by default more than 20
     /// flows are shown as their spread: median, 90th percentile and worst flow).
@@ -197,21 +199,22 @@ pub(crate) struct SendArgs {
 /// [`FlowOptions`], field by field.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct FlowArgs {
-    /// UDP datagrams (default).
-    #[arg(long, conflicts_with = "tcp")]
+    /// UDP datagrams (default; iperf3's -u).
+    #[arg(short = 'u', long, conflicts_with = "tcp")]
     udp: bool,
     /// Length-prefixed messages on one TCP connection.
     #[arg(long)]
     tcp: bool,
     /// Send rate: packets per second (30000pps) or payload bits per second (10mbit, 64kbit;
     /// a bare K/M/G suffix means bits, as in iperf: 10M). Default 1000pps; with --bulk, a
-    /// cap (TCP) or the target (UDP).
-    #[arg(short, long)]
+    /// cap (TCP) or the target (UDP). iperf3's -b/--bitrate spelling works too.
+    #[arg(short, long, visible_short_alias = 'b', visible_alias = "bitrate")]
     rate: Option<Rate>,
     /// Payload bytes per packet (UDP payload, or TCP message body; 64k, 1M). At least 16:
     /// the probe header. Default 512; with --bulk 128KiB on TCP (one message per write,
-    /// like iperf3's -l), 1400 on UDP.
-    #[arg(short, long, value_parser = crate::args::byte_count, value_name = "BYTES")]
+    /// like iperf3's -l), 1400 on UDP. iperf3's -l/--length spelling works too.
+    #[arg(short, long, visible_short_alias = 'l', visible_alias = "length",
+          value_parser = crate::args::byte_count, value_name = "BYTES")]
     size: Option<u64>,
     /// Bulk load: TCP as fast as the window allows (or capped by --rate), UDP at the
     /// --rate given; meant for background traffic and throughput, like iperf3. See
@@ -283,10 +286,12 @@ pub(crate) struct FlowArgs {
     #[arg(long, value_parser = traffic::options::parse_vad, value_name = "MODEL")]
     vad: Option<Vad>,
     /// Stop after this long (10s, 500ms, 2m). Default 10s when no stop is given. A sender
-    /// that cannot keep up stops at this plus 1 % and reports the shortfall.
-    #[arg(short = 't', long, value_parser = crate::args::duration, value_name = "DURATION")]
+    /// that cannot keep up stops at this plus 1 % and reports the shortfall. A bare
+    /// number is seconds, as iperf3's -t/--time (also accepted).
+    #[arg(short = 't', long, visible_alias = "time", value_parser = crate::args::duration, value_name = "DURATION")]
     duration: Option<Duration>,
-    /// Stop after this many packets.
+    /// Stop after this many packets. Unlike iperf3's -n, which counts bytes: that is
+    /// --bytes here.
     #[arg(short = 'n', long, value_name = "N")]
     count: Option<u64>,
     /// Stop after this many payload bytes (1M, 64k).
@@ -722,6 +727,39 @@ mod tests {
 
     fn line(args: &[&str]) -> std::result::Result<FlowLine, clap::Error> {
         FlowLine::try_parse_from(args)
+    }
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        send: SendArgs,
+    }
+
+    #[test]
+    fn iperf3s_short_flags_mean_what_they_mean_there() {
+        let cli =
+            Cli::try_parse_from("send ::1 -u -b 10M -l 512 -t 5 -J -P 2 -R --key k".split(' '))
+                .unwrap();
+        let (s, o) = (&cli.send, cli.send.flow.options());
+        assert!(o.udp && !o.tcp);
+        assert_eq!(o.rate, Some("10mbit".parse().unwrap()));
+        assert_eq!(
+            (o.size, o.duration),
+            (Some(512), Some(Duration::from_secs(5)))
+        );
+        assert_eq!(o.parallel, 2);
+        assert!(s.json && s.reverse);
+        // The long spellings too; -n stays a packet count (iperf3's counts bytes).
+        let cli =
+            Cli::try_parse_from("send ::1 --bitrate 64kbit --length 200 --time 2 -n 7".split(' '))
+                .unwrap();
+        let o = cli.send.flow.options();
+        assert_eq!(o.rate, Some("64kbit".parse().unwrap()));
+        assert_eq!(
+            (o.size, o.duration, o.count),
+            (Some(200), Some(Duration::from_secs(2)), Some(7))
+        );
+        assert_eq!(o.bytes, None);
     }
 
     #[test]

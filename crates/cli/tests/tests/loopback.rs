@@ -188,3 +188,26 @@ fn tcp_to_a_v4_mapped_destination_is_measured_as_ipv4() {
     // The receiver canonicalises the mapped peer to plain IPv4.
     assert_eq!(recv.flows[0]["peer"], "127.0.0.1");
 }
+
+/// The iperf3 habit, `-u -b 10M -l 512 -t 5 -J`: a UDP flow of 512-byte datagrams at
+/// 10 Mbit/s for 5 s, reported as JSON, every datagram received.
+#[test]
+fn iperf3s_flags_run_a_udp_flow_at_the_bitrate_asked() {
+    let rx = Receiver::start(&["--json", "--sessions", "1"]);
+    let out = send(
+        "::1",
+        rx.port,
+        &["-u", "-b", "10M", "-l", "512", "-t", "5", "-J"],
+    );
+    out.assert_success();
+    let flow = out.json()["flows"][0].clone();
+    assert_eq!(flow["spec"]["protocol"], "udp");
+    assert_eq!(flow["spec"]["size_bytes"], 512);
+    assert_eq!(u(&flow, "/spec/stop/duration_ns"), 5_000_000_000);
+    // 10 Mbit/s of 512-byte payloads for 5 s: 12,207.03 datagrams on the schedule.
+    let sent = u(&flow, "/sent/packets");
+    assert!((12_207..=12_208).contains(&sent), "sent {sent}");
+    assert_eq!(u(&flow, "/received/packets"), sent);
+    assert_eq!(u(&flow, "/received/bytes"), sent * 512);
+    rx.finish().finished.assert_success();
+}
