@@ -9,6 +9,7 @@ mod agent;
 mod args;
 mod clock;
 mod compare;
+mod completions;
 mod control;
 mod decode;
 mod export;
@@ -68,6 +69,8 @@ enum Command {
     Portcheck(portcheck::PortcheckArgs),
     Interop(interop::InteropArgs),
     Schema(schema::SchemaArgs),
+    Completions(completions::CompletionsArgs),
+    Man(completions::ManArgs),
 }
 
 fn main() {
@@ -91,6 +94,8 @@ fn main() {
         Command::Portcheck(args) => portcheck::run(args),
         Command::Interop(args) => interop::run(args),
         Command::Schema(args) => schema::run(args),
+        Command::Completions(args) => completions::run(args),
+        Command::Man(args) => completions::man(args),
     };
     if let Err(err) = result {
         if err.is::<out::StdoutClosed>() {
