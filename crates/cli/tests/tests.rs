@@ -57,6 +57,8 @@ mod recv_threads;
 mod relay;
 #[path = "tests/report_html.rs"]
 mod report_html;
+#[path = "tests/report_stats.rs"]
+mod report_stats;
 #[path = "tests/route_stall.rs"]
 mod route_stall;
 #[path = "tests/rtp_capture.rs"]

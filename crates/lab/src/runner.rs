@@ -473,8 +473,14 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
             Target::Hosts(hosts) => {
                 let from = point.from.as_deref().unwrap_or(SENDER);
                 let to = point.to.as_deref().unwrap_or(RECEIVER);
-                let inv =
-                    placed(hosts.send(from, to, run.family, point.args(), duration_ns, false))?;
+                let inv = placed(hosts.send(
+                    from,
+                    to,
+                    run.family,
+                    plan.measured_args(point),
+                    duration_ns,
+                    false,
+                ))?;
                 let fg = spawn_send(&config.exe, &inv)?;
                 (inv.argv, fg)
             }
@@ -486,7 +492,10 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
                         args.push("--stamp".into());
                         (st.port, args)
                     }
-                    None => (receiver.as_ref().map_or(0, |r| r.port), point.args()),
+                    None => (
+                        receiver.as_ref().map_or(0, |r| r.port),
+                        plan.measured_args(point),
+                    ),
                 };
                 let argv = send_argv(None, place.dest(run.family), port, args, duration_ns, false);
                 let fg = Output::spawn(

@@ -135,6 +135,13 @@ impl MetricKind {
         })
     }
 
+    /// Whether its values can never be negative: everything but a one-way delay, which
+    /// between two hosts carries the clock offset and may be below zero. Reports give
+    /// such metrics an interval that cannot leave their range.
+    pub fn non_negative(self) -> bool {
+        !matches!(self, Self::Owd | Self::Delay)
+    }
+
     /// How it is measured, for a table's caption.
     pub fn definition(self) -> &'static str {
         match self {

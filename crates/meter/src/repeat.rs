@@ -22,6 +22,19 @@
 //!
 //! `sd`, `se` and the interval are `None` (serialised as `null`) when `n < 2`.
 //!
+//! For a metric that cannot be negative (a rate, a round-trip time, a jitter, a
+//! loss percentage), [`Sample::bootstrap`] gives instead the **percentile
+//! bootstrap** interval of the mean (Efron & Tibshirani, *An Introduction to
+//! the Bootstrap*, 1993, §13.3): the `(1 − level)/2` and `1 − (1 − level)/2`
+//! quantiles (Hyndman & Fan type 7) of the means of [`BOOTSTRAP_RESAMPLES`]
+//! resamples drawn with replacement. Every resample's mean lies between the
+//! smallest and the largest run value, so the interval never leaves the
+//! metric's range: a Student-t interval around a mean pulled up by one slow
+//! run can reach below zero. The resamples come from a generator seeded with
+//! the values themselves, so the same runs always give the same interval. With
+//! few runs the percentile interval is narrower than it should be (it covers
+//! less than `level`); [`Sample::interval`] says which one a sample carries.
+//!
 //! For a baseline `a` (IPv4) and a candidate `b` (IPv6) ([`compare`], Welch
 //! 1947; NIST/SEMATECH e-Handbook of Statistical Methods §1.3.5.3):
 //! - `diff = mean_b − mean_a` and `rel_diff_pct = diff / mean_a · 100`;
@@ -55,6 +68,23 @@ pub const DEFAULT_LEVEL: f64 = 0.95;
 /// The usual significance level of [`compare`]: 5 %.
 pub const DEFAULT_ALPHA: f64 = 0.05;
 
+/// Resamples of [`Sample::bootstrap`].
+pub const BOOTSTRAP_RESAMPLES: usize = 10_000;
+
+/// How a [`Sample`]'s confidence interval was computed.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Interval {
+    /// `mean ∓ t · se`, Student's t at `n − 1` degrees of freedom.
+    #[default]
+    StudentT,
+    /// Quantiles of resampled means (Efron & Tibshirani 1993, §13.3); never outside
+    /// the run values' range.
+    PercentileBootstrap,
+}
+
 /// Summary of one metric over `n` repetitions (one value per run).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Sample {
@@ -74,6 +104,9 @@ pub struct Sample {
     pub ci_high: Option<f64>,
     /// Confidence level of the interval as a fraction (0.95 for 95 %).
     pub level: f64,
+    /// How the interval was computed.
+    #[serde(default)]
+    pub interval: Interval,
 }
 
 impl Sample {
@@ -102,6 +135,7 @@ impl Sample {
                 ci_low: None,
                 ci_high: None,
                 level,
+                interval: Interval::StudentT,
             });
         }
         let sd = sd.filter(|sd| sd.is_finite() && *sd >= 0.0)?;
@@ -119,8 +153,57 @@ impl Sample {
             ci_low: ci.map(|(low, _)| low),
             ci_high: ci.map(|(_, high)| high),
             level,
+            interval: Interval::StudentT,
         })
     }
+
+    /// [`Sample::new`] with the percentile bootstrap interval of the mean instead
+    /// of Student's (module docs): for metrics that cannot be negative.
+    pub fn bootstrap(values: &[f64], level: f64) -> Option<Self> {
+        let mut s = Self::new(values, level)?;
+        s.interval = Interval::PercentileBootstrap;
+        if s.n < 2 {
+            return Some(s);
+        }
+        // Seeded by the values, so a report is the same each time it is made.
+        let mut state = values
+            .iter()
+            .fold(0x5eed_u64, |acc, v| splitmix64(&mut (acc ^ v.to_bits())));
+        let n = values.len();
+        let mut means: Vec<f64> = (0..BOOTSTRAP_RESAMPLES)
+            .map(|_| {
+                let sum: f64 = (0..n)
+                    .map(|_| values[(splitmix64(&mut state) % n as u64) as usize])
+                    .sum();
+                sum / n as f64
+            })
+            .collect();
+        means.sort_by(f64::total_cmp);
+        let tail = (1.0 - level) / 2.0;
+        s.ci_low = finite(quantile_sorted(&means, tail));
+        s.ci_high = finite(quantile_sorted(&means, 1.0 - tail));
+        if s.ci_low.is_none() || s.ci_high.is_none() {
+            (s.ci_low, s.ci_high) = (None, None);
+        }
+        Some(s)
+    }
+}
+
+/// The `q` quantile of sorted, non-empty `v` (Hyndman & Fan type 7: linear between
+/// order statistics).
+fn quantile_sorted(v: &[f64], q: f64) -> f64 {
+    let h = (v.len() - 1) as f64 * q.clamp(0.0, 1.0);
+    let (lo, hi) = (h.floor() as usize, h.ceil() as usize);
+    v[lo] + (h - lo as f64) * (v[hi] - v[lo])
+}
+
+/// SplitMix64 (Steele, Lea & Flood 2014): the bootstrap's resampling.
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 /// Outcome of [`compare`] at its significance level.
@@ -160,6 +243,14 @@ pub struct Comparison {
     /// `Significant` when `p < alpha`, else `NotSignificant`; `Undefined`
     /// when `p` is.
     pub verdict: Verdict,
+    /// Hedges' g, the difference in pooled standard deviations with the small-sample
+    /// correction (Hedges & Olkin, *Statistical Methods for Meta-Analysis*, 1985,
+    /// §5.A): `J · diff / s_p`, `s_p² = ((n_a − 1) sd_a² + (n_b − 1) sd_b²) / (n_a +
+    /// n_b − 2)`, `J = 1 − 3 / (4 (n_a + n_b) − 9)`. How large a difference is, beside
+    /// `p`, which says only whether the runs show one; `None` with fewer than two runs
+    /// on a side or no spread at all.
+    #[serde(default)]
+    pub effect_size_g: Option<f64>,
 }
 
 /// Compares candidate `b` (IPv6) with baseline `a` (IPv4) at significance
@@ -202,7 +293,23 @@ pub fn compare(a: &Sample, b: &Sample, alpha: f64) -> Option<Comparison> {
         p,
         alpha,
         verdict,
+        effect_size_g: hedges_g(a, b, diff),
     })
+}
+
+/// Hedges' g of `b` against `a` ([`Comparison::effect_size_g`]).
+fn hedges_g(a: &Sample, b: &Sample, diff: f64) -> Option<f64> {
+    let (sd_a, sd_b) = (a.sd?, b.sd?);
+    if a.n < 2 || b.n < 2 {
+        return None;
+    }
+    let (na, nb) = (a.n as f64, b.n as f64);
+    let pooled = (((na - 1.0) * sd_a * sd_a + (nb - 1.0) * sd_b * sd_b) / (na + nb - 2.0)).sqrt();
+    if pooled.is_nan() || pooled <= 0.0 {
+        return None;
+    }
+    let j = 1.0 - 3.0 / (4.0 * (na + nb) - 9.0);
+    finite(j * diff / pooled)
 }
 
 /// Welch's `(t, df, p)`; `df` is `None` only for two equal constants.
@@ -500,6 +607,67 @@ mod tests {
     }
 
     #[test]
+    fn a_bootstrap_interval_stays_inside_the_runs_where_students_leaves_the_range() {
+        // Four quick runs and one slow one: RTTs in µs.
+        let runs = [4.0, 4.2, 3.9, 4.1, 990.0];
+        let t = sample(&runs);
+        assert!(
+            t.ci_low.unwrap() < 0.0,
+            "Student t reaches below zero: {t:?}"
+        );
+        let b = Sample::bootstrap(&runs, DEFAULT_LEVEL).unwrap();
+        assert_eq!(b.interval, Interval::PercentileBootstrap);
+        assert_eq!((b.n, b.mean, b.sd), (t.n, t.mean, t.sd));
+        let (lo, hi) = (b.ci_low.unwrap(), b.ci_high.unwrap());
+        assert!(
+            3.9 <= lo && lo < b.mean && b.mean < hi && hi <= 990.0,
+            "{b:?}"
+        );
+        // The same runs, the same interval.
+        assert_eq!(Sample::bootstrap(&runs, DEFAULT_LEVEL), Some(b));
+    }
+
+    #[test]
+    fn bootstrap_intervals_of_two_runs_and_of_constants_are_what_resampling_gives() {
+        // Two runs: resampled means are a, (a+b)/2 and b with chances ¼, ½, ¼, so the
+        // 2.5 % and 97.5 % quantiles of 10,000 of them are a and b.
+        let b = Sample::bootstrap(&[10.0, 20.0], DEFAULT_LEVEL).unwrap();
+        assert_eq!((b.ci_low, b.ci_high), (Some(10.0), Some(20.0)));
+        let c = Sample::bootstrap(&[0.0; 5], DEFAULT_LEVEL).unwrap();
+        assert_eq!((c.ci_low, c.ci_high), (Some(0.0), Some(0.0)));
+        // One run: no interval, whatever the method.
+        let one = Sample::bootstrap(&[7.0], DEFAULT_LEVEL).unwrap();
+        assert_eq!((one.n, one.ci_low, one.ci_high), (1, None, None));
+        assert_eq!(Sample::bootstrap(&[], DEFAULT_LEVEL), None);
+    }
+
+    #[test]
+    fn hedges_g_is_the_corrected_difference_in_pooled_standard_deviations() {
+        // Both sd 1, diff 1: d = 1, J = 1 − 3/(4·6 − 9) = 0.8.
+        let c = compare(&sample(&[1.0, 2.0, 3.0]), &sample(&[2.0, 3.0, 4.0]), 0.05).unwrap();
+        close(c.effect_size_g.unwrap(), 0.8, 1e-12);
+        // sd 1 and 3 over 3 and 5 runs: s_p² = (2·1 + 4·9)/6, J = 1 − 3/23.
+        let a = sample(&[1.0, 2.0, 3.0]);
+        let b = sample(&[2.0, 8.0, 5.0, 8.0, 2.0]);
+        close(b.sd.unwrap(), 3.0, 1e-12);
+        let g = compare(&a, &b, 0.05).unwrap().effect_size_g.unwrap();
+        close(g, (1.0 - 3.0 / 23.0) * 3.0 / (38.0f64 / 6.0).sqrt(), 1e-12);
+        // No spread, or one run: no effect size.
+        assert_eq!(
+            compare(&sample(&[1.0, 1.0]), &sample(&[2.0, 2.0]), 0.05)
+                .unwrap()
+                .effect_size_g,
+            None
+        );
+        assert_eq!(
+            compare(&sample(&[1.0]), &sample(&[2.0, 3.0]), 0.05)
+                .unwrap()
+                .effect_size_g,
+            None
+        );
+    }
+
+    #[test]
     fn t_quantiles_match_printed_tables() {
         for (df, table) in [
             (1.0, 12.7062),
@@ -635,7 +803,7 @@ mod tests {
         let json = serde_json::to_string(&s).unwrap();
         assert_eq!(
             json,
-            r#"{"n":1,"mean":42.0,"sd":null,"se":null,"ci_low":null,"ci_high":null,"level":0.95}"#
+            r#"{"n":1,"mean":42.0,"sd":null,"se":null,"ci_low":null,"ci_high":null,"level":0.95,"interval":"student_t"}"#
         );
         assert_eq!(serde_json::from_str::<Sample>(&json).unwrap(), s);
     }

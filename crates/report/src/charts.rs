@@ -1,4 +1,6 @@
-//! The report's plots: one chart per table and metric, IPv4 against IPv6.
+//! The report's plots, IPv4 against IPv6: per table and metric a chart of the means
+//! with their intervals and a box plot of the runs; per point, when the runs kept
+//! interval series (`--interval`), its runs' throughput over time.
 
 use meter::repeat::Sample;
 
@@ -24,9 +26,12 @@ fn estimate(s: Option<&Sample>, scale: f64) -> Option<plot::Estimate> {
 }
 
 /// One plot per table and metric: a line chart against the table's numeric factor (the
-/// payload size) with confidence bands, else bars per row with error bars.
-pub fn plots(tables: &[Table], results: &Results) -> Vec<Plot> {
+/// payload size) with confidence bands, else bars per row with error bars. Each carries
+/// `provenance` (plan, host, date, version) under its title, and says so when its
+/// points have one run: no bands, no bars, no statistics.
+pub fn plots(tables: &[Table], results: &Results, provenance: &str) -> Vec<Plot> {
     let mut out = Vec::new();
+    let mut timed: Vec<&str> = Vec::new();
     for (ti, t) in tables.iter().enumerate() {
         for c in &t.metrics {
             let title = if t.metrics.len() == 1 {
@@ -85,6 +90,19 @@ pub fn plots(tables: &[Table], results: &Results) -> Vec<Plot> {
                     )
                 }
             };
+            let one_run = t.rows.iter().all(|r| {
+                [pick(&r.point, 4), pick(&r.point, 6)]
+                    .into_iter()
+                    .flatten()
+                    .all(|s| s.n < 2)
+            });
+            let subtitle = if one_run {
+                // First, so a long provenance cut short never hides it.
+                format!("{} · {provenance}", crate::render::ONE_RUN)
+            } else {
+                provenance.to_owned()
+            };
+            let svg = plot::with_subtitle(&svg, &subtitle);
             // Numbered, so two titles alike once made safe never overwrite each other;
             // the title comes from the plan, so only safe characters reach a file name.
             // Cut to 100 characters: a long title must not make the name too long.
@@ -92,13 +110,76 @@ pub fn plots(tables: &[Table], results: &Results) -> Vec<Plot> {
                 .chars()
                 .take(100)
                 .collect();
-            let file = format!("{:02}-{name}", out.len() + 1);
-            out.push(Plot {
-                file,
-                svg,
-                table: ti,
-            });
+            push(&mut out, &name, svg, ti);
+            // The runs behind the means: a box per point and family.
+            let cats: Vec<String> = t.rows.iter().map(|r| r.label.clone()).collect();
+            let boxes = |name: &str, family: usize| plot::Boxes {
+                name: name.into(),
+                values: t
+                    .rows
+                    .iter()
+                    .map(|r| {
+                        results.run_values(&r.point, c).map_or(Vec::new(), |v| {
+                            [v.0, v.1][family]
+                                .iter()
+                                .map(|x| x / c.unit.scale)
+                                .collect()
+                        })
+                    })
+                    .collect(),
+            };
+            let svg = plot::box_chart(
+                &format!("{title}, run by run"),
+                &t.label_heading,
+                &c.heading(),
+                &cats,
+                &[boxes("IPv4", 0), boxes("IPv6", 1)],
+            );
+            let svg = plot::with_subtitle(&svg, &subtitle);
+            push(&mut out, &format!("{name}-runs"), svg, ti);
+        }
+        // Each point's runs over time, once, under the first table that shows it.
+        for r in &t.rows {
+            if timed.contains(&r.point.as_str()) {
+                continue;
+            }
+            let series: Vec<plot::Series> = results
+                .series
+                .iter()
+                .filter(|s| s.point == r.point)
+                .map(|s| plot::Series {
+                    family: usize::from(s.family == 6),
+                    points: s.throughput.iter().map(|(x, b)| (*x, b / 1e6)).collect(),
+                })
+                .collect();
+            if series.is_empty() {
+                continue;
+            }
+            timed.push(&r.point);
+            let svg = plot::time_chart(
+                &format!(
+                    "{} {}: throughput by interval, every run",
+                    t.label_heading, r.label
+                ),
+                "Time since the run's first window (s)",
+                "Throughput (Mbit/s)",
+                &["IPv4", "IPv6"],
+                &series,
+            );
+            let svg = plot::with_subtitle(&svg, provenance);
+            let name: String =
+                lab::plan::file_safe(&format!("{}-{}-over-time", t.label_heading, r.label))
+                    .chars()
+                    .take(100)
+                    .collect();
+            push(&mut out, &name, svg, ti);
         }
     }
     out
+}
+
+/// Adds a plot, numbered, so two names alike never overwrite each other.
+fn push(out: &mut Vec<Plot>, name: &str, svg: String, table: usize) {
+    let file = format!("{:02}-{name}", out.len() + 1);
+    out.push(Plot { file, svg, table });
 }

@@ -349,6 +349,7 @@ mod tests {
             order: vec!["p".into()],
             factors: BTreeMap::from([("p".into(), BTreeMap::from([("point".into(), "p".into())]))]),
             specs: Vec::new(),
+            provenance: Default::default(),
         };
         let report = crate::Report::new(&runs);
         let warning =

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use meter::repeat::{DEFAULT_ALPHA, DEFAULT_LEVEL};
 
 use crate::charts::Plot;
-use crate::render::{caption, cells, header};
+use crate::load::Provenance;
+use crate::render::{caption, cells, header, one_run_notice, ONE_RUN};
 use crate::stats::Results;
 use crate::tables::Table;
 
@@ -17,20 +18,37 @@ fn esc(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
-/// One page, nothing fetched: styles inline, plots as inline SVG.
-pub fn html(dirs: &[PathBuf], tables: &[Table], results: &Results, plots: &[Plot]) -> String {
-    let mut out = String::from(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>dualperf report</title>\
-         <style>body{font-family:sans-serif;max-width:64em;margin:2em auto;padding:0 1em}\
-         table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:right}\
-         td:first-child,th:first-child{text-align:left}.ns{color:#777}caption{text-align:left;color:#444;padding:.3em 0}\
+/// One page, nothing fetched: styles inline, plots as inline SVG. It opens with what
+/// was run, where and when, and says plainly when points have one run.
+pub fn html(
+    dirs: &[PathBuf],
+    tables: &[Table],
+    results: &Results,
+    plots: &[Plot],
+    provenance: &Provenance,
+) -> String {
+    let title = format!(
+        "dualperf report: {}",
+        provenance.plan.as_deref().unwrap_or("runs")
+    );
+    let mut out = format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title>\
+         <style>body{{font-family:sans-serif;max-width:96em;margin:2em auto;padding:0 1em}}\
+         table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;padding:.2em .6em;text-align:right}}\
+         td:first-child,th:first-child{{text-align:left}}.ns{{color:#777}}caption{{text-align:left;color:#444;padding:.3em 0}}\
+         .meta{{color:#444}}.notice{{border-left:4px solid #E69F00;padding:.4em .8em;background:#fff8e6}}\
+         .plots{{display:grid;grid-template-columns:repeat(auto-fit,minmax(36em,1fr));gap:1em}}.plots svg{{width:100%;height:auto}}\
          </style></head><body>\n",
+        esc(&title)
     );
     let _ = writeln!(
         out,
-        "<h1>dualperf report</h1><p>{} runs from {}. Each cell is the mean over repetitions ± the half-width \
-         of its {:.0} % confidence interval (Student t). Δ % = (IPv6 − IPv4) / IPv4; p from Welch's t-test; a \
-         difference with p ≥ {DEFAULT_ALPHA} is <em>not significant</em> (n.s.), whatever its size.</p>",
+        "<h1>{}</h1><p class=\"meta\">{}</p><p>{} runs from {}. Each cell is the mean over repetitions and its \
+         {:.0} % confidence interval: [low, high] by the percentile bootstrap for metrics that cannot be negative, \
+         ± half-width (Student t) for delays that may be one-way. Δ % = (IPv6 − IPv4) / IPv4; p from Welch's t-test; g is \
+         Hedges' g; a difference with p ≥ {DEFAULT_ALPHA} is <em>not significant</em> (n.s.), whatever its size.</p>",
+        esc(&title),
+        esc(&provenance.line()),
         results.runs,
         esc(&dirs
             .iter()
@@ -39,6 +57,9 @@ pub fn html(dirs: &[PathBuf], tables: &[Table], results: &Results, plots: &[Plot
             .join(", ")),
         DEFAULT_LEVEL * 100.0
     );
+    if let Some(notice) = one_run_notice(results) {
+        let _ = writeln!(out, "<p class=\"notice\">{}</p>", esc(&notice));
+    }
     for (ti, t) in tables.iter().enumerate() {
         let _ = write!(
             out,
@@ -53,7 +74,11 @@ pub fn html(dirs: &[PathBuf], tables: &[Table], results: &Results, plots: &[Plot
         for r in &t.rows {
             let _ = write!(out, "<tr><td>{}</td>", esc(&r.label));
             for c in cells(t, results, &r.point, &r.label) {
-                let class = if c.contains("not significant") || c.contains("(n.s.)") {
+                let class = if c.contains("not significant")
+                    || c.contains("(n.s.)")
+                    || c.contains(ONE_RUN)
+                    || c.contains("(one run)")
+                {
                     " class=\"ns\""
                 } else {
                     ""
@@ -66,10 +91,12 @@ pub fn html(dirs: &[PathBuf], tables: &[Table], results: &Results, plots: &[Plot
         for note in &t.notes {
             let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(note));
         }
+        out.push_str("<div class=\"plots\">\n");
         for p in plots.iter().filter(|p| p.table == ti) {
             out.push_str(&p.svg);
             out.push('\n');
         }
+        out.push_str("</div>\n");
     }
     out.push_str("</body></html>\n");
     out

@@ -52,6 +52,8 @@ pub struct Report {
     pub tables: Vec<Table>,
     /// The clock of every flow whose ends read different clocks (runs across hosts).
     pub clocks: Vec<clock::RunClock>,
+    /// What was run, where and when.
+    pub provenance: load::Provenance,
 }
 
 impl Report {
@@ -71,6 +73,7 @@ impl Report {
             results,
             tables,
             clocks,
+            provenance: runs.provenance.clone(),
         }
     }
 
@@ -86,12 +89,12 @@ impl Report {
 
     /// Every plot, as SVG.
     pub fn plots(&self) -> Vec<Plot> {
-        charts::plots(&self.tables, &self.results)
+        charts::plots(&self.tables, &self.results, &self.provenance.short_line())
     }
 
     /// One HTML page of every table and these plots, naming the run directories.
     pub fn html(&self, dirs: &[PathBuf], plots: &[Plot]) -> String {
-        html::html(dirs, &self.tables, &self.results, plots)
+        html::html(dirs, &self.tables, &self.results, plots, &self.provenance)
     }
 
     /// The `--json` document.

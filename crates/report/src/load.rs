@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use lab::store::{Resolved, RunRecord, Store};
+use lab::store::{HostInfo, Resolved, RunRecord, Store};
 use lab::tables::TableSpec;
 
 use crate::error::Error;
@@ -19,6 +19,96 @@ pub struct Runs {
     pub factors: BTreeMap<String, BTreeMap<String, String>>,
     /// The tables the first directory's plan declares.
     pub specs: Vec<TableSpec>,
+    /// What was run, where and when: for every page and plot.
+    pub provenance: Provenance,
+}
+
+/// What a report shows, where and when it was measured (flent labels every plot so).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Provenance {
+    /// The plan's name.
+    pub plan: Option<String>,
+    /// Some directory ran with `--quick`.
+    pub quick: bool,
+    /// The hosts the directories ran on (`host.json`'s hostname and kernel), and the
+    /// hosts of a plan across hosts.
+    pub hosts: Vec<String>,
+    /// dualperf's versions that measured.
+    pub versions: Vec<String>,
+    /// The first and the last run's start, ns since the Unix epoch.
+    pub span_unix_ns: Option<(u64, u64)>,
+}
+
+impl Provenance {
+    /// One line: `plan P (quick) · host H · 2026-11-25 12:00–12:10 UTC · dualperf V`.
+    pub fn line(&self) -> String {
+        let mut parts = vec![self.plan_part()];
+        if !self.hosts.is_empty() {
+            parts.push(format!("host {}", self.hosts.join(", ")));
+        }
+        if let Some((a, b)) = self.span_unix_ns {
+            let (da, ta) = utc(a);
+            let (db, tb) = utc(b);
+            parts.push(if da == db {
+                format!("{da} {ta}–{tb} UTC")
+            } else {
+                format!("{da} {ta} – {db} {tb} UTC")
+            });
+        }
+        if !self.versions.is_empty() {
+            parts.push(self.versions.join(", "));
+        }
+        parts.join(" · ")
+    }
+
+    /// The same in fewer words, for a plot: `plan P (quick) · H · 2026-11-25 12:00 UTC ·
+    /// dualperf V` (host names without their kernels, the first run's start).
+    pub fn short_line(&self) -> String {
+        let mut parts = vec![self.plan_part()];
+        let names: Vec<&str> = self
+            .hosts
+            .iter()
+            .map(|h| h.split(" (").next().unwrap_or(h))
+            .collect();
+        if !names.is_empty() {
+            parts.push(names.join(", "));
+        }
+        if let Some((a, _)) = self.span_unix_ns {
+            let (d, t) = utc(a);
+            parts.push(format!("{d} {t} UTC"));
+        }
+        parts.extend(self.versions.iter().cloned());
+        parts.join(" · ")
+    }
+
+    /// `plan P`, with ` (--quick)` when it ran so.
+    fn plan_part(&self) -> String {
+        format!(
+            "plan {}{}",
+            self.plan.as_deref().unwrap_or("(unknown)"),
+            if self.quick { " (--quick)" } else { "" }
+        )
+    }
+}
+
+/// `(YYYY-MM-DD, HH:MM)` in UTC of a Unix time in ns (the civil-from-days algorithm of
+/// Howard Hinnant, "chrono-Compatible Low-Level Date Algorithms").
+fn utc(unix_ns: u64) -> (String, String) {
+    let secs = unix_ns / 1_000_000_000;
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (
+        format!("{y:04}-{m:02}-{d:02}"),
+        format!("{:02}:{:02}", rem / 3_600, rem % 3_600 / 60),
+    )
 }
 
 /// Reads run directories written by `dualperf run` (repetitions of the same plan pool).
@@ -31,7 +121,28 @@ pub fn load(dirs: &[PathBuf], warnings: &mut Vec<String>) -> Result<Runs, Error>
     let mut order: Vec<String> = Vec::new();
     let mut plan_seen: Option<Resolved> = None;
     let mut specs: Vec<TableSpec> = Vec::new();
+    let mut provenance = Provenance::default();
     for dir in dirs {
+        if let Some(h) = std::fs::read(dir.join("host.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<HostInfo>(&b).ok())
+        {
+            let host = match (&h.hostname, &h.kernel) {
+                (Some(n), Some(k)) => format!("{n} (Linux {k})"),
+                (Some(n), None) => n.clone(),
+                (None, Some(k)) => format!("Linux {k}"),
+                (None, None) => String::new(),
+            };
+            let version = format!("dualperf {}", h.dualperf.trim_start_matches("dualperf "));
+            for (list, item) in [
+                (&mut provenance.hosts, host),
+                (&mut provenance.versions, version),
+            ] {
+                if !item.is_empty() && !list.contains(&item) {
+                    list.push(item);
+                }
+            }
+        }
         let store = match Store::open(dir) {
             Ok(s) => s,
             Err(e) => return Err(Error::Open(e)),
@@ -68,9 +179,14 @@ pub fn load(dirs: &[PathBuf], warnings: &mut Vec<String>) -> Result<Runs, Error>
                         ));
                     }
                     specs = resolved.plan.tables.clone();
+                    provenance.plan = Some(resolved.plan.name.clone());
+                    for name in resolved.plan.hosts.keys() {
+                        provenance.hosts.push(name.clone());
+                    }
                     plan_seen = Some(resolved.clone());
                 }
             }
+            provenance.quick |= resolved.quick;
             for p in &resolved.plan.points {
                 if !order.contains(&p.id) {
                     order.push(p.id.clone());
@@ -107,11 +223,14 @@ pub fn load(dirs: &[PathBuf], warnings: &mut Vec<String>) -> Result<Runs, Error>
             order.push(r.point.clone());
         }
     }
+    let starts = records.iter().map(|r| r.started_unix_ns);
+    provenance.span_unix_ns = starts.clone().min().zip(starts.max());
     Ok(Runs {
         records,
         order,
         factors,
         specs,
+        provenance,
     })
 }
 

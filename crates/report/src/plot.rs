@@ -1,6 +1,7 @@
 //! Plots as standalone SVG, drawn here without a plotting library or fonts to embed:
-//! line charts of a metric against a numeric factor with confidence bands, and bar
-//! charts per point with error bars. Every plot has a title, labelled axes with units,
+//! line charts of a metric against a numeric factor with confidence bands, bar charts
+//! per point with error bars, box plots of the runs per point, and time series of each
+//! run's intervals. Every plot has a title, labelled axes with units,
 //! and a legend; the SVG references nothing outside itself.
 
 use std::fmt::Write;
@@ -30,6 +31,24 @@ pub struct Bars {
     pub name: String,
     /// One value per category; `None` where there is none.
     pub values: Vec<Option<Estimate>>,
+}
+
+/// Boxes: one series per family, each category's run values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Boxes {
+    /// Legend entry.
+    pub name: String,
+    /// One list of run values per category (empty: none).
+    pub values: Vec<Vec<f64>>,
+}
+
+/// One run's time series, drawn in its family's colour.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Series {
+    /// Index into the legend (0: IPv4, 1: IPv6).
+    pub family: usize,
+    /// (time, value) points in time order.
+    pub points: Vec<(f64, f64)>,
 }
 
 const W: f64 = 720.0;
@@ -230,17 +249,32 @@ pub fn line_chart(title: &str, x_label: &str, y_label: &str, lines: &[Line]) -> 
             .iter()
             .map(|(x, e)| format!("{:.1},{:.1} ", px(*x), py(e.value, y)))
             .collect();
+        // Lines after the first are dashed, with hollow square markers, so a line that
+        // coincides with the first still shows.
+        let dash = if i > 0 {
+            r#" stroke-dasharray="7 5""#
+        } else {
+            ""
+        };
         let _ = write!(
             out,
-            r#"<polyline points="{pts}" fill="none" stroke="{c}" stroke-width="2"/>"#
+            r#"<polyline points="{pts}" fill="none" stroke="{c}" stroke-width="2"{dash}/>"#
         );
         for (x, e) in &line.points {
-            let _ = write!(
-                out,
-                r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{c}"/>"#,
-                px(*x),
-                py(e.value, y)
-            );
+            let (cx, cy) = (px(*x), py(e.value, y));
+            let _ = if i > 0 {
+                write!(
+                    out,
+                    r#"<rect x="{:.1}" y="{:.1}" width="9" height="9" fill="none" stroke="{c}" stroke-width="2"/>"#,
+                    cx - 4.5,
+                    cy - 4.5
+                )
+            } else {
+                write!(
+                    out,
+                    r#"<circle cx="{cx:.1}" cy="{cy:.1}" r="3.5" fill="{c}"/>"#
+                )
+            };
         }
     }
     legend(
@@ -249,6 +283,25 @@ pub fn line_chart(title: &str, x_label: &str, y_label: &str, lines: &[Line]) -> 
     );
     out.push_str("</svg>");
     out
+}
+
+/// `svg` (a plot of this module) with `text` in small grey letters under its title:
+/// what was run where and when, so a plot file read alone still says so.
+pub fn with_subtitle(svg: &str, text: &str) -> String {
+    let Some(end) = svg.rfind("</svg>") else {
+        return svg.to_owned();
+    };
+    // Left of the legend (top right): about 80 characters fit at this size.
+    let mut line: String = text.chars().take(80).collect();
+    if line.len() < text.len() {
+        line.push('…');
+    }
+    format!(
+        r##"{}<text x="{LEFT}" y="{y}" font-size="10" fill="#555">{}</text></svg>"##,
+        &svg[..end],
+        esc(&line),
+        y = TOP - 9.0,
+    )
 }
 
 /// `text` in lines of at most `width` characters, broken between words (a word longer
@@ -292,6 +345,148 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
     lines
 }
 
+/// A category's name under the x axis at `cx`, wrapped to the group's width.
+fn category_label(out: &mut String, cat: &str, cx: f64, group: f64) {
+    let _ = write!(
+        out,
+        r#"<text x="{cx:.1}" y="{}" text-anchor="middle" font-size="11">"#,
+        H - BOTTOM + 16.0,
+    );
+    // Long labels are wrapped to the group's width (about 6.5 px a character).
+    let chars = ((group * 0.95) / 6.5).floor().max(4.0) as usize;
+    for (li, line) in wrap(cat, chars).iter().enumerate() {
+        let _ = write!(
+            out,
+            r#"<tspan x="{cx:.1}" dy="{}">{}</tspan>"#,
+            if li == 0 { 0 } else { 13 },
+            esc(line)
+        );
+    }
+    out.push_str("</text>");
+}
+
+/// A box plot: for each category one box per series over its run values, from the
+/// first to the third quartile (Hyndman & Fan type 7) with the median across, whiskers
+/// to the smallest and largest run, and every run as a dot, so a handful of runs is
+/// shown as what it is.
+pub fn box_chart(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    categories: &[String],
+    series: &[Boxes],
+) -> String {
+    let all = series
+        .iter()
+        .flat_map(|s| s.values.iter().flatten().copied());
+    let y = y_range(all.map(|v| Estimate {
+        value: v,
+        interval: None,
+    }));
+    let mut out = String::new();
+    frame(&mut out, title, x_label, y_label, y);
+    let n = categories.len().max(1) as f64;
+    let group = (W - LEFT - RIGHT) / n;
+    let slot = (group * 0.8) / series.len().max(1) as f64;
+    for (ci, cat) in categories.iter().enumerate() {
+        let gx = LEFT + group * ci as f64 + group * 0.1;
+        category_label(&mut out, cat, gx + group * 0.4, group);
+        for (si, s) in series.iter().enumerate() {
+            let Some(values) = s.values.get(ci).filter(|v| !v.is_empty()) else {
+                continue;
+            };
+            let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+            if v.is_empty() {
+                continue;
+            }
+            v.sort_by(f64::total_cmp);
+            let q = |p: f64| {
+                let h = (v.len() - 1) as f64 * p;
+                let (a, b) = (h.floor() as usize, h.ceil() as usize);
+                v[a] + (h - a as f64) * (v[b] - v[a])
+            };
+            let c = COLOURS[si % COLOURS.len()];
+            let (x0, w) = (gx + slot * si as f64 + slot * 0.1, slot * 0.7);
+            let mx = x0 + w / 2.0;
+            let (q1, med, q3) = (py(q(0.25), y), py(q(0.5), y), py(q(0.75), y));
+            let _ = write!(
+                out,
+                r#"<line x1="{mx:.1}" x2="{mx:.1}" y1="{:.1}" y2="{q1:.1}" stroke="{c}"/><line x1="{mx:.1}" x2="{mx:.1}" y1="{q3:.1}" y2="{:.1}" stroke="{c}"/><rect x="{x0:.1}" y="{q3:.1}" width="{w:.1}" height="{:.1}" fill="{c}" fill-opacity="0.25" stroke="{c}" stroke-width="1.5"/><line x1="{x0:.1}" x2="{:.1}" y1="{med:.1}" y2="{med:.1}" stroke="{c}" stroke-width="2.5"/>"#,
+                py(v[0], y),
+                py(v[v.len() - 1], y),
+                (q1 - q3).max(1.0),
+                x0 + w,
+            );
+            for (i, x) in v.iter().enumerate() {
+                // Spread the dots a little, so equal runs do not hide each other.
+                let dx = (i as f64 / v.len().max(2) as f64 - 0.5) * w * 0.6;
+                let _ = write!(
+                    out,
+                    r#"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="{c}" stroke="white" stroke-width="0.5"/>"#,
+                    mx + dx,
+                    py(*x, y)
+                );
+            }
+        }
+    }
+    legend(
+        &mut out,
+        &series.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+    );
+    out.push_str("</svg>");
+    out
+}
+
+/// Time series: each run's points joined, in its family's colour (the second family
+/// dashed), `names` the legend.
+pub fn time_chart(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    names: &[&str],
+    series: &[Series],
+) -> String {
+    let points = || series.iter().flat_map(|s| s.points.iter());
+    let x_hi = points().map(|p| p.0).fold(0.0_f64, f64::max);
+    let x_hi = if x_hi > 0.0 { x_hi } else { 1.0 };
+    let y = y_range(points().map(|p| Estimate {
+        value: p.1,
+        interval: None,
+    }));
+    let mut out = String::new();
+    frame(&mut out, title, x_label, y_label, y);
+    let px = |x: f64| LEFT + x / x_hi * (W - LEFT - RIGHT);
+    for t in ticks(0.0, x_hi) {
+        let _ = write!(
+            out,
+            r#"<text x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
+            px(t),
+            H - BOTTOM + 18.0,
+            label(t)
+        );
+    }
+    for s in series {
+        let c = COLOURS[s.family % COLOURS.len()];
+        let dash = if s.family > 0 {
+            r#" stroke-dasharray="7 5""#
+        } else {
+            ""
+        };
+        let pts: String = s
+            .points
+            .iter()
+            .map(|(x, v)| format!("{:.1},{:.1} ", px(*x), py(*v, y)))
+            .collect();
+        let _ = write!(
+            out,
+            r#"<polyline points="{pts}" fill="none" stroke="{c}" stroke-width="1.5" stroke-opacity="0.8"{dash}/>"#
+        );
+    }
+    legend(&mut out, names);
+    out.push_str("</svg>");
+    out
+}
+
 /// A bar chart: for each category a group of bars, one per series, with error bars.
 pub fn bar_chart(title: &str, y_label: &str, categories: &[String], series: &[Bars]) -> String {
     let y = y_range(
@@ -306,24 +501,7 @@ pub fn bar_chart(title: &str, y_label: &str, categories: &[String], series: &[Ba
     let bar = (group * 0.8) / series.len().max(1) as f64;
     for (ci, cat) in categories.iter().enumerate() {
         let gx = LEFT + group * ci as f64 + group * 0.1;
-        let _ = write!(
-            out,
-            r#"<text x="{:.1}" y="{}" text-anchor="middle" font-size="11">"#,
-            gx + group * 0.4,
-            H - BOTTOM + 16.0,
-        );
-        // Long labels are wrapped to the group's width (about 6.5 px a character).
-        let chars = ((group * 0.95) / 6.5).floor().max(4.0) as usize;
-        for (li, line) in wrap(cat, chars).iter().enumerate() {
-            let _ = write!(
-                out,
-                r#"<tspan x="{:.1}" dy="{}">{}</tspan>"#,
-                gx + group * 0.4,
-                if li == 0 { 0 } else { 13 },
-                esc(line)
-            );
-        }
-        out.push_str("</text>");
+        category_label(&mut out, cat, gx + group * 0.4, group);
         for (si, s) in series.iter().enumerate() {
             let Some(Some(e)) = s.values.get(ci) else {
                 continue;
@@ -450,7 +628,14 @@ mod tests {
             assert!(svg.contains(want), "{want}");
         }
         assert_eq!(svg.matches("<polygon").count(), 2);
-        assert_eq!(svg.matches("<circle").count(), 4);
+        // IPv4's points as dots, IPv6's as hollow squares on a dashed line.
+        assert_eq!(svg.matches("<circle").count(), 2);
+        assert_eq!(
+            svg.matches(r##"height="9" fill="none" stroke="#E69F00""##)
+                .count(),
+            2
+        );
+        assert_eq!(svg.matches("stroke-dasharray").count(), 1);
         // The only URL is the SVG namespace: nothing is fetched.
         assert_eq!(svg.matches("http").count(), 1);
         assert!(!svg.contains("NaN"));

@@ -102,8 +102,50 @@ mod tests {
         (info.width, info.height, buf)
     }
 
+    /// `svg` drawn: 1440 × 840, white, a title in the top strip, an x-axis label at the
+    /// bottom, the y-axis label on the left, and both families' colours.
+    #[track_caller]
+    fn assert_drawn(fonts: &Fonts, svg: &str) {
+        let (w, h, px) = decode(&fonts.render(svg).unwrap());
+        assert_eq!((w, h), (1440, 840));
+        let at = |x: u32, y: u32| {
+            let i = ((y * w + x) * 4) as usize;
+            [px[i], px[i + 1], px[i + 2]]
+        };
+        let count = |x0: u32, x1: u32, y0: u32, y1: u32, hit: &dyn Fn([u8; 3]) -> bool| {
+            (y0..y1)
+                .flat_map(|y| (x0..x1).map(move |x| (x, y)))
+                .filter(|&(x, y)| hit(at(x, y)))
+                .count()
+        };
+        let dark = |c: [u8; 3]| c.iter().all(|v| *v < 80);
+        // The title is text in the top 56 px (28 SVG units) and the axis labels at the
+        // bottom and the left: with no font drawn, these strips would be white.
+        assert!(count(300, 1140, 0, 56, &dark) > 500, "no title drawn");
+        assert!(
+            count(300, 1140, 790, 840, &dark) > 300,
+            "no x-axis label drawn"
+        );
+        assert!(count(0, 60, 200, 640, &dark) > 200, "no y-axis label drawn");
+        // The axes themselves: dark lines along the plot's left and bottom edges.
+        assert!(count(158, 162, 240, 700, &dark) > 400, "no y axis");
+        assert!(count(200, 1380, 692, 698, &dark) > 1000, "no x axis");
+        // IPv4's blue (#0072B2) and IPv6's orange (#E69F00) are there.
+        let near =
+            |want: [u8; 3]| move |c: [u8; 3]| c.iter().zip(want).all(|(a, b)| a.abs_diff(b) < 8);
+        assert!(
+            count(0, w, 0, h, &near([0x00, 0x72, 0xB2])) > 500,
+            "no IPv4 blue"
+        );
+        assert!(
+            count(0, w, 0, h, &near([0xE6, 0x9F, 0x00])) > 500,
+            "no IPv6 orange"
+        );
+        assert_eq!(at(5, 5), [255, 255, 255], "a white background");
+    }
+
     #[test]
-    fn a_plot_is_drawn_with_its_text_and_its_colours() {
+    fn every_kind_of_plot_is_drawn_with_its_text_axes_and_colours() {
         // CI installs fonts-dejavu-core: without a font this fails rather than skips.
         let fonts = Fonts::system().unwrap();
         let est = |v: f64| crate::plot::Estimate {
@@ -121,32 +163,41 @@ mod tests {
             },
         ];
         let svg = crate::plot::line_chart("Table 6. UDP", "Payload size (bytes)", "Mbit/s", &lines);
-        let (w, h, px) = decode(&fonts.render(&svg).unwrap());
-        assert_eq!((w, h), (1440, 840));
-        let at = |x: u32, y: u32| {
-            let i = ((y * w + x) * 4) as usize;
-            [px[i], px[i + 1], px[i + 2]]
+        assert_drawn(&fonts, &svg);
+        let boxes = |name: &str, base: f64| crate::plot::Boxes {
+            name: name.into(),
+            values: vec![
+                vec![base, base + 2.0, base + 3.0, base + 7.0, base + 4.0],
+                vec![base * 2.0, base * 2.5, base * 2.2],
+            ],
         };
-        let count = |x0: u32, x1: u32, y0: u32, y1: u32, hit: &dyn Fn([u8; 3]) -> bool| {
-            (y0..y1)
-                .flat_map(|y| (x0..x1).map(move |x| (x, y)))
-                .filter(|&(x, y)| hit(at(x, y)))
-                .count()
-        };
-        let dark = |c: [u8; 3]| c.iter().all(|v| *v < 80);
-        // The title is text in the top 56 px (28 SVG units) and the axis label at the
-        // bottom: with no font drawn, both strips would be white.
-        assert!(count(300, 1140, 0, 56, &dark) > 500, "no title drawn");
-        assert!(
-            count(300, 1140, 790, 840, &dark) > 300,
-            "no x-axis label drawn"
+        let svg = crate::plot::box_chart(
+            "RTT (µs), run by run",
+            "Payload size (bytes)",
+            "RTT (µs)",
+            &["64".into(), "1400".into()],
+            &[boxes("IPv4", 10.0), boxes("IPv6", 12.0)],
         );
-        // The IPv4 line's blue (#0072B2) and IPv6's orange (#E69F00) are there.
-        let near =
-            |want: [u8; 3]| move |c: [u8; 3]| c.iter().zip(want).all(|(a, b)| a.abs_diff(b) < 8);
-        assert!(count(0, w, 0, h, &near([0x00, 0x72, 0xB2])) > 1000);
-        assert!(count(0, w, 0, h, &near([0xE6, 0x9F, 0x00])) > 1000);
-        assert_eq!(at(5, 5), [255, 255, 255], "a white background");
+        assert_drawn(&fonts, &svg);
+        let series = |family: usize, level: f64| crate::plot::Series {
+            family,
+            points: (1..=20)
+                .map(|i| (f64::from(i) * 0.5, level + f64::from(i % 3)))
+                .collect(),
+        };
+        let svg = crate::plot::time_chart(
+            "Payload size (bytes) 64: throughput by interval, every run",
+            "Time since the run's first window (s)",
+            "Throughput (Mbit/s)",
+            &["IPv4", "IPv6"],
+            &[
+                series(0, 10.0),
+                series(0, 11.0),
+                series(1, 6.0),
+                series(1, 7.0),
+            ],
+        );
+        assert_drawn(&fonts, &svg);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use lab::tables::Column;
-use meter::repeat::{Sample, Verdict, DEFAULT_ALPHA, DEFAULT_LEVEL};
+use meter::repeat::{Comparison, Interval, Sample, Verdict, DEFAULT_ALPHA, DEFAULT_LEVEL};
 
 use crate::stats::Results;
 use crate::tables::Table;
@@ -19,6 +19,23 @@ pub fn verdict(v: Verdict) -> &'static str {
     }
 }
 
+/// What a table says where a side has fewer than two runs: no interval, no test.
+pub const ONE_RUN: &str = "one run: no statistics";
+
+/// Whether either side of a row has fewer than two runs.
+fn one_run(ipv4: Option<&Sample>, ipv6: Option<&Sample>) -> bool {
+    ipv4.into_iter().chain(ipv6).any(|s| s.n < 2)
+}
+
+/// How a row's comparison reads: its verdict, or [`ONE_RUN`].
+fn reading(cmp: Option<&Comparison>, one: bool) -> &'static str {
+    if one {
+        ONE_RUN
+    } else {
+        cmp.map_or("undefined", |c| verdict(c.verdict))
+    }
+}
+
 /// A value with about five significant digits (85.054, 0.16230), never in exponent form.
 fn num(v: f64, digits_like: f64) -> String {
     let mag = digits_like.abs();
@@ -30,45 +47,60 @@ fn num(v: f64, digits_like: f64) -> String {
     format!("{v:.decimals$}")
 }
 
-/// `mean ± half-width` of the confidence interval, in the column's unit.
+/// The mean and its confidence interval, in the column's unit: `mean ± half-width`
+/// for Student's (symmetric), `mean [low, high]` for the bootstrap's (it need not be).
 fn cell(s: Option<&Sample>, c: &Column) -> String {
     match s {
         Some(s) => {
-            let mean = s.mean / c.unit.scale;
-            match s.ci_high {
-                Some(h) => format!(
-                    "{} ± {}",
+            let scaled = |v: f64| v / c.unit.scale;
+            let mean = scaled(s.mean);
+            match (s.ci_low, s.ci_high, s.interval) {
+                (Some(l), Some(h), Interval::PercentileBootstrap) => format!(
+                    "{} [{}, {}]",
                     num(mean, mean),
-                    num((h - s.mean) / c.unit.scale, mean)
+                    num(scaled(l), mean),
+                    num(scaled(h), mean)
                 ),
-                None => format!("{} (n={})", num(mean, mean), s.n),
+                (_, Some(h), _) => {
+                    format!("{} ± {}", num(mean, mean), num(scaled(h - s.mean), mean))
+                }
+                _ => format!("{} (n={})", num(mean, mean), s.n),
             }
         }
         None => "–".into(),
     }
 }
 
-/// The cells of one row: per metric IPv4, IPv6, Δ %; with a single metric also p and
-/// the verdict, with several a "(n.s.)" on a Δ the data do not support.
+/// The cells of one row: per metric IPv4, IPv6, Δ %; with a single metric also p,
+/// Hedges' g and the verdict, with several a "(n.s.)" on a Δ the data do not support.
+/// Where a side has one run, no p, no g and no verdict: [`ONE_RUN`].
 pub(crate) fn cells(t: &Table, results: &Results, point: &str, label: &str) -> Vec<String> {
     let mut out = Vec::new();
     for (i, c) in t.metrics.iter().enumerate() {
         let row = results.row(point, c);
         let cmp = row.and_then(|r| r.ipv6_vs_ipv4.as_ref());
-        out.push(cell(row.and_then(|r| r.ipv4.as_ref()), c));
-        out.push(cell(row.and_then(|r| r.ipv6.as_ref()), c));
+        let (ipv4, ipv6) = (
+            row.and_then(|r| r.ipv4.as_ref()),
+            row.and_then(|r| r.ipv6.as_ref()),
+        );
+        let one = one_run(ipv4, ipv6);
+        out.push(cell(ipv4, c));
+        out.push(cell(ipv6, c));
         let delta = cmp
             .and_then(|c| c.rel_diff_pct)
             .map_or("–".into(), |d| format!("{d:+.2}"));
         if t.metrics.len() == 1 {
             out.push(delta);
-            out.push(
-                cmp.and_then(|c| c.p)
-                    .map_or("–".into(), |p| format!("{p:.3}")),
-            );
-            out.push(cmp.map_or("undefined", |c| verdict(c.verdict)).to_owned());
+            let figure = |v: Option<f64>, digits: usize| match v {
+                Some(v) if !one => format!("{v:.digits$}"),
+                _ => "–".into(),
+            };
+            out.push(figure(cmp.and_then(|c| c.p), 3));
+            out.push(figure(cmp.and_then(|c| c.effect_size_g), 2));
+            out.push(reading(cmp, one).to_owned());
         } else {
             let mark = match cmp.map(|c| c.verdict) {
+                _ if one => " (one run)",
                 Some(Verdict::Significant) | None => "",
                 Some(Verdict::NotSignificant) => " (n.s.)",
                 Some(Verdict::Undefined) => " (n/a)",
@@ -91,7 +123,7 @@ pub(crate) fn header(t: &Table) -> Vec<String> {
     let mut h = vec![t.label_heading.clone()];
     let paper = !t.paper.is_empty();
     if t.metrics.len() == 1 {
-        h.extend(["IPv4", "IPv6", "Δ %", "p", "IPv6 vs IPv4"].map(String::from));
+        h.extend(["IPv4", "IPv6", "Δ %", "p", "g", "IPv6 vs IPv4"].map(String::from));
         if paper {
             h.push("Paper".into());
         }
@@ -110,9 +142,13 @@ pub(crate) fn header(t: &Table) -> Vec<String> {
 /// The lines under a table's title: what the cells are and how each metric is measured.
 pub(crate) fn caption(t: &Table) -> Vec<String> {
     let mut out = vec![format!(
-        "Mean ± half-width of the {:.0} % confidence interval over repetitions.",
+        "Mean over repetitions and its {:.0} % confidence interval: [low, high] by the percentile \
+         bootstrap for metrics that cannot be negative, ± half-width by Student's t for delays that may be one-way.",
         DEFAULT_LEVEL * 100.0
     )];
+    if t.metrics.len() == 1 {
+        out.push("g: Hedges' g, the difference in pooled standard deviations.".into());
+    }
     for c in &t.metrics {
         if c.flow == 0 {
             let what = format!("{}: {}.", c.metric.title(), c.metric.definition());
@@ -133,6 +169,31 @@ pub(crate) fn caption(t: &Table) -> Vec<String> {
     out
 }
 
+/// What a report says when some of its points have one run on a side: there, Δ % is
+/// the difference of two single runs, with no interval and no test.
+pub(crate) fn one_run_notice(results: &Results) -> Option<String> {
+    let rows = results
+        .rows
+        .iter()
+        .filter(|r| r.ipv4.is_some() || r.ipv6.is_some());
+    let one = |r: &&crate::stats::Row| one_run(r.ipv4.as_ref(), r.ipv6.as_ref());
+    let (all, some) = (rows.clone().all(|r| one(&r)), rows.clone().any(|r| one(&r)));
+    if all {
+        Some(
+            "One run per point and family: no statistics. Each cell is a single run's figure and Δ % the \
+             difference of two single runs, which on a shared host can be noise; repeat the plan \
+             (without --quick) before reading a difference."
+                .into(),
+        )
+    } else if some {
+        Some(format!(
+            "Some points have one run on a side: there, \"{ONE_RUN}\" and no interval."
+        ))
+    } else {
+        None
+    }
+}
+
 /// A Markdown cell: a `|` would end it.
 fn md(s: &str) -> String {
     s.replace('|', "\\|")
@@ -141,11 +202,15 @@ fn md(s: &str) -> String {
 /// The tables as aligned text, or as Markdown, under a line saying what the cells are.
 pub fn text(tables: &[Table], results: &Results, markdown: bool) -> String {
     let mut out = format!(
-        "dualperf report: {} runs; mean ± half-width of the {:.0} % confidence interval (Student t) over repetitions;\n\
-         Δ % = (IPv6 − IPv4) / IPv4; p from Welch's t-test; \"not significant\" (n.s.) at p ≥ {DEFAULT_ALPHA} whatever Δ.\n\n",
+        "dualperf report: {} runs; the mean over repetitions and its {:.0} % confidence interval;\n\
+         Δ % = (IPv6 − IPv4) / IPv4; p from Welch's t-test; \"not significant\" (n.s.) at p ≥ {DEFAULT_ALPHA} whatever Δ.\n",
         results.runs,
         DEFAULT_LEVEL * 100.0
     );
+    if let Some(notice) = one_run_notice(results) {
+        let _ = writeln!(out, "{notice}");
+    }
+    out.push('\n');
     for t in tables {
         let header = header(t);
         let body: Vec<Vec<String>> = t
@@ -189,7 +254,7 @@ pub fn text(tables: &[Table], results: &Results, markdown: bool) -> String {
 /// One CSV row per table row and metric, in the table's unit.
 pub fn csv(tables: &[Table], results: &Results) -> String {
     let mut s = String::from(
-        "table,row,point,metric,unit,ipv4_n,ipv4_mean,ipv4_ci_low,ipv4_ci_high,ipv6_n,ipv6_mean,ipv6_ci_low,ipv6_ci_high,rel_diff_pct,p,verdict\n",
+        "table,row,point,metric,unit,ipv4_n,ipv4_mean,ipv4_ci_low,ipv4_ci_high,ipv6_n,ipv6_mean,ipv6_ci_low,ipv6_ci_high,rel_diff_pct,p,verdict,effect_size_g\n",
     );
     let q = |t: &str| format!("\"{}\"", t.replace('"', "\"\""));
     for t in tables {
@@ -212,7 +277,7 @@ pub fn csv(tables: &[Table], results: &Results) -> String {
                 let o = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
                 let _ = writeln!(
                     s,
-                    "{},{},{},{},{},{},{},{},{},{}",
+                    "{},{},{},{},{},{},{},{},{},{},{}",
                     q(&t.title),
                     q(&r.label),
                     q(&r.point),
@@ -226,7 +291,14 @@ pub fn csv(tables: &[Table], results: &Results) -> String {
                     side(row.and_then(|r| r.ipv6.as_ref())),
                     o(cmp.and_then(|c| c.rel_diff_pct)),
                     o(cmp.and_then(|c| c.p)),
-                    cmp.map_or("undefined", |c| verdict(c.verdict))
+                    reading(
+                        cmp,
+                        one_run(
+                            row.and_then(|r| r.ipv4.as_ref()),
+                            row.and_then(|r| r.ipv6.as_ref())
+                        )
+                    ),
+                    o(cmp.and_then(|c| c.effect_size_g)),
                 );
             }
         }

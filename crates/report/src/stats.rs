@@ -45,6 +45,22 @@ pub struct Results {
     pub runs: usize,
     /// How many background flows the runs have at most (up to the plan's limit).
     pub flows: u8,
+    /// Each row's run values, IPv4 then IPv6, in the stored unit (for box plots).
+    values: Vec<[Vec<f64>; 2]>,
+    /// Each run's interval series of its measured flow, in point order.
+    pub series: Vec<RunSeries>,
+}
+
+/// One run's receiver-side interval series (`--interval`): the measured flow's
+/// throughput in each window.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunSeries {
+    /// The point's id.
+    pub point: String,
+    /// 4 or 6.
+    pub family: u8,
+    /// (seconds since the run's first window began, bit/s) at each window's end.
+    pub throughput: Vec<(f64, f64)>,
 }
 
 impl Results {
@@ -53,6 +69,15 @@ impl Results {
         self.index
             .get(&(point.to_owned(), c.metric, c.flow, c.router.clone()))
             .map(|i| &self.rows[*i])
+    }
+
+    /// A row's run values, IPv4 and IPv6, in the stored unit.
+    pub fn run_values(&self, point: &str, c: &Column) -> Option<(&[f64], &[f64])> {
+        let i = *self
+            .index
+            .get(&(point.to_owned(), c.metric, c.flow, c.router.clone()))?;
+        let [a, b] = &self.values[i];
+        Some((a, b))
     }
 
     /// The statistics of every point and column the runs have figures for: the
@@ -65,6 +90,7 @@ impl Results {
             ..
         } = runs;
         let mut rows = Vec::new();
+        let mut run_values = Vec::new();
         let mut index = HashMap::new();
         let flows = records
             .iter()
@@ -105,8 +131,17 @@ impl Results {
                         .filter_map(|r| column.of(r))
                         .collect()
                 };
-                let ipv4 = Sample::new(&values(4), DEFAULT_LEVEL);
-                let ipv6 = Sample::new(&values(6), DEFAULT_LEVEL);
+                // An interval inside the metric's range where it has one (meter::repeat).
+                let sample = |values: Vec<f64>| {
+                    if column.metric.non_negative() {
+                        Sample::bootstrap(&values, DEFAULT_LEVEL)
+                    } else {
+                        Sample::new(&values, DEFAULT_LEVEL)
+                    }
+                };
+                let (v4, v6) = (values(4), values(6));
+                let ipv4 = sample(v4.clone());
+                let ipv6 = sample(v6.clone());
                 if ipv4.is_none() && ipv6.is_none() {
                     continue;
                 }
@@ -123,6 +158,7 @@ impl Results {
                     ),
                     rows.len(),
                 );
+                run_values.push([v4, v6]);
                 rows.push(Row {
                     point: point.clone(),
                     factors: factors.get(point).cloned().unwrap_or_default(),
@@ -136,11 +172,33 @@ impl Results {
                 });
             }
         }
+        let series = order
+            .iter()
+            .flat_map(|point| records.iter().filter(move |r| &r.point == point))
+            .filter_map(|r| {
+                let intervals = r.report.as_ref()?.flows.first()?.intervals.as_ref()?;
+                let start = intervals.first()?.start_ns;
+                let throughput = intervals
+                    .iter()
+                    .filter_map(|i| {
+                        let t = i.end_ns.saturating_sub(start) as f64 / 1e9;
+                        i.bitrate_bps.map(|b| (t, b))
+                    })
+                    .collect::<Vec<_>>();
+                (!throughput.is_empty()).then(|| RunSeries {
+                    point: r.point.clone(),
+                    family: r.run.family,
+                    throughput,
+                })
+            })
+            .collect();
         Self {
             rows,
             index,
             runs: records.len(),
             flows,
+            values: run_values,
+            series,
         }
     }
 

@@ -173,8 +173,8 @@ fn a_killed_run_resumes_without_measuring_twice() {
         ],
         "{md}"
     );
-    // About 400 kbit/s: five significant digits, two decimals.
-    let kbit = format!("| 256 | {:.2} ± ", mean / 1e3);
+    // About 400 kbit/s: five significant digits, two decimals, then the bootstrap interval.
+    let kbit = format!("| 256 | {:.2} [", mean / 1e3);
     assert!(md.contains(&kbit), "want {kbit}: {md}");
     // CSV: the same table row in its unit.
     let csv = run(&["report", path_str(&dir), "--csv"])
@@ -208,8 +208,8 @@ fn a_killed_run_resumes_without_measuring_twice() {
     let html = std::fs::read_to_string(&page).unwrap();
     assert_eq!(
         html.matches("<svg ").count(),
-        4,
-        "one plot per table and metric"
+        8,
+        "per table and metric a plot of the means and a box plot of the runs"
     );
     assert_eq!(html.matches("<table>").count(), 3);
     assert_eq!(
@@ -230,13 +230,17 @@ fn a_killed_run_resumes_without_measuring_twice() {
         names(&svgs),
         [
             "01-Table_1._UDP_by_size-throughput.svg",
-            "02-Table_1._UDP_by_size-loss.svg",
-            "03-Also_measured__Delay___s_-delay.svg",
-            "04-Also_measured__Jitter___s_-jitter.svg"
+            "02-Table_1._UDP_by_size-throughput-runs.svg",
+            "03-Table_1._UDP_by_size-loss.svg",
+            "04-Table_1._UDP_by_size-loss-runs.svg",
+            "05-Also_measured__Delay__us_-delay.svg",
+            "06-Also_measured__Delay__us_-delay-runs.svg",
+            "07-Also_measured__Jitter__us_-jitter.svg",
+            "08-Also_measured__Jitter__us_-jitter-runs.svg"
         ]
     );
     let png_files = names(&pngs);
-    assert_eq!(png_files.len(), 4);
+    assert_eq!(png_files.len(), 8);
     for f in png_files {
         let bytes = std::fs::read(pngs.join(&f)).unwrap();
         assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "{f}");

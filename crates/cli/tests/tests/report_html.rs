@@ -51,8 +51,16 @@ fn headless_chromium_loads_the_report_with_every_plot_and_no_console_message() {
     let page = tmp.path("report.html");
     run(&["report", path_str(&dir), "--html", path_str(&page)]).assert_success();
     let html = std::fs::read_to_string(&page).unwrap();
-    // 4 metrics × 2 tables (the size sweep, the VoIP group).
-    assert_eq!(html.matches("<svg ").count(), 8);
+    // 4 metrics × 2 tables (the size sweep, the VoIP group), each a chart of the means
+    // and a box plot of the runs.
+    assert_eq!(html.matches("<svg ").count(), 16);
+    // What was run, where and when, and dualperf's version, on the page and every plot.
+    assert!(
+        html.contains("<p class=\"meta\">plan html · host "),
+        "{html}"
+    );
+    assert_eq!(html.matches(r##"fill="#555">plan html · "##).count(), 16);
+    assert!(html.contains(concat!("dualperf ", env!("CARGO_PKG_VERSION"))));
     for never in [
         "<script", "<link", "<img", "<iframe", "src=", "href=", "url(", "@import",
     ] {
@@ -89,9 +97,45 @@ fn headless_chromium_loads_the_report_with_every_plot_and_no_console_message() {
         String::from_utf8_lossy(&out.stderr)
     );
     let dom = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(dom.matches("<svg ").count(), 8, "the DOM as loaded");
+    assert_eq!(dom.matches("<svg ").count(), 16, "the DOM as loaded");
     assert!(dom.contains("VoIP – Throughput (Mbit/s)"));
     let log = String::from_utf8_lossy(&out.stderr);
     let console: Vec<&str> = log.lines().filter(|l| l.contains("CONSOLE")).collect();
     assert!(console.is_empty(), "console messages: {console:#?}");
+
+    // A screenshot of the page as drawn (kept with DUALPERF_KEEP_SCREENSHOT=PATH, to
+    // look at): a PNG of the window's size, with more than a blank page's bytes.
+    let shot = std::env::var("DUALPERF_KEEP_SCREENSHOT")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| tmp.path("report.png"));
+    let out = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--host-resolver-rules=MAP * ~NOTFOUND",
+            "--hide-scrollbars",
+            "--window-size=1400,2400",
+        ])
+        .arg(format!("--user-data-dir={}", path_str(&profile)))
+        .arg(format!("--screenshot={}", path_str(&shot)))
+        .arg(format!("file://{}", path_str(&page)))
+        .output()
+        .expect("run chromium");
+    assert!(
+        out.status.success(),
+        "chromium: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let png = std::fs::read(&shot).expect("the screenshot");
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    let dim = |at: usize| u32::from_be_bytes(png[at..at + 4].try_into().unwrap());
+    assert_eq!((dim(16), dim(20)), (1400, 2400), "IHDR width and height");
+    assert!(
+        png.len() > 60_000,
+        "a page of tables and plots, not a blank one: {} B",
+        png.len()
+    );
 }

@@ -12,6 +12,7 @@
 //! target = "loopback"              # or "lab:topologies/two-hop.toml" (relative to the plan),
 //!                                  # or "hosts" (agents on real hosts: see `hosts`)
 //! background_lead = "2s"           # background flows start this long before the measured one
+//! interval = "1s"                  # the measured flow's series in these windows (report plots them)
 //!
 //! [flow]                           # the base flow: `dualperf send` options
 //! udp = true
@@ -104,6 +105,8 @@ struct PlanFile {
     target: Option<Spanned<String>>,
     #[serde(default)]
     background_lead: Option<Spanned<String>>,
+    #[serde(default)]
+    interval: Option<Spanned<String>>,
     #[serde(default)]
     flow: Option<Spanned<toml::Table>>,
     #[serde(default)]
@@ -206,6 +209,14 @@ pub struct Plan {
     /// How long background flows run before the measured one starts (default 2 s).
     #[serde(rename = "background_lead_ns", skip_serializing_if = "Option::is_none")]
     pub background_lead: Option<Duration>,
+    /// `interval`: the measured flow reports its receiver-side series in windows of
+    /// this length (`send --interval`), which `report` draws over time.
+    #[serde(
+        rename = "interval_ns",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub interval: Option<Duration>,
 }
 
 /// What one run costs beyond its duration: starting the sender, the control session,
@@ -331,6 +342,31 @@ impl Plan {
                         )
                     })?,
             ),
+        };
+        let interval = match &file.interval {
+            None => None,
+            Some(l) => {
+                let line = line_at(l.span().start);
+                let d = parse_duration(l.get_ref())
+                    .ok()
+                    .filter(|d| *d >= Duration::from_millis(10) && *d <= Duration::from_secs(3600))
+                    .ok_or_else(|| {
+                        PlanError::at(
+                            line,
+                            format!(
+                                "interval '{}': a window length such as 1s or 100ms, from 10ms to 1h",
+                                l.get_ref()
+                            ),
+                        )
+                    })?;
+                if file.stamp.is_some() {
+                    return Err(PlanError::at(
+                        line,
+                        "interval: STAMP flows ([stamp]) report no interval series",
+                    ));
+                }
+                Some(d)
+            }
         };
         if let Some(s) = base.iter().find(|s| s.key == "ip") {
             return Err(PlanError::at(
@@ -596,7 +632,18 @@ impl Plan {
             runs,
             tables,
             background_lead,
+            interval,
         })
+    }
+
+    /// The measured flow's `send` arguments at `point`: its options, and the plan's
+    /// `interval`.
+    pub fn measured_args(&self, point: &Point) -> Vec<String> {
+        let mut args = point.args();
+        if let Some(i) = self.interval {
+            args.extend(["--interval".to_owned(), format!("{}ns", i.as_nanos())]);
+        }
+        args
     }
 
     /// The topology file of a lab target, as written in the plan.
@@ -800,6 +847,38 @@ fn splitmix64(state: &mut u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_interval_gives_the_measured_flow_its_series_and_is_checked() {
+        let base = "version = 1\nname = \"s\"\nduration = \"1s\"\n";
+        let flow = "[flow]\nudp = true\n";
+        let p = Plan::parse(&format!("{base}interval = \"250ms\"\n{flow}"), false).unwrap();
+        assert_eq!(p.interval, Some(Duration::from_millis(250)));
+        assert_eq!(
+            p.measured_args(&p.points[0]),
+            ["--udp", "--interval", "250000000ns"]
+        );
+        let p = Plan::parse(&format!("{base}{flow}"), false).unwrap();
+        assert_eq!(p.measured_args(&p.points[0]), ["--udp"]);
+        for (text, why) in [
+            (
+                format!("{base}interval = \"5ms\"\n{flow}"),
+                "from 10ms to 1h",
+            ),
+            (
+                format!("{base}interval = \"often\"\n{flow}"),
+                "from 10ms to 1h",
+            ),
+            (
+                format!("{base}interval = \"1s\"\n{flow}[stamp]\n"),
+                "STAMP flows",
+            ),
+        ] {
+            let e = Plan::parse(&text, false).unwrap_err();
+            assert_eq!(e.line, Some(4), "{text}");
+            assert!(e.message.contains(why), "{e}");
+        }
+    }
 
     #[test]
     fn a_stamp_section_sends_the_measured_flow_to_a_reflector() {

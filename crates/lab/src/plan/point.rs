@@ -155,7 +155,7 @@ fn args_of(settings: &[Setting]) -> Vec<String> {
         .collect()
 }
 
-/// `s` as a file name: letters, digits and `. = , -` kept, anything else `_`, no
+/// `s` as a file name: letters, digits and `. = , -` kept, µ as `u`, anything else `_`, no
 /// leading dot (no hidden file, no `..`). Run ids, run directories and plot files all
 /// take names from plans, which are untrusted.
 pub fn file_safe(s: &str) -> String {
@@ -164,6 +164,9 @@ pub fn file_safe(s: &str) -> String {
         .map(|c| {
             if c.is_ascii_alphanumeric() || matches!(c, '.' | '=' | ',' | '-') {
                 c
+            } else if matches!(c, 'µ' | 'μ') {
+                // Micro, as in µs: `us`, not `_s`.
+                'u'
             } else {
                 '_'
             }

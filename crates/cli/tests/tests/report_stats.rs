@@ -1,0 +1,119 @@
+//! What a report claims from few runs: one run gets no statistics, said plainly; five
+//! runs get intervals that stay inside each metric's range.
+
+use serde_json::Value;
+
+use crate::support::{path_str, run, TempDir};
+
+/// One point, UDP round trip, so that every metric but one-way delay is one that
+/// cannot be negative.
+fn plan(repetitions: u32) -> String {
+    format!(
+        r#"version = 1
+name = "stats-{repetitions}"
+repetitions = {repetitions}
+duration = "200ms"
+
+[flow]
+udp = true
+rate = "2000pps"
+meter = "rtt"
+"#
+    )
+}
+
+/// Runs the plan and returns (`report --json`, the HTML page, `report` text).
+fn report(repetitions: u32) -> (Value, String, String) {
+    let tmp = TempDir::new(&format!("report-stats-{repetitions}"));
+    let plan_file = tmp.path("plan.toml");
+    std::fs::write(&plan_file, plan(repetitions)).unwrap();
+    let dir = tmp.path("results");
+    run(&["run", path_str(&plan_file), "--dir", path_str(&dir)]).assert_success();
+    let json = run(&["report", path_str(&dir), "--json"]);
+    json.assert_success();
+    let page = tmp.path("report.html");
+    run(&["report", path_str(&dir), "--html", path_str(&page)]).assert_success();
+    let text = run(&["report", path_str(&dir)]);
+    text.assert_success();
+    (
+        json.json(),
+        std::fs::read_to_string(&page).unwrap(),
+        text.stdout.clone(),
+    )
+}
+
+/// The HTML tables' cells (between `<td` and `</td>`).
+fn cells(html: &str) -> Vec<&str> {
+    html.split("<td")
+        .skip(1)
+        .filter_map(|c| {
+            c.split_once('>')
+                .and_then(|(_, rest)| rest.split_once("</td>"))
+        })
+        .map(|(cell, _)| cell)
+        .collect()
+}
+
+#[test]
+fn one_run_says_no_statistics_and_five_runs_keep_intervals_in_range() {
+    let (doc, html, text) = report(1);
+    let notice = "One run per point and family: no statistics.";
+    assert!(html.contains(notice), "the page says it plainly");
+    assert!(text.contains(notice), "and so does the text report");
+    assert!(html.contains("plan stats-1"), "the page names the plan");
+    let cells = cells(&html);
+    assert!(!cells.is_empty());
+    for c in &cells {
+        assert!(
+            !c.contains("significant") && !c.contains("n.s."),
+            "no verdict at n = 1: {c}"
+        );
+    }
+    assert!(cells.iter().any(|c| c.contains("one run: no statistics")));
+    for row in doc["rows"].as_array().unwrap() {
+        for side in ["ipv4", "ipv6"] {
+            if row[side].is_object() {
+                assert_eq!(row[side]["n"], 1, "{row}");
+                assert!(row[side]["ci_low"].is_null(), "{row}");
+            }
+        }
+    }
+    // Every plot says it too.
+    assert_eq!(
+        html.matches("<svg ").count(),
+        html.matches(r##"fill="#555">one run: no statistics · plan stats-1"##)
+            .count()
+    );
+
+    let (doc, html, _) = report(5);
+    assert!(!html.contains(notice));
+    let mut checked = 0;
+    for row in doc["rows"].as_array().unwrap() {
+        let metric = row["metric"].as_str().unwrap();
+        if matches!(metric, "owd" | "delay") && row["ipv4"]["interval"] == "student_t" {
+            continue;
+        }
+        for side in ["ipv4", "ipv6"] {
+            let s = &row[side];
+            if !s.is_object() {
+                continue;
+            }
+            assert_eq!(s["n"], 5, "{row}");
+            assert_eq!(s["interval"], "percentile_bootstrap", "{metric}: {row}");
+            let (low, high) = (
+                s["ci_low"].as_f64().unwrap(),
+                s["ci_high"].as_f64().unwrap(),
+            );
+            let mean = s["mean"].as_f64().unwrap();
+            assert!(
+                0.0 <= low && low <= mean && mean <= high,
+                "{metric} {side}: {s}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(
+        checked >= 8,
+        "throughput, rtt, jitter, loss… on both sides: {checked}"
+    );
+}
