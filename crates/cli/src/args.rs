@@ -16,6 +16,17 @@ pub(crate) fn std_duration(s: &str) -> Result<StdDuration, String> {
     duration(s).map(Into::into)
 }
 
+/// A file the user named (a plan, a topology, a flow file, a router config): its text,
+/// or a usage error (exit code 2) saying which file could not be read and why.
+pub(crate) fn read_input(path: &std::path::Path, what: &str) -> anyhow::Result<String> {
+    std::fs::read_to_string(path).map_err(|e| {
+        anyhow::Error::new(crate::UsageError(format!(
+            "cannot read {what} {}: {e}",
+            path.display()
+        )))
+    })
+}
+
 /// `1472`, `64k`, `1KiB`, `10M`.
 pub(crate) fn byte_count(s: &str) -> Result<u64, String> {
     traffic::parse_bytes(s).map_err(|e| e.to_string())

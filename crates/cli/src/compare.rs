@@ -83,8 +83,7 @@ struct LabRun {
 impl LabRun {
     fn up(path: Option<&std::path::Path>) -> Result<Self> {
         let text = match path {
-            Some(p) => std::fs::read_to_string(p)
-                .with_context(|| format!("cannot read {}", p.display()))?,
+            Some(p) => crate::args::read_input(p, "the topology")?,
             None => TWO_HOP.to_owned(),
         };
         let t = match lab::topology::Topology::parse_at(

@@ -52,15 +52,16 @@ pub(crate) fn run(args: DecodeArgs) -> Result<()> {
     let input: Box<dyn Read> = if args.log.as_os_str() == "-" {
         Box::new(std::io::stdin().lock())
     } else {
-        Box::new(
-            std::fs::File::open(&args.log)
-                .with_context(|| format!("cannot open {}", args.log.display()))?,
-        )
+        Box::new(std::fs::File::open(&args.log).map_err(|e| {
+            crate::UsageError(format!("cannot open the log {}: {e}", args.log.display()))
+        })?)
     };
     let (input, compression, stream_end) = crate::logsink::open_log(input)
         .with_context(|| format!("cannot read {}", args.log.display()))?;
+    // Not a log at all (a wrong file) is for the user to fix; a log that ends early is
+    // reported where it ends, with everything before it.
     let mut reader = LogReader::open(BufReader::with_capacity(1 << 20, input))
-        .with_context(|| format!("cannot decode {}", args.log.display()))?;
+        .map_err(|e| crate::UsageError(format!("cannot decode {}: {e:#}", args.log.display())))?;
     if args.packets {
         return packet_csv(&mut reader, args.flow, &args.log, &stream_end);
     }

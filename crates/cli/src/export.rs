@@ -18,8 +18,8 @@ use crate::usage;
 /// `dualperf run` indexes every run directory into index.sqlite beside it (in its parent
 /// directory). Naming run directories here indexes them again first (idempotent: a
 /// directory is replaced, never doubled) and exports only them; with none, everything
-/// the index holds is exported. `--sql` runs only statements that change nothing. The tables are dirs, runs and factors; the schema is in
-/// crates/lab/src/index.rs.
+/// the index holds is exported. `--sql` runs only statements that change nothing. The tables are dirs, runs and factors;
+/// their schema is in docs/output.md ("dualperf export").
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   dualperf export results/sharma2013-1795360000 > runs.csv

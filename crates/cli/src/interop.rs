@@ -660,7 +660,7 @@ fn happy_eyeballs(
 fn render(p: &Place, cells: &[Cell], lits: &[Literal], sel: &Selection, he: &[Eyeballs]) -> String {
     let mut o = String::new();
     o += &format!(
-        "Dual-stack interoperability (seed 000), servers at {} and {}:\n\n",
+        "Dual-stack interoperability (as in Bouras et al., H.323 study), servers at {} and {}:\n\n",
         p.v4, p.v6
     );
     for proto in ["tcp", "udp"] {
@@ -689,7 +689,7 @@ fn render(p: &Place, cells: &[Cell], lits: &[Literal], sel: &Selection, he: &[Ey
         }
         o += "\n";
     }
-    o += "Seed 000's table, as observed (TCP):\n";
+    o += "Bouras et al.'s table, as observed (TCP):\n";
     let saw = |client: &str, server: &str| {
         cells
             .iter()

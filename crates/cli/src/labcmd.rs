@@ -23,7 +23,10 @@ use crate::usage;
   sudo dualperf lab exec two-hop receiver -- dualperf recv
   sudo dualperf lab exec two-hop sender -- dualperf send 198.18.4.2 --rate 1000pps
   sudo dualperf lab status two-hop
-  sudo dualperf lab down two-hop")]
+  sudo dualperf lab down two-hop
+
+Topology format (every key, addresses, routes): docs/topology.md. A router's QoS file:
+docs/qos.md.")]
 pub(crate) struct LabArgs {
     #[command(subcommand)]
     action: Action,
@@ -33,9 +36,9 @@ pub(crate) struct LabArgs {
 enum Action {
     /// Build the topology (removing a lab of the same name first).
     Up {
-        /// The topology (TOML), e.g. plans/topologies/two-hop.toml or one-router.toml. A
-        /// router node may take `qos = "FILE"` (its service policies) and `cpu = N` (pin
-        /// its forwarding thread to CPU N).
+        /// The topology (TOML, docs/topology.md), e.g. plans/topologies/two-hop.toml or
+        /// one-router.toml. A router node may take `qos = "FILE"` (its service policies,
+        /// docs/qos.md) and `cpu = N` (pin its forwarding thread to CPU N).
         topology: PathBuf,
         /// Capture every router interface into DIR/ROUTER/IFACE.pcap.
         #[arg(long, value_name = "DIR")]
@@ -69,8 +72,7 @@ enum Action {
 pub(crate) fn run(args: LabArgs) -> Result<()> {
     match args.action {
         Action::Up { topology, pcap } => {
-            let text = std::fs::read_to_string(&topology)
-                .with_context(|| format!("cannot read {}", topology.display()))?;
+            let text = crate::args::read_input(&topology, "the topology")?;
             let t = match Topology::parse_at(&text, topology.parent()) {
                 Ok(t) => t,
                 Err(e) => usage!(

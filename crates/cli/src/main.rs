@@ -45,7 +45,9 @@ use clap::{Parser, Subcommand};
     long_about,
     max_term_width = 100,
     after_help = "Exit status: 0 success (also when stdout is closed early), 1 a measurement failed \
-                  (what was measured is still printed), 2 a usage error."
+                  (what was measured is still printed), 2 something for you to fix: the command \
+                  line, or an input file (plan, topology, flow file, config, log) that cannot be \
+                  read or is invalid."
 )]
 struct Cli {
     #[command(subcommand)]

@@ -21,7 +21,7 @@ use crate::usage;
   dualperf overhead --payload 32,1472,1473,65496
   dualperf overhead --sweep --json           # 32 B to 65,496 B, through fragmentation
   dualperf overhead --codecs                 # D-ITG's VoIP presets at L3, L2 and on the wire
-  dualperf overhead --payload 252            # seed 000's G.711 30 ms packets: 294/314-byte frames")]
+  dualperf overhead --payload 252            # Bouras et al.'s G.711 30 ms packets: 294/314-byte frames")]
 pub(crate) struct OverheadArgs {
     /// Payload sizes in bytes, comma-separated (what the application hands to TCP or UDP).
     #[arg(long, value_delimiter = ',', default_value = "32")]
@@ -41,7 +41,7 @@ pub(crate) struct OverheadArgs {
     json: bool,
 }
 
-/// Kharche and Patil's payload sweep (seed 004, Figure 6), with the sizes where IPv4 and
+/// Kharche and Patil's payload sweep (Figure 6), with the sizes where IPv4 and
 /// IPv6 start to fragment on Ethernet.
 const SWEEP: [u32; 16] = [
     32, 64, 128, 256, 512, 1024, 1452, 1453, 1472, 1473, 2048, 4096, 8192, 16384, 32768, 65496,

@@ -49,8 +49,7 @@ pub(crate) struct RunArgs {
 }
 
 pub(crate) fn run(args: RunArgs) -> Result<()> {
-    let text = std::fs::read_to_string(&args.plan)
-        .with_context(|| format!("cannot read the plan {}", args.plan.display()))?;
+    let text = crate::args::read_input(&args.plan, "the plan")?;
     let at = |line: Option<usize>| match line {
         Some(l) => format!("{}:{l}", args.plan.display()),
         None => args.plan.display().to_string(),
@@ -382,8 +381,7 @@ fn target_of(
     } else {
         PathBuf::from(file)
     };
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read the plan's topology {}", path.display()))?;
+    let text = crate::args::read_input(&path, "the plan's topology")?;
     let t = match lab::topology::Topology::parse_at(&text, path.parent()) {
         Ok(t) => t,
         Err(e) => usage!("{}: {e}", path.display()),

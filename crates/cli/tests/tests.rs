@@ -15,6 +15,8 @@ mod auth;
 mod compare;
 #[path = "tests/decode.rs"]
 mod decode;
+#[path = "tests/docs.rs"]
+mod docs;
 #[path = "tests/flow_file.rs"]
 mod flow_file;
 #[path = "tests/garbage.rs"]

@@ -355,6 +355,28 @@ mod tests {
     use crate::plan::Run;
     use crate::store::RunRecord;
 
+    #[test]
+    fn the_schema_in_the_docs_is_the_one_the_index_creates() {
+        let doc = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/output.md"),
+        )
+        .unwrap();
+        let after = doc
+            .split_once("The index's tables, for `--sql`")
+            .expect("the section in docs/output.md")
+            .1;
+        let block = after
+            .split_once("```sql\n")
+            .and_then(|(_, rest)| rest.split_once("```"))
+            .expect("a sql block")
+            .0;
+        assert_eq!(
+            block.trim(),
+            SCHEMA.trim(),
+            "docs/output.md's copy of the index schema"
+        );
+    }
+
     fn record(id: &str, family: u8, bitrate: f64, code: i32) -> RunRecord {
         RunRecord {
             format_version: crate::store::FORMAT_VERSION,

@@ -160,7 +160,7 @@ impl MetricKind {
                 "the UDP throughput counting each datagram's UDP, IP (20 or 40 B) and Ethernet (14 B) headers, as a capture on the link counts it"
             }
             Self::CpuPerFrame => {
-                "the router thread's CPU time (CLOCK_THREAD_CPUTIME_ID) in loop turns that handled frames, over the frames it received: its whole cost per frame, kernel receive and send included, as seed 001's interface processing load"
+                "the router thread's CPU time (CLOCK_THREAD_CPUTIME_ID) in loop turns that handled frames, over the frames it received: its whole cost per frame, kernel receive and send included, as the WebAudio thesis (RSVP with flow labels) measures a router's processing load"
             }
             Self::QosPerFrame => {
                 "the router's time inside its service policy (classification with reservation lookup, marking, policing, queueing) per frame it offered the policy, by the monotonic clock"

@@ -136,7 +136,7 @@ pub struct LoopStats {
     pub runqueue_wait_ns: Option<u64>,
 }
 
-/// The router's cost per frame, as seed 001 measures a router's processing load.
+/// The router's cost per frame, as the WebAudio thesis (RSVP with flow labels) measures a router's processing load.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CpuStats {
     /// Time of the forwarding thread in turns that handled frames (receive, forward,

@@ -84,7 +84,9 @@ pub(super) fn run(args: &PortcheckArgs, opts: &Options) -> Result<()> {
             })),
         }));
     }
-    let mut o = String::from("Seed 000's criteria for an application ported to IPv6:\n\n");
+    let mut o = String::from(
+        "The eight criteria of Bouras et al. (H.323 study) for an application ported to IPv6:\n\n",
+    );
     for c in &checks {
         o += &format!("[{:^7}] {}. {} ({})\n", c.verdict, c.number, c.name, c.what);
         for e in &c.evidence {

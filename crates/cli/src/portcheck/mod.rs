@@ -18,7 +18,7 @@ use crate::usage;
 /// Scan C, C++, Python, Go and Java sources for IPv4-only networking code and say what
 /// replaces it.
 ///
-/// Like Microsoft's Checkv4 or Sun's Socket Scrubber (seed 000's porting step 2), but
+/// Like Microsoft's Checkv4 or Sun's Socket Scrubber (step 2 of Bouras et al.'s porting method, H.323 study), but
 /// today's: comments and string literals are told apart from code, each finding gives
 /// file:line:column, the rule, a severity, why the construct breaks on IPv6 and the
 /// replacement (getaddrinfo, inet_pton/inet_ntop, sockaddr_storage, IPV6_TCLASS, …).
@@ -34,7 +34,7 @@ use crate::usage;
   dualperf portcheck --format sarif -o portcheck.sarif .   # for code-scanning dashboards
   dualperf portcheck --json --lang c,cpp --rule gethostbyname,inet_ntoa .
   dualperf portcheck --list-rules
-  dualperf portcheck --criteria src/ -- ./myserver --port 7000   # seed 000's checklist")]
+  dualperf portcheck --criteria src/ -- ./myserver --port 7000   # Bouras et al.'s checklist")]
 pub(crate) struct PortcheckArgs {
     /// Files and directories to scan (default: the current directory). A file named
     /// here is scanned even if an ignore file lists it.
@@ -86,7 +86,7 @@ pub(crate) struct PortcheckArgs {
     /// Print the rule table (id, severity, languages, criterion, title, replacement).
     #[arg(long)]
     list_rules: bool,
-    /// Print seed 000's eight criteria for an application ported to IPv6 as a
+    /// Print Bouras et al.'s eight criteria (H.323 study) for an application ported to IPv6 as a
     /// checklist: from the sources in PATH (if any) and from a program under test,
     /// given after `--` (started, inspected, stopped) or with --pid.
     #[arg(long)]
@@ -234,7 +234,10 @@ fn list_rules(json: bool) -> Result<()> {
             r.fix
         );
     }
-    out += &format!("{} rules. Criteria (seed 000):\n", RULES.len());
+    out += &format!(
+        "{} rules. Criteria (Bouras et al., H.323 study):\n",
+        RULES.len()
+    );
     for (i, (name, what)) in port::rules::CRITERIA.iter().enumerate() {
         out += &format!("  {}. {name}: {what}\n", i + 1);
     }

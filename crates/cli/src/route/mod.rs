@@ -37,9 +37,9 @@ const BUSY_POLL_LEAST_NS: u64 = 50_000;
 /// solicitations and echo requests for its own addresses, and sends ICMP time exceeded,
 /// packet too big and fragmentation needed. Each egress is a link with a rate (counting
 /// Ethernet frame bytes), delay, jitter, random loss and a tail-drop queue (a lab
-/// topology's link keys, see plans/topologies/). The kernel's own addresses and forwarding should be off on
-/// these interfaces (`dualperf lab up` does that). Addresses, routes and neighbours must
-/// lie in the benchmarking ranges 198.18.0.0/15 and 2001:2::/48.
+/// topology's link keys, docs/topology.md). The kernel's own addresses and forwarding
+/// should be off on these interfaces (`dualperf lab up` does that). Addresses, routes and
+/// neighbours must lie in the benchmarking ranges 198.18.0.0/15 and 2001:2::/48.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   dualperf route --config r1.toml --stats r1.stats.json
@@ -49,7 +49,8 @@ const BUSY_POLL_LEAST_NS: u64 = 50_000;
 The configuration is what `dualperf lab up` writes for each router: read one in
 /run/dualperf/labs/LAB/NODE.toml of a running lab (TOML: [[interface]] with name, ipv4,
 ipv6, mtu, emulation and optionally mac, the MAC the router answers to when not the
-interface's own; [[route]]; [[neighbor]]).
+interface's own; [[route]]; [[neighbor]]). Router configuration and QoS file formats,
+every key: docs/qos.md.
 
 The stats file (fields in docs/output.md) has a `loop` record that shows whether the
 forwarding loop ever stalled: its longest turn and gap, and how often other tasks took
@@ -68,8 +69,8 @@ pub(crate) struct RouteArgs {
     #[arg(long, value_name = "DIR")]
     pcap: Option<PathBuf>,
     /// QoS policies (TOML modelled on MQC: [[class_map]], [[policy_map]] with
-    /// [[policy_map.class]], [[service_policy]] interface/output); examples in
-    /// plans/qos/. A policy's tx_ring replaces the
+    /// [[policy_map.class]], [[service_policy]] interface/output); the format in
+    /// docs/qos.md, examples in plans/qos/. A policy's tx_ring replaces the
     /// interface's queue limit; its class queues hold the rest. SIGUSR2 reads the file
     /// again and restarts every egress (counters from zero); a file that does not read
     /// leaves the policies as they were.
@@ -163,8 +164,7 @@ impl Egress {
 }
 
 pub(crate) fn run(args: RouteArgs) -> Result<()> {
-    let text = std::fs::read_to_string(&args.config)
-        .with_context(|| format!("cannot read {}", args.config.display()))?;
+    let text = crate::args::read_input(&args.config, "the router config")?;
     let file: RouterConfig = match toml::from_str(&text) {
         Ok(f) => f,
         Err(e) => usage!("{}: {}", args.config.display(), e.message()),

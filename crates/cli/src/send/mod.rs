@@ -22,7 +22,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration as StdDuration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Parser;
 use traffic::options::Vad;
 use traffic::{FlowOptions, FlowSpec, OptionError, Rate};
@@ -246,7 +246,7 @@ pub(crate) struct FlowArgs {
     #[arg(long, value_name = "STREAM",
           conflicts_with_all = ["rate", "size", "tcp", "voip", "app", "idt", "size_dist"])]
     stream: Option<traffic::stream::Stream>,
-    /// Packetisation time of --stream g711 (10ms, 20ms, 30ms…). Seed 000's 294-byte IPv4
+    /// Packetisation time of --stream g711 (10ms, 20ms, 30ms…). Bouras et al.'s 294-byte IPv4
     /// frames are 30 ms packets.
     #[arg(long, value_parser = crate::args::duration, value_name = "DURATION", requires = "stream")]
     ptime: Option<Duration>,
@@ -688,8 +688,7 @@ fn read_flow_file(
     path: &Path,
     translate: impl Fn(&str) -> Result<String, String>,
 ) -> Result<Vec<FlowSpec>> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read flow file {}", path.display()))?;
+    let text = crate::args::read_input(path, "the flow file")?;
     let mut flows = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.split('#').next().unwrap_or("").trim();

@@ -271,7 +271,8 @@ fn decode_of_a_garbage_file_fails_with_a_clear_message() {
     let mut rng = crate::support::Prng::new(42);
     std::fs::write(&file, rng.bytes(4096)).unwrap();
     let out = decode(&file, &[]);
-    assert_eq!(out.code(), Some(1), "stderr: {}", out.stderr);
+    // Exit status 2: the input is for the user to fix.
+    assert_eq!(out.code(), Some(2), "stderr: {}", out.stderr);
     assert!(out.stdout.is_empty());
     assert!(
         out.stderr.contains("cannot decode") && out.stderr.contains("not a dualperf packet log"),
@@ -284,7 +285,7 @@ fn decode_of_a_garbage_file_fails_with_a_clear_message() {
 fn decode_of_a_missing_file_fails_with_a_clear_message() {
     let dir = TempDir::new("decode-missing");
     let out = decode(&dir.path("absent.dplog"), &[]);
-    assert_eq!(out.code(), Some(1), "stderr: {}", out.stderr);
+    assert_eq!(out.code(), Some(2), "stderr: {}", out.stderr);
     assert!(out.stderr.contains("cannot open"), "stderr: {}", out.stderr);
 }
 

@@ -132,9 +132,9 @@ fn a_missing_flow_file_is_reported() {
     let dir = TempDir::new("flows-missing");
     let file = dir.path("absent.txt");
     let out = send("127.0.0.1", 9, &["--flows", path_str(&file)]);
-    assert_eq!(out.code(), Some(1), "stderr: {}", out.stderr);
+    assert_eq!(out.code(), Some(2), "stderr: {}", out.stderr);
     assert!(
-        out.stderr.contains("cannot read flow file"),
+        out.stderr.contains("cannot read the flow file"),
         "stderr: {}",
         out.stderr
     );

@@ -134,7 +134,7 @@ fn usage_mistakes_are_refused_with_exit_2() {
     assert!(list.as_array().unwrap().len() >= 25);
     assert!(run(&["portcheck", "--list-rules"])
         .stdout
-        .contains("Criteria (seed 000):"));
+        .contains("Criteria (Bouras et al., H.323 study):"));
 }
 
 fn criteria_of(doc: &serde_json::Value, n: usize) -> String {

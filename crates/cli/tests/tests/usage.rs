@@ -1,6 +1,6 @@
 //! Usage errors exit 2 with a message that names the problem, before any connection is made.
 
-use crate::support::{run, send, Finished};
+use crate::support::{path_str, run, send, Finished, TempDir};
 
 /// No receiver listens: each of these must fail before connecting. (If one did try to
 /// connect, it would be refused by 127.0.0.1 port 9 and exit 1, failing the test.)
@@ -129,4 +129,34 @@ fn recv_with_an_unparsable_handshake_timeout_is_a_usage_error() {
     let out = run(&["recv", "--port", "0", "--handshake-timeout", "soon"]);
     assert_eq!(out.code(), Some(2), "stderr: {}", out.stderr);
     assert!(out.stderr.contains("soon"), "stderr: {}", out.stderr);
+}
+
+/// One rule for exit codes: an input file that cannot be read is for the user to fix,
+/// exit status 2, whichever subcommand reads it.
+#[test]
+fn unreadable_input_files_are_usage_errors_everywhere() {
+    let dir = TempDir::new("unreadable-inputs");
+    let absent = dir.path("absent.toml");
+    let absent = path_str(&absent);
+    for (args, says) in [
+        (vec!["run", absent], "cannot read the plan"),
+        (vec!["report", absent], absent),
+        (
+            vec!["compare", "--lab", "--topology", absent],
+            "cannot read the topology",
+        ),
+        (vec!["decode", absent], "cannot open the log"),
+        (
+            vec!["route", "--config", absent],
+            "cannot read the router config",
+        ),
+        (
+            vec!["send", "127.0.0.1", "--flows", absent],
+            "cannot read the flow file",
+        ),
+    ] {
+        let out = run(&args);
+        assert_eq!(out.code(), Some(2), "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains(says), "{args:?}: {}", out.stderr);
+    }
 }

@@ -1,0 +1,402 @@
+//! The reference documents stay true (docs/topology.md, docs/qos.md, docs/flows.md).
+//!
+//! - Their examples go through the real readers: each fenced `toml` block of
+//!   topology.md is a topology `lab::topology` reads, each of qos.md a QoS file
+//!   `router::qosconf` reads and resolves on a 10 Mbit/s link (or, with
+//!   `[[interface]]`, a router configuration that `router::config` checks), each of
+//!   flows.md a plan `dualperf run --dry-run` takes, and each flow file of flows.md (a
+//!   `text` block whose first line is `# flow file`) one `dualperf send --flows` reads
+//!   whole. A block whose first line is `# fragment` is part of a file and is skipped.
+//! - Every key the code takes is named in its document as `` `key` ``. The lists come
+//!   from the code itself: serde's error for an unknown key lists every field of a
+//!   `deny_unknown_fields` struct, the router configuration's JSON Schema its
+//!   properties, and `dualperf send --help` the options.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use ::lab::topology::Topology;
+use ::router::config::RouterConfig;
+use ::router::qosconf::QosConfig;
+use serde_json::Value;
+
+use crate::support::{path_str, run, TempDir};
+
+/// The key no format has: serde's error for it lists the keys each format does have.
+const PROBE: &str = "zz_unknown";
+
+/// The link rate QoS examples are resolved on (the two-hop lab's bottleneck).
+const LINK_BPS: u64 = 10_000_000;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn read_doc(name: &str) -> String {
+    let path = root().join("docs").join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// A fenced block of a document.
+struct Block {
+    /// Its info string (`toml`, `text`).
+    lang: String,
+    /// The document's line of its first line.
+    line: usize,
+    text: String,
+}
+
+/// Every fenced block of `doc` but those marked `# fragment`.
+fn blocks(doc: &str) -> Vec<Block> {
+    let mut out = Vec::new();
+    let mut open: Option<Block> = None;
+    for (n, line) in doc.lines().enumerate() {
+        let fence = line.trim_start().strip_prefix("```");
+        if let Some(block) = open.as_mut() {
+            if fence.is_none() {
+                block.text.push_str(line);
+                block.text.push('\n');
+                continue;
+            }
+            let block = open.take().expect("an open block");
+            if block.text.lines().next().map(str::trim) != Some("# fragment") {
+                out.push(block);
+            }
+        } else if let Some(lang) = fence {
+            open = Some(Block {
+                lang: lang.trim().to_owned(),
+                line: n + 2,
+                text: String::new(),
+            });
+        }
+    }
+    assert!(open.is_none(), "a code fence is never closed");
+    out
+}
+
+fn toml_blocks(doc: &str) -> Vec<Block> {
+    blocks(doc)
+        .into_iter()
+        .filter(|b| b.lang == "toml")
+        .collect()
+}
+
+/// The fields serde lists in its error for [`PROBE`] ("unknown field `zz_unknown`,
+/// expected one of `a`, `b`").
+fn fields_in(message: &str) -> Vec<String> {
+    let (_, listed) = message
+        .split_once(&format!("`{PROBE}`"))
+        .unwrap_or_else(|| panic!("not an error about an unknown field: {message}"));
+    let fields: Vec<String> = listed
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect();
+    assert!(!fields.is_empty(), "no fields listed: {message}");
+    fields
+}
+
+/// The keys of `keys` that `doc` never writes as `` `key` `` (or, for a value,
+/// `` `"key"` ``).
+fn undocumented(doc: &str, keys: &BTreeSet<String>) -> Vec<String> {
+    keys.iter()
+        .filter(|k| !doc.contains(&format!("`{k}`")) && !doc.contains(&format!("`\"{k}\"`")))
+        .cloned()
+        .collect()
+}
+
+/// Every key of a topology: the top level's, `[[node]]`'s and `[[link]]`'s.
+fn topology_keys() -> BTreeSet<String> {
+    let mut keys = BTreeSet::new();
+    for probe in [
+        format!("version = 1\nname = \"x\"\n{PROBE} = 1\n"),
+        format!("version = 1\nname = \"x\"\n[[node]]\n{PROBE} = 1\n"),
+        format!("version = 1\nname = \"x\"\n[[link]]\n{PROBE} = 1\n"),
+    ] {
+        let e = Topology::parse(&probe).expect_err(&probe);
+        keys.extend(fields_in(&e.message));
+    }
+    keys
+}
+
+/// Every key of a QoS file, table by table.
+fn qos_keys() -> BTreeSet<String> {
+    let policy = "version = 1\n[[policy_map]]\nname = \"p\"\n";
+    let class = format!("{policy}[[policy_map.class]]\nname = \"class-default\"\n");
+    let mut keys = BTreeSet::new();
+    for probe in [
+        format!("version = 1\n{PROBE} = 1\n"),
+        format!("version = 1\n[[class_map]]\n{PROBE} = 1\n"),
+        format!("version = 1\n[[policy_map]]\n{PROBE} = 1\n"),
+        format!("{policy}[[policy_map.reservation]]\n{PROBE} = 1\n"),
+        format!("{policy}[[policy_map.class]]\n{PROBE} = 1\n"),
+        format!("{class}police = {{ {PROBE} = 1 }}\n"),
+        format!("{class}random_detect = {{ {PROBE} = 1 }}\n"),
+        format!("{class}random_detect = {{ dscp = [{{ {PROBE} = 1 }}] }}\n"),
+        format!("version = 1\n[[service_policy]]\n{PROBE} = 1\n"),
+    ] {
+        let e = QosConfig::parse(&probe).expect_err(&probe);
+        keys.extend(fields_in(&e.message));
+    }
+    keys
+}
+
+/// Every property name, `const` and `enum` string of a JSON Schema.
+fn schema_names(v: &Value, out: &mut BTreeSet<String>) {
+    match v {
+        Value::Object(m) => {
+            if let Some(Value::Object(props)) = m.get("properties") {
+                out.extend(props.keys().cloned());
+            }
+            if let Some(Value::String(c)) = m.get("const") {
+                out.insert(c.clone());
+            }
+            if let Some(Value::Array(e)) = m.get("enum") {
+                out.extend(e.iter().filter_map(Value::as_str).map(str::to_owned));
+            }
+            m.values().for_each(|x| schema_names(x, out));
+        }
+        Value::Array(a) => a.iter().for_each(|x| schema_names(x, out)),
+        _ => {}
+    }
+}
+
+/// Every key of a router configuration (and the loss models' names).
+fn router_config_keys() -> BTreeSet<String> {
+    let schema = serde_json::to_value(schemars::schema_for!(RouterConfig))
+        .expect("the router configuration's schema as JSON");
+    let mut keys = BTreeSet::new();
+    schema_names(&schema, &mut keys);
+    keys
+}
+
+#[test]
+fn every_key_of_the_topology_format_is_in_docs_topology_md() {
+    let keys = topology_keys();
+    for k in ["version", "kind", "cpu", "qos", "limit_bytes", "jitter"] {
+        assert!(keys.contains(k), "the parser's keys, as derived: {keys:?}");
+    }
+    let missing = undocumented(&read_doc("topology.md"), &keys);
+    assert!(
+        missing.is_empty(),
+        "docs/topology.md does not name these topology keys: {missing:?}"
+    );
+}
+
+#[test]
+fn every_toml_example_in_docs_topology_md_is_a_topology_the_lab_reads() {
+    let doc = read_doc("topology.md");
+    let examples = toml_blocks(&doc);
+    assert!(examples.len() >= 2, "docs/topology.md has its examples");
+    // As if saved in plans/topologies/: a router's `qos` path is taken from there.
+    let dir = root().join("plans/topologies");
+    for b in &examples {
+        if let Err(e) = Topology::parse_at(&b.text, Some(&dir)) {
+            panic!(
+                "docs/topology.md:{}: the example does not read: {e}\n{}",
+                b.line, b.text
+            );
+        }
+    }
+}
+
+#[test]
+fn every_key_of_the_qos_and_router_formats_is_in_docs_qos_md() {
+    let qos = qos_keys();
+    for k in [
+        "match",
+        "flow_label",
+        "bandwidth_remaining",
+        "violate",
+        "count_rule",
+        "admit",
+    ] {
+        assert!(
+            qos.contains(k),
+            "the QoS parser's keys, as derived: {qos:?}"
+        );
+    }
+    let router = router_config_keys();
+    for k in [
+        "neighbor",
+        "limit_packets",
+        "loss_good",
+        "model",
+        "gilbert_elliott",
+    ] {
+        assert!(
+            router.contains(k),
+            "the router configuration's keys: {router:?}"
+        );
+    }
+    let doc = read_doc("qos.md");
+    let missing = undocumented(&doc, &qos);
+    assert!(
+        missing.is_empty(),
+        "docs/qos.md does not name these QoS file keys: {missing:?}"
+    );
+    let missing = undocumented(&doc, &router);
+    assert!(
+        missing.is_empty(),
+        "docs/qos.md does not name these router configuration keys or values: {missing:?}"
+    );
+}
+
+#[test]
+fn every_toml_example_in_docs_qos_md_is_a_file_the_router_reads() {
+    let doc = read_doc("qos.md");
+    let examples = toml_blocks(&doc);
+    let mut policies = 0;
+    let mut configs = 0;
+    for b in &examples {
+        let at = format!("docs/qos.md:{}", b.line);
+        if b.text.contains("[[interface]]") {
+            let cfg: RouterConfig = toml::from_str(&b.text).unwrap_or_else(|e| {
+                panic!(
+                    "{at}: the router configuration does not read: {e}\n{}",
+                    b.text
+                )
+            });
+            if let Err(e) = cfg.check() {
+                panic!("{at}: the router configuration is refused: {e}\n{}", b.text);
+            }
+            configs += 1;
+            continue;
+        }
+        let q = QosConfig::parse(&b.text)
+            .unwrap_or_else(|e| panic!("{at}: the QoS file does not read: {e}\n{}", b.text));
+        for (interface, _, _) in &q.service {
+            match q.params_for(interface, LINK_BPS) {
+                Ok(Some(_)) => {}
+                other => panic!(
+                    "{at}: the policy on {interface} does not resolve on a {LINK_BPS} bit/s link: {other:?}"
+                ),
+            }
+        }
+        policies += 1;
+    }
+    assert!(
+        policies >= 3 && configs >= 1,
+        "docs/qos.md has its examples ({policies} QoS files, {configs} router configurations)"
+    );
+}
+
+/// The long options `dualperf send --help` lists, with their visible aliases.
+fn send_options() -> BTreeSet<String> {
+    let out = run(&["send", "--help"]);
+    out.assert_success();
+    let mut options = BTreeSet::new();
+    let mut in_options = false;
+    for line in out.stdout.lines() {
+        if line == "Options:" {
+            in_options = true;
+            continue;
+        }
+        // The section ends at the next heading (`Examples:`), written from column 0.
+        if in_options && !line.is_empty() && !line.starts_with(' ') {
+            break;
+        }
+        let text = line.trim_start();
+        let indent = line.len() - text.len();
+        // An option's own line is indented 2 or 6 (`  -r, --rate <RATE>`, `      --tcp`);
+        // its help below it more, where a wrapped sentence may begin with an option.
+        let spec = if in_options && indent <= 6 && text.starts_with('-') {
+            text.split('<').next().unwrap_or("")
+        } else if in_options && text.starts_with("[alias") {
+            text
+        } else {
+            continue;
+        };
+        options.extend(
+            spec.split([' ', ',', '[', ']'])
+                .filter(|t| t.starts_with("--") && t.len() > 2)
+                .map(str::to_owned),
+        );
+    }
+    // Not a flow's: every command has it.
+    options.remove("--help");
+    options
+}
+
+#[test]
+fn every_option_of_send_help_is_in_docs_flows_md() {
+    let options = send_options();
+    for o in [
+        "--rate",
+        "--bitrate",
+        "--time",
+        "--size-dist",
+        "--stamp-timeout",
+    ] {
+        assert!(
+            options.contains(o),
+            "send --help's options, as read: {options:?}"
+        );
+    }
+    let missing = undocumented(&read_doc("flows.md"), &options);
+    assert!(
+        missing.is_empty(),
+        "docs/flows.md does not name these `dualperf send` options: {missing:?}"
+    );
+}
+
+#[test]
+fn the_plans_and_flow_files_in_docs_flows_md_are_read_by_dualperf() {
+    let doc = read_doc("flows.md");
+    let dir = TempDir::new("docs-flows");
+    let all = blocks(&doc);
+    let plans: Vec<&Block> = all.iter().filter(|b| b.lang == "toml").collect();
+    let flow_files: Vec<&Block> = all
+        .iter()
+        .filter(|b| b.lang == "text" && b.text.starts_with("# flow file"))
+        .collect();
+    assert!(
+        !plans.is_empty() && !flow_files.is_empty(),
+        "docs/flows.md has its examples"
+    );
+    for b in &plans {
+        let path = dir.path(&format!("plan-{}.toml", b.line));
+        std::fs::write(&path, &b.text).expect("write the plan");
+        let out = run(&["run", path_str(&path), "--dry-run"]);
+        assert!(
+            out.status.success(),
+            "docs/flows.md:{}: dualperf run --dry-run refuses the plan: {}\n{}",
+            b.line,
+            out.stderr,
+            b.text
+        );
+    }
+    // A flow file that reads whole gets as far as the receiver. Here that is a listener
+    // that closes each connection at once, so nothing is sent: exit status 1 (the
+    // session failed), where a mistake in the file would be 2.
+    let listener = std::net::TcpListener::bind("[::1]:0").expect("listen on ::1");
+    let port = listener.local_addr().expect("its port").port().to_string();
+    let n = flow_files.len();
+    std::thread::spawn(move || {
+        // Each connection is closed as its iteration ends.
+        for _conn in listener.incoming().take(n) {}
+    });
+    for b in &flow_files {
+        let path = dir.path(&format!("flows-{}.txt", b.line));
+        std::fs::write(&path, &b.text).expect("write the flow file");
+        let out = run(&[
+            "send",
+            "::1",
+            "--port",
+            &port,
+            "--flows",
+            path_str(&path),
+            "--connect-timeout",
+            "5s",
+        ]);
+        assert_eq!(
+            out.code(),
+            Some(1),
+            "docs/flows.md:{}: dualperf send --flows should read the file and then find no receiver: {}\n{}",
+            b.line,
+            out.stderr,
+            b.text
+        );
+    }
+}
