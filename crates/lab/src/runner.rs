@@ -492,10 +492,13 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
                         args.push("--stamp".into());
                         (st.port, args)
                     }
-                    None => (
-                        receiver.as_ref().map_or(0, |r| r.port),
-                        plan.measured_args(point),
-                    ),
+                    None => {
+                        // Each run's delay distribution, for the report's CDFs (a
+                        // session on this side of the agents only).
+                        let mut args = plan.measured_args(point);
+                        args.push("--cdf".into());
+                        (receiver.as_ref().map_or(0, |r| r.port), args)
+                    }
                 };
                 let argv = send_argv(None, place.dest(run.family), port, args, duration_ns, false);
                 let fg = Output::spawn(

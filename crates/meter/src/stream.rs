@@ -264,6 +264,17 @@ impl FlowMeter {
         self.core.summary(sent)
     }
 
+    /// The delay's distribution: the smallest delay, then the nearest-rank percentiles
+    /// 1 to 100 (101 values, ascending), from the delay histogram, so within
+    /// [`crate::hist::RELATIVE_ERROR`] (the ends exact). The empirical CDF that flent
+    /// plots, at one-percent steps; `None` before a record arrived.
+    pub fn delay_cdf_ns(&self) -> Option<Vec<i64>> {
+        let min = self.core.arrivals.delay.min()?;
+        std::iter::once(Some(min))
+            .chain((1..=100).map(|p| self.core.arrivals.delay.percentile(f64::from(p))))
+            .collect()
+    }
+
     /// The RTP jitter, if asked for and two RTP-stamped records arrived.
     pub fn rtp(&self) -> Option<RtpJitterSummary> {
         self.core.rtp.as_ref().and_then(RtpJitter::summary)
@@ -684,6 +695,42 @@ mod tests {
                 (s.p50_ns, s.p99_ns) = (b.p50_ns, b.p99_ns);
                 prop_assert_eq!(s, b);
             }
+        }
+    }
+
+    #[test]
+    fn the_delay_cdf_is_the_minimum_then_each_percentile() {
+        let m = Mangling {
+            flows: 1,
+            packets: 5_000,
+            loss_permille: 0,
+            dup_permille: 0,
+            hold_permille: 0,
+            max_hold: 0,
+            delay_spread_ns: 2_000_000,
+            seed: 8,
+        };
+        let (records, _) = arrivals(m);
+        let mut meter = FlowMeter::new(1);
+        assert_eq!(meter.delay_cdf_ns(), None, "nothing yet");
+        for r in &records {
+            meter.handle_record(r);
+        }
+        let cdf = meter.delay_cdf_ns().unwrap();
+        let mut delays: Vec<i64> = records.iter().map(RxRecord::delay_ns).collect();
+        delays.sort_unstable();
+        assert_eq!(cdf.len(), 101);
+        assert!(cdf.windows(2).all(|w| w[0] <= w[1]), "ascending");
+        // The ends exact; the percentiles within the histogram's bound of the records'
+        // nearest-rank percentiles (rank ⌈p·n/100⌉).
+        assert_eq!((cdf[0], cdf[100]), (delays[0], delays[delays.len() - 1]));
+        for p in [1_usize, 25, 50, 90, 99] {
+            let want = delays[(p * delays.len()).div_ceil(100) - 1] as f64;
+            let got = cdf[p] as f64;
+            assert!(
+                (got - want).abs() <= want.abs() * RELATIVE_ERROR + 1.0,
+                "p{p}: {got} vs {want}"
+            );
         }
     }
 

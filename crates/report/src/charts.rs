@@ -138,10 +138,15 @@ pub fn plots(tables: &[Table], results: &Results, provenance: &str) -> Vec<Plot>
             let svg = plot::with_subtitle(&svg, &subtitle);
             push(&mut out, &format!("{name}-runs"), svg, ti);
         }
-        // Each point's runs over time, once, under the first table that shows it.
+        // Each point's runs over time and its delay distributions, once, under the
+        // first table that shows it.
         for r in &t.rows {
             if timed.contains(&r.point.as_str()) {
                 continue;
+            }
+            timed.push(&r.point);
+            if let Some((name, svg)) = cdf_plot(r, &t.label_heading, results, provenance) {
+                push(&mut out, &name, svg, ti);
             }
             let series: Vec<plot::Series> = results
                 .series
@@ -155,8 +160,7 @@ pub fn plots(tables: &[Table], results: &Results, provenance: &str) -> Vec<Plot>
             if series.is_empty() {
                 continue;
             }
-            timed.push(&r.point);
-            let svg = plot::time_chart(
+            let svg = plot::series_chart(
                 &format!(
                     "{} {}: throughput by interval, every run",
                     t.label_heading, r.label
@@ -176,6 +180,60 @@ pub fn plots(tables: &[Table], results: &Results, provenance: &str) -> Vec<Plot>
         }
     }
     out
+}
+
+/// Each point's delay distribution, every run (`send --cdf`): the share of packets
+/// (0 to 1) against the delay, in µs or, when the median delays pass 1 ms, in ms.
+fn cdf_plot(
+    r: &crate::tables::TableRow,
+    heading: &str,
+    results: &Results,
+    provenance: &str,
+) -> Option<(String, String)> {
+    let runs: Vec<&crate::stats::RunCdf> =
+        results.cdfs.iter().filter(|c| c.point == r.point).collect();
+    if runs.is_empty() {
+        return None;
+    }
+    let median_ns = runs.iter().map(|c| c.delay_ns[50]).max().unwrap_or(0);
+    let (scale, unit) = if median_ns >= 1_000_000 {
+        (1e6, "ms")
+    } else {
+        (1e3, "µs")
+    };
+    let what = if runs.iter().all(|c| c.round_trip) {
+        "Round-trip time"
+    } else {
+        "One-way delay"
+    };
+    let series: Vec<plot::Series> = runs
+        .iter()
+        .map(|c| plot::Series {
+            family: usize::from(c.family == 6),
+            points: c
+                .delay_ns
+                .iter()
+                .enumerate()
+                .map(|(p, d)| (*d as f64 / scale, p as f64 / 100.0))
+                .collect(),
+        })
+        .collect();
+    let svg = plot::series_chart(
+        &format!(
+            "{heading} {}: {} distribution, every run",
+            r.label,
+            what.to_lowercase()
+        ),
+        &format!("{what} ({unit})"),
+        "Share of packets (CDF)",
+        &["IPv4", "IPv6"],
+        &series,
+    );
+    let name: String = lab::plan::file_safe(&format!("{heading}-{}-cdf", r.label))
+        .chars()
+        .take(100)
+        .collect();
+    Some((name, plot::with_subtitle(&svg, provenance)))
 }
 
 /// Adds a plot, numbered, so two names alike never overwrite each other.

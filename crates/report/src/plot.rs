@@ -437,9 +437,9 @@ pub fn box_chart(
     out
 }
 
-/// Time series: each run's points joined, in its family's colour (the second family
-/// dashed), `names` the legend.
-pub fn time_chart(
+/// Each run's series (its throughput over time, its delay distribution): its points
+/// joined, in its family's colour (the second family dashed), `names` the legend.
+pub fn series_chart(
     title: &str,
     x_label: &str,
     y_label: &str,

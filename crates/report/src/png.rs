@@ -185,7 +185,7 @@ mod tests {
                 .map(|i| (f64::from(i) * 0.5, level + f64::from(i % 3)))
                 .collect(),
         };
-        let svg = crate::plot::time_chart(
+        let svg = crate::plot::series_chart(
             "Payload size (bytes) 64: throughput by interval, every run",
             "Time since the run's first window (s)",
             "Throughput (Mbit/s)",
@@ -196,6 +196,21 @@ mod tests {
                 series(1, 6.0),
                 series(1, 7.0),
             ],
+        );
+        assert_drawn(&fonts, &svg);
+        // A delay distribution: the share of packets against the delay.
+        let cdf = |family: usize, base: f64| crate::plot::Series {
+            family,
+            points: (0..=100)
+                .map(|p| (base + f64::from(p).powi(2) / 500.0, f64::from(p) / 100.0))
+                .collect(),
+        };
+        let svg = crate::plot::series_chart(
+            "Payload size (bytes) 64: round-trip time distribution, every run",
+            "Round-trip time (µs)",
+            "Share of packets (CDF)",
+            &["IPv4", "IPv6"],
+            &[cdf(0, 6.0), cdf(0, 6.5), cdf(1, 7.0), cdf(1, 7.2)],
         );
         assert_drawn(&fonts, &svg);
     }

@@ -49,6 +49,21 @@ pub struct Results {
     values: Vec<[Vec<f64>; 2]>,
     /// Each run's interval series of its measured flow, in point order.
     pub series: Vec<RunSeries>,
+    /// Each run's delay distribution of its measured flow (`send --cdf`), in point order.
+    pub cdfs: Vec<RunCdf>,
+}
+
+/// One run's delay distribution: its measured flow's `delay_cdf_ns`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunCdf {
+    /// The point's id.
+    pub point: String,
+    /// 4 or 6.
+    pub family: u8,
+    /// The round trip (a flow metered round trip), else the one-way delay.
+    pub round_trip: bool,
+    /// The smallest delay, then its percentiles 1 to 100, ns.
+    pub delay_ns: Vec<i64>,
 }
 
 /// One run's receiver-side interval series (`--interval`): the measured flow's
@@ -192,6 +207,20 @@ impl Results {
                 })
             })
             .collect();
+        let cdfs = order
+            .iter()
+            .flat_map(|point| records.iter().filter(move |r| &r.point == point))
+            .filter_map(|r| {
+                let flow = r.report.as_ref()?.flows.first()?;
+                let delay_ns = flow.delay_cdf_ns.clone().filter(|c| c.len() == 101)?;
+                Some(RunCdf {
+                    point: r.point.clone(),
+                    family: r.run.family,
+                    round_trip: flow.rtt.is_some(),
+                    delay_ns,
+                })
+            })
+            .collect();
         Self {
             rows,
             index,
@@ -199,6 +228,7 @@ impl Results {
             flows,
             values: run_values,
             series,
+            cdfs,
         }
     }
 

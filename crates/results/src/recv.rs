@@ -71,6 +71,10 @@ pub struct FlowReport {
     /// `None` without `--log`.
     #[serde(default)]
     pub unlogged_records: Option<u64>,
+    /// The sender asked for it (`send --cdf`): the smallest one-way delay, then its
+    /// percentiles 1 to 100 ([`meter::FlowMeter::delay_cdf_ns`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_cdf_ns: Option<Vec<i64>>,
 }
 
 /// The receiver's counters of what it could not attribute to a flow, or refused.

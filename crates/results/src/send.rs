@@ -128,6 +128,12 @@ pub struct FlowOutcome {
     /// shape).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stamp: Option<StampOutcome>,
+    /// With `send --cdf`: the delay's distribution, the smallest delay then its
+    /// percentiles 1 to 100 (from the meter's histogram, within its 1/128): the round
+    /// trip for a flow metered round trip (measured here), else the one-way delay (the
+    /// receiver's). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_cdf_ns: Option<Vec<i64>>,
 }
 
 /// What a STAMP Session-Sender (RFC 8762 §4.2, `send --stamp`) measured beyond the

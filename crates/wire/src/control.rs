@@ -103,6 +103,9 @@ pub struct FlowAnnounce {
     /// Report the receiver-side series in windows of this many ns (iperf3's intervals).
     #[serde(default)]
     pub interval_ns: Option<u64>,
+    /// Report the delay's distribution too (`FlowResult::delay_cdf_ns`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cdf: bool,
 }
 
 /// The receiver's answer for one announced flow.
@@ -146,6 +149,9 @@ pub struct FlowResult {
     /// Why the series asked for is missing (too many windows).
     #[serde(default)]
     pub intervals_error: Option<String>,
+    /// Asked for with `cdf`: the smallest one-way delay, then its percentiles 1 to 100.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_cdf_ns: Option<Vec<i64>>,
 }
 
 /// A control message.
@@ -406,6 +412,7 @@ mod tests {
                     label: "x".into(),
                     rtp_clock_hz: None,
                     interval_ns: None,
+                    cdf: false,
                 }],
             },
             Msg::Attach { flow: 3, token: 99 },
@@ -440,6 +447,7 @@ mod tests {
             rtp: None,
             intervals: None,
             intervals_error: None,
+            delay_cdf_ns: None,
         }
     }
 

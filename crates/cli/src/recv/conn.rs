@@ -394,6 +394,7 @@ fn flow_result(r: &FlowReport) -> FlowResult {
             .as_ref()
             .and_then(|i| serde_json::to_value(i).ok()),
         intervals_error: r.intervals_error.clone(),
+        delay_cdf_ns: r.delay_cdf_ns.clone(),
     }
 }
 

@@ -464,6 +464,11 @@ impl Shared {
                 intervals: None,
                 intervals_error: None,
                 unlogged_records: self.log.as_ref().map(|_| state.unlogged),
+                delay_cdf_ns: flow
+                    .announce
+                    .cdf
+                    .then(|| state.meter.delay_cdf_ns())
+                    .flatten(),
             };
             if let Some(w) = flow.announce.interval_ns {
                 let windows = state.meter.interval_windows();

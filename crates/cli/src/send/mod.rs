@@ -155,6 +155,11 @@ pub(crate) struct SendArgs {
     /// receiver's series in these windows (like iperf3 -i): 1s, 500ms.
     #[arg(short, long, value_parser = crate::args::duration, value_name = "DURATION")]
     interval: Option<Duration>,
+    /// Also report each flow's delay distribution (`delay_cdf_ns` in --json: the smallest
+    /// delay, then its percentiles 1 to 100): the round trip with --meter rtt, else the
+    /// receiver's one-way delay. `dualperf report` draws it as a CDF; plans ask for it.
+    #[arg(long, conflicts_with_all = ["stamp", "reverse", "bidir", "from"])]
+    cdf: bool,
     /// Measure against a STAMP Session-Reflector at DEST (RFC 8762/8972: `dualperf recv
     /// --stamp`, stamp-suite -i, a router…) instead of a dualperf receiver; port 862
     /// unless DEST or --port gives one. The one flow of the flow options is sent as STAMP
@@ -407,6 +412,8 @@ pub(crate) struct SendConfig {
     /// The receiver's series in these windows, and live per-interval throughput lines
     /// on stdout when `live` is set.
     pub(crate) interval: Option<Duration>,
+    /// Report each flow's delay distribution (`--cdf`).
+    pub(crate) cdf: bool,
     pub(crate) live: bool,
     /// Say on stderr when the flows begin.
     pub(crate) announce_start: bool,
@@ -447,6 +454,7 @@ impl SendConfig {
             connect_timeout: StdDuration::from_secs(5),
             prover: None,
             caps: None,
+            cdf: false,
         }
     }
 }
@@ -515,6 +523,7 @@ pub(crate) fn run(mut args: SendArgs) -> Result<()> {
         live: !args.json,
         announce_start: args.announce_start,
         connect_timeout: args.connect_timeout,
+        cdf: args.cdf,
         ..SendConfig::new(dest, flows)
     };
     let stop = crate::interrupt::flag();

@@ -348,6 +348,13 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
                 error: res.error,
                 unlogged_records: log.as_ref().map(|_| res.unlogged),
                 stamp: None,
+                delay_cdf_ns: if !config.cdf {
+                    None
+                } else if spec.meter == Meter::Rtt {
+                    res.echoes.as_ref().and_then(meter::FlowMeter::delay_cdf_ns)
+                } else {
+                    r.and_then(|r| r.delay_cdf_ns.clone())
+                },
             }
         })
         .collect();
@@ -461,6 +468,7 @@ fn register(
             label: spec.label.clone(),
             rtp_clock_hz: spec.rtp.map(|r| r.clock_rate_hz),
             interval_ns: config.interval.map(wire::time::Duration::as_nanos),
+            cdf: config.cdf && spec.meter == Meter::Owd,
         });
     }
     write_msg(ctrl, &Msg::Register { flows: announces })?;

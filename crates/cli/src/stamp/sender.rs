@@ -692,6 +692,7 @@ pub(crate) fn run(config: &StampConfig, stop: &Arc<AtomicBool>) -> Result<SendRe
         error: sent.error,
         unlogged_records: None,
         stamp: Some(outcome),
+        delay_cdf_ns: None,
     };
     let flows = vec![flow];
     let report = SendReport {

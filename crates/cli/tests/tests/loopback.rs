@@ -211,3 +211,56 @@ fn iperf3s_flags_run_a_udp_flow_at_the_bitrate_asked() {
     assert_eq!(u(&flow, "/received/bytes"), sent * 512);
     rx.finish().finished.assert_success();
 }
+
+/// `--cdf`: each flow's delay distribution, the smallest delay then percentiles 1 to 100,
+/// from the receiver for a one-way flow and from the sender's echoes for a round trip.
+#[test]
+fn cdf_reports_each_flows_delay_distribution_for_both_meters() {
+    for meter in ["owd", "rtt"] {
+        let rx = Receiver::start(&["--json", "--sessions", "1"]);
+        let out = send(
+            "127.0.0.1",
+            rx.port,
+            &[
+                "--udp", "--rate", "2000pps", "--count", "400", "--meter", meter, "--cdf", "--json",
+            ],
+        );
+        out.assert_success();
+        let flow = out.json()["flows"][0].clone();
+        let cdf: Vec<i64> = flow["delay_cdf_ns"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{meter}: no delay_cdf_ns: {flow}"))
+            .iter()
+            .map(|v| v.as_i64().unwrap())
+            .collect();
+        assert_eq!(cdf.len(), 101, "{meter}");
+        assert!(cdf.windows(2).all(|w| w[0] <= w[1]), "{meter}: {cdf:?}");
+        let summary = if meter == "rtt" {
+            &flow["rtt"]
+        } else {
+            &flow["received"]
+        };
+        assert_eq!(
+            cdf[0],
+            summary["delay"]["min_ns"].as_i64().unwrap(),
+            "{meter}"
+        );
+        assert_eq!(
+            cdf[100],
+            summary["delay"]["max_ns"].as_i64().unwrap(),
+            "{meter}"
+        );
+        assert_eq!(
+            cdf[50],
+            summary["delay"]["p50_ns"].as_i64().unwrap(),
+            "{meter}"
+        );
+        rx.finish().finished.assert_success();
+    }
+    // Without it, no distribution: documents keep their shape.
+    let rx = Receiver::start(&["--json", "--sessions", "1"]);
+    let out = send("127.0.0.1", rx.port, &["--udp", "--count", "10", "--json"]);
+    out.assert_success();
+    assert!(out.json()["flows"][0].get("delay_cdf_ns").is_none());
+    rx.finish().finished.assert_success();
+}

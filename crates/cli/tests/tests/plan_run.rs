@@ -208,8 +208,8 @@ fn a_killed_run_resumes_without_measuring_twice() {
     let html = std::fs::read_to_string(&page).unwrap();
     assert_eq!(
         html.matches("<svg ").count(),
-        8,
-        "per table and metric a plot of the means and a box plot of the runs"
+        10,
+        "per table and metric a plot of the means and a box plot of the runs; per point its delay distribution"
     );
     assert_eq!(html.matches("<table>").count(), 3);
     assert_eq!(
@@ -233,14 +233,16 @@ fn a_killed_run_resumes_without_measuring_twice() {
             "02-Table_1._UDP_by_size-throughput-runs.svg",
             "03-Table_1._UDP_by_size-loss.svg",
             "04-Table_1._UDP_by_size-loss-runs.svg",
-            "05-Also_measured__Delay__us_-delay.svg",
-            "06-Also_measured__Delay__us_-delay-runs.svg",
-            "07-Also_measured__Jitter__us_-jitter.svg",
-            "08-Also_measured__Jitter__us_-jitter-runs.svg"
+            "05-Payload_size__bytes_-64-cdf.svg",
+            "06-Payload_size__bytes_-256-cdf.svg",
+            "07-Also_measured__Delay__us_-delay.svg",
+            "08-Also_measured__Delay__us_-delay-runs.svg",
+            "09-Also_measured__Jitter__us_-jitter.svg",
+            "10-Also_measured__Jitter__us_-jitter-runs.svg"
         ]
     );
     let png_files = names(&pngs);
-    assert_eq!(png_files.len(), 8);
+    assert_eq!(png_files.len(), 10);
     for f in png_files {
         let bytes = std::fs::read(pngs.join(&f)).unwrap();
         assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "{f}");

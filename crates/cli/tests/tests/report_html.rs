@@ -52,14 +52,15 @@ fn headless_chromium_loads_the_report_with_every_plot_and_no_console_message() {
     run(&["report", path_str(&dir), "--html", path_str(&page)]).assert_success();
     let html = std::fs::read_to_string(&page).unwrap();
     // 4 metrics × 2 tables (the size sweep, the VoIP group), each a chart of the means
-    // and a box plot of the runs.
-    assert_eq!(html.matches("<svg ").count(), 16);
+    // and a box plot of the runs; and each of the 3 points' delay distributions.
+    assert_eq!(html.matches("<svg ").count(), 19);
+    assert_eq!(html.matches("distribution, every run</title>").count(), 3);
     // What was run, where and when, and dualperf's version, on the page and every plot.
     assert!(
         html.contains("<p class=\"meta\">plan html · host "),
         "{html}"
     );
-    assert_eq!(html.matches(r##"fill="#555">plan html · "##).count(), 16);
+    assert_eq!(html.matches(r##"fill="#555">plan html · "##).count(), 19);
     assert!(html.contains(concat!("dualperf ", env!("CARGO_PKG_VERSION"))));
     for never in [
         "<script", "<link", "<img", "<iframe", "src=", "href=", "url(", "@import",
@@ -97,7 +98,7 @@ fn headless_chromium_loads_the_report_with_every_plot_and_no_console_message() {
         String::from_utf8_lossy(&out.stderr)
     );
     let dom = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(dom.matches("<svg ").count(), 16, "the DOM as loaded");
+    assert_eq!(dom.matches("<svg ").count(), 19, "the DOM as loaded");
     assert!(dom.contains("VoIP – Throughput (Mbit/s)"));
     let log = String::from_utf8_lossy(&out.stderr);
     let console: Vec<&str> = log.lines().filter(|l| l.contains("CONSOLE")).collect();

@@ -78,15 +78,26 @@ fn one_run_says_no_statistics_and_five_runs_keep_intervals_in_range() {
             }
         }
     }
-    // Every plot says it too.
+    // Every plot of the statistics says it too (the run's delay distribution is one
+    // run's, as it says).
+    let cdfs = html
+        .matches("round-trip time distribution, every run</title>")
+        .count();
+    assert_eq!(cdfs, 1, "the plan's one point has its delay distribution");
     assert_eq!(
-        html.matches("<svg ").count(),
+        html.matches("<svg ").count() - cdfs,
         html.matches(r##"fill="#555">one run: no statistics · plan stats-1"##)
             .count()
     );
 
     let (doc, html, _) = report(5);
     assert!(!html.contains(notice));
+    // One delay distribution for the point, every run on it: 10 lines.
+    let cdf = html
+        .split("<svg ")
+        .find(|svg| svg.contains("round-trip time distribution, every run"))
+        .expect("the point's delay distribution");
+    assert_eq!(cdf.matches("<polyline").count(), 10);
     let mut checked = 0;
     for row in doc["rows"].as_array().unwrap() {
         let metric = row["metric"].as_str().unwrap();
