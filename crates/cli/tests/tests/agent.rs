@@ -216,10 +216,14 @@ fn the_agent_refuses_with_reasons_and_keeps_serving() {
         };
         junk.push(c);
     }
-    // While 100 silent ones hold their handshake slots (the agent waits 30 s for them),
-    // a newcomer is turned away at once with the reason: the agent accepts the backlog
-    // as fast as it can, so try until it has.
+    // While silent ones hold every handshake slot (the agent waits 30 s for them), a
+    // newcomer is turned away at once with the reason. Which of the flood got a slot
+    // depends on timing: garbage ones free theirs at once, and silent ones that came
+    // while garbage held the slots were turned away. So before each try more silent
+    // ones come, until they hold all 64.
+    let mut tries = Vec::new();
     let busy = (0..200).find_map(|_| {
+        junk.extend((0..16).filter_map(|_| TcpStream::connect(("127.0.0.1", p)).ok()));
         let out = send(
             "127.0.0.1",
             p,
@@ -228,10 +232,19 @@ fn the_agent_refuses_with_reasons_and_keeps_serving() {
         if out.stderr.contains("busy: too many connections") {
             return Some(out);
         }
+        tries.push(format!("{:?}: {}", out.code(), out.stderr.trim()));
         std::thread::sleep(Duration::from_millis(100));
         None
     });
-    let busy = busy.expect("a newcomer is refused while the junk holds every slot");
+    // On failure, say what the newcomers got instead (first and last tries).
+    let busy = busy.unwrap_or_else(|| {
+        panic!(
+            "a newcomer is refused while the junk holds every slot; {} tries, the first: {:?}, the last: {:?}",
+            tries.len(),
+            tries.first(),
+            tries.last()
+        )
+    });
     assert_eq!(busy.code(), Some(1), "{}", busy.stderr);
     drop(junk);
     // Well-formed sessions are served afterwards: the slots drain as the junk closes.
