@@ -180,21 +180,13 @@ impl Sample {
             .collect();
         means.sort_by(f64::total_cmp);
         let tail = (1.0 - level) / 2.0;
-        s.ci_low = finite(quantile_sorted(&means, tail));
-        s.ci_high = finite(quantile_sorted(&means, 1.0 - tail));
+        s.ci_low = crate::stats::quantile_linear(&means, tail).and_then(finite);
+        s.ci_high = crate::stats::quantile_linear(&means, 1.0 - tail).and_then(finite);
         if s.ci_low.is_none() || s.ci_high.is_none() {
             (s.ci_low, s.ci_high) = (None, None);
         }
         Some(s)
     }
-}
-
-/// The `q` quantile of sorted, non-empty `v` (Hyndman & Fan type 7: linear between
-/// order statistics).
-fn quantile_sorted(v: &[f64], q: f64) -> f64 {
-    let h = (v.len() - 1) as f64 * q.clamp(0.0, 1.0);
-    let (lo, hi) = (h.floor() as usize, h.ceil() as usize);
-    v[lo] + (h - lo as f64) * (v[hi] - v[lo])
 }
 
 /// SplitMix64 (Steele, Lea & Flood 2014): the bootstrap's resampling.

@@ -105,9 +105,30 @@ pub fn percentile_nearest_rank<T: Copy>(sorted: &[T], pct: f64) -> Option<T> {
     nearest_rank(sorted.len(), pct).map(|rank| sorted[rank - 1])
 }
 
+/// The `q` quantile (`0..=1`) of an ascending `sorted` slice, linear between order
+/// statistics (Hyndman & Fan type 7, R's and numpy's default): for bootstrap intervals
+/// and box plots, where a value between runs reads better than the nearest one.
+/// `None` when empty.
+pub fn quantile_linear(sorted: &[f64], q: f64) -> Option<f64> {
+    let last = sorted.len().checked_sub(1)?;
+    let h = last as f64 * q.clamp(0.0, 1.0);
+    let (lo, hi) = (h.floor() as usize, h.ceil() as usize);
+    Some(sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn linear_quantiles_interpolate_between_order_statistics() {
+        let v = [1.0, 2.0, 4.0, 8.0];
+        assert_eq!(quantile_linear(&v, 0.0), Some(1.0));
+        assert_eq!(quantile_linear(&v, 0.5), Some(3.0));
+        assert_eq!(quantile_linear(&v, 0.25), Some(1.75));
+        assert_eq!(quantile_linear(&v, 1.0), Some(8.0));
+        assert_eq!(quantile_linear(&[], 0.5), None);
+    }
 
     #[test]
     fn integer_stats_are_exact() {

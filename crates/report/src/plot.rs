@@ -400,11 +400,7 @@ pub fn box_chart(
                 continue;
             }
             v.sort_by(f64::total_cmp);
-            let q = |p: f64| {
-                let h = (v.len() - 1) as f64 * p;
-                let (a, b) = (h.floor() as usize, h.ceil() as usize);
-                v[a] + (h - a as f64) * (v[b] - v[a])
-            };
+            let q = |p: f64| meter::stats::quantile_linear(&v, p).unwrap_or(v[0]);
             let c = COLOURS[si % COLOURS.len()];
             let (x0, w) = (gx + slot * si as f64 + slot * 0.1, slot * 0.7);
             let mx = x0 + w / 2.0;

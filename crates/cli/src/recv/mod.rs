@@ -266,15 +266,7 @@ pub(crate) fn serve(
     if let Some((thread, counters)) = reflector {
         stop.store(true, Ordering::SeqCst);
         let _ = thread.join();
-        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        report.counters.stamp = Some(results::recv::StampCounters {
-            reflected: g(&counters.reflected),
-            malformed: g(&counters.malformed),
-            auth_failures: g(&counters.auth_failures),
-            not_allowed: g(&counters.not_allowed),
-            rate_limited: g(&counters.rate_limited),
-            send_failures: g(&counters.send_failures),
-        });
+        report.counters.stamp = Some(counters.snapshot());
     }
     let _ = report.print_remaining(printed, json);
     report.print_counters(json);

@@ -47,6 +47,21 @@ pub(crate) struct ReflectorCounters {
     pub(crate) send_failures: AtomicU64,
 }
 
+impl ReflectorCounters {
+    /// The counters as `recv --json` reports them.
+    pub(crate) fn snapshot(&self) -> results::recv::StampCounters {
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        results::recv::StampCounters {
+            reflected: g(&self.reflected),
+            malformed: g(&self.malformed),
+            auth_failures: g(&self.auth_failures),
+            not_allowed: g(&self.not_allowed),
+            rate_limited: g(&self.rate_limited),
+            send_failures: g(&self.send_failures),
+        }
+    }
+}
+
 /// Most sessions a stateful reflector keeps counters for, and most senders it keeps
 /// a rate bucket for; beyond, the oldest half is forgotten.
 const MAX_TRACKED: usize = 65_536;
