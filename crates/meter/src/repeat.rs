@@ -35,6 +35,12 @@
 //! few runs the percentile interval is narrower than it should be (it covers
 //! less than `level`); [`Sample::interval`] says which one a sample carries.
 //!
+//! Beside the mean, [`Median`] gives the **median** of the run values with the
+//! percentile bootstrap interval of the median (the same resampling, the statistic
+//! being the median), and [`compare_medians`] the difference of two medians with its
+//! two-sample bootstrap interval (Efron & Tibshirani 1993, §16.2): a centre one slow
+//! run cannot move, for skewed figures such as delays.
+//!
 //! For a baseline `a` (IPv4) and a candidate `b` (IPv6) ([`compare`], Welch
 //! 1947; NIST/SEMATECH e-Handbook of Statistical Methods §1.3.5.3):
 //! - `diff = mean_b − mean_a` and `rel_diff_pct = diff / mean_a · 100`;
@@ -70,6 +76,14 @@ pub const DEFAULT_ALPHA: f64 = 0.05;
 
 /// Resamples of [`Sample::bootstrap`].
 pub const BOOTSTRAP_RESAMPLES: usize = 10_000;
+
+/// The fewest runs a side for [`compare_medians`] to give a verdict. Below it the
+/// bootstrap of a median takes only a handful of distinct values (3 runs: the median
+/// of a resample is one of the 3), and the percentile interval covers far less often
+/// than its level says (Efron & Tibshirani 1993, §13.3 and §14: percentile intervals
+/// undercover in small samples); the interval is still shown, the verdict is
+/// `Undefined`.
+pub const MEDIAN_VERDICT_MIN_RUNS: usize = 5;
 
 /// How a [`Sample`]'s confidence interval was computed.
 #[derive(
@@ -165,28 +179,179 @@ impl Sample {
         if s.n < 2 {
             return Some(s);
         }
-        // Seeded by the values, so a report is the same each time it is made.
-        let mut state = values
-            .iter()
-            .fold(0x5eed_u64, |acc, v| splitmix64(&mut (acc ^ v.to_bits())));
-        let n = values.len();
-        let mut means: Vec<f64> = (0..BOOTSTRAP_RESAMPLES)
-            .map(|_| {
-                let sum: f64 = (0..n)
-                    .map(|_| values[(splitmix64(&mut state) % n as u64) as usize])
-                    .sum();
-                sum / n as f64
-            })
-            .collect();
-        means.sort_by(f64::total_cmp);
-        let tail = (1.0 - level) / 2.0;
-        s.ci_low = crate::stats::quantile_linear(&means, tail).and_then(finite);
-        s.ci_high = crate::stats::quantile_linear(&means, 1.0 - tail).and_then(finite);
-        if s.ci_low.is_none() || s.ci_high.is_none() {
-            (s.ci_low, s.ci_high) = (None, None);
+        let mean = |resample: &mut [f64]| resample.iter().sum::<f64>() / resample.len() as f64;
+        match percentile_bootstrap(values, level, mean) {
+            Some((low, high)) => (s.ci_low, s.ci_high) = (Some(low), Some(high)),
+            None => (s.ci_low, s.ci_high) = (None, None),
         }
         Some(s)
     }
+}
+
+/// The percentile bootstrap interval of `statistic` over `values` (Efron & Tibshirani,
+/// *An Introduction to the Bootstrap*, 1993, §13.3): the `(1 − level)/2` and
+/// `1 − (1 − level)/2` quantiles (Hyndman & Fan type 7) of the statistic of
+/// [`BOOTSTRAP_RESAMPLES`] resamples drawn with replacement. The generator is seeded
+/// with the values, so the same runs always give the same interval. `None` with fewer
+/// than two values or an end that is not finite. `statistic` gets each resample in the
+/// order it was drawn and may reorder it.
+fn percentile_bootstrap(
+    values: &[f64],
+    level: f64,
+    statistic: impl Fn(&mut [f64]) -> f64,
+) -> Option<(f64, f64)> {
+    let n = values.len();
+    if n < 2 || !(level > 0.0 && level < 1.0) {
+        return None;
+    }
+    // Seeded by the values, so a report is the same each time it is made.
+    let mut state = values
+        .iter()
+        .fold(0x5eed_u64, |acc, v| splitmix64(&mut (acc ^ v.to_bits())));
+    let mut resample = vec![0.0; n];
+    let mut stats: Vec<f64> = (0..BOOTSTRAP_RESAMPLES)
+        .map(|_| {
+            for slot in resample.iter_mut() {
+                *slot = values[(splitmix64(&mut state) % n as u64) as usize];
+            }
+            statistic(&mut resample)
+        })
+        .collect();
+    stats.sort_by(f64::total_cmp);
+    let tail = (1.0 - level) / 2.0;
+    let low = crate::stats::quantile_linear(&stats, tail).and_then(finite)?;
+    let high = crate::stats::quantile_linear(&stats, 1.0 - tail).and_then(finite)?;
+    Some((low, high))
+}
+
+/// The median of values (Hyndman & Fan type 7 at ½: the middle value, or the mean of
+/// the two middle ones); sorts them. `None` when empty.
+fn median_of(values: &mut [f64]) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    crate::stats::quantile_linear(values, 0.5)
+}
+
+/// The median of a metric over `n` repetitions (one value per run) and its percentile
+/// bootstrap interval (Efron & Tibshirani 1993, §13.3, the statistic being the median):
+/// the centre a report compares beside the mean when one slow run should not move it.
+///
+/// The median of a resample is one of the run values (or the mean of two, for an even
+/// `n`), so the interval is coarse with few runs: with three runs it reaches nearly from
+/// the smallest to the largest. It never leaves the runs' range.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Median {
+    /// Number of repetitions.
+    pub n: u64,
+    /// Median of the run values.
+    pub median: f64,
+    /// Lower end of the percentile bootstrap interval of the median; `None` when
+    /// `n < 2`.
+    pub ci_low: Option<f64>,
+    /// Upper end of that interval; `None` when `n < 2`.
+    pub ci_high: Option<f64>,
+    /// Confidence level of the interval as a fraction (0.95 for 95 %).
+    pub level: f64,
+}
+
+impl Median {
+    /// The median of the run values with its `level` bootstrap interval; `None` when
+    /// `values` is empty, a value is not finite or `level` is not strictly between 0
+    /// and 1.
+    pub fn bootstrap(values: &[f64], level: f64) -> Option<Self> {
+        if values.is_empty()
+            || values.iter().any(|v| !v.is_finite())
+            || !(level > 0.0 && level < 1.0)
+        {
+            return None;
+        }
+        let median = median_of(&mut values.to_vec())?;
+        let ci = percentile_bootstrap(values, level, |r| median_of(r).unwrap_or(f64::NAN));
+        Some(Self {
+            n: values.len() as u64,
+            median,
+            ci_low: ci.map(|c| c.0),
+            ci_high: ci.map(|c| c.1),
+            level,
+        })
+    }
+}
+
+/// IPv6's (`b`) median against IPv4's (`a`): their difference and its percentile
+/// bootstrap interval, each side resampled on its own (the two-sample bootstrap of
+/// Efron & Tibshirani 1993, §16.2, with the percentile interval of §13.3).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MedianComparison {
+    /// `median_b − median_a`, in the metric's unit.
+    pub diff: f64,
+    /// `(median_b − median_a) / median_a · 100`; `None` when `median_a == 0`.
+    pub rel_diff_pct: Option<f64>,
+    /// Lower end of the bootstrap interval of the difference; `None` with fewer than
+    /// two runs on a side.
+    pub ci_low: Option<f64>,
+    /// Upper end of that interval.
+    pub ci_high: Option<f64>,
+    /// Confidence level of the interval (0.95 for 95 %).
+    pub level: f64,
+    /// `Significant` when the interval leaves out 0 (a test at `1 − level` by the
+    /// duality of tests and intervals), `NotSignificant` when it holds 0, `Undefined`
+    /// with fewer than two runs on a side or when every resample gives the same
+    /// non-zero difference (both sides constant: nothing to test against).
+    pub verdict: Verdict,
+}
+
+/// Compares the median of `b` (IPv6's runs) with that of `a` (IPv4's) at confidence
+/// `level` ([`MedianComparison`]); `None` when a side is empty, a value is not finite
+/// or `level` is not strictly between 0 and 1.
+pub fn compare_medians(a: &[f64], b: &[f64], level: f64) -> Option<MedianComparison> {
+    let (ma, mb) = (Median::bootstrap(a, level)?, Median::bootstrap(b, level)?);
+    let diff = finite(mb.median - ma.median)?;
+    let rel_diff_pct = if ma.median == 0.0 {
+        None
+    } else {
+        finite(diff / ma.median * 100.0)
+    };
+    // One sequence of draws over both sides: resample a, then b, from a generator
+    // seeded by both, so the same runs always give the same interval.
+    let ci = (a.len() >= 2 && b.len() >= 2)
+        .then(|| {
+            let joined: Vec<f64> = a.iter().chain(b).copied().collect();
+            let mut state = joined
+                .iter()
+                .fold(0xd1ff_u64, |acc, v| splitmix64(&mut (acc ^ v.to_bits())));
+            let mut draw = |side: &[f64]| -> f64 {
+                let mut r: Vec<f64> = (0..side.len())
+                    .map(|_| side[(splitmix64(&mut state) % side.len() as u64) as usize])
+                    .collect();
+                median_of(&mut r).unwrap_or(f64::NAN)
+            };
+            let mut diffs: Vec<f64> = (0..BOOTSTRAP_RESAMPLES)
+                .map(|_| {
+                    let da = draw(a);
+                    draw(b) - da
+                })
+                .collect();
+            diffs.sort_by(f64::total_cmp);
+            let tail = (1.0 - level) / 2.0;
+            let low = crate::stats::quantile_linear(&diffs, tail).and_then(finite)?;
+            let high = crate::stats::quantile_linear(&diffs, 1.0 - tail).and_then(finite)?;
+            Some((low, high))
+        })
+        .flatten();
+    let verdict = match ci {
+        None => Verdict::Undefined,
+        Some(_) if a.len().min(b.len()) < MEDIAN_VERDICT_MIN_RUNS => Verdict::Undefined,
+        Some((l, h)) if l == h && l != 0.0 => Verdict::Undefined,
+        Some((l, h)) if l > 0.0 || h < 0.0 => Verdict::Significant,
+        Some(_) => Verdict::NotSignificant,
+    };
+    Some(MedianComparison {
+        diff,
+        rel_diff_pct,
+        ci_low: ci.map(|c| c.0),
+        ci_high: ci.map(|c| c.1),
+        level,
+        verdict,
+    })
 }
 
 /// SplitMix64 (Steele, Lea & Flood 2014): the bootstrap's resampling.
@@ -631,6 +796,82 @@ mod tests {
         let one = Sample::bootstrap(&[7.0], DEFAULT_LEVEL).unwrap();
         assert_eq!((one.n, one.ci_low, one.ci_high), (1, None, None));
         assert_eq!(Sample::bootstrap(&[], DEFAULT_LEVEL), None);
+    }
+
+    #[test]
+    fn medians_and_their_bootstrap_intervals_are_what_resampling_gives() {
+        let m = Median::bootstrap(&[4.0, 4.2, 3.9, 4.1, 990.0], DEFAULT_LEVEL).unwrap();
+        assert_eq!((m.n, m.median), (5, 4.1), "one slow run does not move it");
+        let (lo, hi) = (m.ci_low.unwrap(), m.ci_high.unwrap());
+        assert!(
+            (3.9..=4.1).contains(&lo) && (4.1..=990.0).contains(&hi),
+            "{m:?}"
+        );
+        // Two runs: resampled medians a, (a+b)/2, b with chances ¼, ½, ¼.
+        let two = Median::bootstrap(&[10.0, 20.0], DEFAULT_LEVEL).unwrap();
+        assert_eq!(
+            (two.median, two.ci_low, two.ci_high),
+            (15.0, Some(10.0), Some(20.0))
+        );
+        assert_eq!(
+            Median::bootstrap(&[1.0, 4.0, 2.0, 3.0], DEFAULT_LEVEL)
+                .unwrap()
+                .median,
+            2.5
+        );
+        let c = Median::bootstrap(&[3.0; 4], DEFAULT_LEVEL).unwrap();
+        assert_eq!((c.ci_low, c.ci_high), (Some(3.0), Some(3.0)));
+        let one = Median::bootstrap(&[7.0], DEFAULT_LEVEL).unwrap();
+        assert_eq!(
+            (one.n, one.median, one.ci_low, one.ci_high),
+            (1, 7.0, None, None)
+        );
+        assert_eq!(Median::bootstrap(&[], DEFAULT_LEVEL), None);
+        assert_eq!(Median::bootstrap(&[1.0, f64::NAN], DEFAULT_LEVEL), None);
+        // The same runs, the same interval.
+        assert_eq!(
+            Median::bootstrap(&[4.0, 4.2, 3.9, 4.1, 990.0], DEFAULT_LEVEL),
+            Some(m)
+        );
+    }
+
+    #[test]
+    fn medians_compare_by_the_bootstrap_interval_of_their_difference() {
+        let a = [10.0, 11.0, 10.5, 10.2, 10.8, 10.1, 10.4];
+        let b = [20.0, 21.0, 20.5, 20.2, 20.8, 20.1, 20.4];
+        let c = compare_medians(&a, &b, DEFAULT_LEVEL).unwrap();
+        close(c.diff, 10.0, 1e-12);
+        close(c.rel_diff_pct.unwrap(), 10.0 / 10.4 * 100.0, 1e-12);
+        assert_eq!(c.verdict, Verdict::Significant);
+        let (lo, hi) = (c.ci_low.unwrap(), c.ci_high.unwrap());
+        assert!(
+            (9.0..=10.0).contains(&lo) && (10.0..=11.0).contains(&hi),
+            "{c:?}"
+        );
+        // The same runs on both sides hold 0.
+        let same = compare_medians(&a, &a, DEFAULT_LEVEL).unwrap();
+        assert_eq!((same.diff, same.verdict), (0.0, Verdict::NotSignificant));
+        assert!(same.ci_low.unwrap() < 0.0 && same.ci_high.unwrap() > 0.0);
+        // One run on a side: no interval, no verdict.
+        let one = compare_medians(&[10.0], &b, DEFAULT_LEVEL).unwrap();
+        assert_eq!((one.ci_low, one.verdict), (None, Verdict::Undefined));
+        close(one.diff, 10.4, 1e-12);
+        // Two different constants: nothing to test against; two equal ones: no difference.
+        let k = compare_medians(&[1.0; 5], &[2.0; 5], DEFAULT_LEVEL).unwrap();
+        assert_eq!(k.verdict, Verdict::Undefined);
+        let e = compare_medians(&[1.0; 5], &[1.0; 5], DEFAULT_LEVEL).unwrap();
+        assert_eq!(e.verdict, Verdict::NotSignificant);
+        // Fewer than 5 runs a side: an interval, but no verdict, however clear.
+        let few = compare_medians(&a[..4], &b[..4], DEFAULT_LEVEL).unwrap();
+        assert!(few.ci_low.unwrap() > 0.0, "{few:?}");
+        assert_eq!(few.verdict, Verdict::Undefined);
+        assert_eq!(compare_medians(&[], &b, DEFAULT_LEVEL), None);
+        assert_eq!(
+            compare_medians(&[0.0, 0.0], &[1.0, 1.0], DEFAULT_LEVEL)
+                .unwrap()
+                .rel_diff_pct,
+            None
+        );
     }
 
     #[test]

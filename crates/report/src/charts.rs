@@ -2,11 +2,83 @@
 //! with their intervals and a box plot of the runs; per point, when the runs kept
 //! interval series (`--interval`), its runs' throughput over time.
 
+use lab::tables::{Column, MetricKind};
 use meter::repeat::Sample;
 
 use crate::plot;
 use crate::stats::Results;
 use crate::tables::Table;
+use crate::units::PageUnits;
+
+/// What a plot's significance marks mean, under it.
+pub const MARKS_NOTE: &str =
+    "* p < 0.05, ** p < 0.01: IPv6 vs IPv4 by Welch's t-test (2 or more runs a side); unmarked: not significant";
+
+/// The mark of a difference: `**` at p < 0.01, `*` at p < 0.05 (Welch's t-test, the
+/// conventional levels), none otherwise or with fewer than two runs on a side, where
+/// there is no test.
+pub fn stars(ipv4: Option<&Sample>, ipv6: Option<&Sample>, p: Option<f64>) -> Option<&'static str> {
+    let (a, b) = (ipv4?, ipv6?);
+    if a.n < 2 || b.n < 2 {
+        return None;
+    }
+    match p? {
+        p if p < 0.01 => Some("**"),
+        p if p < 0.05 => Some("*"),
+        _ => None,
+    }
+}
+
+/// The significance marks of a table's column, by row (the row's x value, or its
+/// index), and the note when some row has a test to mark.
+fn marks(t: &Table, results: &Results, c: &Column, xs: Option<&[f64]>) -> plot::Marks {
+    let mut out = plot::Marks::default();
+    for (i, r) in t.rows.iter().enumerate() {
+        let Some(row) = results.row(&r.point, c) else {
+            continue;
+        };
+        let tested = row
+            .ipv4
+            .zip(row.ipv6)
+            .is_some_and(|(a, b)| a.n >= 2 && b.n >= 2)
+            && row.ipv6_vs_ipv4.is_some_and(|c| c.p.is_some());
+        if tested {
+            out.note = Some(MARKS_NOTE.to_owned());
+        }
+        let p = row.ipv6_vs_ipv4.and_then(|c| c.p);
+        if let Some(m) = stars(row.ipv4.as_ref(), row.ipv6.as_ref(), p) {
+            let at = xs.map_or(i as f64, |xs| xs[i]);
+            out.at.push((at, m));
+        }
+    }
+    out
+}
+
+/// A plot's title: the table's, and the metric's when the table has several, unless
+/// the table's title names it already ("UDP Round Trip Time", not "UDP Round Trip
+/// Time – Round trip time").
+fn plot_title(t: &Table, c: &Column) -> String {
+    let squash = |s: &str| {
+        s.chars()
+            .filter(|ch| ch.is_alphanumeric())
+            .flat_map(char::to_lowercase)
+            .collect::<String>()
+    };
+    let named = squash(&t.title).contains(&squash(c.metric.title()))
+        || (c.metric == MetricKind::Rtt && t.title.contains("RTT"));
+    if t.metrics.len() == 1
+        || named
+            && t.metrics
+                .iter()
+                .filter(|m| squash(&t.title).contains(&squash(m.metric.title())))
+                .count()
+                == 1
+    {
+        t.title.clone()
+    } else {
+        format!("{} – {}", t.title, c.metric.title())
+    }
+}
 
 /// A plot and the file name it is saved under.
 pub struct Plot {
@@ -29,16 +101,17 @@ fn estimate(s: Option<&Sample>, scale: f64) -> Option<plot::Estimate> {
 /// payload size) with confidence bands, else bars per row with error bars. Each carries
 /// `provenance` (plan, host, date, version) under its title, and says so when its
 /// points have one run: no bands, no bars, no statistics.
-pub fn plots(tables: &[Table], results: &Results, provenance: &str) -> Vec<Plot> {
+pub fn plots(
+    tables: &[Table],
+    results: &Results,
+    units: &PageUnits,
+    provenance: &str,
+) -> Vec<Plot> {
     let mut out = Vec::new();
     let mut timed: Vec<&str> = Vec::new();
     for (ti, t) in tables.iter().enumerate() {
         for c in &t.metrics {
-            let title = if t.metrics.len() == 1 {
-                t.title.clone()
-            } else {
-                format!("{} – {}", t.title, c.metric.title())
-            };
+            let title = plot_title(t, c);
             let pick = |point: &str, family: u8| {
                 results.row(point, c).and_then(|r| {
                     if family == 4 {
@@ -70,6 +143,7 @@ pub fn plots(tables: &[Table], results: &Results, provenance: &str) -> Vec<Plot>
                         &t.label_heading,
                         &c.heading(),
                         &[line("IPv4", 4), line("IPv6", 6)],
+                        &marks(t, results, c, Some(xs)),
                     )
                 }
                 None => {
@@ -87,6 +161,7 @@ pub fn plots(tables: &[Table], results: &Results, provenance: &str) -> Vec<Plot>
                         &c.heading(),
                         &cats,
                         &[bars("IPv4", 4), bars("IPv6", 6)],
+                        &marks(t, results, c, None),
                     )
                 }
             };
@@ -145,30 +220,43 @@ pub fn plots(tables: &[Table], results: &Results, provenance: &str) -> Vec<Plot>
                 continue;
             }
             timed.push(&r.point);
-            if let Some((name, svg)) = cdf_plot(r, &t.label_heading, results, provenance) {
+            if let Some((name, svg)) = cdf_plot(r, &t.label_heading, results, units, provenance) {
                 push(&mut out, &name, svg, ti);
             }
-            let series: Vec<plot::Series> = results
+            let runs: Vec<&crate::stats::RunSeries> = results
                 .series
                 .iter()
                 .filter(|s| s.point == r.point)
-                .map(|s| plot::Series {
-                    family: usize::from(s.family == 6),
-                    points: s.throughput.iter().map(|(x, b)| (*x, b / 1e6)).collect(),
-                })
                 .collect();
-            if series.is_empty() {
+            if runs.is_empty() {
                 continue;
             }
+            // The page's throughput unit, else one for these values.
+            let unit = units.or_choose(
+                MetricKind::Throughput,
+                runs.iter().flat_map(|s| s.throughput.iter().map(|p| p.1)),
+            );
+            let series: Vec<plot::Series> = runs
+                .iter()
+                .map(|s| plot::Series {
+                    family: usize::from(s.family == 6),
+                    points: s
+                        .throughput
+                        .iter()
+                        .map(|(x, b)| (*x, b / unit.scale))
+                        .collect(),
+                })
+                .collect();
             let svg = plot::series_chart(
                 &format!(
                     "{} {}: throughput by interval, every run",
                     t.label_heading, r.label
                 ),
                 "Time since the run's first window (s)",
-                "Throughput (Mbit/s)",
+                &format!("Throughput ({unit})"),
                 &["IPv4", "IPv6"],
                 &series,
+                false,
             );
             let svg = plot::with_subtitle(&svg, provenance);
             let name: String =
@@ -183,11 +271,15 @@ pub fn plots(tables: &[Table], results: &Results, provenance: &str) -> Vec<Plot>
 }
 
 /// Each point's delay distribution, every run (`send --cdf`): the share of packets
-/// (0 to 1) against the delay, in µs or, when the median delays pass 1 ms, in ms.
+/// (0 to 1) against the delay, in the page's delay unit (else one chosen from the
+/// medians), on a log axis when the delays span more than two decades or the slowest
+/// passes ten times the median (loopback's 2 µs to 3 ms would crowd every run's body
+/// against the left edge).
 fn cdf_plot(
     r: &crate::tables::TableRow,
     heading: &str,
     results: &Results,
+    units: &PageUnits,
     provenance: &str,
 ) -> Option<(String, String)> {
     let runs: Vec<&crate::stats::RunCdf> =
@@ -195,12 +287,18 @@ fn cdf_plot(
     if runs.is_empty() {
         return None;
     }
-    let median_ns = runs.iter().map(|c| c.delay_ns[50]).max().unwrap_or(0);
-    let (scale, unit) = if median_ns >= 1_000_000 {
-        (1e6, "ms")
-    } else {
-        (1e3, "µs")
-    };
+    let unit = units.or_choose(
+        MetricKind::Delay,
+        runs.iter().map(|c| c.delay_ns[50] as f64),
+    );
+    let (lo, hi) = runs
+        .iter()
+        .flat_map(|c| c.delay_ns.iter())
+        .fold((i64::MAX, i64::MIN), |(a, b), d| (a.min(*d), b.max(*d)));
+    // Over two decades, or a tail past ten times the median that would squash the
+    // body of the distribution against the left edge.
+    let median = runs.iter().map(|c| c.delay_ns[50]).max().unwrap_or(0);
+    let log = lo > 0 && (hi as f64 / lo as f64 > 100.0 || hi as f64 / median as f64 > 10.0);
     let what = if runs.iter().all(|c| c.round_trip) {
         "Round-trip time"
     } else {
@@ -214,7 +312,7 @@ fn cdf_plot(
                 .delay_ns
                 .iter()
                 .enumerate()
-                .map(|(p, d)| (*d as f64 / scale, p as f64 / 100.0))
+                .map(|(p, d)| (*d as f64 / unit.scale, p as f64 / 100.0))
                 .collect(),
         })
         .collect();
@@ -228,6 +326,7 @@ fn cdf_plot(
         "Share of packets (CDF)",
         &["IPv4", "IPv6"],
         &series,
+        log,
     );
     let name: String = lab::plan::file_safe(&format!("{heading}-{}-cdf", r.label))
         .chars()

@@ -65,9 +65,9 @@ pub fn html(
             out,
             "<h2>{}</h2>\n<table><caption>{}</caption><tr>",
             esc(&t.title),
-            esc(&caption(t).join(" "))
+            esc(&caption(t, results).join(" "))
         );
-        for h in header(t) {
+        for h in header(t, results) {
             let _ = write!(out, "<th>{}</th>", esc(&h));
         }
         out.push_str("</tr>\n");

@@ -67,21 +67,75 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// Round numbers for an axis from `lo` to `hi`: about five ticks at 1, 2 or 5 × 10^k.
-fn ticks(lo: f64, hi: f64) -> Vec<f64> {
-    let span = (hi - lo).abs().max(f64::MIN_POSITIVE);
-    let raw = span / 5.0;
-    let mag = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 5.0, 10.0]
+/// The round step of an axis over `span`: 1, 2 or 5 × 10^k, at most six steps.
+fn step(span: f64) -> f64 {
+    let span = span.abs().max(f64::MIN_POSITIVE);
+    let mag = 10f64.powf((span / 5.0).log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
         .iter()
         .map(|m| m * mag)
         .find(|s| span / s <= 6.0)
-        .unwrap_or(10.0 * mag);
+        .unwrap_or(10.0 * mag)
+}
+
+/// Round numbers for an axis from `lo` to `hi`: about five ticks at 1, 2 or 5 × 10^k.
+fn ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let step = step(hi - lo);
     let first = (lo / step).ceil() * step;
     (0..=20)
         .map(|i| first + step * f64::from(i))
         .take_while(|t| *t <= hi + step * 1e-9)
         .collect()
+}
+
+/// A value axis: its ends and its ticks, the first tick at `lo` and the last at `hi`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Axis {
+    /// The bottom of the axis, a tick.
+    pub lo: f64,
+    /// The top of the axis, a tick.
+    pub hi: f64,
+    /// Round numbers from `lo` to `hi`.
+    pub ticks: Vec<f64>,
+}
+
+/// The axis of data from `lo` to `hi`: its ends widened to the round steps around them
+/// (1, 2 or 5 × 10^k), so the first tick is at or below the smallest value and the last
+/// at or above the largest, whatever the data (a bar at 74 on an axis that stops at 60
+/// would read as off the chart).
+pub fn nice_axis(lo: f64, hi: f64) -> Axis {
+    let (lo, hi) = if lo.is_finite() && hi.is_finite() && hi > lo {
+        (lo, hi)
+    } else if lo.is_finite() {
+        (lo, lo + 1.0)
+    } else {
+        (0.0, 1.0)
+    };
+    let step = step(hi - lo);
+    // Integer multiples of the step, checked against the data so that rounding in
+    // the division never leaves a value outside.
+    let mut k0 = (lo / step).floor();
+    if (k0 + 1.0) * step <= lo {
+        k0 += 1.0;
+    }
+    while k0 * step > lo {
+        k0 -= 1.0;
+    }
+    let mut k1 = (hi / step).ceil();
+    if (k1 - 1.0) * step >= hi {
+        k1 -= 1.0;
+    }
+    while k1 * step < hi {
+        k1 += 1.0;
+    }
+    let ticks: Vec<f64> = (0..=((k1 - k0) as i64).clamp(1, 40))
+        .map(|i| (k0 + i as f64) * step)
+        .collect();
+    Axis {
+        lo: k0 * step,
+        hi: ticks.last().copied().unwrap_or(k1 * step),
+        ticks,
+    }
 }
 
 fn label(v: f64) -> String {
@@ -99,8 +153,9 @@ fn label(v: f64) -> String {
     }
 }
 
-/// The y range of the values and their intervals, from 0 when all are positive.
-fn y_range(values: impl Iterator<Item = Estimate>) -> (f64, f64) {
+/// The y axis of the values and their intervals, from 0 when all are positive, with
+/// `headroom` (a share of the span) above the largest for what is drawn over it.
+fn y_range(values: impl Iterator<Item = Estimate>, headroom: f64) -> Axis {
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
     for e in values {
         let (a, b) = e.interval.unwrap_or((e.value, e.value));
@@ -112,29 +167,30 @@ fn y_range(values: impl Iterator<Item = Estimate>) -> (f64, f64) {
         }
     }
     if !lo.is_finite() {
-        return (0.0, 1.0);
+        return nice_axis(0.0, 1.0);
     }
     let lo = if lo >= 0.0 { 0.0 } else { lo };
     let hi = if hi <= lo {
         lo + 1.0
     } else {
-        hi + (hi - lo) * 0.05
+        hi + (hi - lo) * headroom
     };
-    (lo, hi)
+    nice_axis(lo, hi)
 }
 
-fn frame(out: &mut String, title: &str, x_label: &str, y_label: &str, y: (f64, f64)) {
+fn frame(out: &mut String, title: &str, x_label: &str, y_label: &str, axis: &Axis) {
+    let y = (axis.lo, axis.hi);
     let _ = write!(
         out,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12" role="img"><title>{t}</title><rect width="{W}" height="{H}" fill="white"/><text x="{cx}" y="24" text-anchor="middle" font-size="15" font-weight="bold">{t}</text><text x="{cx}" y="{xl}" text-anchor="middle">{x}</text><text transform="translate(18 {cy}) rotate(-90)" text-anchor="middle">{yl}</text>"#,
         t = esc(title),
         cx = LEFT + (W - LEFT - RIGHT) / 2.0,
-        xl = H - 14.0,
+        xl = H - 24.0,
         x = esc(x_label),
         cy = TOP + (H - TOP - BOTTOM) / 2.0,
         yl = esc(y_label),
     );
-    for t in ticks(y.0, y.1) {
+    for &t in &axis.ticks {
         let py = py(t, y);
         let _ = write!(
             out,
@@ -176,8 +232,58 @@ fn legend(out: &mut String, names: &[&str]) {
     }
 }
 
-/// A line chart: each line's points joined, its confidence interval a shaded band.
-pub fn line_chart(title: &str, x_label: &str, y_label: &str, lines: &[Line]) -> String {
+/// What a plot of IPv4 against IPv6 marks over its points: a significance mark (`*`,
+/// `**`) per x value or category, and the note that says what the marks mean.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Marks {
+    /// (x value or category index, mark): drawn above the highest end there.
+    pub at: Vec<(f64, &'static str)>,
+    /// What the marks mean, under the plot; `None`: no marks, no note.
+    pub note: Option<String>,
+}
+
+impl Marks {
+    /// Headroom above the data for the marks: a mark is about 14 px high.
+    fn headroom(&self) -> f64 {
+        if !self.at.is_empty() {
+            0.12
+        } else {
+            0.05
+        }
+    }
+
+    /// The marks' note, small and grey at the bottom left, under the axis.
+    fn draw_note(&self, out: &mut String) {
+        if let Some(note) = &self.note {
+            let _ = write!(
+                out,
+                r##"<text x="8" y="{}" font-size="10" fill="#555">{}</text>"##,
+                H - 4.0,
+                esc(note)
+            );
+        }
+    }
+}
+
+/// A significance mark centred at `cx` just above `top` (px).
+fn mark(out: &mut String, cx: f64, top: f64, text: &str) {
+    let _ = write!(
+        out,
+        r##"<text x="{cx:.1}" y="{:.1}" text-anchor="middle" font-size="14" font-weight="bold" fill="#222">{}</text>"##,
+        top - 6.0,
+        esc(text)
+    );
+}
+
+/// A line chart: each line's points joined, its confidence interval a shaded band, and
+/// `marks` above the x values they name.
+pub fn line_chart(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    lines: &[Line],
+    marks: &Marks,
+) -> String {
     let xs = lines.iter().flat_map(|l| l.points.iter().map(|p| p.0));
     let (x_lo, x_hi) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
         (a.min(x), b.max(x))
@@ -195,7 +301,11 @@ pub fn line_chart(title: &str, x_label: &str, y_label: &str, lines: &[Line]) -> 
     // A little room on both sides, so the end points do not sit on the axes.
     let pad = (b - a) * 0.03;
     let (a, b) = (a - pad, b + pad);
-    let y = y_range(lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)));
+    let axis = y_range(
+        lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)),
+        marks.headroom(),
+    );
+    let y = (axis.lo, axis.hi);
     let px = |x: f64| LEFT + (fwd(x) - a) / (b - a) * (W - LEFT - RIGHT);
     let mut out = String::new();
     let x_label = if log {
@@ -203,7 +313,7 @@ pub fn line_chart(title: &str, x_label: &str, y_label: &str, lines: &[Line]) -> 
     } else {
         x_label.to_owned()
     };
-    frame(&mut out, title, &x_label, y_label, y);
+    frame(&mut out, title, &x_label, y_label, &axis);
     let x_ticks = if log {
         let (first, last) = (x_lo.log2().ceil() as i32, x_hi.log2().floor() as i32);
         let step = ((last - first) / 8 + 1).max(1);
@@ -212,7 +322,19 @@ pub fn line_chart(title: &str, x_label: &str, y_label: &str, lines: &[Line]) -> 
             .map(|k| 2f64.powi(k))
             .collect()
     } else {
-        ticks(a, b)
+        // A few measured values (four sizes) are labelled themselves, the first
+        // included; more get round numbers.
+        let mut xs: Vec<f64> = lines
+            .iter()
+            .flat_map(|l| l.points.iter().map(|p| p.0))
+            .collect();
+        xs.sort_by(f64::total_cmp);
+        xs.dedup();
+        if (2..=8).contains(&xs.len()) {
+            xs
+        } else {
+            ticks(a, b)
+        }
     };
     for t in x_ticks {
         let _ = write!(
@@ -277,6 +399,20 @@ pub fn line_chart(title: &str, x_label: &str, y_label: &str, lines: &[Line]) -> 
             };
         }
     }
+    for (x, text) in &marks.at {
+        let top = lines
+            .iter()
+            .flat_map(|l| l.points.iter().filter(|p| p.0 == *x))
+            .map(|(_, e)| {
+                e.interval
+                    .map_or(e.value, |(lo, hi)| e.value.max(lo).max(hi))
+            })
+            .fold(f64::NEG_INFINITY, f64::max);
+        if top.is_finite() {
+            mark(&mut out, px(*x), py(top, y), text);
+        }
+    }
+    marks.draw_note(&mut out);
     legend(
         &mut out,
         &lines.iter().map(|l| l.name.as_str()).collect::<Vec<_>>(),
@@ -379,12 +515,16 @@ pub fn box_chart(
     let all = series
         .iter()
         .flat_map(|s| s.values.iter().flatten().copied());
-    let y = y_range(all.map(|v| Estimate {
-        value: v,
-        interval: None,
-    }));
+    let axis = y_range(
+        all.map(|v| Estimate {
+            value: v,
+            interval: None,
+        }),
+        0.05,
+    );
+    let y = (axis.lo, axis.hi);
     let mut out = String::new();
-    frame(&mut out, title, x_label, y_label, y);
+    frame(&mut out, title, x_label, y_label, &axis);
     let n = categories.len().max(1) as f64;
     let group = (W - LEFT - RIGHT) / n;
     let slot = (group * 0.8) / series.len().max(1) as f64;
@@ -434,31 +574,75 @@ pub fn box_chart(
 }
 
 /// Each run's series (its throughput over time, its delay distribution): its points
-/// joined, in its family's colour (the second family dashed), `names` the legend.
+/// joined, in its family's colour (the second family dashed), `names` the legend. With
+/// `log_x`, x is drawn on a log10 axis from the decade below the smallest positive x to
+/// the decade above the largest (ticks at 1, 2, 5 × 10^k over up to three decades, at
+/// 10^k beyond), labelled "(log scale)"; x ≤ 0 then sits at the axis' left end.
 pub fn series_chart(
     title: &str,
     x_label: &str,
     y_label: &str,
     names: &[&str],
     series: &[Series],
+    log_x: bool,
 ) -> String {
     let points = || series.iter().flat_map(|s| s.points.iter());
-    let x_hi = points().map(|p| p.0).fold(0.0_f64, f64::max);
-    let x_hi = if x_hi > 0.0 { x_hi } else { 1.0 };
-    let y = y_range(points().map(|p| Estimate {
-        value: p.1,
-        interval: None,
-    }));
+    let axis = y_range(
+        points().map(|p| Estimate {
+            value: p.1,
+            interval: None,
+        }),
+        0.0,
+    );
+    let y = (axis.lo, axis.hi);
+    let (x_ticks, fwd_lo, fwd_hi, log) = if log_x {
+        let pos = || points().map(|p| p.0).filter(|x| *x > 0.0 && x.is_finite());
+        let lo = pos().fold(f64::INFINITY, f64::min);
+        let hi = pos().fold(0.0_f64, f64::max);
+        if lo.is_finite() && hi > lo {
+            let (a, b) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+            let b = b.max(a + 1);
+            let per_decade: &[f64] = if b - a <= 3 { &[1.0, 2.0, 5.0] } else { &[1.0] };
+            let mut t: Vec<f64> = (a..b)
+                .flat_map(|k| per_decade.iter().map(move |m| m * 10f64.powi(k)))
+                .collect();
+            t.push(10f64.powi(b));
+            (t, f64::from(a), f64::from(b), true)
+        } else {
+            let a = nice_axis(0.0, hi.max(1.0));
+            (a.ticks, a.lo, a.hi, false)
+        }
+    } else {
+        let hi = points().map(|p| p.0).fold(0.0_f64, f64::max);
+        let a = nice_axis(0.0, if hi > 0.0 { hi } else { 1.0 });
+        (a.ticks, a.lo, a.hi, false)
+    };
+    let fwd = |x: f64| {
+        if log {
+            x.max(10f64.powf(fwd_lo)).log10()
+        } else {
+            x
+        }
+    };
+    let x_label = if log {
+        format!("{x_label} (log scale)")
+    } else {
+        x_label.to_owned()
+    };
     let mut out = String::new();
-    frame(&mut out, title, x_label, y_label, y);
-    let px = |x: f64| LEFT + x / x_hi * (W - LEFT - RIGHT);
-    for t in ticks(0.0, x_hi) {
+    frame(&mut out, title, &x_label, y_label, &axis);
+    let px = |x: f64| LEFT + (fwd(x) - fwd_lo) / (fwd_hi - fwd_lo) * (W - LEFT - RIGHT);
+    for t in x_ticks {
+        let text = if log && t >= 1.0 {
+            format!("{t:.0}")
+        } else {
+            label(t)
+        };
         let _ = write!(
             out,
-            r#"<text x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
+            r#"<text x="{:.1}" y="{}" text-anchor="middle">{text}</text>"#,
             px(t),
             H - BOTTOM + 18.0,
-            label(t)
         );
     }
     for s in series {
@@ -483,15 +667,24 @@ pub fn series_chart(
     out
 }
 
-/// A bar chart: for each category a group of bars, one per series, with error bars.
-pub fn bar_chart(title: &str, y_label: &str, categories: &[String], series: &[Bars]) -> String {
-    let y = y_range(
+/// A bar chart: for each category a group of bars, one per series, with error bars,
+/// and `marks` above the categories they name (by index).
+pub fn bar_chart(
+    title: &str,
+    y_label: &str,
+    categories: &[String],
+    series: &[Bars],
+    marks: &Marks,
+) -> String {
+    let axis = y_range(
         series
             .iter()
             .flat_map(|s| s.values.iter().flatten().copied()),
+        marks.headroom(),
     );
+    let y = (axis.lo, axis.hi);
     let mut out = String::new();
-    frame(&mut out, title, "", y_label, y);
+    frame(&mut out, title, "", y_label, &axis);
     let n = categories.len().max(1) as f64;
     let group = (W - LEFT - RIGHT) / n;
     let bar = (group * 0.8) / series.len().max(1) as f64;
@@ -524,6 +717,24 @@ pub fn bar_chart(title: &str, y_label: &str, categories: &[String], series: &[Ba
             }
         }
     }
+    for (ci, text) in &marks.at {
+        let Some(cat) = (*ci >= 0.0).then_some(*ci as usize) else {
+            continue;
+        };
+        let top = series
+            .iter()
+            .filter_map(|s| s.values.get(cat).copied().flatten())
+            .map(|e| {
+                e.interval
+                    .map_or(e.value, |(lo, hi)| e.value.max(lo).max(hi))
+            })
+            .fold(f64::NEG_INFINITY, f64::max);
+        if top.is_finite() && cat < categories.len() {
+            let cx = LEFT + group * cat as f64 + group * 0.5;
+            mark(&mut out, cx, py(top.max(y.0), y), text);
+        }
+    }
+    marks.draw_note(&mut out);
     legend(
         &mut out,
         &series.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
@@ -566,6 +777,7 @@ mod tests {
                 name: "IPv4".into(),
                 points,
             }],
+            &Marks::default(),
         );
         assert!(svg.contains("Payload size (bytes) (log scale)"));
         for tick in [">32<", ">128<", ">512<", ">2048<", ">8192<", ">32768<"] {
@@ -585,7 +797,7 @@ mod tests {
             LEFT + (10.0 - (a - pad)) / (b - a + 2.0 * pad) * (W - LEFT - RIGHT)
         };
         assert!((cx[1] - want).abs() < 0.1, "{cx:?} {want}");
-        assert!(!line_chart("l", "x", "y", &[]).contains("log scale"));
+        assert!(!line_chart("l", "x", "y", &[], &Marks::default()).contains("log scale"));
     }
 
     #[test]
@@ -609,7 +821,13 @@ mod tests {
                 points: vec![(64.0, est(15.1, 0.5)), (1536.0, est(367.0, 2.0))],
             },
         ];
-        let svg = line_chart("UDP – Throughput", "payload (bytes)", "Mbit/s", &lines);
+        let svg = line_chart(
+            "UDP – Throughput",
+            "payload (bytes)",
+            "Mbit/s",
+            &lines,
+            &Marks::default(),
+        );
         assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
         assert!(svg.ends_with("</svg>"));
         for want in [
@@ -656,13 +874,199 @@ mod tests {
                 ],
             },
         ];
-        let svg = bar_chart("VoIP – Throughput", "kbit/s", &cats, &series);
+        let svg = bar_chart(
+            "VoIP – Throughput",
+            "kbit/s",
+            &cats,
+            &series,
+            &Marks::default(),
+        );
         // Three bars, two error bars (legend swatches are rects too).
         assert_eq!(svg.matches("<rect").count(), 1 + 3 + 2);
         assert_eq!(svg.matches("stroke=\"#222\"").count(), 2);
         assert!(!svg.contains("NaN"));
         // No data at all still draws a frame.
-        assert!(bar_chart("empty", "x", &[], &[]).contains("empty"));
-        assert!(line_chart("empty", "x", "y", &[]).contains("empty"));
+        assert!(bar_chart("empty", "x", &[], &[], &Marks::default()).contains("empty"));
+        assert!(line_chart("empty", "x", "y", &[], &Marks::default()).contains("empty"));
+    }
+
+    /// The y tick labels of a plot, bottom to top.
+    fn y_ticks(svg: &str) -> Vec<f64> {
+        svg.split(r#"text-anchor="end">"#)
+            .skip(1)
+            .filter_map(|t| t.split('<').next()?.parse().ok())
+            .collect()
+    }
+
+    #[test]
+    fn the_axis_ends_on_a_tick_at_or_above_the_largest_value() {
+        for (lo, hi) in [
+            (0.0, 74.0),
+            (0.0, 61.0),
+            (0.0, 5.95),
+            (-0.5, 5.9),
+            (0.0, 0.0123),
+            (0.0, 1536.0),
+            (0.0, 1e9 + 1.0),
+            (3.3, 3.31),
+            (0.0, 0.30000000000000004),
+            (-7.2, -0.4),
+        ] {
+            let a = nice_axis(lo, hi);
+            assert!(a.hi >= hi && a.lo <= lo, "{lo}..{hi}: {a:?}");
+            assert_eq!(a.ticks.first(), Some(&a.lo), "{lo}..{hi}");
+            assert_eq!(a.ticks.last(), Some(&a.hi), "{lo}..{hi}");
+            assert!((3..=8).contains(&a.ticks.len()), "{lo}..{hi}: {a:?}");
+        }
+        assert_eq!(nice_axis(0.0, 74.0).ticks, [0.0, 20.0, 40.0, 60.0, 80.0]);
+        assert_eq!(nice_axis(0.0, 10.0).ticks, [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
+        assert_eq!(nice_axis(5.0, 5.0).hi, 6.0, "a constant gets a unit span");
+        // The VoIP bars of 74 kbit/s with their error bars: the axis reads to 80.
+        let bars = [Bars {
+            name: "IPv4".into(),
+            values: vec![Some(est(74.0, 0.4)), Some(est(9.0, 0.1))],
+        }];
+        let svg = bar_chart(
+            "b",
+            "kbit/s",
+            &["a".into(), "b".into()],
+            &bars,
+            &Marks::default(),
+        );
+        assert_eq!(y_ticks(&svg), [0.0, 20.0, 40.0, 60.0, 80.0]);
+        // A box plot's whisker to the slowest run is on the axis too.
+        let boxes = [Boxes {
+            name: "IPv4".into(),
+            values: vec![vec![10.0, 11.0, 61.0]],
+        }];
+        let svg = box_chart("b", "x", "µs", &["a".into()], &boxes);
+        assert!(
+            *y_ticks(&svg).last().unwrap() >= 61.0,
+            "{:?}",
+            y_ticks(&svg)
+        );
+    }
+
+    #[test]
+    fn significance_marks_sit_over_their_points_with_a_note() {
+        let marks = Marks {
+            at: vec![(64.0, "**"), (1536.0, "*")],
+            note: Some("* p < 0.05".into()),
+        };
+        let lines = [
+            Line {
+                name: "IPv4".into(),
+                points: vec![
+                    (64.0, est(10.0, 1.0)),
+                    (512.0, est(12.0, 1.0)),
+                    (1536.0, est(20.0, 1.0)),
+                ],
+            },
+            Line {
+                name: "IPv6".into(),
+                points: vec![
+                    (64.0, est(14.0, 1.0)),
+                    (512.0, est(12.0, 1.0)),
+                    (1536.0, est(25.0, 1.0)),
+                ],
+            },
+        ];
+        let svg = line_chart("t", "x", "y", &lines, &marks);
+        assert_eq!(
+            svg.matches(r##"font-weight="bold" fill="#222">**<"##)
+                .count(),
+            1
+        );
+        assert_eq!(
+            svg.matches(r##"font-weight="bold" fill="#222">*<"##)
+                .count(),
+            1
+        );
+        assert_eq!(svg.matches(">* p &lt; 0.05</text>").count(), 1);
+        // The ** above the higher end at 64 (IPv6's 15), inside the plot.
+        let at = svg.find(">**<").unwrap();
+        let tag = &svg[svg[..at].rfind("<text").unwrap()..at];
+        let y: f64 = tag
+            .split("y=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let axis = y_range(
+            lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)),
+            0.12,
+        );
+        assert!(
+            (y - (py(15.0, (axis.lo, axis.hi)) - 6.0)).abs() < 0.11,
+            "{y}"
+        );
+        assert!(y > TOP - 4.0, "the mark is inside the plot: {y}");
+        // Bars are marked by category; no marks, no note.
+        let bars = [Bars {
+            name: "IPv4".into(),
+            values: vec![Some(est(74.0, 0.4)), Some(est(9.0, 0.1))],
+        }];
+        let marked = Marks {
+            at: vec![(1.0, "*")],
+            note: Some("note".into()),
+        };
+        let svg = bar_chart("b", "kbit/s", &["a".into(), "b".into()], &bars, &marked);
+        assert_eq!(svg.matches(">*</text>").count(), 1);
+        let plain = bar_chart(
+            "b",
+            "kbit/s",
+            &["a".into(), "b".into()],
+            &bars,
+            &Marks::default(),
+        );
+        assert!(!plain.contains(">*</text>") && !plain.contains(">note<"));
+    }
+
+    #[test]
+    fn a_delay_distribution_over_decades_is_drawn_on_a_log_axis() {
+        let cdf = Series {
+            family: 0,
+            points: vec![(2.0, 0.0), (20.0, 0.5), (3000.0, 1.0)],
+        };
+        let svg = series_chart(
+            "cdf",
+            "Round-trip time (µs)",
+            "Share",
+            &["IPv4"],
+            std::slice::from_ref(&cdf),
+            true,
+        );
+        assert!(svg.contains("Round-trip time (µs) (log scale)"));
+        // Four decades, 1 µs to 10 ms: a tick at each power of ten.
+        for tick in [">1<", ">10<", ">100<", ">1000<", ">10000<"] {
+            assert!(svg.contains(tick), "{tick}");
+        }
+        // 20 µs sits at 1.301 of the four decades from 1.
+        let pts = svg.split("points=\"").nth(1).unwrap();
+        let x: f64 = pts
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .split(',')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let want = LEFT + 20f64.log10() / 4.0 * (W - LEFT - RIGHT);
+        assert!((x - want).abs() < 0.11, "{x} {want}");
+        let linear = series_chart(
+            "cdf",
+            "Round-trip time (µs)",
+            "Share",
+            &["IPv4"],
+            &[cdf],
+            false,
+        );
+        assert!(!linear.contains("log scale"));
+        // The share axis ends at 1, not beyond.
+        assert_eq!(y_ticks(&linear).last(), Some(&1.0));
     }
 }

@@ -106,6 +106,13 @@ mod tests {
     /// bottom, the y-axis label on the left, and both families' colours.
     #[track_caller]
     fn assert_drawn(fonts: &Fonts, svg: &str) {
+        assert_drawn_with(fonts, svg, true);
+    }
+
+    /// [`assert_drawn`], without the x-axis label for a plot that has none (bars:
+    /// their categories label them).
+    #[track_caller]
+    fn assert_drawn_with(fonts: &Fonts, svg: &str, x_label: bool) {
         let (w, h, px) = decode(&fonts.render(svg).unwrap());
         assert_eq!((w, h), (1440, 840));
         let at = |x: u32, y: u32| {
@@ -123,9 +130,16 @@ mod tests {
         // bottom and the left: with no font drawn, these strips would be white.
         assert!(count(300, 1140, 0, 56, &dark) > 500, "no title drawn");
         assert!(
-            count(300, 1140, 790, 840, &dark) > 300,
+            !x_label || count(300, 1140, 770, 830, &dark) > 300,
             "no x-axis label drawn"
         );
+        if !x_label {
+            // The categories under the axis instead.
+            assert!(
+                count(160, 1380, 700, 780, &dark) > 300,
+                "no categories drawn"
+            );
+        }
         assert!(count(0, 60, 200, 640, &dark) > 200, "no y-axis label drawn");
         // The axes themselves: dark lines along the plot's left and bottom edges.
         assert!(count(158, 162, 240, 700, &dark) > 400, "no y axis");
@@ -162,7 +176,17 @@ mod tests {
                 points: vec![(64.0, est(14.0)), (1536.0, est(360.0))],
             },
         ];
-        let svg = crate::plot::line_chart("Table 6. UDP", "Payload size (bytes)", "Mbit/s", &lines);
+        let marks = crate::plot::Marks {
+            at: vec![(1536.0, "*")],
+            note: Some(crate::charts::MARKS_NOTE.into()),
+        };
+        let svg = crate::plot::line_chart(
+            "Table 6. UDP",
+            "Payload size (bytes)",
+            "Mbit/s",
+            &lines,
+            &marks,
+        );
         assert_drawn(&fonts, &svg);
         let boxes = |name: &str, base: f64| crate::plot::Boxes {
             name: name.into(),
@@ -196,6 +220,7 @@ mod tests {
                 series(1, 6.0),
                 series(1, 7.0),
             ],
+            false,
         );
         assert_drawn(&fonts, &svg);
         // A delay distribution: the share of packets against the delay.
@@ -211,8 +236,40 @@ mod tests {
             "Share of packets (CDF)",
             &["IPv4", "IPv6"],
             &[cdf(0, 6.0), cdf(0, 6.5), cdf(1, 7.0), cdf(1, 7.2)],
+            false,
         );
         assert_drawn(&fonts, &svg);
+        // The same on a log axis, as delays over decades are drawn.
+        let svg = crate::plot::series_chart(
+            "Payload size (bytes) 64: round-trip time distribution, every run",
+            "Round-trip time (µs)",
+            "Share of packets (CDF)",
+            &["IPv4", "IPv6"],
+            &[cdf(0, 2.0), cdf(0, 2.5), cdf(1, 3.0), cdf(1, 3.2)],
+            true,
+        );
+        assert_drawn(&fonts, &svg);
+        // Bars per category with their significance marks.
+        let bars = |name: &str, v: f64| crate::plot::Bars {
+            name: name.into(),
+            values: vec![Some(est(v)), Some(est(v / 8.0))],
+        };
+        let svg = crate::plot::bar_chart(
+            "Table 12. VoIP",
+            "Throughput (kbit/s)",
+            &["G.711.1".into(), "G.723.1".into()],
+            &[bars("IPv4", 74.0), bars("IPv6", 70.0)],
+            &marks,
+        );
+        assert_drawn_with(&fonts, &svg, false);
+        // The significance mark and its note (grey) are drawn.
+        let (_, _, px) = decode(&fonts.render(&svg).unwrap());
+        let grey = px
+            .chunks(4)
+            .enumerate()
+            .filter(|(i, c)| i / 1440 > 810 && c[..3].iter().all(|v| (60..110).contains(v)))
+            .count();
+        assert!(grey > 100, "no note drawn: {grey}");
     }
 
     #[test]

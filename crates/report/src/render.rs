@@ -4,11 +4,12 @@
 use std::fmt::Write;
 
 use lab::tables::Column;
-use meter::repeat::{Comparison, Interval, Sample, Verdict, DEFAULT_ALPHA, DEFAULT_LEVEL};
+use meter::repeat::{Comparison, Interval, Median, Sample, Verdict, DEFAULT_ALPHA, DEFAULT_LEVEL};
 
 use crate::stats::Results;
 use crate::tables::Table;
 use crate::text_table;
+use crate::units;
 
 /// How a comparison reads: `significant`, `not significant` or `undefined`.
 pub fn verdict(v: Verdict) -> &'static str {
@@ -36,15 +37,18 @@ fn reading(cmp: Option<&Comparison>, one: bool) -> &'static str {
     }
 }
 
-/// A value with about five significant digits (85.054, 0.16230), never in exponent form.
-fn num(v: f64, digits_like: f64) -> String {
-    let mag = digits_like.abs();
-    let decimals = if mag > 0.0 && mag.is_finite() {
-        (4 - mag.log10().floor() as i32).clamp(0, 6) as usize
-    } else {
-        3
-    };
-    format!("{v:.decimals$}")
+/// `mean [low, high]` (or `mean ± half-width`, or the mean alone) in the column's unit,
+/// every number with the same decimals ([`units::decimals`]).
+fn figure(mean: f64, low: Option<f64>, high: Option<f64>, symmetric: bool, c: &Column) -> String {
+    let scaled = |v: f64| v / c.unit.scale;
+    let mean = scaled(mean);
+    let ci = low.zip(high).map(|(l, h)| (scaled(l), scaled(h)));
+    let d = units::decimals(mean, ci);
+    match ci {
+        Some((_, h)) if symmetric => format!("{mean:.d$} ± {:.d$}", h - mean),
+        Some((l, h)) => format!("{mean:.d$} [{l:.d$}, {h:.d$}]"),
+        None => format!("{mean:.d$}"),
+    }
 }
 
 /// The mean and its confidence interval, in the column's unit: `mean ± half-width`
@@ -52,23 +56,59 @@ fn num(v: f64, digits_like: f64) -> String {
 fn cell(s: Option<&Sample>, c: &Column) -> String {
     match s {
         Some(s) => {
-            let scaled = |v: f64| v / c.unit.scale;
-            let mean = scaled(s.mean);
-            match (s.ci_low, s.ci_high, s.interval) {
-                (Some(l), Some(h), Interval::PercentileBootstrap) => format!(
-                    "{} [{}, {}]",
-                    num(mean, mean),
-                    num(scaled(l), mean),
-                    num(scaled(h), mean)
-                ),
-                (_, Some(h), _) => {
-                    format!("{} ± {}", num(mean, mean), num(scaled(h - s.mean), mean))
-                }
-                _ => format!("{} (n={})", num(mean, mean), s.n),
+            let symmetric = s.interval != Interval::PercentileBootstrap;
+            if s.ci_high.is_some() {
+                figure(s.mean, s.ci_low, s.ci_high, symmetric, c)
+            } else {
+                format!("{} (n={})", figure(s.mean, None, None, false, c), s.n)
             }
         }
         None => "–".into(),
     }
+}
+
+/// A median over repetitions and its bootstrap interval, in the column's unit.
+fn median_cell(m: Option<&Median>, c: &Column) -> String {
+    match m {
+        Some(m) if m.ci_high.is_some() => figure(m.median, m.ci_low, m.ci_high, false, c),
+        Some(m) => format!("{} (n={})", figure(m.median, None, None, false, c), m.n),
+        None => "–".into(),
+    }
+}
+
+/// Whether a column has the runs' median delays beside its means (in some row).
+pub(crate) fn has_medians(t: &Table, results: &Results, c: &Column) -> bool {
+    t.rows.iter().any(|r| {
+        results
+            .row(&r.point, c)
+            .is_some_and(|row| row.median.is_some())
+    })
+}
+
+/// The median cells of a row's column: IPv4, IPv6, Δ % with "(n.s.)" where the
+/// bootstrap interval of the difference holds 0.
+fn median_cells(results: &Results, point: &str, c: &Column) -> [String; 3] {
+    let m = results.row(point, c).and_then(|r| r.median.as_ref());
+    let (a, b) = (
+        m.and_then(|m| m.ipv4.as_ref()),
+        m.and_then(|m| m.ipv6.as_ref()),
+    );
+    let cmp = m.and_then(|m| m.ipv6_vs_ipv4.as_ref());
+    let delta = cmp
+        .and_then(|c| c.rel_diff_pct)
+        .map_or("–".into(), |d| format!("{d:+.2}"));
+    let one = a.into_iter().chain(b).any(|m| m.n < 2);
+    let mark = match cmp.map(|c| c.verdict) {
+        _ if one => " (one run)",
+        Some(Verdict::Significant) | None => "",
+        Some(Verdict::NotSignificant) => " (n.s.)",
+        Some(Verdict::Undefined) => " (n/a)",
+    };
+    [
+        median_cell(a, c),
+        median_cell(b, c),
+        format!("{delta}{mark}"),
+    ]
 }
 
 /// The cells of one row: per metric IPv4, IPv6, Δ %; with a single metric also p,
@@ -112,20 +152,31 @@ pub(crate) fn cells(t: &Table, results: &Results, point: &str, label: &str) -> V
                 t.paper
                     .get(label)
                     .and_then(|v| v.get(i).copied().flatten())
-                    .map_or("–".into(), |v| num(v, v)),
+                    .map_or("–".into(), units::num),
             );
+        }
+        if has_medians(t, results, c) {
+            out.extend(median_cells(results, point, c));
         }
     }
     out
 }
 
-pub(crate) fn header(t: &Table) -> Vec<String> {
+/// The headings of a table's columns. A single metric's unit is in its IPv4 and IPv6
+/// headings (a declared title need not name it); with several, in each metric's first.
+pub(crate) fn header(t: &Table, results: &Results) -> Vec<String> {
     let mut h = vec![t.label_heading.clone()];
     let paper = !t.paper.is_empty();
-    if t.metrics.len() == 1 {
-        h.extend(["IPv4", "IPv6", "Δ %", "p", "g", "IPv6 vs IPv4"].map(String::from));
+    if let [c] = t.metrics.as_slice() {
+        let u = &c.unit;
+        h.extend([format!("IPv4 ({u})"), format!("IPv6 ({u})")]);
+        h.extend(["Δ %", "p", "g", "IPv6 vs IPv4"].map(String::from));
         if paper {
-            h.push("Paper".into());
+            h.push(format!("Paper ({u})"));
+        }
+        if has_medians(t, results, c) {
+            h.extend([format!("Median IPv4 ({u})"), format!("Median IPv6 ({u})")]);
+            h.push("Median Δ %".into());
         }
     } else {
         for c in &t.metrics {
@@ -134,13 +185,16 @@ pub(crate) fn header(t: &Table) -> Vec<String> {
             if paper {
                 h.push("Paper".into());
             }
+            if has_medians(t, results, c) {
+                h.extend(["Median IPv4", "Median IPv6", "Median Δ %"].map(String::from));
+            }
         }
     }
     h
 }
 
 /// The lines under a table's title: what the cells are and how each metric is measured.
-pub(crate) fn caption(t: &Table) -> Vec<String> {
+pub(crate) fn caption(t: &Table, results: &Results) -> Vec<String> {
     let mut out = vec![format!(
         "Mean over repetitions and its {:.0} % confidence interval: [low, high] by the percentile \
          bootstrap for metrics that cannot be negative, ± half-width by Student's t for delays that may be one-way.",
@@ -165,6 +219,16 @@ pub(crate) fn caption(t: &Table) -> Vec<String> {
     }
     if !t.paper.is_empty() {
         out.push("Paper: the number the paper reports for the row, in the same unit.".into());
+    }
+    if t.metrics.iter().any(|c| has_medians(t, results, c)) {
+        out.push(format!(
+            "Median: the median over repetitions of each run's median delay (its histogram's, within 1/128), \
+             [low, high] its {:.0} % percentile bootstrap interval; Median Δ % is (n.s.) where the bootstrap \
+             interval of the difference of the medians holds 0 (Efron & Tibshirani 1993, §13.3, §16.2), \
+             and has no verdict with fewer than {} runs a side (the interval of so few is too coarse to test with).",
+            DEFAULT_LEVEL * 100.0,
+            meter::repeat::MEDIAN_VERDICT_MIN_RUNS
+        ));
     }
     out
 }
@@ -212,7 +276,7 @@ pub fn text(tables: &[Table], results: &Results, markdown: bool) -> String {
     }
     out.push('\n');
     for t in tables {
-        let header = header(t);
+        let header = header(t, results);
         let body: Vec<Vec<String>> = t
             .rows
             .iter()
@@ -223,7 +287,12 @@ pub fn text(tables: &[Table], results: &Results, markdown: bool) -> String {
             })
             .collect();
         if markdown {
-            let _ = writeln!(out, "### {}\n\n{}\n", md(&t.title), caption(t).join(" "));
+            let _ = writeln!(
+                out,
+                "### {}\n\n{}\n",
+                md(&t.title),
+                caption(t, results).join(" ")
+            );
             let cells = |r: &[String]| r.iter().map(|c| md(c)).collect::<Vec<_>>().join(" | ");
             let _ = writeln!(out, "| {} |", cells(&header));
             let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
@@ -235,7 +304,7 @@ pub fn text(tables: &[Table], results: &Results, markdown: bool) -> String {
             }
             out.push('\n');
         } else {
-            let _ = writeln!(out, "{}\n{}", t.title, caption(t).join("\n"));
+            let _ = writeln!(out, "{}\n{}", t.title, caption(t, results).join("\n"));
             let h: Vec<&str> = header.iter().map(String::as_str).collect();
             let mut table = text_table::Table::new(&h);
             for row in body {
@@ -254,7 +323,7 @@ pub fn text(tables: &[Table], results: &Results, markdown: bool) -> String {
 /// One CSV row per table row and metric, in the table's unit.
 pub fn csv(tables: &[Table], results: &Results) -> String {
     let mut s = String::from(
-        "table,row,point,metric,unit,ipv4_n,ipv4_mean,ipv4_ci_low,ipv4_ci_high,ipv6_n,ipv6_mean,ipv6_ci_low,ipv6_ci_high,rel_diff_pct,p,verdict,effect_size_g\n",
+        "table,row,point,metric,unit,ipv4_n,ipv4_mean,ipv4_ci_low,ipv4_ci_high,ipv6_n,ipv6_mean,ipv6_ci_low,ipv6_ci_high,rel_diff_pct,p,verdict,effect_size_g,ipv4_median,ipv4_median_ci_low,ipv4_median_ci_high,ipv6_median,ipv6_median_ci_low,ipv6_median_ci_high,median_rel_diff_pct,median_verdict\n",
     );
     let q = |t: &str| format!("\"{}\"", t.replace('"', "\"\""));
     for t in tables {
@@ -275,9 +344,20 @@ pub fn csv(tables: &[Table], results: &Results) -> String {
                 };
                 let cmp = row.and_then(|r| r.ipv6_vs_ipv4.as_ref());
                 let o = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
+                let medians = row.and_then(|r| r.median.as_ref());
+                let median = |m: Option<&Median>| match m {
+                    Some(m) => format!(
+                        "{},{},{}",
+                        scaled(Some(m.median)),
+                        scaled(m.ci_low),
+                        scaled(m.ci_high)
+                    ),
+                    None => ",,".into(),
+                };
+                let mcmp = medians.and_then(|m| m.ipv6_vs_ipv4.as_ref());
                 let _ = writeln!(
                     s,
-                    "{},{},{},{},{},{},{},{},{},{},{}",
+                    "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                     q(&t.title),
                     q(&r.label),
                     q(&r.point),
@@ -299,6 +379,10 @@ pub fn csv(tables: &[Table], results: &Results) -> String {
                         )
                     ),
                     o(cmp.and_then(|c| c.effect_size_g)),
+                    median(medians.and_then(|m| m.ipv4.as_ref())),
+                    median(medians.and_then(|m| m.ipv6.as_ref())),
+                    o(mcmp.and_then(|c| c.rel_diff_pct)),
+                    mcmp.map_or("", |c| verdict(c.verdict)),
                 );
             }
         }
@@ -309,16 +393,6 @@ pub fn csv(tables: &[Table], results: &Results) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn numbers_keep_about_five_significant_digits() {
-        assert_eq!(num(85.054164, 85.054164), "85.054");
-        assert_eq!(num(0.1623, 0.1623), "0.16230");
-        assert_eq!(num(14947.91, 14947.91), "14948");
-        assert_eq!(num(0.012, 85.0), "0.012");
-        assert_eq!(num(0.0, 0.0), "0.000");
-        assert_eq!(num(0.0000012, 0.0000012), "0.000001");
-    }
 
     #[test]
     fn markdown_cells_escape_their_bars() {

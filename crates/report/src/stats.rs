@@ -3,8 +3,12 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use lab::store::RunRecord;
 use lab::tables::{Column, MetricKind};
-use meter::repeat::{compare, Comparison, Sample, DEFAULT_ALPHA, DEFAULT_LEVEL};
+use meter::repeat::{
+    compare, compare_medians, Comparison, Median, MedianComparison, Sample, DEFAULT_ALPHA,
+    DEFAULT_LEVEL,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -33,6 +37,48 @@ pub struct Row {
     pub ipv6: Option<Sample>,
     /// Welch's t-test of IPv6 against IPv4.
     pub ipv6_vs_ipv4: Option<Comparison>,
+    /// For a delay (`rtt`, `owd`, `delay`): each run's median delay, compared by the
+    /// median over repetitions ([`Medians`]). Absent for other metrics and for runs
+    /// whose reports have no median.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub median: Option<Medians>,
+}
+
+/// A delay's robust figures: each run's median delay (the `p50_ns` of its report, from
+/// the meter's histogram within 1/128), and over the repetitions their median with its
+/// percentile bootstrap interval (Efron & Tibshirani 1993, §13.3) per family, and the
+/// difference of the two medians with its two-sample bootstrap interval (ibid. §16.2).
+/// Neither a slow tail within a run nor one slow run moves them, where both move a
+/// mean.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Medians {
+    /// Over the IPv4 runs' median delays, ns.
+    pub ipv4: Option<Median>,
+    /// Over the IPv6 runs' median delays, ns.
+    pub ipv6: Option<Median>,
+    /// IPv6's median against IPv4's.
+    pub ipv6_vs_ipv4: Option<MedianComparison>,
+}
+
+/// A run's median delay of a column's flow (`p50_ns`), for the delays; `None` for other
+/// metrics, a router's figure, or a report without the median. The same flow as
+/// [`Column::of`] reads the mean of.
+fn median_delay(c: &Column, record: &RunRecord) -> Option<f64> {
+    if c.router.is_some() || !c.metric.covers(MetricKind::Delay) {
+        return None;
+    }
+    let report = match c.flow {
+        0 => record.report.as_ref()?,
+        n => record.background.get(usize::from(n) - 1)?.report()?,
+    };
+    let flow = report.flows.first()?;
+    let summary = match c.metric {
+        MetricKind::Rtt => flow.rtt.as_ref(),
+        MetricKind::Owd => flow.received.as_ref(),
+        // Echoes are summarised only for a flow metered round trip (as `RunCdf`).
+        _ => flow.rtt.as_ref().or(flow.received.as_ref()),
+    };
+    summary?.delay.as_ref()?.p50_ns.map(|v| v as f64)
 }
 
 /// Everything `report` read: the statistics of every (point, metric).
@@ -173,6 +219,19 @@ impl Results {
                     ),
                     rows.len(),
                 );
+                let medians = |family: u8| -> Vec<f64> {
+                    records
+                        .iter()
+                        .filter(|r| &r.point == point && r.run.family == family)
+                        .filter_map(|r| median_delay(column, r))
+                        .collect()
+                };
+                let (m4, m6) = (medians(4), medians(6));
+                let median = (!m4.is_empty() || !m6.is_empty()).then(|| Medians {
+                    ipv4: Median::bootstrap(&m4, DEFAULT_LEVEL),
+                    ipv6: Median::bootstrap(&m6, DEFAULT_LEVEL),
+                    ipv6_vs_ipv4: compare_medians(&m4, &m6, DEFAULT_LEVEL),
+                });
                 run_values.push([v4, v6]);
                 rows.push(Row {
                     point: point.clone(),
@@ -184,6 +243,7 @@ impl Results {
                     ipv4,
                     ipv6,
                     ipv6_vs_ipv4: cmp,
+                    median,
                 });
             }
         }

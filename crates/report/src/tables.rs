@@ -90,7 +90,7 @@ pub fn tables(
         })
     };
     let declared = !out.is_empty();
-    // Background flows beyond the eighth (seed 001's many identical streams) have rows
+    // Background flows beyond the eighth (the WebAudio thesis's many identical streams) have rows
     // in `--json` but no tables of their own unless the plan declares them.
     for (flow, m) in (0..=flows.min(8)).flat_map(|f| DEFAULT_METRICS.map(|m| (f, m))) {
         let mut loose: Vec<(String, Vec<&String>)> = Vec::new();

@@ -99,7 +99,14 @@ fn headless_chromium_loads_the_report_with_every_plot_and_no_console_message() {
     );
     let dom = String::from_utf8_lossy(&out.stdout);
     assert_eq!(dom.matches("<svg ").count(), 19, "the DOM as loaded");
-    assert!(dom.contains("VoIP – Throughput (Mbit/s)"));
+    // One unit per metric on the page, chosen from its values (64 to 2048 kbit/s):
+    // kbit/s in every table and plot, never Mbit/s beside it.
+    assert!(dom.contains("VoIP – Throughput (kbit/s)"));
+    assert!(!dom.contains("Mbit/s"), "one throughput unit on the page");
+    // Two runs a side: the delays' medians beside their means, and the plots say what
+    // their significance marks mean.
+    assert!(dom.contains("Median IPv4"));
+    assert!(dom.contains("IPv6 vs IPv4 by Welch's t-test (2 or more runs a side)"));
     let log = String::from_utf8_lossy(&out.stderr);
     let console: Vec<&str> = log.lines().filter(|l| l.contains("CONSOLE")).collect();
     assert!(console.is_empty(), "console messages: {console:#?}");
