@@ -50,6 +50,7 @@ pub use qos::link::LossModel;
 
 /// What a router's egress onto a link emulates.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct Emulation {
     /// bit/s; 0 = no limit.
     pub rate_bps: u64,
@@ -58,11 +59,49 @@ pub struct Emulation {
     /// Uniform jitter half-width, ns.
     pub jitter_ns: u64,
     /// Random loss.
+    #[serde(deserialize_with = "strict_loss")]
+    #[schemars(with = "LossModel")]
     pub loss: LossModel,
     /// Queue limit, packets.
     pub limit_packets: u32,
     /// Queue limit, bytes.
     pub limit_bytes: Option<u64>,
+}
+
+/// [`LossModel`] as a file writes it, where a key the model does not take (`q` for
+/// `p`, or `p` with `model = "none"`) is a mistake naming the key: the model itself
+/// lives in `qos`, whose serde reading ignores unknown keys.
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case", tag = "model", deny_unknown_fields)]
+enum LossFile {
+    None {},
+    Bernoulli {
+        p: f64,
+    },
+    GilbertElliott {
+        p: f64,
+        r: f64,
+        loss_good: f64,
+        loss_bad: f64,
+    },
+}
+
+fn strict_loss<'de, D: serde::Deserializer<'de>>(d: D) -> Result<LossModel, D::Error> {
+    Ok(match LossFile::deserialize(d)? {
+        LossFile::None {} => LossModel::None,
+        LossFile::Bernoulli { p } => LossModel::Bernoulli { p },
+        LossFile::GilbertElliott {
+            p,
+            r,
+            loss_good,
+            loss_bad,
+        } => LossModel::GilbertElliott {
+            p,
+            r,
+            loss_good,
+            loss_bad,
+        },
+    })
 }
 
 /// One interface of a router, as `dualperf route --config` reads it.
@@ -390,6 +429,48 @@ mac = "02:64:70:00:01:01"
     fn unknown_keys_are_refused() {
         let bad = ROUTER.replace("seed = 2", "seed = 2\nspeed = 3");
         assert!(toml::from_str::<RouterConfig>(&bad).is_err());
+    }
+
+    #[test]
+    fn unknown_keys_of_the_emulation_and_its_loss_are_refused_by_name() {
+        for (from, to, key) in [
+            (
+                "delay_ns = 2000000",
+                "delay_ns = 2000000\ndelay_ms = 2",
+                "delay_ms",
+            ),
+            (
+                "limit_packets = 100\n",
+                "limit_packets = 100\nlimit = 5\n",
+                "limit",
+            ),
+            (
+                "p = 0.01\n\n[[interface]]",
+                "p = 0.01\nq = 0.5\n\n[[interface]]",
+                "q",
+            ),
+            (
+                "loss_bad = 1.0",
+                "loss_bad = 1.0\nloss_ugly = 0.5",
+                "loss_ugly",
+            ),
+            (
+                "model = \"bernoulli\"\np = 0.01",
+                "model = \"none\"\np = 0.01",
+                "p",
+            ),
+        ] {
+            let text = ROUTER.replacen(from, to, 1);
+            assert_ne!(text, ROUTER, "{from}");
+            let e = toml::from_str::<RouterConfig>(&text).unwrap_err();
+            assert!(
+                e.message().contains(&format!("unknown field `{key}`")),
+                "{to}: {e}"
+            );
+        }
+        let none = ROUTER.replace("model = \"bernoulli\"\np = 0.01", "model = \"none\"");
+        let c: RouterConfig = toml::from_str(&none).unwrap();
+        assert_eq!(c.interfaces[0].emulation.loss, LossModel::None);
     }
 
     #[test]

@@ -1,20 +1,27 @@
-//! The reference documents stay true (docs/topology.md, docs/qos.md, docs/flows.md).
+//! The reference documents stay true (docs/plans.md, docs/topology.md, docs/qos.md,
+//! docs/flows.md).
 //!
-//! - Their examples go through the real readers: each fenced `toml` block of
-//!   topology.md is a topology `lab::topology` reads, each of qos.md a QoS file
-//!   `router::qosconf` reads and resolves on a 10 Mbit/s link (or, with
-//!   `[[interface]]`, a router configuration that `router::config` checks), each of
-//!   flows.md a plan `dualperf run --dry-run` takes, and each flow file of flows.md (a
-//!   `text` block whose first line is `# flow file`) one `dualperf send --flows` reads
-//!   whole. A block whose first line is `# fragment` is part of a file and is skipped.
+//! - Their examples go through the real readers: each fenced `toml` block of plans.md
+//!   and of flows.md is a plan `dualperf run --dry-run` takes (saved beside the shipped
+//!   plans' `topologies/` and `qos/`, so a lab target and a point's QoS files resolve
+//!   as in `plans/`), each of topology.md a topology `lab::topology` reads, each of
+//!   qos.md a QoS file `router::qosconf` reads and resolves on a 10 Mbit/s link (or,
+//!   with `[[interface]]`, a router configuration that `router::config` checks), and
+//!   each flow file of flows.md (a `text` block whose first line is `# flow file`) one
+//!   `dualperf send --flows` reads whole. A block whose first line is `# fragment` is
+//!   part of a file and is skipped.
 //! - Every key the code takes is named in its document as `` `key` ``. The lists come
 //!   from the code itself: serde's error for an unknown key lists every field of a
-//!   `deny_unknown_fields` struct, the router configuration's JSON Schema its
-//!   properties, and `dualperf send --help` the options.
+//!   `deny_unknown_fields` struct (and for an unknown value every variant of an enum),
+//!   the plan's other readers name theirs in their errors or in `lab::plan`'s key
+//!   lists, the router configuration's JSON Schema its properties, and `dualperf send
+//!   --help` the options.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use ::lab::plan::{Plan, BACKGROUND_KEYS, FLOW_TABLE_KEYS, POINT_KEYS};
+use ::lab::tables::MetricKind;
 use ::lab::topology::Topology;
 use ::router::config::RouterConfig;
 use ::router::qosconf::QosConfig;
@@ -399,4 +406,139 @@ fn the_plans_and_flow_files_in_docs_flows_md_are_read_by_dualperf() {
             b.text
         );
     }
+}
+
+/// The start of a plan: what every plan needs.
+const PLAN_HEAD: &str = "version = 1\nname = \"x\"\nduration = \"1s\"\n";
+
+/// The error `Plan::parse` gives for `text`, which must not parse.
+fn plan_error(text: &str) -> String {
+    Plan::parse(text, false).expect_err(text).message
+}
+
+/// Every key of the plan format, table by table, and the values of its enumerations:
+/// the top level's, `[quick]`'s, `[stamp]`'s, `[hosts.NAME]`'s, `[[tables]]`'s, the
+/// plan's own keys of `[flow]`, `[[points]]` and a background flow (every other key
+/// there is a `dualperf send` option: flows.md), `order`'s and `target`'s values, and
+/// the tables' metrics.
+fn plan_keys() -> BTreeSet<String> {
+    let mut keys = BTreeSet::new();
+    for probe in [
+        format!("{PLAN_HEAD}{PROBE} = 1\n"),
+        format!("{PLAN_HEAD}[quick]\n{PROBE} = 1\n"),
+        format!("{PLAN_HEAD}[stamp]\n{PROBE} = 1\n"),
+        format!("{PLAN_HEAD}target = \"hosts\"\n[hosts.sender]\n{PROBE} = 1\n"),
+        format!("{PLAN_HEAD}order = \"{PROBE}\"\n"),
+    ] {
+        keys.extend(fields_in(&plan_error(&probe)));
+    }
+    // "tables: unknown key 'zz_unknown' (title, where, metrics, paper)"
+    let e = plan_error(&format!(
+        "{PLAN_HEAD}[[tables]]\ntitle = \"t\"\nmetrics = [\"loss\"]\n{PROBE} = 1\n"
+    ));
+    let listed = e
+        .split_once(&format!("'{PROBE}'"))
+        .and_then(|(_, rest)| rest.split_once('('))
+        .and_then(|(_, rest)| rest.split_once(')'))
+        .unwrap_or_else(|| panic!("not an error about an unknown table key: {e}"))
+        .0;
+    keys.extend(listed.split(',').map(|k| k.trim().to_owned()));
+    // "target 'zz_unknown': \"loopback\", \"lab:TOPOLOGY.toml\" (…) or \"hosts\" (…)"
+    let e = plan_error(&format!("{PLAN_HEAD}target = \"{PROBE}\"\n"));
+    let targets: Vec<String> = e.split('"').skip(1).step_by(2).map(str::to_owned).collect();
+    assert!(
+        targets.len() >= 3,
+        "the targets, as the error names them: {e}"
+    );
+    keys.extend(targets);
+    keys.extend(
+        FLOW_TABLE_KEYS
+            .iter()
+            .chain(&POINT_KEYS)
+            .chain(&BACKGROUND_KEYS)
+            .map(|k| (*k).to_owned()),
+    );
+    keys.extend(MetricKind::ALL.iter().map(|m| m.key().to_owned()));
+    keys
+}
+
+#[test]
+fn every_key_of_the_plan_format_is_in_docs_plans_md() {
+    let keys = plan_keys();
+    for k in [
+        "repetitions",
+        "background_lead",
+        "interval",
+        "reflectors",
+        "key_file",
+        "paper",
+        "random",
+        "loopback",
+        "lab:TOPOLOGY.toml",
+        "count",
+        "group",
+        "jitter_rfc3550",
+    ] {
+        assert!(keys.contains(k), "the plan's keys, as derived: {keys:?}");
+    }
+    let missing = undocumented(&read_doc("plans.md"), &keys);
+    assert!(
+        missing.is_empty(),
+        "docs/plans.md does not name these plan keys or values: {missing:?}"
+    );
+}
+
+/// A directory to save plans in that has the shipped plans' `topologies/` and `qos/`
+/// beside it, so a lab target and a point's QoS files resolve as in `plans/`.
+fn plan_dir(name: &str) -> TempDir {
+    let dir = TempDir::new(name);
+    for sub in ["topologies", "qos"] {
+        std::os::unix::fs::symlink(root().join("plans").join(sub), dir.path(sub))
+            .expect("link the shipped plans' directory");
+    }
+    dir
+}
+
+#[test]
+fn every_toml_example_in_docs_plans_md_is_a_plan_dualperf_run_takes() {
+    let doc = read_doc("plans.md");
+    let examples = toml_blocks(&doc);
+    assert!(
+        examples.len() >= 4,
+        "docs/plans.md has its examples ({} plans)",
+        examples.len()
+    );
+    let dir = plan_dir("docs-plans");
+    for b in &examples {
+        let path = dir.path(&format!("plan-{}.toml", b.line));
+        std::fs::write(&path, &b.text).expect("write the plan");
+        let out = run(&["run", path_str(&path), "--dry-run"]);
+        assert!(
+            out.status.success(),
+            "docs/plans.md:{}: dualperf run --dry-run refuses the plan: {}\n{}",
+            b.line,
+            out.stderr,
+            b.text
+        );
+    }
+}
+
+#[test]
+fn a_flow_that_sets_its_own_duration_is_refused_by_dry_run_naming_the_plans() {
+    // The runner gives every send the plan's --duration, and send refuses a second:
+    // this plan once passed --dry-run and failed on its first run.
+    let dir = TempDir::new("flow-duration");
+    let path = dir.path("plan.toml");
+    std::fs::write(
+        &path,
+        format!("{PLAN_HEAD}\n[flow]\nudp = true\nduration = \"5s\"\n"),
+    )
+    .expect("write the plan");
+    let out = run(&["run", path_str(&path), "--dry-run"]);
+    assert_eq!(out.code(), Some(2), "{}", out.stderr);
+    let want = format!(
+        "{}:7: duration is the plan's, not a flow's: every run lasts the plan's top-level duration",
+        path.display()
+    );
+    assert!(out.stderr.contains(&want), "{}", out.stderr);
 }

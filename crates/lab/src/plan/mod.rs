@@ -59,8 +59,11 @@ use crate::tables::{parse_table, TableSpec};
 
 pub(crate) mod point;
 
-use point::key_line;
-pub use point::{file_safe, Background, PlanError, Point, SendOption, Setting};
+pub use point::{
+    file_safe, Background, PlanError, Point, SendOption, Setting, BACKGROUND_KEYS, FLOW_TABLE_KEYS,
+    POINT_KEYS,
+};
+use point::{key_line, runner_owned};
 use traffic::units::parse_duration;
 use wire::time::Duration;
 
@@ -299,13 +302,13 @@ impl Plan {
         let settings_of = |table: &Spanned<toml::Table>| -> Result<Vec<Setting>, PlanError> {
             let mut out = Vec::new();
             for (key, value) in table.get_ref() {
-                if matches!(
-                    key.as_str(),
-                    "background" | "qos" | "factors" | "from" | "to"
-                ) {
+                if FLOW_TABLE_KEYS.contains(&key.as_str()) {
                     continue;
                 }
                 let line = key_line(text, table.span(), key);
+                if let Some(why) = runner_owned(key) {
+                    return Err(PlanError::at(line, why));
+                }
                 out.push(Setting {
                     key: key.clone(),
                     value: scalar(value, line, key)?,
@@ -315,6 +318,13 @@ impl Plan {
             Ok(out)
         };
         let base = match &file.flow {
+            // A point's `factors` say what it stands for; the base flow is no point.
+            Some(t) if t.get_ref().contains_key("factors") => {
+                return Err(PlanError::at(
+                    key_line(text, t.span(), "factors"),
+                    "factors in [flow]: sweep options with the top-level [factors] table; a [[points]] entry's factors = { … } says what that point stands for",
+                ))
+            }
             Some(t) => settings_of(t)?,
             None => Vec::new(),
         };
@@ -398,6 +408,9 @@ impl Plan {
                             "{key} is not a factor: it names a point's host (target = \"hosts\")"
                         ),
                     ));
+                }
+                if let Some(why) = runner_owned(key) {
+                    return Err(PlanError::at(line, format!("factor {why}")));
                 }
                 let values = values
                     .iter()
@@ -715,11 +728,18 @@ fn specials(
                                     )
                                 })?;
                         }
-                        "duration" | "ip" | "port" | "json" => {
+                        "ip" => {
                             return Err(PlanError::at(
                                 line,
-                                format!("background: {key} is the plan's, not a flow's"),
+                                "background: ip is the plan's, not a flow's: a background flow runs over each run's family",
                             ))
+                        }
+                        // What the runner gives every send it starts (a background
+                        // flow gets no --interval, --cdf or --stamp from it).
+                        "duration" | "time" | "port" | "json" | "announce_start"
+                        | "announce-start" | "connect_timeout" | "connect-timeout" => {
+                            let why = runner_owned(key).unwrap_or_default();
+                            return Err(PlanError::at(line, format!("background: {why}")));
                         }
                         _ => settings.push(Setting {
                             key: key.clone(),
@@ -1058,6 +1078,69 @@ duration = "1s"
             }
             assert!(e.to_string().contains(want), "{e}");
         }
+    }
+
+    #[test]
+    fn options_the_runner_gives_every_send_are_refused_in_a_flow_with_their_line() {
+        // `send` refuses an option given twice: a flow's `duration` beside the runner's
+        // own --duration passed --dry-run and failed on the first run.
+        for (from, to, line, want) in [
+            (
+                "udp = true\n",
+                "udp = true\nduration = \"10s\"\n",
+                8,
+                "duration is the plan's, not a flow's: every run lasts the plan's top-level duration",
+            ),
+            ("udp = true\n", "udp = true\ntime = 3\n", 8, "time is the plan's"),
+            (
+                "voip = \"g711.1\"\n",
+                "voip = \"g711.1\"\nduration = \"1s\"\n",
+                19,
+                "duration is the plan's",
+            ),
+            (
+                "size = [64, 512]",
+                "size = [64, 512]\nduration = [\"1s\", \"2s\"]",
+                14,
+                "factor duration is the plan's",
+            ),
+            (
+                "udp = true\n",
+                "udp = true\ninterval = \"1s\"\n",
+                8,
+                "top-level interval",
+            ),
+            (
+                "udp = true\n",
+                "udp = true\nconnect_timeout = \"9s\"\n",
+                8,
+                "its own --connect-timeout",
+            ),
+            ("udp = true\n", "udp = true\nport = 9\n", 8, "its own --port"),
+            ("udp = true\n", "udp = true\ncdf = true\n", 8, "delay distribution"),
+            ("udp = true\n", "udp = true\nstamp = true\n", 8, "[stamp] table"),
+            (
+                "voip = \"g711.1\"\n",
+                "voip = \"g711.1\"\nbackground = [{ udp = true, time = 5 }]\n",
+                19,
+                "background: time is the plan's",
+            ),
+        ] {
+            let text = PLAN.replacen(from, to, 1);
+            let e = Plan::parse(&text, false).unwrap_err();
+            assert_eq!(e.line, Some(line), "{to}: {e}");
+            assert!(e.message.contains(want), "{to}: {e}");
+        }
+        let text = PLAN.replace("udp = true\n", "udp = true\nfactors = { flows = 8 }\n");
+        let e = Plan::parse(&text, false).unwrap_err();
+        assert_eq!(e.line, Some(8), "{e}");
+        assert!(e.message.contains("top-level [factors]"), "{e}");
+        // The plan's own duration is every run's.
+        let p = Plan::parse(PLAN, false).unwrap();
+        assert!(p
+            .points
+            .iter()
+            .all(|pt| !pt.args().contains(&"--duration".to_owned())));
     }
 
     #[test]

@@ -6,6 +6,17 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+/// Keys of `[flow]` and `[[points]]` that are the plan's, not `dualperf send` options
+/// (every other key is one): the flows beside the measured one, the routers' QoS
+/// files, what a point stands for, and its hosts (docs/plans.md names each).
+pub const FLOW_TABLE_KEYS: [&str; 5] = ["background", "qos", "factors", "from", "to"];
+/// Keys a `[[points]]` entry has beside [`FLOW_TABLE_KEYS`]: its name (also the flow's
+/// `--label`) and its report table.
+pub const POINT_KEYS: [&str; 2] = ["label", "group"];
+/// Keys of a background flow that are not `send` options: its name in reports, its
+/// copies, and its hosts.
+pub const BACKGROUND_KEYS: [&str; 4] = ["label", "count", "from", "to"];
+
 /// A plan that cannot be used, with the line it comes from when known.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}{message}", line.map_or(String::new(), |l| format!("line {l}: ")))]
@@ -173,6 +184,39 @@ pub fn file_safe(s: &str) -> String {
         })
         .collect();
     safe.trim_start_matches('.').to_owned()
+}
+
+/// Why a `dualperf send` option may not be written in a plan's flow (`[flow]`,
+/// `[[points]]`, a factor or a background flow): the runner gives every send it starts
+/// this option itself, from the plan ([`send_argv`], `Plan::measured_args`), and `send`
+/// refuses an option given twice, so such a plan would pass `--dry-run` and fail on
+/// its first run. `None`: the option is the flow's.
+pub(crate) fn runner_owned(key: &str) -> Option<String> {
+    let dashed = key.replace('_', "-");
+    Some(match dashed.as_str() {
+        "duration" | "time" => format!(
+            "{key} is the plan's, not a flow's: every run lasts the plan's top-level \
+             duration (duration = \"10s\" before the first table; [quick] duration under \
+             --quick), which the runner gives each send as --duration"
+        ),
+        "interval" => format!(
+            "{key} is the plan's, not a flow's: set the top-level interval = \"1s\", which \
+             the runner gives the measured flow as --interval"
+        ),
+        "stamp" => format!(
+            "{key} is the plan's, not a flow's: a [stamp] table makes the measured flows \
+             STAMP sessions"
+        ),
+        "cdf" => format!(
+            "{key} is the runner's, not a flow's: it asks every measured flow for its \
+             delay distribution"
+        ),
+        "port" | "json" | "announce-start" | "connect-timeout" => format!(
+            "{key} is the runner's, not a flow's: it gives every send it starts its own \
+             --{dashed}"
+        ),
+        _ => return None,
+    })
 }
 
 /// The line of `key = …` inside a table's span.

@@ -229,7 +229,17 @@ pub(super) fn parse_amount(s: &str) -> Option<Amount> {
 }
 
 pub(super) fn parse_dscp(s: &Scalar) -> Option<u8> {
-    s.to_string().parse::<Dscp>().ok().map(Dscp::value)
+    dscp_named(&s.to_string())
+}
+
+/// A DSCP by RFC name (`ef`, `af41`, `cs1`, `be`, `df`), as IOS writes it (`default`,
+/// its name for class selector 0), or as a number 0-63.
+pub(super) fn dscp_named(s: &str) -> Option<u8> {
+    let t = s.trim();
+    if t.eq_ignore_ascii_case("default") {
+        return Some(0);
+    }
+    t.parse::<Dscp>().ok().map(Dscp::value)
 }
 
 pub(super) fn parse_range(s: &Scalar, max: u64) -> Option<(u64, u64)> {
@@ -262,10 +272,8 @@ pub(super) fn parse_action(s: &str) -> Option<Action> {
         "transmit" => Some(Action::Transmit),
         "drop" => Some(Action::Drop),
         _ => {
-            let d = t.strip_prefix("set-dscp-transmit")?.trim();
-            d.parse::<Dscp>()
-                .ok()
-                .map(|d| Action::SetDscp(Dscp::value(d)))
+            let d = t.strip_prefix("set-dscp-transmit")?;
+            dscp_named(d).map(Action::SetDscp)
         }
     }
 }

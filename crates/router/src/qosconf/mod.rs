@@ -43,7 +43,7 @@
 //! output = "bouras"
 //! ```
 //!
-//! Per-flow reservations (seed 001's RSVP classification), declared in a policy and
+//! Per-flow reservations (the WebAudio thesis's RSVP classification), declared in a policy and
 //! asked about by a class map:
 //!
 //! ```toml
@@ -73,7 +73,9 @@
 //! - `random_detect`: weight n is 1-16 (default 9), denominator defaults to 10,
 //!   count_rule is bernoulli (default), dpdk or floyd-jacobson (qos.md §7.1), and the
 //!   average decays over idle time as Floyd–Jacobson's (1−2⁻ⁿ)^m with m = idle time over
-//!   a 1500-byte frame's time on the link (qos.md §7.4).
+//!   a 1538-byte frame's time on the link (qos.md §7.4): a full Ethernet frame on the
+//!   wire, 1518 bytes (1500 of IP, 14 of header, 4 of FCS) + 8 of preamble and SFD +
+//!   12 of inter-frame gap.
 
 mod file;
 
@@ -860,5 +862,28 @@ mod tests {
             assert!(e.to_string().contains(want), "{to}: {e}");
             assert!(e.line.is_some(), "{to}: {e}");
         }
+    }
+
+    #[test]
+    fn default_is_the_dscp_name_the_errors_offer_for_class_selector_0() {
+        let text = "version = 1\n[[class_map]]\nname = \"be\"\ndscp = [\"default\", \"Default\", 10]\n[[policy_map]]\nname = \"p\"\n[[policy_map.class]]\nname = \"be\"\nbandwidth = \"10%\"\nset_dscp = \"default\"\npolice = { cir = \"1mbit\", exceed = \"set-dscp-transmit default\" }\nrandom_detect = { dscp = [{ dscp = \"default\", min = 10, max = 20 }] }\n[[policy_map.class]]\nname = \"class-default\"\n[[service_policy]]\ninterface = \"e0\"\noutput = \"p\"\n";
+        let q = QosConfig::parse(text).unwrap();
+        let p = q.params_for("e0", 10_000_000).unwrap().unwrap();
+        let c = &p.classes[0];
+        assert_eq!(c.map.as_ref().unwrap().conds, [Cond::Dscp(vec![0, 0, 10])]);
+        assert_eq!(c.set_dscp, Some(0));
+        let Some(PoliceParams::Single(_, actions)) = c.police else {
+            panic!("a single-rate policer: {:?}", c.police)
+        };
+        assert_eq!(actions.exceed, Action::SetDscp(0));
+        assert_eq!(c.wred.as_ref().unwrap().profiles[0].0, 0);
+        // What the error offers is what the parser takes; a wrong name is still wrong.
+        let bad = text.replace("[\"default\", ", "[\"defualt\", ");
+        let e = QosConfig::parse(&bad).unwrap_err();
+        assert!(
+            e.message
+                .contains("'defualt': a name (ef, af41, cs1, default)"),
+            "{e}"
+        );
     }
 }
