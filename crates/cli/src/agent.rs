@@ -295,6 +295,7 @@ impl SendService for Agent {
             interval_ns,
             threads,
             connect_timeout_ns,
+            cdf,
         } = request
         else {
             return refuse(&mut stream, "expected a request to send".into());
@@ -359,6 +360,7 @@ impl SendService for Agent {
                 .clamp(StdDuration::from_secs(1), MAX_CONNECT_TIMEOUT),
             interval,
             threads: threads.map(usize::from),
+            cdf,
             caps: Some(RunCaps {
                 bytes: self.policy.max_bytes,
                 duration: self.policy.max_duration,
@@ -366,7 +368,7 @@ impl SendService for Agent {
             ..SendConfig::new(dest, flows)
         };
         write_msg(&mut stream, &Msg::SendAccepted {}).map_err(ServeError::Failed)?;
-        eprintln!(
+        crate::out::note!(
             "dualperf agent: sending {} flow(s) to {dest} for {peer}",
             config.flows.len()
         );

@@ -1,7 +1,6 @@
 //! `dualperf compare`: the main job. A standard battery run back to back over IPv4 and
 //! IPv6 on loopback, reported side by side with the relative difference.
 
-use std::io::IsTerminal;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -106,7 +105,7 @@ impl LabRun {
                 Err(e) => usage!("topology: {e}"),
             };
         let exe = std::env::current_exe().context("cannot find the dualperf binary")?;
-        eprintln!("dualperf compare: building lab '{}' …", t.name);
+        crate::out::note!("dualperf compare: building lab '{}' …", t.name);
         lab::netlab::up(&t, &exe, None)?;
         Ok(Self {
             name: t.name.clone(),
@@ -187,7 +186,7 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
         Some(l) => (l.receiver_v4.into(), l.receiver_v6.into()),
     };
     let port = receiver.local_addr().port();
-    let progress = std::io::stderr().is_terminal();
+    let progress = crate::out::progress_on_stderr();
     let base = FlowSpec {
         meter: Meter::Rtt,
         rate,

@@ -67,7 +67,7 @@ pub(crate) fn run(args: ExportArgs) -> Result<()> {
             usage!("no index at {}", path.display());
         }
         let n = Index::open(&path)?.prune()?;
-        eprintln!("dualperf export: forgot {n} run directories that no longer exist");
+        crate::out::note!("dualperf export: forgot {n} run directories that no longer exist");
     }
     if !args.dirs.is_empty() {
         let mut index = Index::open(&path)?;
@@ -77,7 +77,7 @@ pub(crate) fn run(args: ExportArgs) -> Result<()> {
                 Err(e) => usage!("{e}"),
             };
             let (abs, n) = index.put_store(&store)?;
-            eprintln!("dualperf export: indexed {n} runs of {}", d.display());
+            crate::out::note!("dualperf export: indexed {n} runs of {}", d.display());
             dirs.push(abs.to_string_lossy().into_owned());
         }
     } else if !path.is_file() {

@@ -1,5 +1,5 @@
 //! `dualperf interop`: how this host's dual stack behaves, observed with real sockets on
-//! loopback or between two nodes of a lab: seed 000's 2×2 interoperability table (TCP
+//! loopback or between two nodes of a lab: the 2×2 table of Bouras et al. (H.323 study) (TCP
 //! and UDP), RFC 3986 bracketed literals, RFC 6724 ordering of several answers, and a
 //! Happy Eyeballs (RFC 8305) connect against a dual-stack, a refused and a stalled
 //! IPv6 server. The decisions are `dualstack`'s; this file only binds them to
@@ -17,8 +17,8 @@ use dualstack::select::{self, parse_gai_conf, Candidate, PolicyTable};
 use serde::Serialize;
 use wire::time::{Duration, Instant};
 
-/// Check dual-stack behaviour on this host: the IPv4/IPv6 client × server table (seed
-/// 000), bracketed IPv6 literals (RFC 3986), address selection over several DNS
+/// Check dual-stack behaviour on this host: the IPv4/IPv6 client × server table (Bouras et al.,
+/// H.323 study), bracketed IPv6 literals (RFC 3986), address selection over several DNS
 /// answers (RFC 6724) and Happy Eyeballs (RFC 8305).
 ///
 /// Everything is observed, not assumed: servers and clients are real sockets on

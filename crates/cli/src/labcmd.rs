@@ -43,6 +43,10 @@ enum Action {
         /// Capture every router interface into DIR/ROUTER/IFACE.pcap.
         #[arg(long, value_name = "DIR")]
         pcap: Option<PathBuf>,
+        /// Print the lab as JSON instead of the table of nodes: its topology, namespaces
+        /// and routers (process id, configuration, counters and log files).
+        #[arg(long)]
+        json: bool,
     },
     /// Remove the lab: its processes, namespaces, veths and state file.
     Down {
@@ -71,7 +75,11 @@ enum Action {
 
 pub(crate) fn run(args: LabArgs) -> Result<()> {
     match args.action {
-        Action::Up { topology, pcap } => {
+        Action::Up {
+            topology,
+            pcap,
+            json,
+        } => {
             let text = crate::args::read_input(&topology, "the topology")?;
             let t = match Topology::parse_at(&text, topology.parent()) {
                 Ok(t) => t,
@@ -84,8 +92,16 @@ pub(crate) fn run(args: LabArgs) -> Result<()> {
             };
             let exe = std::env::current_exe().context("cannot find the dualperf binary")?;
             let state = netlab::up(&t, &exe, pcap.as_deref())?;
-            print_nodes(&state);
-            eprintln!(
+            if json {
+                crate::out::print_json(&serde_json::json!({
+                    "topology": state.topology,
+                    "namespaces": state.namespaces,
+                    "routers": state.routers,
+                }))?;
+            } else {
+                print_nodes(&state);
+            }
+            crate::out::note!(
                 "dualperf lab: '{}' is up ({} namespaces, {} routers); `dualperf lab down {}` removes it",
                 t.name,
                 state.namespaces.len(),
@@ -100,7 +116,7 @@ pub(crate) fn run(args: LabArgs) -> Result<()> {
                 Err(e @ netlab::LabError::NotFound(_)) => usage!("{e}"),
                 Err(e) => return Err(e.into()),
             };
-            eprintln!(
+            crate::out::note!(
                 "dualperf lab: '{name}' is down ({} namespaces removed, {} processes stopped)",
                 r.namespaces.len(),
                 r.processes.len()

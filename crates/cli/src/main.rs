@@ -14,6 +14,7 @@ mod control;
 mod decode;
 mod export;
 mod hostinfo;
+mod human;
 mod interop;
 mod interrupt;
 mod labcmd;
@@ -47,9 +48,14 @@ use clap::{Parser, Subcommand};
     after_help = "Exit status: 0 success (also when stdout is closed early), 1 a measurement failed \
                   (what was measured is still printed), 2 something for you to fix: the command \
                   line, or an input file (plan, topology, flow file, config, log) that cannot be \
-                  read or is invalid."
+                  read or is invalid. Results go to stdout; notes and progress to stderr \
+                  (--quiet silences them), in colour only on a terminal and never under \
+                  NO_COLOR."
 )]
 struct Cli {
+    /// Print no notes or progress on stderr, only results, warnings and errors.
+    #[arg(short, long, global = true)]
+    quiet: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -77,6 +83,7 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
+    out::set_quiet(cli.quiet);
     // A socket per TCP flow: thousands of flows need more descriptors than the usual
     // soft limit of 1,024. Failing to raise it only matters once that many are open.
     let _ = netio::rlimit::raise_nofile();

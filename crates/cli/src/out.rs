@@ -1,8 +1,15 @@
 //! Writing results to stdout. A closed stdout (`dualperf … | head`) ends the program
 //! quietly with exit code 0, as ripgrep does; a broken pipe anywhere else (a socket) is a
 //! real error and is reported.
+//!
+//! Messages on stderr are of two kinds: warnings and errors, always written, and notes
+//! and progress (what is being built, how far a run is), which `--quiet` silences.
+//! Progress bars redraw a line, so they appear only on a terminal (not with
+//! `TERM=dumb`). dualperf writes no colour itself; clap's help and error colours follow
+//! the terminal and `NO_COLOR` (<https://no-color.org>).
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Result;
 
@@ -17,6 +24,38 @@ impl std::fmt::Display for StdoutClosed {
 }
 
 impl std::error::Error for StdoutClosed {}
+
+/// Whether `--quiet` was given.
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// Silence notes and progress for the rest of the program (`--quiet`).
+pub(crate) fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, Ordering::Relaxed);
+}
+
+/// Whether notes and progress are silenced.
+pub(crate) fn quiet() -> bool {
+    QUIET.load(Ordering::Relaxed)
+}
+
+/// Whether a progress line may be drawn on stderr: not under `--quiet`, and only on a
+/// terminal that understands `\r` redraws.
+pub(crate) fn progress_on_stderr() -> bool {
+    !quiet()
+        && std::io::stderr().is_terminal()
+        && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
+}
+
+/// Write a note to stderr (`eprintln!` arguments) unless `--quiet` was given. Warnings
+/// and errors do not go through here: they are always written.
+macro_rules! note {
+    ($($t:tt)*) => {
+        if !$crate::out::quiet() {
+            eprintln!($($t)*);
+        }
+    };
+}
+pub(crate) use note;
 
 /// Write `text` to stdout and flush.
 pub(crate) fn print(text: impl AsRef<str>) -> Result<()> {

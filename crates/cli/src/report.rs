@@ -19,6 +19,9 @@ use crate::usage;
 /// table holds get one table per metric and group. Metrics per run: throughput (the
 /// receiver's payload bit rate), rtt or one-way delay (mean), jitter (D-ITG's mean |ΔD|)
 /// and loss %.
+///
+/// What it reads, the run directory, and what it writes: docs/output.md. The plan's
+/// tables, metrics and units ([[tables]]): docs/plans.md.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   dualperf report results/sharma2013-1795360000

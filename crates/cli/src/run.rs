@@ -1,6 +1,5 @@
 //! `dualperf run`: measure every run of a plan into a run directory.
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -42,6 +41,10 @@ pub(crate) struct RunArgs {
     /// Print the runs and the estimated time; measure nothing.
     #[arg(long)]
     dry_run: bool,
+    /// Print JSON on stdout: with --dry-run the runs and their `dualperf send`
+    /// arguments, else at the end what was measured (counts, run directory, index).
+    #[arg(long)]
+    json: bool,
     /// The SQLite index the run directory is recorded in for `dualperf export`
     /// (default: index.sqlite in the run directory's parent).
     #[arg(long, value_name = "FILE")]
@@ -85,6 +88,9 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
     }
     if args.dry_run {
         let (target, _) = target_of(&plan, &args.plan, false)?;
+        if args.json {
+            return crate::out::print_json(&dry_run_json(&plan, &target));
+        }
         return crate::out::print(dry_run(&plan, &target));
     }
     let dir = args.dir.clone().unwrap_or_else(|| {
@@ -132,7 +138,7 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         &crate::out::sorted_json(&host_metadata(&plan.target))?,
     )?;
     let stop = crate::interrupt::flag();
-    let tty = std::io::stderr().is_terminal();
+    let tty = crate::out::progress_on_stderr();
     let started = std::time::Instant::now();
     let progress = |done: usize, total: usize, run: &lab::plan::Run| {
         let elapsed = started.elapsed();
@@ -151,7 +157,7 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         if tty {
             eprint!("\r\x1b[2K{}", progress_bar(done, total, &what, left, 24));
         } else {
-            eprintln!(
+            crate::out::note!(
                 "dualperf run: {}/{total} {what} (about {} left, {} so far)",
                 done + 1,
                 clock(left),
@@ -170,7 +176,7 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
     let _lab = match &topology {
         None => None,
         Some((t, text)) => {
-            eprintln!("dualperf run: building lab '{}' …", t.name);
+            crate::out::note!("dualperf run: building lab '{}' …", t.name);
             lab::netlab::up(t, &exe, None)?;
             let guard = lab::netlab::Guard(t.name.clone());
             let lab_dir = dir.join("lab");
@@ -217,13 +223,33 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         .index
         .clone()
         .unwrap_or_else(|| lab::index::default_path(&dir));
-    match lab::index::Index::open(&index_path).and_then(|mut i| i.put_store(&store)) {
-        Ok((_, n)) => eprintln!("dualperf run: {n} runs indexed in {}", index_path.display()),
-        Err(e) => eprintln!("dualperf run: warning: not indexed: {e}"),
+    let indexed = match lab::index::Index::open(&index_path).and_then(|mut i| i.put_store(&store)) {
+        Ok((_, n)) => {
+            crate::out::note!("dualperf run: {n} runs indexed in {}", index_path.display());
+            Some(n)
+        }
+        Err(e) => {
+            eprintln!("dualperf run: warning: not indexed: {e}");
+            None
+        }
+    };
+    if let (true, Ok(o)) = (args.json, &outcome) {
+        crate::out::print_json(&serde_json::json!({
+            "plan": plan.name,
+            "dir": dir,
+            "quick": args.quick,
+            "runs_planned": plan.runs.len(),
+            "runs_measured": o.measured,
+            "runs_already_there": o.skipped,
+            "runs_failed": o.failed,
+            "interrupted": stop.load(std::sync::atomic::Ordering::SeqCst),
+            "index": index_path,
+            "runs_indexed": indexed,
+        }))?;
     }
     match outcome {
         Ok(o) => {
-            eprintln!(
+            crate::out::note!(
                 "dualperf run: {} runs measured, {} already there, {} with errors; results in {}",
                 o.measured,
                 o.skipped,
@@ -264,7 +290,7 @@ fn check_flow(options: &[SendOption]) -> Result<(), (OptionError, Option<usize>)
             (e, line)
         })?;
     for note in specs.notes {
-        eprintln!("dualperf send: note: {note}");
+        crate::out::note!("dualperf send: note: {note}");
     }
     Ok(())
 }
@@ -391,6 +417,55 @@ fn target_of(
         Err(e) => usage!("{}: {e}", path.display()),
     };
     Ok((Target::Local(place), Some((t, text))))
+}
+
+/// `--dry-run --json`: the runs and what each would run, as data.
+fn dry_run_json(plan: &Plan, target: &Target) -> serde_json::Value {
+    let runs: Vec<serde_json::Value> = plan
+        .runs
+        .iter()
+        .map(|r| {
+            let p = &plan.points[r.point];
+            let send = match target {
+                Target::Hosts(hosts) => {
+                    let from = p.from.as_deref().unwrap_or(lab::hosts::SENDER);
+                    let to = p.to.as_deref().unwrap_or(lab::hosts::RECEIVER);
+                    serde_json::json!({
+                        "from": from,
+                        "to": to,
+                        "command": hosts_send(hosts, from, to, r.family, p.args().join(" ")),
+                    })
+                }
+                Target::Local(place) => serde_json::json!({
+                    "dest": place.dest(r.family),
+                    "args": p.args(),
+                }),
+            };
+            let background: Vec<serde_json::Value> = p
+                .background
+                .iter()
+                .map(|b| serde_json::json!({"label": b.label, "args": b.args()}))
+                .collect();
+            serde_json::json!({
+                "id": r.id,
+                "point": p.id,
+                "family": r.family,
+                "repetition": r.repetition,
+                "send": send,
+                "qos": p.qos,
+                "background": background,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "plan": plan.name,
+        "points": plan.points.len(),
+        "families": plan.families,
+        "repetitions": plan.repetitions,
+        "run_duration_ns": plan.duration.as_nanos(),
+        "estimated_ns": plan.estimated(plan.runs.len()).as_nanos(),
+        "runs": runs,
+    })
 }
 
 fn dry_run(plan: &Plan, target: &Target) -> String {

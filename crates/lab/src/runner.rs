@@ -473,14 +473,11 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
             Target::Hosts(hosts) => {
                 let from = point.from.as_deref().unwrap_or(SENDER);
                 let to = point.to.as_deref().unwrap_or(RECEIVER);
-                let inv = placed(hosts.send(
-                    from,
-                    to,
-                    run.family,
-                    plan.measured_args(point),
-                    duration_ns,
-                    false,
-                ))?;
+                // Each run's delay distribution, for the report's CDFs: the sending
+                // agent's session asks the receiving agent for it.
+                let mut args = plan.measured_args(point);
+                args.push("--cdf".into());
+                let inv = placed(hosts.send(from, to, run.family, args, duration_ns, false))?;
                 let fg = spawn_send(&config.exe, &inv)?;
                 (inv.argv, fg)
             }
@@ -490,11 +487,11 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
                     Some(st) => {
                         let mut args = point.args();
                         args.push("--stamp".into());
+                        args.push("--cdf".into());
                         (st.port, args)
                     }
                     None => {
-                        // Each run's delay distribution, for the report's CDFs (a
-                        // session on this side of the agents only).
+                        // Each run's delay distribution, for the report's CDFs.
                         let mut args = plan.measured_args(point);
                         args.push("--cdf".into());
                         (receiver.as_ref().map_or(0, |r| r.port), args)
@@ -1040,7 +1037,7 @@ port = 5000
         assert_eq!(
             sends,
             [
-                "send --from [2001:2:0:1::2]:4646 2001:2:0:4::2 --port 5000 --udp --duration 1000000000ns --json --connect-timeout 30s | agent=s-secret key=unset",
+                "send --from [2001:2:0:1::2]:4646 2001:2:0:4::2 --port 5000 --udp --cdf --duration 1000000000ns --json --connect-timeout 30s | agent=s-secret key=unset",
                 "send --from [2001:2:0:1::2]:4646 2001:2:0:4::2 --port 5000 --udp --duration 61000000000ns --json --announce-start --connect-timeout 30s | agent=s-secret key=unset",
                 "send --from [2001:2:0:4::2]:5000 2001:2:0:1::2 --port 4646 --tcp --duration 61000000000ns --json --announce-start --connect-timeout 30s | agent=unset key=s-secret",
             ]

@@ -10,7 +10,7 @@
 //!
 //! `where` matches a point's factors: the swept values (`protocol`, `size`, …), and for
 //! the extra `[[points]]` their `group` and `point` (the label). A table with several
-//! metrics puts them side by side (seed 003's Table 2: throughput and loss by rate).
+//! metrics puts them side by side (Sharma 2013's Table 2: throughput and loss by rate).
 //!
 //! A metric of a point's background flow is `bgN.metric` (`bg1.loss`, the first
 //! background flow's). A table may carry the paper's own numbers, by row label, one per
@@ -205,7 +205,7 @@ impl MetricKind {
             Self::JitterRfc3550 => summary?.jitter.rfc3550_ns,
             // A router's figure: read from the run's router counters ([`Column::of`]).
             Self::CpuPerFrame | Self::QosPerFrame => None,
-            // Seed 000's data-link rate: payload rate × (payload + headers) / payload,
+            // The H.323 study's (Bouras et al.) data-link rate: payload rate × (payload + headers) / payload,
             // headers UDP 8 + IPv4 20 or IPv6 40 + Ethernet 14 (no FCS, as a capture).
             Self::FrameThroughput => {
                 if flow.spec.protocol != Protocol::Udp {

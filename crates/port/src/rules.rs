@@ -2,7 +2,7 @@
 //!
 //! Each row says what to look for ([`Matcher`]), in which languages, what makes a
 //! match moot (an IPv6 counterpart anywhere in the same file, `unless`), why the
-//! construct breaks on IPv6, what replaces it, and which of seed 000's eight criteria
+//! construct breaks on IPv6, what replaces it, and which of the eight criteria of Bouras et al. (H.323 study)
 //! for a ported application it bears on. `example_bad` is flagged and `example_good`
 //! is not (both C-family unless the rule is for other languages only); the tests at
 //! the bottom of `scan/mod.rs` check every row with them, and with more per language.
@@ -95,7 +95,7 @@ pub struct Rule {
     pub why: &'static str,
     /// The replacement.
     pub fix: &'static str,
-    /// Which of seed 000's eight criteria it bears on (1-based).
+    /// Which of the eight criteria of Bouras et al. (H.323 study) it bears on (1-based).
     pub criterion: u8,
     pub example_bad: &'static str,
     pub example_good: &'static str,
@@ -595,7 +595,7 @@ pub fn rule(id: &str) -> Option<&'static Rule> {
     RULES.iter().find(|r| r.id == id)
 }
 
-/// Seed 000's eight criteria for judging an application ported to IPv6, in its words
+/// The H.323 study's (Bouras et al.) eight criteria for judging an application ported to IPv6, in its words
 /// (shortened), numbered as there.
 pub const CRITERIA: [(&str, &str); 8] = [
     (

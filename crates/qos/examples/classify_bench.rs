@@ -1,7 +1,7 @@
 //! Nanoseconds per packet of reservation lookup at 1 to 10,000 reserved flows, keyed by
 //! the IPv4 5-tuple, the IPv6 5-tuple (without and with a Hop-by-Hop and a Destination
 //! Options header before UDP) and the IPv6 flow-label 3-tuple: the modern counterpart of
-//! seed 001's measured 1 : 1.4 : 4 (flow label : IPv4 : IPv6). Run by
+//! the WebAudio thesis's measured 1 : 1.4 : 4 (flow label : IPv4 : IPv6). Run by
 //! `bench/classify.sh`; a benchmark, not a test: it prints, it asserts nothing.
 
 use std::hint::black_box;

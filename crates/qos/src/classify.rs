@@ -1,12 +1,12 @@
 //! Classification: what a packet is (its [`Fields`]), class maps matched first-match
 //! in ACL style, and per-flow reservation tables keyed by the IPv4 5-tuple, the IPv6
-//! 5-tuple or the IPv6 (source, destination, flow label) 3-tuple (seed 001, RFC 6437).
+//! 5-tuple or the IPv6 (source, destination, flow label) 3-tuple (WebAudio thesis, RFC 6437).
 //!
 //! Ports come from the transport header: on IPv6 after walking the extension headers
 //! ([`crate::mark::ipv6_l4`], RFC 8200); a non-first fragment, ESP or a truncated chain
 //! has no ports, so a condition on ports does not match it while a pure L3 condition
 //! still does. The 3-tuple needs no walk: all three fields sit at fixed offsets of the
-//! 40-byte header, which is the saving seed 001 measured.
+//! 40-byte header, which is the saving the WebAudio thesis measured.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};

@@ -66,7 +66,7 @@ pub struct ClassParams {
     pub fair_queue: bool,
 }
 
-/// A per-flow reservation table of a policy (seed 001's RSVP classification): flows
+/// A per-flow reservation table of a policy (the WebAudio thesis's RSVP classification): flows
 /// are keyed by the 5-tuple or the IPv6 flow-label 3-tuple, and a flow whose first
 /// packet matches `admit` is reserved then (a stand-in for its RSVP signalling), up to
 /// `max_flows`. A class map selects reserved flows with [`Cond::Reserved`].
@@ -643,7 +643,7 @@ mod tests {
         .unwrap()
     }
 
-    /// Seed 002's policy on a 10 Mbit/s link with a tx-ring of 2: traffic from the
+    /// The QoS study's (Bouras et al.) policy on a 10 Mbit/s link with a tx-ring of 2: traffic from the
     /// sender's subnets marked EF with priority 2 Mbit/s (burst 50,000 B); the rest best
     /// effort with a queue of 75 and, if asked, WRED (`min`, `max`, 1/10, n = 9).
     fn seed_policy(wred: Option<(u32, u32)>, scheduler: Scheduler) -> Policy {

@@ -1,6 +1,6 @@
 //! RTP stream presets for the seed studies' real-time streams, which D-ITG has no model
-//! for: H.323-style G.711 audio and H.261 CIF video (seed 000, Bouras et al.), and the
-//! WebAudio streams of seed 001.
+//! for: H.323-style G.711 audio and H.261 CIF video (Bouras et al.), and the
+//! streams of the WebAudio thesis.
 //!
 //! | preset | RTP payload type, clock | packets | payload (UDP) | rate |
 //! |---|---|---|---|---|
@@ -10,14 +10,14 @@
 //!
 //! **G.711.** µ-law PCM at 8000 one-byte samples per second (ITU-T G.711), so a packet
 //! of `ptime` ms carries `8 · ptime` bytes behind a 12-byte RTP header (RFC 3551 §4.5.14).
-//! Seed 000 saw 294-byte frames on IPv4 and 314 on IPv6: that is a 30 ms packet (240 B of
+//! Bouras et al. (H.323 study) saw 294-byte frames on IPv4 and 314 on IPv6: that is a 30 ms packet (240 B of
 //! audio + 12 RTP + 8 UDP + 20 IPv4 + 14 Ethernet = 294; IPv6 adds 20), i.e. `--ptime 30ms`.
 //!
-//! **WebAudio** (seed 001): "every 50 ms, an audio frame (1250 bytes) with its RTP header
+//! **WebAudio** (the WebAudio thesis): "every 50 ms, an audio frame (1250 bytes) with its RTP header
 //! encapsulated in a UDP packet", 200 kbit/s. The thesis names no payload type or media
 //! clock; we use the first dynamic payload type (96) and an 8 kHz clock, a choice.
 //!
-//! **H.261 CIF.** Seed 000 used OpenH323's H.261 codec at CIF resolution without giving
+//! **H.261 CIF.** Bouras et al. (H.323 study) used OpenH323's H.261 codec at CIF resolution without giving
 //! its rate. The model follows the videoconference literature: frame sizes with a gamma
 //! marginal distribution and DAR(1) frame-to-frame correlation (Heyman, Tabatabai and
 //! Lakshman, IEEE Trans. CSVT 2(1), 1992; for H.261 to H.264 conferencing software,
@@ -199,7 +199,7 @@ mod tests {
 
     #[test]
     fn audio_presets_have_their_papers_rates() {
-        // G.711: 64 kbit/s of audio; seed 000's 294-byte IPv4 frames are 30 ms packets.
+        // G.711: 64 kbit/s of audio; the 294-byte IPv4 frames are 30 ms packets.
         let g = Stream::G711.model(None);
         assert_eq!((g.rate.pps(1), g.size_bytes), (50.0, 172));
         // 30 ms packets are exactly 30 ms apart, so RTP timestamps step by 240, always.
@@ -214,7 +214,7 @@ mod tests {
         let g30 = Stream::G711.model(Some(30));
         assert_eq!(g30.size_bytes + 8 + 20 + 14, 294);
         assert_eq!(g30.size_bytes + 8 + 40 + 14, 314);
-        // WebAudio: 1250 B every 50 ms = 200 kbit/s (seed 001).
+        // WebAudio: 1250 B every 50 ms = 200 kbit/s (WebAudio thesis).
         let w = Stream::WebAudio.model(None);
         let s = spec(&w, 10);
         let sent = drain(&mut Schedule::new(&s, Instant::ZERO).unwrap());

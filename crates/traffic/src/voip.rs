@@ -168,7 +168,7 @@ pub struct Bandwidth {
     /// Bits per second on the wire (frames, preamble, inter-frame gap).
     pub wire_bps: f64,
     /// Headers (IP, UDP and the RTP or CRTP header) as a share of each IP packet, the
-    /// definition of seed 004 §2: a 40-byte voice sample behind RTP is 40/80 = 50 % over
+    /// definition of Kharche & Patil §2: a 40-byte voice sample behind RTP is 40/80 = 50 % over
     /// IPv4 and 60/100 over IPv6.
     pub header_pct: f64,
 }
@@ -271,7 +271,7 @@ mod tests {
 
     #[test]
     fn payload_bit_rates_match_ditg() {
-        // 73.6, 68.8, 8.736, 12.8 and 11.088 kbit/s of RTP payload (seed 004, D-ITG).
+        // 73.6, 68.8, 8.736, 12.8 and 11.088 kbit/s of RTP payload (Kharche & Patil, D-ITG).
         let kbps = |c: Codec| {
             f64::from(c.payload_bytes(VoipHeader::Rtp, false)) * 8.0 * c.rate().pps(1) / 1000.0
         };
@@ -304,7 +304,7 @@ mod tests {
         // Ethernet: +18 bytes a frame; on the wire +20 more.
         assert_eq!(v4.frame_bps, (92.0 + 28.0 + 18.0) * 800.0);
         assert_eq!(v4.wire_bps, (92.0 + 28.0 + 38.0) * 800.0);
-        // Seed 004 §2's arithmetic: 40 bytes of voice behind RTP, UDP and IP.
+        // Kharche & Patil §2's arithmetic: 40 bytes of voice behind RTP, UDP and IP.
         assert_eq!(v4.header_pct, 40.0 * 100.0 / 120.0);
         let g729 = Codec::G729x2.bandwidth(VoipHeader::Rtp, false, Ip::V4);
         assert_eq!(g729.payload_bytes, 32);

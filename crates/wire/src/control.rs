@@ -262,6 +262,10 @@ pub enum Msg {
         /// its session (`send --connect-timeout`), ns.
         #[serde(default)]
         connect_timeout_ns: Option<u64>,
+        /// Report each flow's delay distribution, as `send --cdf` (an agent that
+        /// predates it ignores the key and reports none).
+        #[serde(default)]
+        cdf: bool,
     },
     /// The agent accepted a [`Msg::SendRequest`] and is starting its flows.
     SendAccepted {},

@@ -17,9 +17,9 @@
 //! - **Ethernet** (IEEE 802.3): 14 bytes of header and 4 of FCS around each IP packet, a
 //!   frame at least 64 bytes (padding), and on the wire 8 of preamble and start delimiter
 //!   plus a 12-byte inter-frame gap. A capture shows the frame without FCS or padding:
-//!   that is the 294- and 314-byte "frames" of seed 000.
+//!   that is the 294- and 314-byte "frames" of the H.323 study (Bouras et al.).
 //! - **Overhead %** is header bytes ÷ bytes of the IP packets × 100, Kharche and Patil's
-//!   definition (seed 004 §4.3: "the ratio of the header size in bytes to the total bytes
+//!   definition (Kharche & Patil §4.3: "the ratio of the header size in bytes to the total bytes
 //!   in the data unit"), so 32 bytes over TCP/IPv4 give 40/72 = 55.56 %.
 
 use serde::Serialize;
@@ -240,7 +240,7 @@ mod tests {
 
     #[test]
     fn kharche_table_1_at_32_bytes_of_data() {
-        // Seed 004, Table 1: 55.55 %, 65.21 %, 46.67 %, 60 %. The exact ratios are
+        // Kharche & Patil, Table 1: 55.55 %, 65.21 %, 46.67 %, 60 %. The exact ratios are
         // 40/72, 60/92, 28/60 and 48/80; the paper cuts the first two after two decimals
         // (55.555…, 65.217…) and rounds the third (46.666…).
         assert_eq!(pct(Ip::V4, Transport::Tcp, 32), 40.0 * 100.0 / 72.0);

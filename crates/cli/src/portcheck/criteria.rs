@@ -1,4 +1,4 @@
-//! `dualperf portcheck --criteria`: seed 000's eight criteria for an application ported
+//! `dualperf portcheck --criteria`: the eight criteria of Bouras et al. (H.323 study) for an application ported
 //! to IPv6, as a checklist. Each criterion gets what can be known automatically:
 //! - from the sources (if paths are given): the findings of the rules that bear on it,
 //!   and the IPv6 identifiers that show its IPv6 side is handled;

@@ -228,7 +228,7 @@ pub(crate) fn serve(
     let reflector = match args.stamp.config(bind_ip, args.busy_poll)? {
         Some(c) => {
             let r = crate::stamp::reflector::Reflector::bind(c)?;
-            eprintln!(
+            crate::out::note!(
                 "dualperf {name}: STAMP reflector on UDP {}",
                 r.local_addr()?
             );
@@ -244,7 +244,7 @@ pub(crate) fn serve(
         None => None,
     };
     let receiver = Receiver::start(config, stop.clone())?;
-    eprintln!(
+    crate::out::note!(
         "dualperf {name}: listening on {} (UDP and TCP{})",
         receiver.local_addr(),
         if receiver.shared.key.is_some() {

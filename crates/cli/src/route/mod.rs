@@ -68,6 +68,10 @@ pub(crate) struct RouteArgs {
     /// Capture every interface into DIR/IFACE.pcap (frames received and sent).
     #[arg(long, value_name = "DIR")]
     pcap: Option<PathBuf>,
+    /// At exit, print the final counters (the stats file's document) as JSON on stdout.
+    /// Without it they go to stderr when there is no --stats file.
+    #[arg(long)]
+    json: bool,
     /// QoS policies (TOML modelled on MQC: [[class_map]], [[policy_map]] with
     /// [[policy_map.class]], [[service_policy]] interface/output); the format in
     /// docs/qos.md, examples in plans/qos/. A policy's tx_ring replaces the
@@ -252,10 +256,10 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
         .context("cannot install the SIGUSR2 handler")?;
     for (name, l) in cfg.names.iter().zip(&links) {
         if let Egress::Policy(p) = l {
-            eprintln!("dualperf route: {name}: service-policy output {}", p.name());
+            crate::out::note!("dualperf route: {name}: service-policy output {}", p.name());
         }
     }
-    eprintln!(
+    crate::out::note!(
         "dualperf route: forwarding between {} ({} routes)",
         cfg.names.join(", "),
         cfg.routes.len()
@@ -371,13 +375,16 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
     }
     eng.read_kernel_drops();
     let doc = eng.stats(&qos, netio::clock::mono_ns() - started);
-    if args.stats.is_none() {
-        eprintln!(
-            "{}",
-            serde_json::to_string_pretty(&crate::out::sorted_json(&doc)?)?
-        );
+    // The stats file and captures are finished first: a closed stdout loses nothing.
+    let value = crate::out::sorted_json(&doc)?;
+    let finished = eng.aux.finish(doc);
+    if args.json {
+        crate::out::print_json(&value)?;
+    } else if args.stats.is_none() {
+        // The only record of the counters: written even under --quiet.
+        eprintln!("{}", serde_json::to_string_pretty(&value)?);
     }
-    eng.aux.finish(doc)
+    finished
 }
 
 fn qos_file(args: &RouteArgs) -> String {

@@ -17,7 +17,6 @@ mod remote;
 pub(crate) mod session;
 mod text;
 
-use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration as StdDuration;
@@ -60,7 +59,8 @@ use crate::usage;
 
 --reverse, --bidir and --from need `dualperf agent` on the other host (docs/agent.md).
 A session estimates the receiver's clock offset (RFC 5905 on-wire method) and reports it
-with its bound; one-way delays between two hosts include that offset (docs/output.md).")]
+with its bound; one-way delays between two hosts include that offset (docs/output.md).
+Every option, flow files (--flows) and flows in a plan: docs/flows.md.")]
 pub(crate) struct SendArgs {
     /// Receiver: an address, a name, HOST:PORT or [IPv6]:PORT.
     dest: String,
@@ -117,6 +117,10 @@ pub(crate) struct SendArgs {
     /// flows are shown as their spread: median, 90th percentile and worst flow).
     #[arg(long)]
     per_flow: bool,
+    /// Print the full result table: every column in fixed units (about 120 characters
+    /// wide) instead of the default one that fits 100 columns.
+    #[arg(long)]
+    wide: bool,
     /// Say "dualperf send: started" on stderr once the receiver has accepted the flows
     /// and they begin (for `dualperf run`, which starts the measured flow only after
     /// background flows have begun).
@@ -158,7 +162,9 @@ pub(crate) struct SendArgs {
     /// Also report each flow's delay distribution (`delay_cdf_ns` in --json: the smallest
     /// delay, then its percentiles 1 to 100): the round trip with --meter rtt, else the
     /// receiver's one-way delay. `dualperf report` draws it as a CDF; plans ask for it.
-    #[arg(long, conflicts_with_all = ["stamp", "reverse", "bidir", "from"])]
+    /// Also for the flows an agent sends (--reverse, --bidir, --from), and with --stamp
+    /// (the round trip without the reflector's turnaround).
+    #[arg(long)]
     cdf: bool,
     /// Measure against a STAMP Session-Reflector at DEST (RFC 8762/8972: `dualperf recv
     /// --stamp`, stamp-suite -i, a router…) instead of a dualperf receiver; port 862
@@ -387,7 +393,7 @@ fn flow_specs(options: &FlowOptions, default_label: String) -> Result<Vec<FlowSp
         .to_specs(default_label, seed)
         .map_err(|e: OptionError| anyhow::Error::new(crate::UsageError(e.to_string())))?;
     for note in specs.notes {
-        eprintln!("dualperf send: note: {note}");
+        crate::out::note!("dualperf send: note: {note}");
     }
     Ok(specs.flows)
 }
@@ -517,7 +523,7 @@ pub(crate) fn run(mut args: SendArgs) -> Result<()> {
         batch_window: args.batch_window,
         threads: args.threads.map(usize::from),
         log: args.log,
-        progress: std::io::stderr().is_terminal() && !args.json && args.interval.is_none(),
+        progress: crate::out::progress_on_stderr() && !args.json && args.interval.is_none(),
         interval: check_interval(args.interval, &flows)?,
         // As iperf3 -J: JSON alone on stdout.
         live: !args.json,
@@ -532,7 +538,7 @@ pub(crate) fn run(mut args: SendArgs) -> Result<()> {
         if args.json {
             crate::out::print_json(&report)?;
         } else {
-            crate::out::print(text::bidir_text(&report, args.per_flow))?;
+            crate::out::print(text::bidir_text(&report, args.per_flow, args.wide))?;
         }
         return match report.errors.is_empty() {
             true => Ok(()),
@@ -559,7 +565,7 @@ pub(crate) fn run(mut args: SendArgs) -> Result<()> {
         None => (run_session(&config, &stop), None),
     };
     // Whatever happened, print what was measured before reporting an error.
-    print_outcome(outcome, args.json, args.per_flow, heading)
+    print_outcome(outcome, args.json, args.per_flow, args.wide, heading)
 }
 
 /// Whether `send`'s flag `id` was given on the command line rather than left at its
@@ -627,11 +633,18 @@ fn run_stamp(args: &SendArgs, family: Family) -> Result<()> {
         },
         timeout: args.stamp_timeout,
         spin: args.spin,
-        progress: std::io::stderr().is_terminal() && !args.json,
+        progress: crate::out::progress_on_stderr() && !args.json,
         announce_start: args.announce_start,
+        cdf: args.cdf,
     };
     let stop = crate::interrupt::flag();
-    print_outcome(sender::run(&config, &stop), args.json, args.per_flow, None)
+    print_outcome(
+        sender::run(&config, &stop),
+        args.json,
+        args.per_flow,
+        args.wide,
+        None,
+    )
 }
 
 /// Print what a session measured (also when it failed after measuring: a
@@ -640,6 +653,7 @@ fn print_outcome(
     outcome: Result<results::send::SendReport>,
     json: bool,
     per_flow: bool,
+    wide: bool,
     heading: Option<String>,
 ) -> Result<()> {
     let (report, error) = match outcome {
@@ -653,7 +667,7 @@ fn print_outcome(
         crate::out::print_json(&report)?;
     } else {
         let mut out = heading.map(|h| format!("{h}\n")).unwrap_or_default();
-        out.push_str(&text::send_text(&report, per_flow));
+        out.push_str(&text::send_text(&report, per_flow, wide));
         crate::out::print(out)?;
     }
     match error {

@@ -71,6 +71,7 @@ pub(crate) fn request_send(
         interval_ns: config.interval.map(|w| w.as_nanos()),
         threads: config.threads.and_then(|t| u16::try_from(t).ok()),
         connect_timeout_ns: u64::try_from(config.connect_timeout.as_nanos()).ok(),
+        cdf: config.cdf,
     };
     write_msg(&mut ctrl, &request)?;
     match reader.read(&mut ctrl)? {

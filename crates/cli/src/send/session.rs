@@ -554,22 +554,24 @@ impl LiveIntervals {
 
     fn line(&self, from_ns: u64, to_ns: u64, bytes: u64) {
         use std::io::Write;
-        let secs = |t: u64| t.saturating_sub(self.origin_ns) as f64 / 1e9;
-        let span = (to_ns - from_ns) as f64 / 1e9;
-        let mbit = bytes as f64 * 8.0 / span / 1e6;
+        let span_s = (to_ns - from_ns) as f64 / 1e9;
         let who = if self.flows > 1 {
             format!(" ({} flows)", self.flows)
         } else {
             String::new()
         };
+        let when = crate::human::window(
+            self.origin_ns,
+            from_ns,
+            to_ns,
+            crate::human::window_decimals(self.window_ns),
+        );
         // A closed stdout ends the program at the report; here it only loses lines.
         let _ = writeln!(
             std::io::stdout(),
-            "[{:7.2}-{:7.2} s] {:>12} bytes {:10.3} Mbit/s sent{who}",
-            secs(from_ns),
-            secs(to_ns),
-            bytes,
-            mbit
+            "[{when:>13}] {:>11} {:>14} sent{who}",
+            crate::human::bytes(bytes),
+            crate::human::bitrate(bytes as f64 * 8.0 / span_s),
         );
     }
 

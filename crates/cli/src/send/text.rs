@@ -7,60 +7,19 @@ use results::send::{FlowOutcome, SendReport, StampOutcome};
 use wire::control::Meter;
 use wire::ds::{Dscp, Ecn};
 
+use crate::human;
+
 /// Most flows shown one row each unless `--per-flow` asks for every row.
 pub(crate) const MAX_ROWS: usize = 20;
 
+/// Widest line of the default result table (`--wide` prints every column).
+pub(crate) const WIDTH: usize = 100;
+
 /// `dualperf send`'s results as text: one table row per flow (up to [`MAX_ROWS`] flows,
-/// or all with `per_flow`; beyond that how the flows spread), then notes.
-pub(crate) fn send_text(report: &SendReport, per_flow: bool) -> String {
+/// or all with `per_flow`; beyond that how the flows spread), then notes. The table fits
+/// [`WIDTH`] columns, or with `wide` has every column of the sender's figures.
+pub(crate) fn send_text(report: &SendReport, per_flow: bool, wide: bool) -> String {
     let rows = per_flow || report.flows.len() <= MAX_ROWS;
-    let mut t = report::text_table::Table::new(&[
-        "flow",
-        "proto",
-        "size B",
-        "sent",
-        "received",
-        "lost %",
-        "sent pps",
-        "rx Mbit/s",
-        "delay mean µs",
-        "jitter µs (D-ITG)",
-        "sched err p99 µs",
-    ]);
-    let dash = || "-".to_owned();
-    for f in report.flows.iter().filter(|_| rows) {
-        let summary = if f.spec.meter == Meter::Rtt {
-            f.rtt.as_ref()
-        } else {
-            f.received.as_ref()
-        };
-        let rx = f.received.as_ref();
-        t.row(vec![
-            format!("{} {}", f.id, f.spec.label),
-            match &f.stamp {
-                Some(_) => format!("stamp/{:?}", f.spec.meter).to_lowercase(),
-                None => format!("{:?}/{:?}", f.spec.protocol, f.spec.meter).to_lowercase(),
-            },
-            f.spec.size_bytes.to_string(),
-            f.sent.packets.to_string(),
-            rx.map_or_else(dash, |r| r.packets.to_string()),
-            rx.and_then(|r| r.loss.loss_pct)
-                .map_or_else(dash, |p| format!("{p:.3}")),
-            f.sent.rate_pps.map_or_else(dash, |r| format!("{r:.1}")),
-            rx.and_then(|r| r.bitrate_bps)
-                .map_or_else(dash, |b| format!("{:.3}", b / 1e6)),
-            summary
-                .and_then(|s| s.delay.as_ref())
-                .map_or_else(dash, |d| format!("{:.1}", d.mean_ns / 1e3)),
-            summary
-                .and_then(|s| s.jitter.ditg_ns)
-                .map_or_else(dash, |j| format!("{:.1}", j / 1e3)),
-            f.sent
-                .schedule_error
-                .as_ref()
-                .map_or_else(dash, |e| format!("{:.1}", e.p99_ns as f64 / 1e3)),
-        ]);
-    }
     let mut s = format!(
         "dualperf send to {}{}\n",
         report.dest,
@@ -70,8 +29,10 @@ pub(crate) fn send_text(report: &SendReport, per_flow: bool) -> String {
             ""
         }
     );
-    if rows {
-        s.push_str(&t.render());
+    if rows && wide {
+        s.push_str(&wide_table(&report.flows));
+    } else if rows {
+        s.push_str(&table(&report.flows));
     } else if let Some(spread) = &report.sum.spread {
         s.push_str(&spread_text(report.flows.len(), spread));
     }
@@ -84,19 +45,19 @@ pub(crate) fn send_text(report: &SendReport, per_flow: bool) -> String {
             "flow {}: delay is the round trip{}\n",
             f.id,
             f.receiver_hold.map_or(String::new(), |h| format!(
-                " minus the receiver's hold time (mean {:.1} µs, max {:.1} µs)",
-                h.mean_ns / 1e3,
-                h.max_ns as f64 / 1e3
+                " minus the receiver's hold time (mean {}, max {})",
+                human::duration(h.mean_ns),
+                human::duration(h.max_ns as f64)
             ))
         ));
     }
     if report.flows.len() > 1 {
-        let mbit = |b: Option<f64>| b.map_or_else(|| "-".to_owned(), |b| format!("{:.3}", b / 1e6));
+        let rate = |b: Option<f64>| human::or_missing(b, human::bitrate);
         s.push_str(&format!(
-            "sum of {} flows: sent {} Mbit/s, received {} Mbit/s\n",
+            "sum of {} flows: sent {}, received {}\n",
             report.sum.flows,
-            mbit(report.sum.sent.bitrate_bps),
-            mbit(report.sum.received.as_ref().and_then(|r| r.bitrate_bps)),
+            rate(report.sum.sent.bitrate_bps),
+            rate(report.sum.received.as_ref().and_then(|r| r.bitrate_bps)),
         ));
     }
     for f in report.flows.iter().filter(|_| rows) {
@@ -106,18 +67,15 @@ pub(crate) fn send_text(report: &SendReport, per_flow: bool) -> String {
         let Some(series) = &f.intervals else {
             continue;
         };
-        s.push_str(&format!("flow {}: received per interval\n", f.id));
-        let origin = series.first().map_or(0, |i| i.start_ns);
-        for i in series {
-            s.push_str(&format!(
-                "  [{:7.2}-{:7.2} s] {:>12} bytes {:>10} Mbit/s\n",
-                (i.start_ns - origin) as f64 / 1e9,
-                (i.end_ns - origin) as f64 / 1e9,
-                i.bytes,
-                i.bitrate_bps
-                    .map_or_else(|| "-".to_owned(), |b| format!("{:.3}", b / 1e6)),
-            ));
-        }
+        let window_ns = series
+            .first()
+            .map_or(0, |i| i.end_ns.saturating_sub(i.start_ns));
+        s.push_str(&format!(
+            "flow {}: received per {} window, times from the flow's first arrival\n",
+            f.id,
+            human::duration(window_ns as f64)
+        ));
+        s.push_str(&human::interval_table(series, window_ns));
     }
     for f in report.flows.iter().filter(|_| rows) {
         if let Some(st) = &f.stamp {
@@ -138,6 +96,142 @@ pub(crate) fn send_text(report: &SendReport, per_flow: bool) -> String {
         ));
     }
     s
+}
+
+/// The figure a flow's delay columns show: the round trip of the echoes for
+/// `--meter rtt`, else the receiver's one-way delay.
+fn delay_summary(f: &FlowOutcome) -> Option<&FlowSummary> {
+    if f.spec.meter == Meter::Rtt {
+        f.rtt.as_ref()
+    } else {
+        f.received.as_ref()
+    }
+}
+
+/// `udp/owd`, `stamp/rtt`: how a flow went and what it measured.
+fn proto(f: &FlowOutcome) -> String {
+    match &f.stamp {
+        Some(_) => format!("stamp/{:?}", f.spec.meter).to_lowercase(),
+        None => format!("{:?}/{:?}", f.spec.protocol, f.spec.meter).to_lowercase(),
+    }
+}
+
+/// The default result table, one row per flow, at most [`WIDTH`] columns wide: each
+/// figure in the unit that suits it, the flow's label shortened if the line needs it.
+fn table(flows: &[FlowOutcome]) -> String {
+    use human::{duration, or_missing};
+    let header = [
+        "flow",
+        "proto",
+        "size",
+        "sent pkt",
+        "recv pkt",
+        "lost",
+        "rx rate",
+        "delay",
+        "jitter",
+        "sched p99",
+    ];
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for f in flows {
+        let rx = f.received.as_ref();
+        let summary = delay_summary(f);
+        rows.push(vec![
+            format!("{} {}", f.id, f.spec.label),
+            proto(f),
+            human::bytes(u64::from(f.spec.size_bytes)),
+            f.sent.packets.to_string(),
+            or_missing(rx, |r| r.packets.to_string()),
+            or_missing(rx.and_then(|r| r.loss.loss_pct), |p| format!("{p:.2} %")),
+            // Payload bits over the first to the last arrival (D-ITG's definition).
+            or_missing(rx.and_then(|r| r.bitrate_bps), human::bitrate),
+            or_missing(summary.and_then(|s| s.delay.as_ref()), |d| {
+                duration(d.mean_ns)
+            }),
+            // D-ITG's jitter: mean |D_i − D_{i−1}| of consecutive arrivals.
+            or_missing(summary.and_then(|s| s.jitter.ditg_ns), duration),
+            // 99th percentile of actual − scheduled send time (meter::schedule).
+            or_missing(f.sent.schedule_error.as_ref(), |e| {
+                duration(e.p99_ns as f64)
+            }),
+        ]);
+    }
+    // The columns after the first, with their two-space gaps; the flow column gets
+    // what is left of the line.
+    let width = |i: usize| {
+        rows.iter()
+            .map(|r| r[i].chars().count())
+            .chain([header[i].chars().count()])
+            .max()
+            .unwrap_or(0)
+    };
+    let rest: usize = (1..header.len()).map(|i| width(i) + 2).sum();
+    let room = WIDTH.saturating_sub(rest).max(header[0].len());
+    for r in &mut rows {
+        r[0] = shorten(&r[0], room);
+    }
+    let mut t = report::text_table::Table::new(&header);
+    for r in rows {
+        t.row(r);
+    }
+    t.render()
+        + "delay: mean, one-way (round trip for rtt flows); jitter: D-ITG's mean |ΔD| of arrivals;\n\
+           sched p99: 99th percentile of actual − scheduled send time; every column: --wide\n"
+}
+
+/// `s` cut to `n` characters, ending in `…` when cut.
+fn shorten(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        return s.to_owned();
+    }
+    let mut cut: String = s.chars().take(n.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+/// The full result table of `--wide`: every column, in fixed units.
+fn wide_table(flows: &[FlowOutcome]) -> String {
+    let mut t = report::text_table::Table::new(&[
+        "flow",
+        "proto",
+        "size B",
+        "sent",
+        "received",
+        "lost %",
+        "sent pps",
+        "rx Mbit/s",
+        "delay mean µs",
+        "jitter µs (D-ITG)",
+        "sched err p99 µs",
+    ]);
+    let dash = || "-".to_owned();
+    for f in flows {
+        let summary = delay_summary(f);
+        let rx = f.received.as_ref();
+        t.row(vec![
+            format!("{} {}", f.id, f.spec.label),
+            proto(f),
+            f.spec.size_bytes.to_string(),
+            f.sent.packets.to_string(),
+            rx.map_or_else(dash, |r| r.packets.to_string()),
+            rx.and_then(|r| r.loss.loss_pct)
+                .map_or_else(dash, |p| format!("{p:.3}")),
+            f.sent.rate_pps.map_or_else(dash, |r| format!("{r:.1}")),
+            rx.and_then(|r| r.bitrate_bps)
+                .map_or_else(dash, |b| format!("{:.3}", b / 1e6)),
+            summary
+                .and_then(|s| s.delay.as_ref())
+                .map_or_else(dash, |d| format!("{:.1}", d.mean_ns / 1e3)),
+            summary
+                .and_then(|s| s.jitter.ditg_ns)
+                .map_or_else(dash, |j| format!("{:.1}", j / 1e3)),
+            f.sent
+                .schedule_error
+                .as_ref()
+                .map_or_else(dash, |e| format!("{:.1}", e.p99_ns as f64 / 1e3)),
+        ]);
+    }
+    t.render()
 }
 
 /// The clocks' line: nothing for one clock; the offset and its bound between two hosts,
@@ -179,9 +273,10 @@ fn clock_text(report: &SendReport) -> String {
 /// The STAMP lines of flow `f`, measured against a Session-Reflector (`send --stamp`):
 /// the one-way means, loss by direction, what the reflector saw, and the odd replies.
 fn stamp_text(f: &FlowOutcome, st: &StampOutcome) -> String {
-    let us = |s: Option<&FlowSummary>| {
-        s.and_then(|s| s.delay.as_ref())
-            .map_or_else(|| "-".to_owned(), |d| format!("{:.1}", d.mean_ns / 1e3))
+    let mean = |s: Option<&FlowSummary>| {
+        human::or_missing(s.and_then(|s| s.delay.as_ref()), |d| {
+            human::duration(d.mean_ns)
+        })
     };
     let count = |v: Option<u64>| v.map_or_else(|| "?".to_owned(), |v| v.to_string());
     let stateful = match (st.replies, st.reflector_stateful) {
@@ -194,10 +289,10 @@ fn stamp_text(f: &FlowOutcome, st: &StampOutcome) -> String {
         f.id, st.mode, st.ssid, st.timestamp_format
     );
     s.push_str(&format!(
-        "  mean µs: round trip {} (reflector's turnaround removed), forward {}, reverse {} (one-way: two clocks)\n",
-        us(f.rtt.as_ref()),
-        us(f.received.as_ref()),
-        us(st.reverse.as_ref()),
+        "  mean: round trip {} (reflector's turnaround removed), forward {}, reverse {} (one-way: two clocks)\n",
+        mean(f.rtt.as_ref()),
+        mean(f.received.as_ref()),
+        mean(st.reverse.as_ref()),
     ));
     s.push_str(&format!(
         "  lost: forward {}, reverse {}, round trip {} of {} sent{}\n",
@@ -263,7 +358,10 @@ fn stamp_text(f: &FlowOutcome, st: &StampOutcome) -> String {
         s.push_str(&format!("  replies: {}\n", odd.join(", ")));
     }
     let ee = |ns: Option<u64>, sync: Option<bool>| {
-        let err = ns.map_or_else(|| "unknown".to_owned(), |n| format!("± {}", human_ns(n)));
+        let err = ns.map_or_else(
+            || "unknown".to_owned(),
+            |n| format!("± {}", human::duration(n as f64)),
+        );
         match sync {
             Some(true) => format!("{err}, synchronised"),
             Some(false) => format!("{err}, not synchronised"),
@@ -276,16 +374,6 @@ fn stamp_text(f: &FlowOutcome, st: &StampOutcome) -> String {
         ee(st.reflector_error_estimate_ns, st.reflector_synchronized)
     ));
     s
-}
-
-/// A span in the unit that suits it: ns, µs, ms or s.
-fn human_ns(ns: u64) -> String {
-    match ns {
-        0..1_000 => format!("{ns} ns"),
-        1_000..1_000_000 => format!("{:.3} µs", ns as f64 / 1e3),
-        1_000_000..1_000_000_000 => format!("{:.3} ms", ns as f64 / 1e6),
-        _ => format!("{:.3} s", ns as f64 / 1e9),
-    }
 }
 
 /// `46 ×100, 0 ×2` style counts of DSCPs (by name where they have one).
@@ -315,7 +403,11 @@ fn counts(seen: &BTreeMap<u8, u64>, name: impl Fn(u8) -> String) -> String {
 }
 
 /// `send --bidir` as text: each direction with its heading, then what went wrong.
-pub(crate) fn bidir_text(report: &results::send::BidirReport, per_flow: bool) -> String {
+pub(crate) fn bidir_text(
+    report: &results::send::BidirReport,
+    per_flow: bool,
+    wide: bool,
+) -> String {
     let mut s = String::new();
     for (name, r) in [
         ("forward (to the agent)", &report.forward),
@@ -323,7 +415,7 @@ pub(crate) fn bidir_text(report: &results::send::BidirReport, per_flow: bool) ->
     ] {
         s.push_str(&format!("{name}:\n"));
         match r {
-            Some(r) => s.push_str(&send_text(r, per_flow)),
+            Some(r) => s.push_str(&send_text(r, per_flow, wide)),
             None => s.push_str("  not measured\n"),
         }
     }
@@ -337,13 +429,19 @@ pub(crate) fn bidir_text(report: &results::send::BidirReport, per_flow: bool) ->
 /// flow.
 fn spread_text(flows: usize, spread: &results::send::Spread) -> String {
     let mut t = report::text_table::Table::new(&["over flows", "flows", "median", "p90", "worst"]);
+    let percent: fn(f64) -> String = human::percent;
     let rows = [
-        ("lost %", spread.loss_pct, 1.0, 3),
-        ("delay mean µs", spread.delay_mean_ns, 1e3, 1),
-        ("jitter µs (D-ITG)", spread.jitter_ditg_ns, 1e3, 1),
-        ("sched err p99 µs", spread.schedule_error_p99_ns, 1e3, 1),
+        ("lost", spread.loss_pct, percent),
+        ("delay mean", spread.delay_mean_ns, human::duration),
+        // D-ITG's jitter: mean |D_i − D_{i−1}| of consecutive arrivals.
+        ("jitter (D-ITG)", spread.jitter_ditg_ns, human::duration),
+        (
+            "sched err p99",
+            spread.schedule_error_p99_ns,
+            human::duration,
+        ),
     ];
-    for (name, q, unit, digits) in rows {
+    for (name, q, v) in rows {
         let Some(q) = q else {
             t.row(vec![
                 name.into(),
@@ -354,7 +452,6 @@ fn spread_text(flows: usize, spread: &results::send::Spread) -> String {
             ]);
             continue;
         };
-        let v = |x: f64| format!("{:.digits$}", x / unit);
         t.row(vec![
             name.into(),
             q.flows.to_string(),
@@ -363,11 +460,23 @@ fn spread_text(flows: usize, spread: &results::send::Spread) -> String {
             v(q.worst),
         ]);
     }
-    let pct = |p: Option<f64>| p.map_or_else(|| "-".to_owned(), |p| format!("{p:.3} %"));
+    let pct = |p: Option<f64>| human::or_missing(p, human::percent);
     format!(
         "{flows} flows (one row each with --per-flow, every figure with --json)\n{}delivered {} of the packets sent; {} sent within 1 ms of their deadline\n",
         t.render(),
         pct(spread.delivered_pct),
         pct(spread.on_time_pct),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_label_is_shortened_to_the_room_left_with_an_ellipsis() {
+        assert_eq!(shorten("1 flow 0", 8), "1 flow 0");
+        assert_eq!(shorten("3 a rather long label", 12), "3 a rather …");
+        assert_eq!(shorten("12 µs-label", 5), "12 µ…");
+    }
 }

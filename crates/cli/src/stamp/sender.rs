@@ -97,6 +97,8 @@ pub(crate) struct StampConfig {
     pub(crate) progress: bool,
     /// Say "dualperf send: started" on stderr when sending begins.
     pub(crate) announce_start: bool,
+    /// Report the round trip's distribution (`send --cdf`).
+    pub(crate) cdf: bool,
 }
 
 /// The TLVs of one packet and its length (see the module's doc).
@@ -505,6 +507,12 @@ impl ReplyMeter {
 
     /// The figures of a session that sent `sent` packets in `mode`, stamped with our
     /// Error Estimate `ours`.
+    /// The round trip's distribution (without the reflector's turnaround), as `send
+    /// --cdf` reports it: see [`FlowMeter::delay_cdf_ns`].
+    pub(crate) fn rtt_cdf_ns(&self) -> Option<Vec<i64>> {
+        self.rtt.delay_cdf_ns()
+    }
+
     pub(crate) fn finish(&self, sent: u64, mode: Mode, ours: ErrorEstimate) -> Figures {
         let rtt = self.rtt.summary(Some(sent));
         let round_trip_lost = rtt.loss.lost;
@@ -692,7 +700,7 @@ pub(crate) fn run(config: &StampConfig, stop: &Arc<AtomicBool>) -> Result<SendRe
         error: sent.error,
         unlogged_records: None,
         stamp: Some(outcome),
-        delay_cdf_ns: None,
+        delay_cdf_ns: config.cdf.then(|| meter.rtt_cdf_ns()).flatten(),
     };
     let flows = vec![flow];
     let report = SendReport {
@@ -724,7 +732,7 @@ fn note_sizes(spec: &FlowSpec, writer: &PacketWriter) {
     let size = spec.size_bytes as usize;
     let l = writer.layout(size);
     if l.len != size {
-        eprintln!(
+        crate::out::note!(
             "dualperf send: note: STAMP packets are {} octets, not {size}: the base packet and its TLVs need that much, and padding takes at least a 4-octet TLV header",
             l.len
         );

@@ -51,6 +51,20 @@ fn send(host: &str, port: u16, args: &[&str]) -> crate::support::Finished {
     run(&all)
 }
 
+/// The flow's delay distribution (`send --cdf`): the smallest delay and percentiles 1
+/// to 100, in order, all non-negative (one kernel's clock on both ends).
+fn assert_cdf(report: &Value, what: &str) {
+    let cdf: Vec<i64> = report["flows"][0]["delay_cdf_ns"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{what}: no delay_cdf_ns in {report:#}"))
+        .iter()
+        .map(|v| v.as_i64().unwrap())
+        .collect();
+    assert_eq!(cdf.len(), 101, "{what}");
+    assert!(cdf.windows(2).all(|w| w[0] <= w[1]), "{what}: {cdf:?}");
+    assert!(cdf[0] >= 0, "{what}: {cdf:?}");
+}
+
 fn assert_whole(report: &Value, packets: u64, what: &str) {
     let f = &report["flows"][0];
     assert_eq!(u(f, "/sent/packets"), packets, "{what}: {f:#}");
@@ -65,13 +79,14 @@ fn reverse_and_bidir_are_measured_in_each_direction_over_both_families_and_trans
         for proto in ["--udp", "--tcp"] {
             let what = format!("{host} {proto}");
             let flow = [proto, "--rate", "500pps", "--size", "200", "--count", "150"];
-            let mut args = vec!["--key", "k", "--reverse", "--json"];
+            let mut args = vec!["--key", "k", "--reverse", "--json", "--cdf"];
             args.extend(flow);
             let out = send(host, agent.port, &args);
             out.assert_success();
             let rev = out.json();
             crate::schema::assert_valid("send", &rev);
             assert_whole(&rev, 150, &format!("reverse {what}"));
+            assert_cdf(&rev, &format!("reverse {what}"));
             // The agent sent to the receiver this send started, not to its own port.
             let dest: std::net::SocketAddr = rev["dest"].as_str().unwrap().parse().unwrap();
             assert_ne!(dest.port(), agent.port, "{what}");
@@ -80,7 +95,7 @@ fn reverse_and_bidir_are_measured_in_each_direction_over_both_families_and_trans
             assert_eq!(rev["clock"]["same_clock"], true, "{what}");
             assert_eq!(u(&rev, "/clock/offset_ns"), 0);
 
-            let mut args = vec!["--key", "k", "--bidir", "--json"];
+            let mut args = vec!["--key", "k", "--bidir", "--json", "--cdf"];
             args.extend(flow);
             let out = send(host, agent.port, &args);
             out.assert_success();
@@ -89,6 +104,8 @@ fn reverse_and_bidir_are_measured_in_each_direction_over_both_families_and_trans
             assert_eq!(both["errors"], serde_json::json!([]), "{what}");
             assert_whole(&both["forward"], 150, &format!("bidir forward {what}"));
             assert_whole(&both["reverse"], 150, &format!("bidir reverse {what}"));
+            assert_cdf(&both["forward"], &format!("bidir forward {what}"));
+            assert_cdf(&both["reverse"], &format!("bidir reverse {what}"));
             let fwd: std::net::SocketAddr =
                 both["forward"]["dest"].as_str().unwrap().parse().unwrap();
             assert_eq!(fwd.port(), agent.port, "{what}");
@@ -382,6 +399,7 @@ fn from_an_agent_to_a_keyed_receiver_the_key_stays_with_the_controller() {
             "--rate",
             "1000pps",
             "--json",
+            "--cdf",
         ])
     };
     // The agent forwards the receiver's challenge; the controller answers it.
@@ -389,6 +407,7 @@ fn from_an_agent_to_a_keyed_receiver_the_key_stays_with_the_controller() {
     out.assert_success();
     let r = out.json();
     assert_whole(&r, 50, "from the agent");
+    assert_cdf(&r, "from the agent");
     assert_eq!(r["dest"], format!("127.0.0.1:{port}"));
     let wrong = from("not-it");
     assert_eq!(wrong.code(), Some(1), "{}", wrong.stderr);

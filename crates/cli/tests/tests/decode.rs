@@ -1,4 +1,4 @@
-//! `dualperf decode`: logs written by `recv --log` and `send --log` decode to exact counts as JSON, CSV, ITGDec text and interval series; bad input fails clearly.
+//! `dualperf decode`: logs written by `recv --log` and `send --log` decode to exact counts as JSON, CSV, readable text, ITGDec text and interval series; bad input fails clearly.
 
 use std::path::Path;
 
@@ -75,11 +75,13 @@ fn decode_csv_prints_a_header_and_one_row_per_flow_plus_total() {
     assert!(lines[2].starts_with("total,"), "{}", lines[2]);
 }
 
+/// `--itgdec` keeps ITGDec's layout line for line, TOTAL RESULTS included even for one
+/// flow, so it can be diffed against ITGDec's own output.
 #[test]
-fn decode_text_has_itgdec_labels() {
+fn decode_itgdec_text_has_itgdec_labels() {
     let dir = TempDir::new("decode-text");
     let log = receiver_log(&dir, 200);
-    let out = decode(&log, &[]);
+    let out = decode(&log, &["--itgdec"]);
     out.assert_success();
     for label in [
         "Flow number",
@@ -247,8 +249,22 @@ fn decode_of_a_one_way_sender_log_reports_the_sent_side_and_no_loss() {
     assert_eq!(u(flow, "/bytes"), 4000);
     let text = decode(&log, &[]).assert_success().stdout.clone();
     assert!(text.contains("No received packets in this log"), "{text}");
-    assert!(text.contains("sent: 50 packets, 4000 bytes"), "{text}");
-    assert!(!text.contains("100.00 %"), "{text}");
+    let sent = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("sent "))
+        .unwrap_or_else(|| panic!("no sent line in\n{text}"));
+    assert!(sent.contains("50 packets, 3.91 KiB (4000 B)"), "{sent}");
+    assert!(
+        !text.contains("100.000 %") && !text.contains("lost "),
+        "{text}"
+    );
+    let itgdec = decode(&log, &["--itgdec"]).assert_success().stdout.clone();
+    assert!(
+        itgdec.contains("No received packets in this log"),
+        "{itgdec}"
+    );
+    assert!(itgdec.contains("sent: 50 packets, 4000 bytes"), "{itgdec}");
+    assert!(!itgdec.contains("100.00 %"), "{itgdec}");
     // Every record as CSV: a header and one tx row per packet, sequence 0..49.
     let csv = decode(&log, &["--packets"]).assert_success().stdout.clone();
     let rows: Vec<&str> = csv.lines().collect();
@@ -390,7 +406,7 @@ fn decode_reports_the_rtp_jitter_the_live_receiver_reported() {
         );
     }
     assert_eq!(logged["1"]["packets"], sender_rtp["packets"]);
-    let text = decode(&log, &[]);
+    let text = decode(&log, &["--itgdec"]);
     text.assert_success();
     assert!(
         text.stdout
@@ -399,6 +415,256 @@ fn decode_reports_the_rtp_jitter_the_live_receiver_reported() {
         "{}",
         text.stdout
     );
+    // The readable text has it in flow 1's block only.
+    let text = decode(&log, &[]).assert_success().stdout.clone();
+    let blocks = flow_blocks(&text);
+    assert_eq!(blocks.len(), 3, "two flows and their total: {text}");
+    assert!(blocks[0].starts_with("flow 1:"), "{text}");
+    let rtp: Vec<&str> = blocks[0]
+        .lines()
+        .filter(|l| l.trim_start().starts_with("RTP jitter"))
+        .collect();
+    assert_eq!(rtp.len(), 1, "{text}");
+    assert!(
+        rtp[0].contains("over 50 packets (RFC 3550 §6.4.1"),
+        "{}",
+        rtp[0]
+    );
+    assert!(!blocks[1].contains("RTP jitter"), "{text}");
+    assert!(!blocks[2].contains("RTP jitter"), "{text}");
+}
+
+/// The blocks of decode's text, each from its `flow N:` line (or `total of`) to the
+/// next.
+fn flow_blocks(text: &str) -> Vec<String> {
+    let mut blocks: Vec<String> = Vec::new();
+    for line in text.lines() {
+        if line.starts_with("flow ") || line.starts_with("total of ") {
+            blocks.push(String::new());
+        }
+        if let Some(b) = blocks.last_mut() {
+            b.push_str(line);
+            b.push('\n');
+        }
+    }
+    blocks
+}
+
+/// The figures of a text line `  label   figures`: what follows the label column.
+fn figures<'a>(block: &'a str, label: &str) -> &'a str {
+    block
+        .lines()
+        .find_map(|l| {
+            let rest = l.strip_prefix("  ")?.strip_prefix(label)?;
+            rest.starts_with("  ").then(|| rest.trim())
+        })
+        .unwrap_or_else(|| panic!("no {label:?} line in\n{block}"))
+}
+
+/// One flow: one block with every figure in its unit, and no total repeating it.
+#[test]
+fn decode_text_of_one_flow_has_no_total_and_scales_its_units() {
+    let dir = TempDir::new("decode-human");
+    let log = receiver_log(&dir, 200);
+    let out = decode(&log, &[]);
+    out.assert_success();
+    let text = &out.stdout;
+    let blocks = flow_blocks(text);
+    assert_eq!(blocks.len(), 1, "{text}");
+    assert!(
+        blocks[0].starts_with("flow 1: udp, meter owd, \"flow 0\", from 127.0.0.1 port "),
+        "{text}"
+    );
+    for absent in ["TOTAL", "total of", "dualperf extras", "Average delay"] {
+        assert!(!text.contains(absent), "{absent:?} in\n{text}");
+    }
+    let b = &blocks[0];
+    assert_eq!(figures(b, "packets"), "200 received (200 unique), 200 sent");
+    assert_eq!(figures(b, "lost"), "0 of 200 expected (0.000 %)");
+    // 200 × 64 B = 12,800 B = 12.5 KiB.
+    assert!(
+        figures(b, "received").starts_with("12.5 KiB (12800 B) in "),
+        "{b}"
+    );
+    // Loopback delays are microseconds (or milliseconds on a loaded host), never
+    // `0.000003 s`.
+    let delay = figures(b, "delay");
+    let values: Vec<&str> = delay.split(", ").collect();
+    assert_eq!(values.len(), 4, "{delay}");
+    for (v, name) in values.iter().zip(["min ", "mean ", "max ", "sd "]) {
+        let v = v.strip_prefix(name).unwrap_or_else(|| panic!("{delay}"));
+        let (number, unit) = v.split_once(' ').unwrap_or_else(|| panic!("{v}"));
+        assert!(number.parse::<f64>().is_ok(), "{v}");
+        assert!(["ns", "µs", "ms"].contains(&unit), "{v}");
+    }
+    assert!(
+        ["µs", "ms"]
+            .iter()
+            .any(|u| values[1].ends_with(&format!(" {u}"))),
+        "a mean loopback delay in µs or ms: {delay}"
+    );
+    assert!(!text.contains("0.0000"), "{text}");
+    for label in ["rate", "jitter", "IPDV", "PDV", "order", "DSCP/ECN"] {
+        figures(b, label);
+    }
+}
+
+/// Several flows: a block each, then their total.
+#[test]
+fn decode_text_of_two_flows_ends_with_their_total() {
+    let dir = TempDir::new("decode-human-two");
+    let log = dir.path("recv.dplog");
+    let rx = Receiver::start(&["--log", path_str(&log), "--json", "--sessions", "2"]);
+    for count in ["30", "50"] {
+        send(
+            "127.0.0.1",
+            rx.port,
+            &[
+                "--rate", "500pps", "--size", "64", "--count", count, "--json",
+            ],
+        )
+        .assert_success();
+    }
+    rx.finish().finished.assert_success();
+    let out = decode(&log, &[]);
+    let text = &out.assert_success().stdout;
+    let blocks = flow_blocks(text);
+    assert_eq!(blocks.len(), 3, "{text}");
+    assert!(blocks[0].starts_with("flow 1:"), "{text}");
+    assert!(blocks[1].starts_with("flow 2:"), "{text}");
+    assert!(blocks[2].starts_with("total of 2 flows"), "{text}");
+    assert_eq!(
+        figures(&blocks[0], "packets"),
+        "30 received (30 unique), 30 sent"
+    );
+    assert_eq!(
+        figures(&blocks[1], "packets"),
+        "50 received (50 unique), 50 sent"
+    );
+    assert_eq!(
+        figures(&blocks[2], "packets"),
+        "80 received (80 unique), 80 sent"
+    );
+}
+
+/// `--interval` as text: an aligned table whose times count from the first window's
+/// start, every packet in some row; no receive-clock epoch anywhere.
+#[test]
+fn decode_interval_text_is_a_table_of_times_since_the_start() {
+    let dir = TempDir::new("decode-interval-text");
+    let log = receiver_log(&dir, 200);
+    let doc = decode(&log, &["--interval", "100ms", "--json"])
+        .assert_success()
+        .json();
+    let windows = doc["intervals"].as_array().expect("intervals").len();
+    let out = decode(&log, &["--interval", "100ms"]);
+    let text = &out.assert_success().stdout;
+    assert!(
+        text.contains(
+            "\nreceived per 100 ms window of receive time, from the first window's start\n"
+        ),
+        "{text}"
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    let head = lines
+        .iter()
+        .position(|l| l.starts_with("interval "))
+        .unwrap_or_else(|| panic!("no table header in\n{text}"));
+    let columns: Vec<&str> = lines[head]
+        .split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
+    assert_eq!(
+        columns,
+        [
+            "interval",
+            "packets",
+            "received",
+            "rx rate",
+            "delay mean",
+            "delay max",
+            "jitter",
+            "lost pkt"
+        ]
+    );
+    assert!(lines[head + 1].chars().all(|c| c == '-'), "{text}");
+    let rows = &lines[head + 2..head + 2 + windows];
+    let mut packets = 0;
+    for (k, row) in rows.iter().enumerate() {
+        let want = format!("{:.2}-{:.2} s ", k as f64 / 10.0, (k + 1) as f64 / 10.0);
+        assert!(row.starts_with(&want), "row {k}: {row}");
+        // Every row as wide as the header: the columns line up.
+        assert_eq!(row.chars().count(), lines[head].chars().count(), "{row}");
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        packets += cells[2].parse::<u64>().unwrap_or_else(|_| panic!("{row}"));
+    }
+    assert_eq!(packets, 200, "{text}");
+    // After the rows, the legend.
+    assert!(lines[head + 2 + windows].starts_with("rx rate: "), "{text}");
+    // No epoch nanoseconds (19 digits) and no 16-digit fractions.
+    for token in text.split(|c: char| !c.is_ascii_digit()) {
+        assert!(token.len() < 10, "{token} in\n{text}");
+    }
+    // The machine formats keep ns on the receiver's clock.
+    let csv = decode(&log, &["--interval", "100ms", "--csv"])
+        .assert_success()
+        .stdout
+        .clone();
+    let first: Vec<&str> = csv.lines().nth(1).expect("a row").split(',').collect();
+    assert!(first[0].len() >= 18, "{csv}");
+    // And --itgdec keeps the CSV series after ITGDec's layout, as before.
+    let itgdec = decode(&log, &["--interval", "100ms", "--itgdec"])
+        .assert_success()
+        .stdout
+        .clone();
+    assert!(itgdec.contains("TOTAL RESULTS"), "{itgdec}");
+    assert!(itgdec.contains("\nstart_ns,end_ns,packets,"), "{itgdec}");
+}
+
+/// A window with no arrival is missing, not zero: `-` for its rate, delay and jitter.
+#[test]
+fn decode_interval_text_marks_empty_windows_missing() {
+    let dir = TempDir::new("decode-interval-gaps");
+    let log = dir.path("recv.dplog");
+    let rx = Receiver::start(&["--log", path_str(&log), "--json", "--sessions", "1"]);
+    // 200 ms on, 400 ms off: at least two whole windows of 100 ms in every silence.
+    send(
+        "127.0.0.1",
+        rx.port,
+        &[
+            "--rate",
+            "200pps",
+            "--size",
+            "64",
+            "--on",
+            "const:200",
+            "--off",
+            "const:400",
+            "--count",
+            "100",
+            "--json",
+        ],
+    )
+    .assert_success();
+    rx.finish().finished.assert_success();
+    let out = decode(&log, &["--interval", "100ms"]);
+    let text = &out.assert_success().stdout;
+    let empty: Vec<Vec<&str>> = text
+        .lines()
+        .map(|l| {
+            l.split("  ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .collect::<Vec<_>>()
+        })
+        .filter(|c| c.len() == 8 && c[0].ends_with(" s") && c[1] == "0")
+        .collect();
+    assert!(empty.len() >= 2, "no empty windows in\n{text}");
+    for cells in &empty {
+        assert_eq!(cells[2], "0 B", "{cells:?}");
+        assert_eq!(&cells[3..], ["-", "-", "-", "-", "-"], "{cells:?}");
+    }
 }
 
 /// `decode` feeds the log through the live receiver's streaming meter: every figure it

@@ -23,7 +23,7 @@ fn events(h: &Value) -> Vec<String> {
         .collect()
 }
 
-/// The table as seed 000 draws it, with `v4`/`v6` the server's addresses and
+/// The table as Bouras et al. (H.323 study) draw it, with `v4`/`v6` the server's addresses and
 /// `client_v4` the IPv4 address the client's packets come from.
 fn check_matrix(doc: &Value, v4: &str, v6: &str, client_v4: &str) {
     for proto in ["tcp", "udp"] {

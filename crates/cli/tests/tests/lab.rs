@@ -596,3 +596,91 @@ fn a_plan_with_a_lab_target_runs_its_flows_through_the_lab_and_keeps_its_configu
         "the lab is removed"
     );
 }
+
+/// `lab up --json` prints the lab it built, and `route --json` its final counters on
+/// stdout: a script needs neither the state file nor stderr.
+#[test]
+fn lab_up_and_route_print_their_documents_as_json() {
+    if !privileged() {
+        return;
+    }
+    let name = format!("tj-{}", std::process::id() % 100_000);
+    let dir = TempDir::new("lab-json");
+    let topo = dir.path("topo.toml");
+    std::fs::write(&topo, two_hop_named(&name)).unwrap();
+    let lab = Lab {
+        name: name.clone(),
+        _dir: dir,
+    };
+    let up = run(&["lab", "up", path_str(&topo), "--json", "--quiet"]);
+    up.assert_success();
+    assert_eq!(up.stderr, "", "--quiet leaves stderr empty");
+    let doc = up.json();
+    assert_eq!(doc["topology"]["name"], name.as_str());
+    assert_eq!(doc["namespaces"].as_array().unwrap().len(), 6, "{doc}");
+    let routers = doc["routers"].as_array().unwrap();
+    let nodes: Vec<&str> = routers
+        .iter()
+        .map(|r| r["node"].as_str().unwrap())
+        .collect();
+    assert_eq!(nodes, ["r1", "r2"]);
+    assert!(routers.iter().all(|r| alive(r["pid"].as_u64().unwrap())));
+    // r1 replaced by a router of this test's own, which prints its counters at exit.
+    let pid = routers[0]["pid"].as_i64().unwrap() as i32;
+    // SAFETY: kill(2) on the router process the lab started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    while alive(pid as u64) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let router = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &format!("dp-{name}.r1"),
+            BIN,
+            "route",
+            "--json",
+        ])
+        .args(["--config", routers[0]["config"].as_str().unwrap()])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    struct Reap(Option<std::process::Child>);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            if let Some(c) = self.0.as_mut() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
+    let mut guard = Reap(Some(router));
+    let router_pid = guard.0.as_ref().unwrap().id() as i32;
+    let flow = lab.flow(
+        RECEIVER_V4,
+        &["--udp", "--rate", "1000pps", "--duration", "1s"],
+    );
+    let received = flow["received"]["packets"].as_u64().unwrap();
+    assert!(received >= 990, "{flow}");
+    // SAFETY: kill(2) on the router this test started and has not reaped.
+    assert_eq!(unsafe { libc::kill(router_pid, libc::SIGTERM) }, 0);
+    let out = guard.0.take().unwrap().wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stats: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("route --json printed no JSON ({e}): {:?}", out.stdout));
+    let forwarded: u64 = stats["interfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["ingress"]["forwarded_ipv4"].as_u64().unwrap())
+        .sum();
+    // The flow's packets and the session's TCP control segments crossed r1.
+    assert!(forwarded >= received, "{forwarded} < {received}");
+    lab.down();
+}

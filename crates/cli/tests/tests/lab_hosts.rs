@@ -148,7 +148,7 @@ fn two_hop_with_controller() -> String {
     )
 }
 
-/// Seed 000's plan (`plans/bouras-h323.toml`) with its lab target swapped for the hosts
+/// The H.323 study's (Bouras et al.) plan (`plans/bouras-h323.toml`) with its lab target swapped for the hosts
 /// of the lab: the agents in its four host nodes.
 fn seed_plan(target: &str) -> String {
     let text = std::fs::read_to_string(concat!(
@@ -279,6 +279,14 @@ fn a_seed_plan_runs_across_agents_from_a_controller_node_with_the_lab_runs_table
         assert!(argv.contains(&"--from"), "{argv:?}");
         assert!(!argv.contains(&"k"), "no key in the record: {argv:?}");
         assert!(u(&rec, "/report/flows/0/received/packets") > 0);
+        // Each run's delay distribution came back through the agents, for the CDFs.
+        assert_eq!(
+            rec["report"]["flows"][0]["delay_cdf_ns"]
+                .as_array()
+                .map(Vec::len),
+            Some(101),
+            "{argv:?}"
+        );
         // One kernel in the lab: every session found one clock.
         assert_eq!(rec["report"]["clock"]["same_clock"], true);
     }

@@ -1,4 +1,4 @@
-//! Seed 002's DiffServ policy in the two-hop lab, for real: router r1 runs
+//! The QoS study's (Bouras et al.) DiffServ policy in the two-hop lab, for real: router r1 runs
 //! `plans/qos/bouras-*.toml` on its egress onto the 10 Mbit/s bottleneck (traffic from
 //! the sender's subnet marked EF, priority 20 % = 2 Mbit/s with a 50,000 B burst; best
 //! effort in a queue of 75, with or without WRED). Foreground goes sender → receiver,
@@ -192,7 +192,7 @@ fn lowering_the_wred_thresholds_raises_best_effort_loss() {
     if !privileged() {
         return;
     }
-    // Seed 002 §4.4: background TCP (bulk) + UDP 5 Mbit/s, foreground EF 700 kbit/s, with
+    // Bouras et al. (QoS study) §4.4: background TCP (bulk) + UDP 5 Mbit/s, foreground EF 700 kbit/s, with
     // WRED at 55/75 (scenario 2) and at 10/20 (lowered further than the paper's 30/50:
     // with the kernel's CUBIC and sub-millisecond base RTT the average queue here sits
     // near 26 packets, so 30/50 seldom acts; see the issue note).

@@ -264,3 +264,134 @@ fn cdf_reports_each_flows_delay_distribution_for_both_meters() {
     assert!(out.json()["flows"][0].get("delay_cdf_ns").is_none());
     rx.finish().finished.assert_success();
 }
+
+/// The cells of a table line: its columns are two or more spaces apart.
+fn cells(line: &str) -> Vec<&str> {
+    line.split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect()
+}
+
+/// `send`'s text fits 100 columns, each figure in its unit; `--wide` has every column.
+#[test]
+fn send_text_fits_100_columns_and_wide_prints_every_column() {
+    let rx = Receiver::start(&["--json", "--sessions", "2"]);
+    let args = ["--rate", "1000pps", "--size", "64", "--count", "100"];
+    let out = send("127.0.0.1", rx.port, &args);
+    let text = &out.assert_success().stdout;
+    for line in text.lines() {
+        assert!(
+            line.chars().count() <= 100,
+            "{} chars: {line}",
+            line.chars().count()
+        );
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let head = lines
+        .iter()
+        .position(|l| l.starts_with("flow "))
+        .unwrap_or_else(|| panic!("no table in\n{text}"));
+    assert_eq!(
+        cells(lines[head]),
+        [
+            "flow",
+            "proto",
+            "size",
+            "sent pkt",
+            "recv pkt",
+            "lost",
+            "rx rate",
+            "delay",
+            "jitter",
+            "sched p99"
+        ]
+    );
+    let row = cells(lines[head + 2]);
+    assert_eq!(row.len(), 10, "{}", lines[head + 2]);
+    assert!(row[0].ends_with(" flow 0"), "{row:?}");
+    assert_eq!(&row[1..6], ["udp/owd", "64 B", "100", "100", "0.00 %"]);
+    assert!(row[6].ends_with("bit/s"), "{row:?}");
+    // A loopback delay is microseconds (milliseconds on a loaded host).
+    assert!(
+        row[7].ends_with(" µs") || row[7].ends_with(" ms"),
+        "{row:?}"
+    );
+    for cell in &row[8..] {
+        let unit = cell.rsplit(' ').next().unwrap_or_default();
+        assert!(["ns", "µs", "ms"].contains(&unit), "{row:?}");
+    }
+
+    let wide = send("127.0.0.1", rx.port, &[&args[..], &["--wide"]].concat());
+    let text = &wide.assert_success().stdout;
+    let header = text
+        .lines()
+        .find(|l| l.starts_with("flow "))
+        .unwrap_or_else(|| panic!("no table in\n{text}"));
+    assert!(header.chars().count() > 100, "{header}");
+    assert_eq!(
+        cells(header),
+        [
+            "flow",
+            "proto",
+            "size B",
+            "sent",
+            "received",
+            "lost %",
+            "sent pps",
+            "rx Mbit/s",
+            "delay mean µs",
+            "jitter µs (D-ITG)",
+            "sched err p99 µs"
+        ]
+    );
+    rx.finish().finished.assert_success();
+}
+
+/// With `--interval`, each interval's line reaches stdout as the interval ends, on a
+/// pipe as on a terminal (iperf3's behaviour), and the receiver's series follows the
+/// results as a table of times since the flow's first arrival.
+#[test]
+fn send_interval_lines_reach_a_pipe_while_the_flow_runs() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let rx = Receiver::start(&["--json", "--sessions", "1"]);
+    let mut child = Command::new(crate::support::BIN)
+        .args(["send", "127.0.0.1", "-p", &rx.port.to_string()])
+        .args(["--rate", "200pps", "--size", "64", "--duration", "3s"])
+        .args(["--interval", "200ms"])
+        .env_remove("DUALPERF_KEY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("dualperf send");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let first = lines.next().expect("a line").expect("text");
+    // The first interval is 200 ms into a 3 s flow: the sender is still running.
+    let running = matches!(child.try_wait(), Ok(None));
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "{first}\n{}", rest.join("\n"));
+    assert!(first.starts_with('[') && first.contains(" s]"), "{first}");
+    assert!(
+        running,
+        "the first interval line came only at exit: {first}"
+    );
+    let head = rest
+        .iter()
+        .position(|l| l.starts_with("interval "))
+        .unwrap_or_else(|| panic!("no series table in\n{}", rest.join("\n")));
+    assert!(
+        rest[head + 2].starts_with("0.00-0.20 s "),
+        "{}",
+        rest[head + 2]
+    );
+    assert!(
+        rest[head + 3].starts_with("0.20-0.40 s "),
+        "{}",
+        rest[head + 3]
+    );
+    rx.finish().finished.assert_success();
+}

@@ -25,7 +25,7 @@ fn kharche_table_1_and_seed_000s_frames() {
         let pct = row(32, transport, ip)["overhead_pct"].as_f64().unwrap();
         assert_eq!(pct, headers * 100.0 / total, "{transport}/{ip}");
     }
-    // Seed 000: 294-byte frames over IPv4 become 314 over IPv6.
+    // Bouras et al. (H.323 study): 294-byte frames over IPv4 become 314 over IPv6.
     assert_eq!(u(row(252, "udp", "v4"), "/captured_frame_bytes"), 294);
     assert_eq!(u(row(252, "udp", "v6"), "/captured_frame_bytes"), 314);
 }

@@ -410,9 +410,61 @@ paper = { "beside" = [80, 800] }
         .lines()
         .find(|l| l.starts_with("beside"))
         .unwrap_or_else(|| panic!("{text}"));
-    assert!(row.contains("80.000") && row.contains("800.00"), "{row}");
+    // The paper's numbers, in the page's unit to three significant digits.
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert!(
+        cells.contains(&"80.0") && cells.last() == Some(&"800"),
+        "{row}"
+    );
     assert!(text.contains("bg1: Throughput (kbit/s): IPv4"), "{text}");
     // The point without background shows none.
     let alone = text.lines().find(|l| l.starts_with("alone")).unwrap();
     assert!(alone.matches('–').count() >= 4, "{alone}");
+}
+
+/// `run --json` says what it did on stdout (the runs a dry run would make, or the counts
+/// of a real one), and `--quiet` leaves stderr empty on success.
+#[test]
+fn run_reports_as_json_and_keeps_quiet_when_asked() {
+    let tmp = TempDir::new("plan-json");
+    let plan = tmp.path("tiny.toml");
+    std::fs::write(&plan, PLAN.replace("repetitions = 2", "repetitions = 1")).unwrap();
+    let dry = run(&["run", path_str(&plan), "--dry-run", "--json"]);
+    let doc = dry.assert_success().json();
+    assert_eq!(doc["plan"], "tiny");
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4, "{doc}");
+    let first = &runs[0];
+    assert_eq!(first["repetition"], 1);
+    assert!(first["send"]["dest"] == "127.0.0.1" || first["send"]["dest"] == "::1");
+    let args: Vec<&str> = first["send"]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert!(
+        args.windows(2).any(|w| w == ["--rate", "200pps"]),
+        "{args:?}"
+    );
+    assert_eq!(doc["run_duration_ns"], 300_000_000);
+
+    let dir = tmp.path("results");
+    let done = run(&[
+        "--quiet",
+        "run",
+        path_str(&plan),
+        "--dir",
+        path_str(&dir),
+        "--json",
+    ]);
+    let doc = done.assert_success().json();
+    assert_eq!(done.stderr, "", "--quiet: no notes or progress");
+    assert_eq!(doc["runs_planned"], 4);
+    assert_eq!(doc["runs_measured"], 4);
+    assert_eq!(doc["runs_failed"], 0);
+    assert_eq!(doc["runs_indexed"], 4);
+    assert_eq!(doc["interrupted"], false);
+    assert_eq!(doc["dir"], path_str(&dir));
+    assert_eq!(result_ids(&dir).len(), 4);
 }

@@ -281,7 +281,7 @@ fn dualperfs_sender_against_stamp_suites_reflector() {
             let port = port.to_string();
             let mut ours = vec![
                 "send", host, "--port", &port, "--stamp", "--count", "100", "--rate", "200pps",
-                "--size", "120", "--dscp", "AF41", "--json",
+                "--size", "120", "--dscp", "AF41", "--json", "--cdf",
             ];
             if auth {
                 ours.extend(["--stamp-auth", "--stamp-key", KEY]);
@@ -301,6 +301,17 @@ fn dualperfs_sender_against_stamp_suites_reflector() {
             assert_eq!(u(f, "/rtt/loss/lost"), 0, "{what}");
             assert_eq!(u(f, "/stamp/replies"), N, "{what}");
             assert_eq!(u(f, "/stamp/round_trip_lost"), 0, "{what}");
+            // --cdf: the round trip's smallest value and percentiles 1 to 100, the
+            // smallest being the round trip's minimum.
+            let cdf: Vec<i64> = f["delay_cdf_ns"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{what}: no delay_cdf_ns"))
+                .iter()
+                .map(|v| v.as_i64().unwrap())
+                .collect();
+            assert_eq!(cdf.len(), 101, "{what}");
+            assert!(cdf.windows(2).all(|w| w[0] <= w[1]), "{what}: {cdf:?}");
+            assert_eq!(Some(cdf[0]), f["rtt"]["delay"]["min_ns"].as_i64(), "{what}");
             assert_eq!(
                 u(f, "/stamp/malformed_replies") + u(f, "/stamp/unknown_replies"),
                 0,

@@ -1,6 +1,6 @@
 //! Usage errors exit 2 with a message that names the problem, before any connection is made.
 
-use crate::support::{path_str, run, send, Finished, TempDir};
+use crate::support::{path_str, run, send, Finished, Proc, TempDir};
 
 /// No receiver listens: each of these must fail before connecting. (If one did try to
 /// connect, it would be refused by 127.0.0.1 port 9 and exit 1, failing the test.)
@@ -159,4 +159,18 @@ fn unreadable_input_files_are_usage_errors_everywhere() {
         assert_eq!(out.code(), Some(2), "{args:?}: {}", out.stderr);
         assert!(out.stderr.contains(says), "{args:?}: {}", out.stderr);
     }
+}
+
+/// dualperf writes no colour of its own; clap's error colours follow the terminal and
+/// the conventions: `CLICOLOR_FORCE` forces them, `NO_COLOR` (no-color.org) wins.
+#[test]
+fn no_color_turns_colour_off_even_when_forced() {
+    let bad = ["send", "::1", "--no-such-flag"];
+    let forced = Proc::spawn_with_env(&bad, &[("CLICOLOR_FORCE", "1")]).finish();
+    assert_eq!(forced.code(), Some(2));
+    assert!(forced.stderr.contains('\u{1b}'), "{:?}", forced.stderr);
+    let off = Proc::spawn_with_env(&bad, &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]).finish();
+    assert_eq!(off.code(), Some(2));
+    assert!(!off.stderr.contains('\u{1b}'), "{:?}", off.stderr);
+    assert!(off.stderr.contains("--no-such-flag"), "{}", off.stderr);
 }
