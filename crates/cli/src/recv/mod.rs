@@ -509,19 +509,30 @@ impl Receiver {
     pub(crate) fn start(config: ReceiverConfig, stop: Arc<AtomicBool>) -> Result<Self> {
         let mut bind = config.bind;
         let mut dual_stack = bind.ip() == IpAddr::V6(Ipv6Addr::UNSPECIFIED);
-        let listener = match netio::tcp::listen(bind, dual_stack) {
-            Err(e) if dual_stack && e.raw_os_error() == Some(EAFNOSUPPORT) => {
-                // IPv6 is disabled on this host: serve IPv4 alone rather than nothing.
-                eprintln!("dualperf recv: warning: IPv6 is unavailable here ({e}); listening on IPv4 only");
-                bind = SocketAddr::new(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), bind.port());
-                dual_stack = false;
-                netio::tcp::listen(bind, false)
+        // With port 0 the kernel picks a free TCP port, and the UDP sockets take the
+        // same number: another program may hold that UDP port, so try a few.
+        let mut tries = if bind.port() == 0 { 16 } else { 1 };
+        let (listener, local, sockets) = loop {
+            let listener = match netio::tcp::listen(bind, dual_stack) {
+                Err(e) if dual_stack && e.raw_os_error() == Some(EAFNOSUPPORT) => {
+                    // IPv6 is disabled on this host: serve IPv4 alone rather than nothing.
+                    eprintln!("dualperf recv: warning: IPv6 is unavailable here ({e}); listening on IPv4 only");
+                    bind =
+                        SocketAddr::new(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), bind.port());
+                    dual_stack = false;
+                    netio::tcp::listen(bind, false)
+                }
+                other => other,
             }
-            other => other,
-        }
-        .with_context(|| format!("cannot listen on TCP {bind}"))?;
-        let local = listener.local_addr()?;
-        let sockets = bind_udp(local, dual_stack, config.threads)?;
+            .with_context(|| format!("cannot listen on TCP {bind}"))?;
+            let local = listener.local_addr()?;
+            tries -= 1;
+            match bind_udp(local, dual_stack, config.threads) {
+                Ok(sockets) => break (listener, local, sockets),
+                Err(e) if tries > 0 && is_addr_in_use(&e) => continue,
+                Err(e) => return Err(e),
+            }
+        };
         let log = match &config.log {
             Some(path) => {
                 let meta = serde_json::json!({
@@ -650,6 +661,14 @@ impl Receiver {
             counters: self.shared.counters.snapshot(),
         })
     }
+}
+
+/// Whether `e` comes from a port another socket holds.
+fn is_addr_in_use(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::AddrInUse)
+    })
 }
 
 /// The receiver's UDP sockets on `local` (the TCP listener's address and port): one
