@@ -8,7 +8,10 @@
 #   identifiers (GNU grep, and ripgrep when installed). The greps find more lines than
 #   portcheck because they cannot tell comments and strings from code; the script prints
 #   both counts beside the times. No Checkv4-style scanner survives to compare with.
-#   Best of 3 runs each, warm cache. A benchmark: it prints figures, it asserts nothing.
+#   Best of 3 runs each, warm cache. Then precision and recall, by site, per code base
+#   and pooled, on the hand-labelled real corpus (crates/port/tests/fixtures/real), for
+#   portcheck and for the same grep (bench/portcheck-real.py). A benchmark: it prints
+#   figures, it asserts nothing (crates/port/tests/real.rs holds the floors).
 #   Needs: a release build (made here), grep; ripgrep optional (apt-get install ripgrep).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,3 +50,8 @@ if command -v rg >/dev/null 2>&1; then
   tr=$(best rg -n --no-ignore -t c -t cpp "$pattern" "$tree")
   printf '%-34s %8s %10s %8s\n' "ripgrep (identifiers only)" "$tr" "$(rate "$tr")" "$(ratio "$tr" "$tn")"
 fi
+
+# Precision and recall by site on the hand-labelled real corpus, beside the grep.
+echo
+echo "real code (crates/port/tests/fixtures/real, sites marked by hand):"
+python3 bench/portcheck-real.py "$bin" crates/port/tests/fixtures/real

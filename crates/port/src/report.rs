@@ -5,6 +5,10 @@
 //! result per finding with a physical location (relative URI, 1-based line and column,
 //! the line as snippet). Columns count Unicode code points, which the run declares
 //! (`columnKind`, §3.14.17). A test validates the output against the published schema.
+//!
+//! There is one finding per line ([`crate::scan::scan_source`]); the other rules that
+//! matched on that line are listed with it: `also` in JSON, `properties.also` in SARIF,
+//! an `= also:` line in text.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -13,6 +17,10 @@ use serde_json::{json, Value};
 
 use crate::rules::{rule, Severity, RULES};
 use crate::walk::Scan;
+
+/// SARIF's `informationUri`: the project's repository, as the workspace's `Cargo.toml`
+/// states it (`repository`), so that it is set in one place.
+pub const INFORMATION_URI: &str = env!("CARGO_PKG_REPOSITORY");
 
 /// The tool's name and version, as reports show them.
 #[derive(Clone, Copy, Debug)]
@@ -49,6 +57,9 @@ pub fn text(scan: &Scan, explain: bool) -> String {
             r.title
         );
         let _ = writeln!(out, "    | {}", f.snippet.trim_end());
+        if !f.also.is_empty() {
+            let _ = writeln!(out, "    = also: {}", f.also.join(", "));
+        }
         if explain {
             let _ = writeln!(out, "    = why: {}", r.why);
         }
@@ -115,6 +126,7 @@ pub fn json(scan: &Scan, tool: Tool<'_>) -> Value {
                 "criterion": r.criterion,
                 "matched": f.matched,
                 "snippet": f.snippet,
+                "also": f.also,
             }))
         })
         .collect();
@@ -165,6 +177,7 @@ pub fn sarif(scan: &Scan, tool: Tool<'_>) -> Value {
                 "ruleIndex": index,
                 "level": f.severity.name(),
                 "message": { "text": format!("{}: {}. Use {}", r.title, r.why, r.fix) },
+                "properties": { "also": f.also },
                 "locations": [{
                     "physicalLocation": {
                         "artifactLocation": { "uri": uri(&file.path) },
@@ -197,7 +210,7 @@ pub fn sarif(scan: &Scan, tool: Tool<'_>) -> Value {
                 "driver": {
                     "name": tool.name,
                     "semanticVersion": tool.version,
-                    "informationUri": "https://example.invalid/dualperf",
+                    "informationUri": INFORMATION_URI,
                     "rules": rules,
                 },
             },

@@ -1,7 +1,7 @@
 //! The rules, as data: one table, one row per IPv4-only construct.
 //!
 //! Each row says what to look for ([`Matcher`]), in which languages, what makes a
-//! match moot (an IPv6 counterpart anywhere in the same file, `unless`), why the
+//! match moot (an IPv6 counterpart in the same scope, `unless`: see below), why the
 //! construct breaks on IPv6, what replaces it, and which of the eight criteria of Bouras et al. (H.323 study)
 //! for a ported application it bears on. `example_bad` is flagged and `example_good`
 //! is not (both C-family unless the rule is for other languages only); the tests at
@@ -13,6 +13,41 @@
 //! IPV6_UNICAST_HOPS), RFC 3678 (protocol-independent multicast: MCAST_JOIN_GROUP),
 //! RFC 3986 §3.2.2 (bracketed IPv6 literals in URLs and host:port), RFC 4038
 //! (application aspects of IPv6 transition), and the languages' own libraries.
+//!
+//! # Counterparts excuse by scope, not by file
+//!
+//! A rule's `unless` identifiers (`sockaddr_in6`, `AF_INET6`, `getaddrinfo`…) show that
+//! the IPv6 side of a construct is handled, but only where they actually cover it:
+//! - in the same **function** (or other top-level block: a struct or union with both
+//!   `sockaddr_in` and `sockaddr_in6` members, a `#define` testing both families), or
+//! - in the same **dispatch**: the innermost `if`/`else` chain around the construct
+//!   (any branch or condition of it), or an enclosing `switch` with a `case` for the
+//!   counterpart (`case AF_INET:` beside `case AF_INET6:`).
+//!
+//! A mention at file level (a global, a prototype, an `#ifdef AF_INET6`) excuses
+//! nothing, and neither does one in another function. Why: porting is done function by
+//! function, and a partly ported file is exactly the case where one function speaks
+//! IPv6 and the others do not yet; file-wide suppression silenced all of them.
+//!
+//! Two constructs are decided per construct even inside a function that handles both
+//! families, because the other family's code beside them does not repair them:
+//! - a `struct sockaddr_in` *variable* that `recvfrom`/`accept`/`getpeername`/
+//!   `getsockname` fill: the kernel writes an IPv6 peer into it too, and it is 12 bytes
+//!   short (the storage must be `sockaddr_storage`);
+//! - `ai_family = AF_INET` in getaddrinfo hints: it asks for IPv4 answers only.
+//!
+//! These are excused by the dispatch rule only (`if (v6) hints.ai_family = AF_INET6;
+//! else hints.ai_family = AF_INET;`); a function that keeps one buffer per family and
+//! has the kernel fill each (`if (inet6) accept(s, &sin6, …); else accept(s, &sin, …);`)
+//! is such a dispatch.
+//!
+//! IPv4-only calls (`inet_ntoa`, `inet_addr`, `inet_aton`, `gethostbyname`,
+//! `gethostbyaddr`) and rules with no `unless` (colon splits, ICMP-only checks…) are
+//! excused only as the IPv4 side of a **family dispatch**: an `if` chain or `switch`
+//! whose *other* branch names IPv6 (`AF_INET6`, `sockaddr_in6`, `in6_addr`,
+//! `ip6_hdr`, …), `#ifdef`s between its branches included. The same call elsewhere in
+//! a function that speaks IPv6 (a debug print left outside the branches) is still
+//! reported: it runs whatever the family.
 
 use serde::Serialize;
 
@@ -55,7 +90,10 @@ pub enum Matcher {
     /// A dotted-quad IPv4 address inside a string literal, or `0x7f000001` as a number.
     Ipv4Literal,
     /// A character array sized for a dotted quad (15, 16 or `INET_ADDRSTRLEN`; 4 bytes
-    /// of `unsigned char`) whose name says it holds an address, and `INET_ADDRSTRLEN`.
+    /// of `unsigned char`) whose name says it holds an address, and `INET_ADDRSTRLEN`;
+    /// any text buffer smaller than `INET6_ADDRSTRLEN` (46) that is named for an IP
+    /// address or that `inet_ntoa`/`inet_ntop` output is copied into, and one smaller
+    /// than 54 (`"[v6]:port"`) that a host:port format fills.
     AddrBuffer,
     /// An address kept in an integer: `u_long peer_addr;`, `uint32_t ip = …`.
     AddrInteger,
@@ -72,6 +110,16 @@ pub enum Matcher {
     ColonSplit,
     /// A host:port string put together with a bare colon (`"%s:%d"`, `host + ":" + port`).
     ColonFormat,
+    /// `sizeof(struct sockaddr)` (also through `#define SA struct sockaddr`, a typedef
+    /// or a macro for the whole `sizeof`), and `struct sockaddr NAME` storage that
+    /// `accept`/`recvfrom`/`getpeername`/`getsockname` fill.
+    SockaddrSize,
+    /// `isdigit(host[0])`, `isdigit(*host)`, `atoi(host)`, `strspn(host, "0123456789.")`
+    /// where the same function hands `host` to `inet_addr`/`inet_aton`/`inet_network`.
+    NumericHostTest,
+    /// The first answer of a lookup only: `h_addr`, `h_addr_list[0]`, and `ai_addr` in a
+    /// function that calls `getaddrinfo` and never follows `ai_next`.
+    FirstAnswer,
     /// A string literal equal to one of these.
     StrEquals(&'static [&'static str]),
     /// A string literal containing one of these.
@@ -88,8 +136,9 @@ pub struct Rule {
     pub severity: Severity,
     pub langs: &'static [Lang],
     pub matcher: Matcher,
-    /// Identifiers whose presence anywhere in the file's code shows the IPv6 side is
-    /// handled too, so the IPv4 construct is one half of dual-stack code.
+    /// Identifiers whose presence in the same scope (function or dispatch: see the
+    /// module documentation) shows the IPv6 side is handled too, so the IPv4 construct
+    /// is one half of dual-stack code.
     pub unless: &'static [&'static str],
     /// Why it breaks on IPv6.
     pub why: &'static str,
@@ -134,6 +183,19 @@ pub static RULES: &[Rule] = &[
         example_good: "getnameinfo((struct sockaddr *)&ss, len, host, sizeof host, NULL, 0, 0);",
     },
     Rule {
+        id: "first_address_only",
+        title: "only the first address of a lookup is used",
+        severity: Severity::Warning,
+        langs: C,
+        matcher: Matcher::FirstAnswer,
+        unless: &[],
+        why: "h_addr (h_addr_list[0]) takes the first answer of an IPv4-only lookup and drops the rest; after the port to getaddrinfo, each answer must be tried in turn, as the first may be of a family or on a path that does not work here (RFC 6724, RFC 8305)",
+        fix: "walk every answer: for (ai = res; ai; ai = ai->ai_next) try socket() and connect(), stopping at the first that works (or race them, RFC 8305)",
+        criterion: 7,
+        example_bad: "memcpy(&sin.sin_addr, hp->h_addr_list[0], 4);",
+        example_good: "for (ai = res; ai; ai = ai->ai_next) if (connect(s, ai->ai_addr, ai->ai_addrlen) == 0) break;",
+    },
+    Rule {
         id: "hostent",
         title: "struct hostent holds one family and h_addr is only the first address",
         severity: Severity::Warning,
@@ -173,6 +235,19 @@ pub static RULES: &[Rule] = &[
         example_good: "if (inet_pton(AF_INET6, text, &in6) != 1) return -1;",
     },
     Rule {
+        id: "numeric_host_test",
+        title: "a host tested for digits to choose an IPv4 parser",
+        severity: Severity::Warning,
+        langs: C,
+        matcher: Matcher::NumericHostTest,
+        unless: &[],
+        why: "isdigit(host[0]) or atoi(host) > 0 decides that a host is a dotted quad and hands it to inet_addr/inet_aton; an IPv6 literal (\"2001:db8::1\") passes the test and is mangled, or (\"::1\", \"fe80::1\") fails it and is sent to the name resolver",
+        fix: "drop the test: getaddrinfo() parses numeric addresses of both families itself (AI_NUMERICHOST to accept only them), or try inet_pton(AF_INET6, …) then inet_pton(AF_INET, …)",
+        criterion: 1,
+        example_bad: "if (isdigit(host[0])) a.s_addr = inet_addr(host);",
+        example_good: "if (isdigit(opt[0])) n = atoi(opt); e = getaddrinfo(host, NULL, &hints, &res);",
+    },
+    Rule {
         id: "inet_ntoa",
         title: "inet_ntoa() prints IPv4 addresses only",
         severity: Severity::Error,
@@ -205,11 +280,11 @@ pub static RULES: &[Rule] = &[
     },
     Rule {
         id: "sockaddr_in",
-        title: "struct sockaddr_in with no IPv6 counterpart in the file",
+        title: "struct sockaddr_in with no IPv6 counterpart in the same function",
         severity: Severity::Warning,
         langs: C,
         matcher: Matcher::Ident(&["sockaddr_in", "sin_addr", "sin_port", "sin_family", "sin_zero", "s_addr"]),
-        unless: &["sockaddr_in6", "sockaddr_storage", "addrinfo"],
+        unless: &["sockaddr_in6", "sockaddr_storage", "addrinfo", "AF_INET6", "PF_INET6", "sin6_addr"],
         why: "a sockaddr_in holds an IPv4 address and port only; storing peers in it, or sizing buffers with sizeof(struct sockaddr_in), truncates IPv6 peers",
         fix: "struct sockaddr_storage for any peer address, with the length returned by accept/recvfrom/getaddrinfo; sockaddr_in6 where the family is known (RFC 3493 §3.10)",
         criterion: 1,
@@ -218,11 +293,11 @@ pub static RULES: &[Rule] = &[
     },
     Rule {
         id: "in_addr",
-        title: "struct in_addr / in_addr_t with no in6_addr in the file",
+        title: "struct in_addr / in_addr_t with no in6_addr in the same function",
         severity: Severity::Warning,
         langs: C,
         matcher: Matcher::Ident(&["in_addr", "in_addr_t"]),
-        unless: &["in6_addr", "sockaddr_storage", "addrinfo"],
+        unless: &["in6_addr", "sockaddr_storage", "addrinfo", "AF_INET6", "PF_INET6", "sin6_addr"],
         why: "a 32-bit IPv4 address; an IPv6 address is 128 bits",
         fix: "struct in6_addr (or keep the whole sockaddr_storage), compared with IN6_ARE_ADDR_EQUAL or memcmp",
         criterion: 1,
@@ -230,8 +305,21 @@ pub static RULES: &[Rule] = &[
         example_good: "struct in6_addr peer; /* struct in_addr */",
     },
     Rule {
+        id: "sockaddr_size",
+        title: "sizeof(struct sockaddr) as an address length, or struct sockaddr as storage",
+        severity: Severity::Warning,
+        langs: C,
+        matcher: Matcher::SockaddrSize,
+        unless: &[],
+        why: "struct sockaddr is 16 bytes: room for a sockaddr_in, not for a sockaddr_in6 (28 bytes). As the length given to bind/connect/accept/getsockname/recvfrom or to an allocator, or as the storage accept/recvfrom fill, it makes the kernel refuse an IPv6 address or silently truncate it",
+        fix: "struct sockaddr_storage for storage, with socklen_t len = sizeof(struct sockaddr_storage) before accept/recvfrom; ai_addrlen (from getaddrinfo) or the length returned with the address for bind/connect (RFC 3493 §3.10)",
+        criterion: 1,
+        example_bad: "socklen_t len = sizeof(struct sockaddr); c = accept(s, &peer, &len);",
+        example_good: "socklen_t len = sizeof(struct sockaddr_storage); n = sizeof(struct sockaddr *);",
+    },
+    Rule {
         id: "af_inet",
-        title: "AF_INET/PF_INET only: no IPv6 family anywhere in the file",
+        title: "AF_INET/PF_INET only: no IPv6 family in the same function or dispatch",
         severity: Severity::Warning,
         langs: C_PY,
         matcher: Matcher::Ident(&["AF_INET", "PF_INET"]),
@@ -301,8 +389,8 @@ pub static RULES: &[Rule] = &[
         langs: C,
         matcher: Matcher::AddrBuffer,
         unless: &["INET6_ADDRSTRLEN", "NI_MAXHOST"],
-        why: "16 bytes (INET_ADDRSTRLEN) hold \"255.255.255.255\"; IPv6 text needs up to 46 (INET6_ADDRSTRLEN), with a zone more; 4 bytes hold only an IPv4 address",
-        fix: "char buf[INET6_ADDRSTRLEN] (or NI_MAXHOST for getnameinfo), and struct in6_addr / sockaddr_storage for binary addresses",
+        why: "16 bytes (INET_ADDRSTRLEN) hold \"255.255.255.255\"; IPv6 text needs up to 46 (INET6_ADDRSTRLEN), with a zone more, and \"[v6]:port\" up to 54; any smaller text buffer for an address (char ip[32], char addrs[8][24]) truncates it; 4 bytes hold only an IPv4 address",
+        fix: "char buf[INET6_ADDRSTRLEN] (or NI_MAXHOST for getnameinfo), INET6_ADDRSTRLEN + 8 for \"[address]:port\", and struct in6_addr / sockaddr_storage for binary addresses",
         criterion: 1,
         example_bad: "char ipstr[16];",
         example_good: "char ipstr[INET6_ADDRSTRLEN]; char nick[16];",
@@ -403,6 +491,28 @@ pub static RULES: &[Rule] = &[
         example_good: "struct group_req g; setsockopt(s, IPPROTO_IPV6, MCAST_JOIN_GROUP, &g, sizeof g);",
     },
     Rule {
+        id: "ipv4_sockopt",
+        title: "IPv4-only IP-level socket option",
+        severity: Severity::Warning,
+        langs: C_PY,
+        matcher: Matcher::Ident(&[
+            "IP_OPTIONS", "IP_HDRINCL", "IP_RECVOPTS", "IP_RETOPTS", "IP_RECVRETOPTS",
+            "IP_RECVDSTADDR", "IP_SENDSRCADDR", "IP_PKTINFO", "IP_RECVIF", "IP_MTU_DISCOVER",
+            "IP_MTU", "IP_RECVERR", "IP_RECVTTL", "IP_RECVTOS", "IP_MINTTL", "IPOPT_LSRR",
+            "IPOPT_SSRR", "IPOPT_RR", "IPOPT_TS", "in_pktinfo",
+        ]),
+        unless: &[
+            "IPV6_PKTINFO", "IPV6_RECVPKTINFO", "IPV6_MTU_DISCOVER", "IPV6_MTU", "IPV6_RECVERR",
+            "IPV6_HOPLIMIT", "IPV6_RECVHOPLIMIT", "IPV6_RTHDR", "IPV6_HOPOPTS", "IPV6_DSTOPTS",
+            "IPV6_RECVTCLASS", "IPV6_MINHOPCOUNT", "in6_pktinfo",
+        ],
+        why: "IPPROTO_IP options act on IPv4 packets only: IP options and loose/strict source routing (IPOPT_LSRR/SSRR) do not exist in IPv6, and IP_PKTINFO, IP_RECVDSTADDR, IP_MTU_DISCOVER, IP_RECVERR and IP_RECVTTL have IPv6 twins that an AF_INET6 socket needs instead",
+        fix: "IPV6_RECVPKTINFO/IPV6_PKTINFO with struct in6_pktinfo, IPV6_MTU_DISCOVER, IPV6_RECVERR, IPV6_RECVHOPLIMIT (RFC 3542); extension headers (IPV6_HOPOPTS, IPV6_DSTOPTS) for IP options and a routing header (IPV6_RTHDR, RFC 3542 §7) for source routing",
+        criterion: 1,
+        example_bad: "setsockopt(s, IPPROTO_IP, IP_OPTIONS, opts, optlen);",
+        example_good: "setsockopt(s, IPPROTO_IPV6, IPV6_RECVPKTINFO, &on, sizeof on); /* IP_PKTINFO */",
+    },
+    Rule {
         id: "multicast_byte_value",
         title: "multicast TTL/loop value declared as a byte",
         severity: Severity::Warning,
@@ -452,7 +562,7 @@ pub static RULES: &[Rule] = &[
         fix: "loop over res, res->ai_next … until a connect succeeds, or race them (RFC 8305 §5)",
         criterion: 7,
         example_bad: "getaddrinfo(h, p, &hints, &res); connect(s, res->ai_addr, res->ai_addrlen);",
-        example_good: "getaddrinfo(h, p, &hints, &res); for (ai = res; ai; ai = ai->ai_next) {}",
+        example_good: "int f(void) { getaddrinfo(h, p, &hints, &res); for (ai = res; ai; ai = ai->ai_next) {} }",
     },
     Rule {
         id: "colon_split",
@@ -464,7 +574,7 @@ pub static RULES: &[Rule] = &[
         why: "an IPv6 literal is full of colons: \"::1\" and \"[2001:db8::1]:80\" split into nonsense; RFC 3986 §3.2.2 (after RFC 2732) puts IPv6 literals in brackets for exactly this reason",
         fix: "parse \"[v6]:port\" first (the port follows the ']'), else split at the last colon only if there is a single colon; or take host and port as separate arguments (Go: net.SplitHostPort, Python: urllib.parse, Java: java.net.URI)",
         criterion: 5,
-        example_bad: "p = strchr(arg, ':');",
+        example_bad: "p = strchr(host, ':');",
         example_good: "p = strchr(arg, '@'); q = strchr(msg, ' '); /* strchr(arg, ':') */",
     },
     Rule {

@@ -293,8 +293,12 @@ fn parse_hex_addr(s: &str) -> Option<SocketAddr> {
 fn judge(scan: Option<&Scan>, rt: Option<&Runtime>) -> Vec<Check> {
     let mut by_criterion: BTreeMap<u8, BTreeMap<&'static str, usize>> = BTreeMap::new();
     if let Some(s) = scan {
+        // Every rule that matched, the reported one and those listed with it.
         for (_, f) in s.findings() {
-            if let Some(r) = rule(f.rule) {
+            for r in std::iter::once(f.rule)
+                .chain(f.also.iter().copied())
+                .filter_map(rule)
+            {
                 *by_criterion
                     .entry(r.criterion)
                     .or_default()

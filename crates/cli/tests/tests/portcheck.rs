@@ -259,3 +259,41 @@ fn criteria_see_the_flow_label_a_program_leases() {
     assert_eq!(criteria_of(&d, 2), "pass", "{d}");
     drop(rx);
 }
+
+#[test]
+fn one_finding_per_line_with_the_other_rules_listed() {
+    let tmp = TempDir::new("portcheck-also");
+    std::fs::write(
+        tmp.path("partly.c"),
+        "#define SAI struct sockaddr_in\nvoid f(void)\n{\n\tsin.sin_addr.s_addr = inet_addr(host); sin.sin_family = AF_INET;\n\tSAI *p;\n}\n",
+    )
+    .unwrap();
+    let root = tmp.path("").display().to_string();
+    let j = run(&["portcheck", "--json", "--fail-on", "none", &root]).json();
+    let lines: Vec<u64> = j["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["line"].as_u64().unwrap())
+        .collect();
+    assert_eq!(lines, [1, 4, 5], "{j}");
+    assert_eq!(j["findings"][1]["rule"], "inet_addr");
+    assert_eq!(
+        j["findings"][1]["also"],
+        serde_json::json!(["sockaddr_in", "af_inet"])
+    );
+    let text = run(&["portcheck", "--fail-on", "none", &root]);
+    assert!(
+        text.stdout.contains("    = also: sockaddr_in, af_inet\n"),
+        "{}",
+        text.stdout
+    );
+    let sarif = run(&["portcheck", "--format", "sarif", "--fail-on", "none", &root]).json();
+    let run0 = &sarif["runs"][0];
+    assert_eq!(
+        run0["results"][1]["properties"]["also"],
+        serde_json::json!(["sockaddr_in", "af_inet"])
+    );
+    let uri = run0["tool"]["driver"]["informationUri"].as_str().unwrap();
+    assert!(uri.starts_with("https://"), "{uri}");
+}

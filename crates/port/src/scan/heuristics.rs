@@ -163,13 +163,18 @@ pub(super) fn words(name: &str) -> Vec<String> {
 }
 
 /// `char NAME[15|16|INET_ADDRSTRLEN]` (also `unsigned char`, `u_char`, `uint8_t`…),
-/// `u_char NAME[4]` and the like, where NAME names an address; a `char` array of at
-/// most 24 bytes that `sprintf` fills with an IPv4 address and port; `INET_ADDRSTRLEN`
-/// wherever it is used; and a printf column 15 or 16 wide (`%-15s`) for an argument
-/// named for an address.
-pub(super) fn addr_buffers(toks: &[Token<'_>]) -> Vec<(usize, usize)> {
+/// `u_char NAME[4]` and the like, where NAME names an address; a `char` array of fewer
+/// than 54 bytes (`"[v6]:port"`) that `sprintf` fills with an address and port; a `char`
+/// array of fewer than 46 bytes (`INET6_ADDRSTRLEN`) that `inet_ntoa`/`inet_ntop` output
+/// is copied into, or whose name says IP (or, in IPv4 socket code, address); for
+/// `char NAME[M][N]` the string size N counts. Also `INET_ADDRSTRLEN` wherever it is
+/// used, and a printf column 15 or 16 wide (`%-15s`) for an argument named for an
+/// address.
+pub(super) fn addr_buffers(cx: &Cx<'_>) -> Vec<(usize, usize)> {
+    let toks = &cx.toks[..];
     let mut out = Vec::new();
     let formatted = address_port_buffers(toks);
+    let printed = printed_address_buffers(toks);
     for (i, t) in toks.iter().enumerate() {
         // A printf column as wide as a dotted quad for an address argument.
         if t.kind == Kind::Str
@@ -193,22 +198,41 @@ pub(super) fn addr_buffers(toks: &[Token<'_>]) -> Vec<(usize, usize)> {
             out.push((t.offset, t.end));
             continue;
         }
-        if t.kind != Kind::Ident
-            || !toks.get(i + 1).is_some_and(|p| p.is_punct('['))
-            || !(names_an_address(t.text) || formatted.contains(t.text))
-        {
+        if t.kind != Kind::Ident || !toks.get(i + 1).is_some_and(|p| p.is_punct('[')) {
             continue;
         }
-        let (Some(open), Some(size), Some(close)) =
-            (toks.get(i + 1), toks.get(i + 2), toks.get(i + 3))
-        else {
+        let named = names_an_address(t.text);
+        let (is_formatted, is_printed) = (formatted.contains(t.text), printed.contains(t.text));
+        let strictly = names_ip(t.text)
+            || (cx.ipv4_file && names_an_address_strictly(t.text) && !is_a_length(t.text));
+        if !(named || is_formatted || is_printed || strictly) {
+            continue;
+        }
+        // NAME [ N ] ( [ N ] )*: the last size is the string's.
+        let mut k = i + 1;
+        let mut size = None;
+        let mut close = None;
+        while let (Some(open), Some(n), Some(c)) = (toks.get(k), toks.get(k + 1), toks.get(k + 2)) {
+            if !open.is_punct('[') || !c.is_punct(']') || k > i + 9 {
+                break;
+            }
+            size = Some(n);
+            close = Some(c);
+            k += 3;
+        }
+        let (Some(size), Some(close)) = (size, close) else {
             continue;
         };
-        if !open.is_punct('[') || !close.is_punct(']') {
-            continue;
-        }
+        // The type: the three tokens before NAME, and the first three of its
+        // declaration (`char host[64], ip[32];`).
+        let lo = i.saturating_sub(40);
+        let head = toks[lo..i]
+            .iter()
+            .rposition(|t| matches!(t.text, ";" | "{" | "}" | "(" | ")"))
+            .map_or(lo, |p| lo + p + 1);
         let before: Vec<&str> = toks[i.saturating_sub(3)..i]
             .iter()
+            .chain(toks[head..i].iter().take(3))
             .map(|t| t.text)
             .collect();
         let chars = before.iter().any(|w| {
@@ -223,13 +247,59 @@ pub(super) fn addr_buffers(toks: &[Token<'_>]) -> Vec<(usize, usize)> {
                 "u_char" | "uchar" | "uint8_t" | "u_int8_t" | "BYTE" | "byte"
             )
         }) || (before.contains(&"unsigned") && before.contains(&"char"));
+        let text_ok = before.contains(&"char") && !bytes;
+        let n = size.text.parse::<u32>().ok();
         let sized = match size.text {
-            "15" | "16" => chars,
-            "4" => bytes,
-            n => chars && n.parse::<u32>().is_ok_and(|n| n <= 24) && formatted.contains(t.text),
+            "15" | "16" => chars && (named || is_formatted || is_printed || strictly),
+            // Four bytes named for an address: an IPv4 address in binary (`u_char
+            // ip[4]`, `char serv_addr[4]`).
+            "4" => chars && (named || strictly),
+            _ => match n {
+                Some(n) if (17..54).contains(&n) && is_formatted && chars => true,
+                Some(n) if (17..46).contains(&n) => text_ok && (is_printed || strictly),
+                _ => false,
+            },
         };
         if sized {
             out.push((t.offset, close.end));
+        }
+    }
+    out
+}
+
+/// Buffers that IPv4 or IPv6 address text is written into: the third argument of
+/// `inet_ntop`, and the first of `strcpy`/`strncpy`/`strlcpy`/`strcat`/`sprintf`/
+/// `snprintf` when their arguments call `inet_ntoa` or `inet_ntop`.
+fn printed_address_buffers<'a>(toks: &[Token<'a>]) -> HashSet<&'a str> {
+    let mut out = HashSet::new();
+    for i in 0..toks.len() {
+        if let Some(close) = call(toks, i, &["inet_ntop"]) {
+            let third = toks[i + 2..close]
+                .split(|a| a.is_punct(','))
+                .nth(2)
+                .and_then(|arg| arg.iter().find(|a| a.kind == Kind::Ident));
+            if let Some(b) = third {
+                out.insert(b.text);
+            }
+            continue;
+        }
+        let Some(close) = call(
+            toks,
+            i,
+            &[
+                "strcpy", "strncpy", "strlcpy", "strcat", "strlcat", "sprintf", "snprintf",
+            ],
+        ) else {
+            continue;
+        };
+        let args = &toks[i + 2..close];
+        if args
+            .iter()
+            .any(|a| a.is_ident("inet_ntoa") || a.is_ident("inet_ntop"))
+        {
+            if let Some(b) = args.first().filter(|b| b.kind == Kind::Ident) {
+                out.insert(b.text);
+            }
         }
     }
     out
@@ -379,6 +449,15 @@ pub(super) fn names_something_else(name: &str) -> bool {
             b"section",
             b"mode",
             b"opt",
+            // Booleans and choices about a family, not addresses (`has_ipv4`,
+            // `skip_ipv6`, `use_v6`, `ip_version`).
+            b"v6",
+            b"has",
+            b"skip",
+            b"use",
+            b"want",
+            b"only",
+            b"ver",
         ]
         .iter()
         .any(|w| has(w))
@@ -469,9 +548,16 @@ pub(super) fn addr_integers(cx: &Cx<'_>) -> Vec<(usize, usize)> {
             let tainted = cx.taint.contains(name.text) && unsigned;
             // "addr" alone may be a memory address: only in IPv4 socket code, or when
             // the name says IP.
+            // `int o_ip = IP_DEFAULT;` where IP_DEFAULT stands for AF_INET: a family.
+            let family = next.is_punct('=')
+                && toks.get(i + 3).is_some_and(|v| {
+                    let r = cx.st.resolve(cx.st.resolve(v.text));
+                    r.starts_with("AF_") || r.starts_with("PF_") || r.contains("_V4")
+                });
             let named = names_an_address_strictly(name.text)
                 && (cx.ipv4_file || names_ip(name.text))
-                && !names_something_else(name.text);
+                && !names_something_else(name.text)
+                && !family;
             if named || tainted || netword || netmask {
                 out.push((ty.offset, name.end));
                 continue;
