@@ -10,7 +10,9 @@
 #   both counts beside the times. No Checkv4-style scanner survives to compare with.
 #   Best of 3 runs each, warm cache. Then precision and recall, by site, per code base
 #   and pooled, on the hand-labelled real corpus (crates/port/tests/fixtures/real), for
-#   portcheck and for the same grep (bench/portcheck-real.py). A benchmark: it prints
+#   portcheck and for the same grep (bench/portcheck-real.py), and the same on a second
+#   set labelled after the rules were tuned on the first (fixtures/heldout-real). A
+#   benchmark: it prints
 #   figures, it asserts nothing (crates/port/tests/real.rs holds the floors).
 #   Needs: a release build (made here), grep; ripgrep optional (apt-get install ripgrep).
 set -euo pipefail
@@ -55,3 +57,6 @@ fi
 echo
 echo "real code (crates/port/tests/fixtures/real, sites marked by hand):"
 python3 bench/portcheck-real.py "$bin" crates/port/tests/fixtures/real
+echo
+echo "held-out real code (crates/port/tests/fixtures/heldout-real, labelled after the rules were tuned on the set above):"
+python3 bench/portcheck-real.py "$bin" crates/port/tests/fixtures/heldout-real
