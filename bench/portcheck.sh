@@ -10,8 +10,9 @@
 #   both counts beside the times. No Checkv4-style scanner survives to compare with.
 #   Best of 3 runs each, warm cache. Then precision and recall, by site, per code base
 #   and pooled, on the hand-labelled real corpus (crates/port/tests/fixtures/real), for
-#   portcheck and for the same grep (bench/portcheck-real.py), and the same on a second
-#   set labelled after the rules were tuned on the first (fixtures/heldout-real). A
+#   portcheck and for the same grep (bench/portcheck-real.py), and the same on two sets
+#   labelled after the rules were tuned (fixtures/heldout-real, since used for tuning,
+#   and fixtures/heldout-real-2, held out). A
 #   benchmark: it prints
 #   figures, it asserts nothing (crates/port/tests/real.rs holds the floors).
 #   Needs: a release build (made here), grep; ripgrep optional (apt-get install ripgrep).
@@ -58,5 +59,8 @@ echo
 echo "real code (crates/port/tests/fixtures/real, sites marked by hand):"
 python3 bench/portcheck-real.py "$bin" crates/port/tests/fixtures/real
 echo
-echo "held-out real code (crates/port/tests/fixtures/heldout-real, labelled after the rules were tuned on the set above):"
+echo "real code labelled after the rules were tuned on the set above (crates/port/tests/fixtures/heldout-real; since used to tune three rules):"
 python3 bench/portcheck-real.py "$bin" crates/port/tests/fixtures/heldout-real
+echo
+echo "held-out real code (crates/port/tests/fixtures/heldout-real-2, labelled blind after all tuning, never used for it):"
+python3 bench/portcheck-real.py "$bin" crates/port/tests/fixtures/heldout-real-2

@@ -29,12 +29,15 @@
 //! function, and a partly ported file is exactly the case where one function speaks
 //! IPv6 and the others do not yet; file-wide suppression silenced all of them.
 //!
-//! Two constructs are decided per construct even inside a function that handles both
+//! Three constructs are decided per construct even inside a function that handles both
 //! families, because the other family's code beside them does not repair them:
 //! - a `struct sockaddr_in` *variable* that `recvfrom`/`accept`/`getpeername`/
 //!   `getsockname` fill: the kernel writes an IPv6 peer into it too, and it is 12 bytes
 //!   short (the storage must be `sockaddr_storage`);
-//! - `ai_family = AF_INET` in getaddrinfo hints: it asks for IPv4 answers only.
+//! - `ai_family = AF_INET` in getaddrinfo hints: it asks for IPv4 answers only;
+//! - an IPv4 view of an address (a cast to `struct sockaddr_in *`, an `s_addr` compared
+//!   as an integer): a `sockaddr_storage` beside it is the right buffer read the wrong
+//!   way.
 //!
 //! These are excused by the dispatch rule only (`if (v6) hints.ai_family = AF_INET6;
 //! else hints.ai_family = AF_INET;`); a function that keeps one buffer per family and
@@ -489,6 +492,22 @@ pub static RULES: &[Rule] = &[
         criterion: 8,
         example_bad: "struct ip_mreq mreq; setsockopt(s, IPPROTO_IP, IP_ADD_MEMBERSHIP, &mreq, sizeof mreq);",
         example_good: "struct group_req g; setsockopt(s, IPPROTO_IPV6, MCAST_JOIN_GROUP, &g, sizeof g);",
+    },
+    Rule {
+        id: "ipv4_ioctl",
+        title: "IPv4-only interface ioctl",
+        severity: Severity::Warning,
+        langs: C,
+        matcher: Matcher::Ident(&[
+            "SIOCGIFCONF", "SIOCGIFADDR", "SIOCSIFADDR", "SIOCGIFDSTADDR", "SIOCSIFDSTADDR",
+            "SIOCGIFBRDADDR", "SIOCSIFBRDADDR", "SIOCGIFNETMASK", "SIOCSIFNETMASK",
+        ]),
+        unless: &["getifaddrs", "in6_ifreq", "SIOCGIFADDR_IN6"],
+        why: "the ifreq address ioctls carry a struct sockaddr (16 bytes) and on Linux answer for IPv4 only: SIOCGIFCONF lists only the interfaces' IPv4 addresses, and IPv6 has no broadcast address (SIOCGIFBRDADDR) at all",
+        fix: "getifaddrs(3), which lists every address of every family with its netmask and, for IPv4, broadcast or point-to-point peer; multicast to ff02::1 where the code broadcast",
+        criterion: 1,
+        example_bad: "if (ioctl(s, SIOCGIFCONF, (char *)&ifc) < 0) return -1;",
+        example_good: "struct ifaddrs *ifa; if (getifaddrs(&ifa) == 0) { /* every family */ }",
     },
     Rule {
         id: "ipv4_sockopt",

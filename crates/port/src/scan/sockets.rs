@@ -28,6 +28,19 @@ pub(super) fn sockaddr_sizes(cx: &Cx<'_>) -> Vec<(usize, usize)> {
             };
             if x.kind == Kind::Ident && st.resolve(x.text) == "sockaddr" && close.is_punct(')') {
                 out.push((t.offset, close.end));
+                continue;
+            }
+            // `sizeof(ifr->ifr_addr)`: an ifreq's address members are struct sockaddr.
+            if let Some(c) = st.close_of(i + 1) {
+                let member = c >= 3
+                    && matches!(
+                        toks[c - 1].text,
+                        "ifr_addr" | "ifr_dstaddr" | "ifr_broadaddr" | "ifr_netmask"
+                    )
+                    && (toks[c - 2].is_punct('.') || toks[c - 2].is_punct('>'));
+                if member {
+                    out.push((t.offset, toks[c].end));
+                }
             }
             continue;
         }
