@@ -333,6 +333,10 @@ const DISPATCH_ONLY: &[&str] = &[
 /// Is the match at token `k` excused by one of the rule's counterparts in its scope?
 fn excused(rule: &Rule, cx: &Cx<'_>, k: usize) -> bool {
     let st = &cx.st;
+    // Code only a build without IPv6 compiles: the IPv6 build has the other side.
+    if st.without_ipv6.get(k) == Some(&true) {
+        return true;
+    }
     let Some((lo, hi)) = st.unit_range(k) else {
         return false;
     };
@@ -1608,5 +1612,23 @@ int check(in_addr_t a) { return a == INADDR_NONE; }
         ));
         let listed = "void l(void) {\n getifaddrs(&ifa);\n ioctl(s, SIOCGIFADDR, &ifr);\n}\n";
         assert!(!flags(listed, Lang::C, "ipv4_ioctl"));
+    }
+
+    /// Code only a build without IPv6 compiles is that build's IPv4 side (found on the
+    /// second post-tuning set, tftp-hpa, which is therefore no longer held out).
+    #[test]
+    fn the_branch_built_without_ipv6_is_its_ipv4_side() {
+        let elsed = "#ifdef HAVE_IPV6\n#define PORT(s) ((s)->s6.sin6_port)\n#else\n#define PORT(s) ((s)->si.sin_port)\n#endif\n";
+        assert_eq!(sites(elsed), []);
+        let negated =
+            "#ifndef INET6\nint f(void) { return socket(AF_INET, SOCK_STREAM, 0); }\n#endif\n";
+        assert_eq!(sites(negated), []);
+        // Any other conditional is no excuse, and neither is the IPv6 branch's own code.
+        let other =
+            "#ifdef DEBUG\nint f(void) { return socket(AF_INET, SOCK_STREAM, 0); }\n#endif\n";
+        assert!(flags(other, Lang::C, "af_inet"));
+        let inside =
+            "#ifdef HAVE_IPV6\nint f(void) { return socket(AF_INET, SOCK_STREAM, 0); }\n#endif\n";
+        assert!(flags(inside, Lang::C, "af_inet"));
     }
 }

@@ -72,6 +72,9 @@ pub(super) struct Structure<'a> {
     pub close: Vec<u32>,
     /// Alias name → what it stands for (an identifier, or [`SOCKADDR_SIZE`]).
     pub aliases: HashMap<&'a str, &'a str>,
+    /// Per token: in the branch a build without IPv6 compiles (`#else` of `#ifdef
+    /// HAVE_IPV6`, the body of `#ifndef INET6`), where the IPv6 build has the other side.
+    pub without_ipv6: Vec<bool>,
 }
 
 impl<'a> Structure<'a> {
@@ -124,6 +127,7 @@ pub(super) fn analyse<'a>(
         dispatches: Vec::new(),
         close: vec![NONE; n],
         aliases: HashMap::new(),
+        without_ipv6: vec![false; n],
     };
     let mut conds = Vec::new();
     if matches!(lang, Lang::C | Lang::Cpp) {
@@ -134,15 +138,19 @@ pub(super) fn analyse<'a>(
         python_units(src, toks, &mut st);
     } else {
         blocks(toks, lang, &mut st, &conds);
+        mark_without_ipv6(&mut st, &conds);
         dispatches(toks, &mut st);
     }
     st
 }
 
-/// A conditional directive, for brace matching: at token index.
+/// A conditional directive, for brace matching: at token index. An `#if` says whether
+/// its condition is about IPv6 support: `Some(true)` when its first branch is the IPv6
+/// build's (`#ifdef HAVE_IPV6`, `#if defined(INET6)`), `Some(false)` when it is the
+/// build without (`#ifndef INET6`, `#if !defined(USE_IPV6)`).
 #[derive(Clone, Copy, Debug)]
 enum Cond {
-    If,
+    If(Option<bool>),
     Else,
     Endif,
 }
@@ -193,7 +201,15 @@ fn directives<'a>(
                     *d = Dir::Other;
                 }
                 match name {
-                    "if" | "ifdef" | "ifndef" => conds.push((i, Cond::If)),
+                    "if" | "ifdef" | "ifndef" => {
+                        let about_ipv6 = toks[i + 2..j].iter().any(|t| {
+                            let w = t.text.to_ascii_lowercase();
+                            t.kind == Kind::Ident && (w.contains("ipv6") || w.contains("inet6"))
+                        });
+                        let negated = name == "ifndef"
+                            || toks[i + 2..j].first().is_some_and(|t| t.is_punct('!'));
+                        conds.push((i, Cond::If(about_ipv6.then_some(!negated))));
+                    }
                     "else" | "elif" | "elifdef" | "elifndef" => conds.push((i, Cond::Else)),
                     "endif" => conds.push((i, Cond::Endif)),
                     _ => {}
@@ -307,7 +323,7 @@ fn blocks(toks: &[Token<'_>], lang: Lang, st: &mut Structure<'_>, conds: &[(usiz
     while i < toks.len() {
         while next_cond < conds.len() && conds[next_cond].0 <= i {
             match conds[next_cond].1 {
-                Cond::If => cond_stack.push((braces.clone(), None)),
+                Cond::If(_) => cond_stack.push((braces.clone(), None)),
                 Cond::Else => {
                     if let Some((at_if, first)) = cond_stack.last_mut() {
                         if first.is_none() {
@@ -417,6 +433,41 @@ fn python_units(src: &str, toks: &[Token<'_>], st: &mut Structure<'_>) {
     }
     if let Some(s) = start {
         push_unit(st, s, toks.len());
+    }
+}
+
+/// Marks the tokens of the branches a build without IPv6 compiles ([`Structure::
+/// without_ipv6`]): from an IPv6 `#if`'s `#else` to its `#endif`, or from a negated
+/// one's `#if` to its `#else` (or `#endif`).
+fn mark_without_ipv6(st: &mut Structure<'_>, conds: &[(usize, Cond)]) {
+    // Open conditionals: (kind, where the IPv6-less branch started, if it is open).
+    let mut open: Vec<(Option<bool>, Option<usize>)> = Vec::new();
+    let n = st.without_ipv6.len();
+    let mut mark = |from: usize, to: usize| {
+        for m in &mut st.without_ipv6[from.min(n)..to.min(n)] {
+            *m = true;
+        }
+    };
+    for &(i, c) in conds {
+        match c {
+            Cond::If(kind) => open.push((kind, (kind == Some(false)).then_some(i))),
+            Cond::Else => {
+                if let Some((kind, start)) = open.last_mut() {
+                    if let Some(s) = start.take() {
+                        mark(s, i);
+                    } else if *kind == Some(true) {
+                        *start = Some(i);
+                    }
+                    // An `#elif` after the IPv6-less branch is another build: stop there.
+                    *kind = None;
+                }
+            }
+            Cond::Endif => {
+                if let Some((_, Some(s))) = open.pop() {
+                    mark(s, i);
+                }
+            }
+        }
     }
 }
 
