@@ -130,31 +130,16 @@ fn in_message(toks: &[Token<'_>], i: usize) -> bool {
     if !toks[i].text.trim().contains(' ') {
         return false;
     }
-    let mut depth = 0u32;
-    for j in (i.saturating_sub(256)..i).rev() {
-        let t = &toks[j];
-        if t.is_punct(')') {
-            depth += 1;
-        } else if t.is_punct('(') {
-            if depth > 0 {
-                depth -= 1;
-                continue;
-            }
-            let Some(name) = j.checked_sub(1).map(|n| toks[n].text.to_ascii_lowercase()) else {
-                return false;
-            };
-            let builds = name.ends_with("sprintf") || name.ends_with("snprintf");
-            return !builds
-                && [
-                    "print", "puts", "log", "err", "warn", "usage", "help", "die", "fatal",
-                ]
-                .iter()
-                .any(|m| name.contains(m));
-        } else if t.is_punct(';') || t.is_punct('{') || t.is_punct('}') {
-            return false;
-        }
-    }
-    false
+    let Some(name) = sockets::callee_of(toks, i, 256).map(str::to_ascii_lowercase) else {
+        return false;
+    };
+    let builds = name.ends_with("sprintf") || name.ends_with("snprintf");
+    !builds
+        && [
+            "print", "puts", "log", "err", "warn", "usage", "help", "die", "fatal",
+        ]
+        .iter()
+        .any(|m| name.contains(m))
 }
 
 /// C's string splitters (their string is the first argument).

@@ -153,26 +153,32 @@ pub(super) fn wildcard_to_port_lookup(toks: &[Token<'_>], i: usize) -> bool {
     if toks[i].text != "0.0.0.0" {
         return false;
     }
-    // The callee: the identifier before the nearest unclosed `(` to the left.
-    let mut depth = 0i32;
-    for j in (i.saturating_sub(24)..i).rev() {
+    callee_of(toks, i, 24).is_some_and(|callee| {
+        let l = callee.to_ascii_lowercase();
+        l.contains("port") || l.contains("serv")
+    })
+}
+
+/// The function a token is an argument of: the identifier before the nearest unclosed
+/// `(` to its left, looking back at most `reach` tokens and not past a statement or
+/// block boundary.
+pub(super) fn callee_of<'a>(toks: &[Token<'a>], i: usize, reach: usize) -> Option<&'a str> {
+    let mut depth = 0u32;
+    for j in (i.saturating_sub(reach)..i).rev() {
         let t = &toks[j];
         if t.is_punct(')') {
             depth += 1;
         } else if t.is_punct('(') {
             if depth == 0 {
-                let Some(callee) = j.checked_sub(1).map(|c| &toks[c]) else {
-                    return false;
-                };
-                let l = callee.text.to_ascii_lowercase();
-                return callee.kind == Kind::Ident && (l.contains("port") || l.contains("serv"));
+                let callee = &toks[j.checked_sub(1)?];
+                return (callee.kind == Kind::Ident).then_some(callee.text);
             }
             depth -= 1;
         } else if t.is_punct(';') || t.is_punct('{') || t.is_punct('}') {
-            return false;
+            return None;
         }
     }
-    false
+    None
 }
 
 #[cfg(test)]
