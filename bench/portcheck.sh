@@ -12,7 +12,7 @@
 #   and pooled, on the hand-labelled real corpus (crates/port/tests/fixtures/real), for
 #   portcheck and for the same grep (bench/portcheck-real.py), and the same on two sets
 #   labelled after the rules were tuned (fixtures/heldout-real and heldout-real-2, each
-#   since used for tuning) and one held out (fixtures/heldout-real-3). A
+#   since used for tuning) and two held out (fixtures/heldout-real-3 and -4). A
 #   benchmark: it prints
 #   figures, it asserts nothing (crates/port/tests/real.rs holds the floors).
 #   Needs: a release build (made here), grep; ripgrep optional (apt-get install ripgrep).
@@ -65,5 +65,8 @@ echo
 echo "real code labelled after more tuning (crates/port/tests/fixtures/heldout-real-2; since used to tune one rule):"
 python3 bench/portcheck-real.py "$bin" crates/port/tests/fixtures/heldout-real-2
 echo
-echo "held-out real code (crates/port/tests/fixtures/heldout-real-3, labelled blind after all tuning, never used for it):"
+echo "held-out real code (crates/port/tests/fixtures/heldout-real-3, labelled blind after the tuning above, never used for it):"
 python3 bench/portcheck-real.py "$bin" crates/port/tests/fixtures/heldout-real-3
+echo
+echo "held-out real code (crates/port/tests/fixtures/heldout-real-4, labelled blind after all tuning, never used for it):"
+python3 bench/portcheck-real.py "$bin" crates/port/tests/fixtures/heldout-real-4

@@ -24,6 +24,7 @@ use crate::usage;
   sudo dualperf lab exec two-hop sender -- dualperf send 198.18.4.2 --rate 1000pps
   sudo dualperf lab status two-hop
   sudo dualperf lab down two-hop
+  sudo dualperf lab up plans/topologies/two-hop.toml --json   # namespaces, routers, addresses
 
 Topology format (every key, addresses, routes): docs/topology.md. A router's QoS file:
 docs/qos.md.")]

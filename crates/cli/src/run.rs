@@ -25,7 +25,11 @@ use crate::usage;
 #[command(after_help = "Examples:
   dualperf run plans/sharma2013.toml --quick --dry-run
   dualperf run plans/sharma2013.toml --dir results/sharma
-  dualperf run plans/sharma2013.toml --dir results/sharma --resume")]
+  dualperf run plans/sharma2013.toml --dir results/sharma --resume
+  dualperf run plans/sharma2013.toml --quick --dry-run --json   # every run's send arguments
+  dualperf run plans/sharma2013.toml --json > run.json          # counts, directory, index
+
+What a run directory holds, and the --json documents: docs/output.md.")]
 pub(crate) struct RunArgs {
     /// The plan (TOML).
     plan: PathBuf,

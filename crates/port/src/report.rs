@@ -18,9 +18,30 @@ use serde_json::{json, Value};
 use crate::rules::{rule, Severity, RULES};
 use crate::walk::Scan;
 
-/// SARIF's `informationUri`: the project's repository, as the workspace's `Cargo.toml`
-/// states it (`repository`), so that it is set in one place.
-pub const INFORMATION_URI: &str = env!("CARGO_PKG_REPOSITORY");
+/// The project's repository, as the workspace's `Cargo.toml` states it (`repository`),
+/// so that it is set in one place.
+pub const REPOSITORY: &str = env!("CARGO_PKG_REPOSITORY");
+
+/// SARIF's `informationUri` (SARIF 2.1.0 §3.19.17, an absolute URI; optional): the
+/// repository, when it is a real address. A placeholder (an `.invalid` host, RFC 2606
+/// §2) is left out rather than shown to a dashboard as a link.
+pub fn information_uri() -> Option<&'static str> {
+    real_address(REPOSITORY)
+}
+
+/// `url` if it is an `https://` address whose host is not a placeholder.
+fn real_address(url: &str) -> Option<&str> {
+    let host = url
+        .strip_prefix("https://")
+        .and_then(|r| r.split(['/', ':']).next())
+        .unwrap_or("");
+    let placeholder = host.is_empty()
+        || host == "invalid"
+        || host.ends_with(".invalid")
+        || host.ends_with(".example")
+        || matches!(host, "example.com" | "example.org" | "example.net");
+    (!placeholder).then_some(url)
+}
 
 /// The tool's name and version, as reports show them.
 #[derive(Clone, Copy, Debug)]
@@ -202,17 +223,20 @@ pub fn sarif(scan: &Scan, tool: Tool<'_>) -> Value {
             })
         })
         .collect();
+    let mut driver = json!({
+        "name": tool.name,
+        "semanticVersion": tool.version,
+        "rules": rules,
+    });
+    if let Some(uri) = information_uri() {
+        driver["informationUri"] = json!(uri);
+    }
     json!({
         "$schema": "https://raw.githubusercontent.com/oasis-tcs/sarif-spec/master/Schemata/sarif-schema-2.1.0.json",
         "version": "2.1.0",
         "runs": [{
             "tool": {
-                "driver": {
-                    "name": tool.name,
-                    "semanticVersion": tool.version,
-                    "informationUri": INFORMATION_URI,
-                    "rules": rules,
-                },
+                "driver": driver,
             },
             "columnKind": "unicodeCodePoints",
             "invocations": [{
@@ -252,6 +276,22 @@ pub fn uri(path: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn information_uri_is_a_real_address_or_nothing() {
+        assert_eq!(
+            real_address("https://github.com/o/dualperf"),
+            Some("https://github.com/o/dualperf")
+        );
+        for placeholder in [
+            "https://example.invalid/dualperf",
+            "https://example.com/x",
+            "http://github.com/o/d",
+            "",
+        ] {
+            assert_eq!(real_address(placeholder), None, "{placeholder}");
+        }
+    }
+
     use super::*;
     use crate::lex::Lang;
     use crate::scan::scan_source;

@@ -34,7 +34,10 @@ use crate::usage;
   dualperf portcheck --format sarif -o portcheck.sarif .   # for code-scanning dashboards
   dualperf portcheck --json --lang c,cpp --rule gethostbyname,inet_ntoa .
   dualperf portcheck --list-rules
-  dualperf portcheck --criteria src/ -- ./myserver --port 7000   # Bouras et al.'s checklist")]
+  dualperf portcheck --criteria src/ -- ./myserver --port 7000   # Bouras et al.'s checklist
+
+What is reported and what is excused (same function, family branch, build without IPv6),
+the output formats, and how accurate it is on real code: docs/portcheck.md.")]
 pub(crate) struct PortcheckArgs {
     /// Files and directories to scan (default: the current directory). A file named
     /// here is scanned even if an ignore file lists it.

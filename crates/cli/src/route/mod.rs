@@ -45,6 +45,7 @@ const BUSY_POLL_LEAST_NS: u64 = 50_000;
   dualperf route --config r1.toml --stats r1.stats.json
   dualperf route --config r1.toml --pcap captures/
   dualperf route --config r1.toml --stats r1.stats.json --cpu 1
+  dualperf route --config r1.toml --json > r1.final.json    # final counters on stdout
 
 The configuration is what `dualperf lab up` writes for each router: read one in
 /run/dualperf/labs/LAB/NODE.toml of a running lab (TOML: [[interface]] with name, ipv4,

@@ -322,6 +322,15 @@ fn excused(rule: &Rule, cx: &Cx<'_>, k: usize) -> bool {
     if st.without_ipv6.get(k) == Some(&true) {
         return true;
     }
+    // The IPv4 side of a `?:` on the family.
+    if family_ternary(cx, k) {
+        return true;
+    }
+    // `if (af == AF_UNSPEC) af = AF_INET;`: no family asked for becomes IPv4. The
+    // AF_UNSPEC beside it is what makes it a site, not what excuses it.
+    if rule.id == "af_inet" && unspec_falls_back(cx, k) {
+        return false;
+    }
     let Some((lo, hi)) = st.unit_range(k) else {
         return false;
     };
@@ -401,6 +410,152 @@ fn family_dispatch(cx: &Cx<'_>, k: usize, lo: usize) -> bool {
             return true;
         }
         d = r.parent;
+    }
+    false
+}
+
+/// Is the AF_INET at token `k` assigned to a variable that an `if` just before has
+/// found unspecified (`if (fam == AF_UNSPEC) fam = AF_INET;`, braced or not)?
+fn unspec_falls_back(cx: &Cx<'_>, k: usize) -> bool {
+    let toks = &cx.toks[..];
+    if k < 2 || !toks[k - 1].is_punct('=') || toks[k - 2].kind != Kind::Ident {
+        return false;
+    }
+    let var = toks[k - 2].text;
+    let mut j = k - 2;
+    // Back over `{`, then the condition `( … )`, to its `if`.
+    while j > 0 && toks[j - 1].is_punct('{') {
+        j -= 1;
+    }
+    if j == 0 || !toks[j - 1].is_punct(')') {
+        return false;
+    }
+    let close = j - 1;
+    let Some(open) = (close.saturating_sub(24)..close)
+        .rev()
+        .find(|&i| toks[i].is_punct('(') && cx.st.close_of(i) == Some(close))
+    else {
+        return false;
+    };
+    if open == 0 || !toks[open - 1].is_ident("if") {
+        return false;
+    }
+    let cond = &toks[open + 1..close];
+    cond.windows(4).any(|w| {
+        let unspec = |t: &Token<'_>| matches!(cx.st.resolve(t.text), "AF_UNSPEC" | "PF_UNSPEC");
+        (w[0].text == var && w[1].is_punct('=') && w[2].is_punct('=') && unspec(&w[3]))
+            || (unspec(&w[0]) && w[1].is_punct('=') && w[2].is_punct('=') && w[3].text == var)
+    })
+}
+
+/// Is token `k` in the condition or the IPv4 arm of a conditional expression on the
+/// family (`sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct
+/// sockaddr_in6)`, `af == AF_INET ? 4 : 16`)? Such a `?:` is a family dispatch in one
+/// expression: its other arm is the other family's. The arm taken for AF_INET is the
+/// first for `== AF_INET` and `!= AF_INET6`, the second for `!= AF_INET` and
+/// `== AF_INET6`. The expression is looked for within `k`'s statement (or `#define`
+/// body, where such dispatches are often written across continued lines).
+fn family_ternary(cx: &Cx<'_>, k: usize) -> bool {
+    const WINDOW: usize = 96;
+    let (toks, st) = (&cx.toks[..], &cx.st);
+    let dir = st.dir[k];
+    let ends = |i: usize| {
+        st.dir[i] != dir || toks[i].is_punct(';') || toks[i].is_punct('{') || toks[i].is_punct('}')
+    };
+    let lo = (k.saturating_sub(WINDOW)..k)
+        .rev()
+        .find(|&i| ends(i))
+        .map_or(k.saturating_sub(WINDOW), |i| i + 1);
+    let hi = (k + 1..(k + WINDOW).min(toks.len()))
+        .find(|&i| ends(i))
+        .unwrap_or_else(|| (k + WINDOW).min(toks.len()));
+    let opens = |t: &Token<'_>| t.is_punct('(') || t.is_punct('[');
+    let shuts = |t: &Token<'_>| t.is_punct(')') || t.is_punct(']');
+    for q in lo..hi {
+        if !toks[q].is_punct('?') {
+            continue;
+        }
+        // The condition: back to an unmatched `(`, a `,` or an assignment at its level.
+        let mut depth = 0i32;
+        let mut cond = lo;
+        for i in (lo..q).rev() {
+            let t = &toks[i];
+            if shuts(t) {
+                depth += 1;
+            } else if opens(t) {
+                if depth == 0 {
+                    cond = i + 1;
+                    break;
+                }
+                depth -= 1;
+            } else if depth == 0
+                && (t.is_punct(',')
+                    || t.is_ident("return")
+                    || (t.is_punct('=')
+                        && !(i > lo && matches!(toks[i - 1].text, "=" | "!" | "<" | ">"))
+                        && !toks.get(i + 1).is_some_and(|n| n.is_punct('='))))
+            {
+                cond = i + 1;
+                break;
+            }
+        }
+        // The arms: to the `:` of this `?`, then to an unmatched `)` or a `,`.
+        let (mut depth, mut nested, mut colon, mut end) = (0i32, 0u32, None, hi);
+        for (i, t) in toks.iter().enumerate().take(hi).skip(q + 1) {
+            if opens(t) {
+                depth += 1;
+            } else if shuts(t) {
+                if depth == 0 {
+                    end = i;
+                    break;
+                }
+                depth -= 1;
+            } else if depth == 0 && t.is_punct('?') {
+                nested += 1;
+            } else if depth == 0 && t.is_punct(':') {
+                if nested == 0 && colon.is_none() {
+                    colon = Some(i);
+                } else {
+                    nested = nested.saturating_sub(1);
+                }
+            } else if depth == 0 && t.is_punct(',') && colon.is_some() {
+                end = i;
+                break;
+            }
+        }
+        let Some(colon) = colon else { continue };
+        if k < cond || k >= end {
+            continue;
+        }
+        // Which family the condition tests, and how.
+        let mut first_is_ipv4 = None;
+        for f in cond..q {
+            let name = st.resolve(toks[f].text);
+            let v6 = matches!(name, "AF_INET6" | "PF_INET6");
+            if !(v6 || matches!(name, "AF_INET" | "PF_INET")) {
+                continue;
+            }
+            let is = |i: usize, c: char| toks.get(i).is_some_and(|t| t.is_punct(c));
+            let eq =
+                (f >= 2 && is(f - 1, '=') && is(f - 2, '=')) || (is(f + 1, '=') && is(f + 2, '='));
+            let ne =
+                (f >= 2 && is(f - 1, '=') && is(f - 2, '!')) || (is(f + 1, '!') && is(f + 2, '='));
+            if eq || ne {
+                first_is_ipv4 = Some(eq != v6);
+                break;
+            }
+        }
+        let Some(first_is_ipv4) = first_is_ipv4 else {
+            continue;
+        };
+        let in_ipv4_arm = if first_is_ipv4 {
+            k > q && k < colon
+        } else {
+            k > colon && k < end
+        };
+        if k < q || in_ipv4_arm {
+            return true;
+        }
     }
     false
 }
@@ -1615,5 +1770,35 @@ int check(in_addr_t a) { return a == INADDR_NONE; }
         let inside =
             "#ifdef HAVE_IPV6\nint f(void) { return socket(AF_INET, SOCK_STREAM, 0); }\n#endif\n";
         assert!(flags(inside, Lang::C, "af_inet"));
+    }
+
+    #[test]
+    fn a_conditional_expression_on_the_family_is_a_dispatch() {
+        // Its condition and its IPv4 arm are excused, across continued `#define` lines.
+        let macro_ = "#define SOCKLEN(s) \\\n    ((s)->sa.sa_family == AF_INET ? \\\n    sizeof(struct sockaddr_in) : \\\n    sizeof(struct sockaddr_in6))\n";
+        assert_eq!(sites(macro_), []);
+        let bytes = "int n(int af) { size_t b = af == AF_INET ? 4 : 16; return b; }\n";
+        assert_eq!(sites(bytes), []);
+        // `!= AF_INET6` and `!= AF_INET` pick the arms the other way round.
+        let swapped = "void f(int af, int *n) {\n  *n = af != AF_INET ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);\n}\n";
+        assert_eq!(sites(swapped), []);
+        // What follows the `?:` in its statement stays, and a `?:` on something else
+        // is no dispatch.
+        let after = "void f(int af, int *n) {\n  *n = (af == AF_INET ? 4 : 16) + sizeof(struct sockaddr_in);\n}\n";
+        assert_eq!(sites(after), [(2, "sockaddr_in")]);
+        let other = "void f(int v, int *n) {\n  *n = v ? sizeof(struct sockaddr_in) : 0;\n}\n";
+        assert_eq!(sites(other), [(2, "sockaddr_in")]);
+    }
+
+    #[test]
+    fn an_unspecified_family_that_falls_back_to_ipv4_is_a_site() {
+        let fallback = "int ai_fam = AF_UNSPEC;\nint open_it(void) {\n  if (ai_fam == AF_UNSPEC)\n    ai_fam = AF_INET;\n  return socket(ai_fam, SOCK_DGRAM, 0);\n}\n";
+        assert_eq!(sites(fallback), [(4, "af_inet")]);
+        let braced =
+            "int f(int fam) {\n  if (AF_UNSPEC == fam) { fam = AF_INET; }\n  return fam;\n}\n";
+        assert!(flags(braced, Lang::C, "af_inet"));
+        // An AF_UNSPEC that is not the condition of the assignment still excuses it.
+        let hinted = "void f(struct addrinfo *h, int fam) {\n  if (fam == AF_UNSPEC)\n    h->ai_family = AF_UNSPEC;\n  g(AF_INET);\n}\n";
+        assert_eq!(sites(hinted), []);
     }
 }
