@@ -1,47 +1,83 @@
 #!/usr/bin/env bash
-# bench/bulk-vs-iperf3.sh - dualperf's bulk TCP mode vs iperf3, on loopback only.
+# bench/bulk-vs-iperf3.sh - dualperf's bulk mode (TCP and UDP) vs iperf3, on loopback only.
 #
 # WHAT IT MEASURES
-#   For IPv4 (127.0.0.1) and IPv6 (::1) and each configuration in CONFIGS
-#   (default: 1 stream cubic, 4 parallel streams cubic, 1 stream bbr), the
-#   TCP payload throughput of an unpaced bulk transfer of DURATION seconds:
-#     iperf3    iperf3 -s -p P -1  +  iperf3 -c ADDR -p P -t D -J -P N -C CC -l SIZE
+#   For IPv4 (127.0.0.1) and IPv6 (::1), the receiver-side payload throughput of
+#   bulk transfers of DURATION seconds, each tool on a fresh receiver on a free
+#   port, stopped after the run:
+#   TCP, each configuration in CONFIGS (default: 1 stream cubic, 1 stream bbr,
+#   1 stream cubic paced at 10 Gbit/s, 4 parallel streams cubic):
+#     iperf3    iperf3 -s -p P -1  +  iperf3 -c ADDR -p P -t D -J -P N -C CC -l SIZE [-b NG]
 #     dualperf  dualperf recv --port P  +  dualperf send ADDR --port P --tcp --bulk
-#               [--parallel N] --congestion CC --size SIZE --duration Ds --json
-#   Each run gets a fresh receiver on a free port, stopped after the run.  The
-#   two tools alternate (iperf3, dualperf, iperf3, dualperf, ...) REPS times
-#   per configuration, so slow drift of the machine does not favour one tool.
-#   Acceptance (issue): dualperf within 10 % of iperf3 in the same run.
+#               [--parallel N] --congestion CC --size SIZE --duration Ds --json [--rate Ngbit]
+#   UDP, each configuration in UDP_CONFIGS (default: 1400- and 64-byte datagrams,
+#   each without and with GSO), one flow, unpaced (as fast as the sender can):
+#     iperf3    iperf3 -s -p P -1  +  iperf3 -c ADDR -p P -u -b 0 -l BYTES -t D -J [--gsro]
+#     dualperf  dualperf recv --port P  +  dualperf send ADDR --port P --udp --bulk
+#               --size BYTES --duration Ds --json [--no-gso]
+#   GSO: dualperf turns UDP GSO on by default in bulk mode and off with --no-gso;
+#   a build whose `send --help` has no --no-gso has no GSO: its "GSO" rows then run
+#   it without (the cell is marked *, so the row still shows how far it is from
+#   iperf3 with GSO), or, when no iperf3 has --gsro either, not at all (n/a).
+#   iperf3 uses GSO only with --gsro (3.21 on; it also turns on GRO in its
+#   receiver); an iperf3 whose --help has no --gsro is not run in the GSO rows
+#   (n/a: its figure without GSO is in the row above).  A dualperf that
+#   refuses --udp --bulk without --rate (no unpaced UDP yet) is given
+#   --rate UDP_PACED_RATE, a rate beyond what loopback carries (cell marked +).
+#   The tools alternate (iperf3, [iperf3 of IPERF3,] dualperf, iperf3, ...) REPS
+#   times per configuration, so slow drift of the machine favours none of them.
+#   Acceptance (issue): dualperf within 10 % of iperf3 in the same run (TCP), at
+#   least 90 % of iperf3's delivered rate (UDP).
 #
 # HOW TO READ THE OUTPUT
-#   stdout: one line per run, then the table.  Throughput is receiver-side
-#   payload bit/s: iperf3 end.sum_received.bits_per_second (bytes / test
-#   duration), dualperf sum.received.bitrate_bps (bytes / first->last message);
-#   for 10 s runs the two definitions differ by far less than 1 %.  Each run
-#   line also shows the sender-side rate and CPU use as user+system time /
-#   wall time (iperf3: its own JSON host_total and remote_total; dualperf:
-#   the sender from bash `times`, the receiver from /proc/PID/stat).
+#   stdout: one line per run, then a legend of the tools (A = iperf3 on PATH,
+#   B = the iperf3 of IPERF3, dp = dualperf, with versions) and one table for TCP
+#   and one for UDP: one row per (family, config) with each tool's median
+#   throughput (min-max), for UDP its loss % and delivered datagrams per second
+#   (Mpkt/s), the ratio dualperf/each iperf3, each tool's CPU use sender/receiver
+#   (user+system time / wall time, %, 100 = one core) and the verdict.
+#   Throughput is receiver-side payload bit/s: iperf3 end.sum_received.bits_per_second
+#   (bytes / test duration, TCP and UDP alike), dualperf
+#   sum.received.bitrate_bps (bytes / first->last message); for 10 s runs the two
+#   definitions differ by far less than 1 %.  UDP loss = datagrams not received /
+#   sent, as each tool's receiver counts them.  CPU: iperf3 from its own JSON
+#   (host_total = client = sender, remote_total = server = receiver); dualperf's
+#   sender from bash `times`, its receiver from /proc/PID/stat.  The paced TCP row
+#   (1x cubic @10G) compares the senders' CPU at the same rate.
 #   stderr: progress and the exact commands.
 #
 # USAGE
-#   bench/bulk-vs-iperf3.sh                  # full run: 2 x 4 x 3 x 2 x 10 s, ~9 min
-#   DURATION=2 REPS=1 bench/bulk-vs-iperf3.sh   # smoke test (~1 min)
+#   bench/bulk-vs-iperf3.sh   # full run: 2 families x (4 TCP + 4 UDP configs) x 3 reps
+#                             # x 2 tools x 10 s, less the n/a GSO runs: ~13-15 min;
+#                             # with IPERF3 (3 tools) ~23 min
+#   DURATION=2 REPS=1 FAMILIES=4 bench/bulk-vs-iperf3.sh      # smoke test (~1 min)
+#   IPERF3=/tmp/iperf3-current/bin/iperf3 bench/bulk-vs-iperf3.sh   # three tools
+#   UDP_CONFIGS= bench/bulk-vs-iperf3.sh                      # TCP only
+#   CONFIGS= UDP_CONFIGS="1400 1400@gso" bench/bulk-vs-iperf3.sh    # UDP 1400 only
+# A current iperf3 (for IPERF3=; Debian's 3.12 has no --gsro), built outside the repo
+# from a checkout of github.com/esnet/iperf (needs gcc and make; no root):
+#   cd iperf && ./configure --prefix=/tmp/iperf3-current && make -j2 && make install
 # Environment knobs [defaults]:
 #   DURATION [10]  seconds per run (integer)
 #   REPS [3]       runs per tool and configuration
 #   FAMILIES ["4 6"]
-#   CONFIGS ["1:cubic 1:bbr 1:cubic@10g 4:cubic"]  STREAMS:CONGESTION_CONTROL[@GBIT],
+#   CONFIGS ["1:cubic 1:bbr 1:cubic@10g 4:cubic"]  TCP: STREAMS:CONGESTION_CONTROL[@GBITg],
 #                  each passed to both tools (-P/-C, --parallel/--congestion);
-#                  @GBIT caps each stream (iperf3 -b NG, dualperf --rate Ngbit), so the
-#                  row compares what both tools report for the same offered rate
-#                  passed to both tools (-P/-C, --parallel/--congestion)
-#   SIZE [131072]  bytes per write (iperf3 -l, dualperf --size; iperf3's default)
+#                  @GBITg caps each stream (iperf3 -b NG, dualperf --rate Ngbit), so the
+#                  row compares what both tools deliver, and the CPU they spend, for the
+#                  same offered rate; empty: no TCP rows
+#   UDP_CONFIGS ["1400 1400@gso 64 64@gso"]  UDP: BYTES[@gso], payload bytes per
+#                  datagram (16-65000), @gso with GSO (see above); empty: no UDP rows
+#   SIZE [131072]  TCP bytes per write (iperf3 -l, dualperf --size; iperf3's default)
 #   INTERVAL []    e.g. 1s: also pass --interval to dualperf (per-interval
 #                  min-max is shown in its run lines)
+#   IPERF3 []      path of a second iperf3 binary: every config then runs three tools
+#                  (iperf3 on PATH, this one, dualperf), labelled by `--version`
+#   UDP_PACED_RATE [100gbit]  --rate given to a dualperf without unpaced UDP bulk
 #   DUALPERF [$CARGO_TARGET_DIR or <repo>/target, then /release/dualperf]
 #                  copied to the temp dir at start, so that a rebuild during
 #                  the bench does not affect it (build it first yourself)
-#   STRICT [0]     1: a verdict outside 10 % makes the exit status 1
+#   STRICT [0]     1: a failed verdict makes the exit status 1
 #   KEEP_WORK [0]  1: keep the temp dir (raw JSON, stderr of every command);
 #                  it is always kept when a run failed
 # Exit status: 0 the bench ran (whatever the verdicts, unless STRICT=1);
@@ -59,9 +95,12 @@ BULK=(python3 "$HERE/lib/bulk.py")
 DURATION=${DURATION:-10}
 REPS=${REPS:-3}
 FAMILIES=${FAMILIES:-4 6}
-CONFIGS=${CONFIGS:-1:cubic 1:bbr 1:cubic@10g 4:cubic}
+CONFIGS=${CONFIGS-1:cubic 1:bbr 1:cubic@10g 4:cubic}
+UDP_CONFIGS=${UDP_CONFIGS-1400 1400@gso 64 64@gso}
 SIZE=${SIZE:-131072}
 INTERVAL=${INTERVAL:-}
+IPERF3=${IPERF3:-}
+UDP_PACED_RATE=${UDP_PACED_RATE:-100gbit}
 DUALPERF=${DUALPERF:-${CARGO_TARGET_DIR:-$HERE/../target}/release/dualperf}
 STRICT=${STRICT:-0}
 KEEP_WORK=${KEEP_WORK:-0}
@@ -75,10 +114,11 @@ is_posint "$DURATION" || usage_die "DURATION must be a positive integer (seconds
 is_posint "$REPS" || usage_die "REPS must be a positive integer, got '$REPS'"
 is_posint "$SIZE" || usage_die "SIZE must be a positive integer (bytes), got '$SIZE'"
 [[ -z $INTERVAL || $INTERVAL =~ ^[0-9]+(\.[0-9]+)?(ms|s)$ ]] || usage_die "INTERVAL like 1s or 500ms, got '$INTERVAL'"
+[[ $UDP_PACED_RATE =~ ^[1-9][0-9]*(gbit|mbit|pps)$ ]] || usage_die "UDP_PACED_RATE like 100gbit, got '$UDP_PACED_RATE'"
 [[ $STRICT == [01] && $KEEP_WORK == [01] ]] || usage_die "STRICT and KEEP_WORK are 0 or 1"
 [[ -n ${FAMILIES// /} ]] || usage_die "FAMILIES is empty"
 for f in $FAMILIES; do [[ $f == [46] ]] || usage_die "FAMILIES: 4 and/or 6, got '$f'"; done
-[[ -n ${CONFIGS// /} ]] || usage_die "CONFIGS is empty"
+[[ -n ${CONFIGS// /}${UDP_CONFIGS// /} ]] || usage_die "CONFIGS and UDP_CONFIGS are both empty"
 AVAIL_CC=$(cat /proc/sys/net/ipv4/tcp_available_congestion_control 2>/dev/null)
 for c in $CONFIGS; do
     [[ $c =~ ^([1-9][0-9]?):([a-z0-9_]+)(@[1-9][0-9]*g)?$ ]] || usage_die "CONFIGS entries are STREAMS:CC[@GBITg] like 4:cubic or 1:cubic@10g, got '$c'"
@@ -89,7 +129,16 @@ for c in $CONFIGS; do
         [[ " $AVAIL_CC " == *" $cc "* ]] || usage_die "congestion control '$cc' not available here ($AVAIL_CC)"
     fi
 done
+for c in $UDP_CONFIGS; do
+    if ! [[ $c =~ ^([1-9][0-9]*)(@gso)?$ ]] || ((BASH_REMATCH[1] < 16 || BASH_REMATCH[1] > 65000)); then
+        usage_die "UDP_CONFIGS entries are BYTES[@gso] with 16 <= BYTES <= 65000, like 1400 or 64@gso, got '$c'"
+    fi
+done
 [[ -x $DUALPERF ]] || usage_die "DUALPERF=$DUALPERF is not an executable file"
+if [[ -n $IPERF3 ]]; then
+    [[ -x $IPERF3 && ! -d $IPERF3 ]] || usage_die "IPERF3=$IPERF3 is not an executable file"
+    "$IPERF3" --version >/dev/null 2>&1 || usage_die "IPERF3=$IPERF3: '--version' fails"
+fi
 
 addr_of() { if [[ $1 == 6 ]]; then echo "::1"; else echo "127.0.0.1"; fi; }
 
@@ -120,7 +169,7 @@ proc_cpu() { # pid -> CPU seconds so far (utime+stime), or empty
 pct_of() { awk -v a="$1" -v b="$2" -v w="$3" 'BEGIN { if (a != "" && b != "" && w > 0) printf "%.1f", 100 * (b - a) / w }'; }
 
 # ---------------------------------------------------------------------------
-# prerequisites
+# prerequisites and the tools
 
 ensure_iperf3() {
     command -v iperf3 >/dev/null && return 0
@@ -136,56 +185,124 @@ ensure_iperf3() {
 }
 
 DP=$WORK/bin/dualperf
+DP_GSO=0     # 1: `send --no-gso` exists, i.e. bulk UDP uses GSO unless given it
+DP_UNPACED=0 # 1: `send --udp --bulk` runs without --rate (unpaced)
 prepare_dualperf() {
     mkdir -p "$WORK/bin"
     cp "$DUALPERF" "$DP" || { log "cannot copy $DUALPERF"; exit 1; }
     if ! "$DP" send --help 2>&1 | grep -q -- '--bulk'; then
-        log "$DUALPERF has no 'send --bulk' (bulk TCP mode not built yet?)"
+        log "$DUALPERF has no 'send --bulk' (bulk mode not built yet?)"
         exit 1
     fi
+    "$DP" send --help 2>&1 | grep -q -- '--no-gso' && DP_GSO=1
+    [[ -n ${UDP_CONFIGS// /} ]] || return 0
+    # Whether unpaced UDP bulk is accepted: its option check refuses it at once
+    # otherwise.  Accepted, it tries a port where nothing listens, on loopback.
+    local port
+    port=$("${BENCHTOOL[@]}" free-ports --count 1) || { log "no free port"; exit 1; }
+    timeout 10 "$DP" send 127.0.0.1 --port "$port" --udp --bulk --size 1400 --duration 1s \
+        --connect-timeout 1s --json >"$WORK/probe.out" 2>&1
+    grep -q -- 'needs --rate' "$WORK/probe.out" || DP_UNPACED=1
+}
+
+# TOOLS: in the order they alternate.  BIN: the binary; LABEL: for the report;
+# GSRO: 1 if that iperf3 has --gsro.
+declare -A BIN LABEL GSRO
+TOOLS=()
+ANY_GSRO=0 # 1: some iperf3 has --gsro
+setup_tools() {
+    local t v
+    BIN[iperf3]=$(command -v iperf3)
+    TOOLS=(iperf3)
+    [[ -n $IPERF3 ]] && BIN[iperf3-alt]=$IPERF3 && TOOLS+=(iperf3-alt)
+    for t in "${TOOLS[@]}"; do
+        GSRO[$t]=0
+        "${BIN[$t]}" --help 2>&1 | grep -q -- '--gsro' && GSRO[$t]=1 ANY_GSRO=1
+        v=$("${BIN[$t]}" --version 2>/dev/null | head -n 1)
+        LABEL[$t]="${v:-iperf3, version unknown} (${BIN[$t]}; --gsro: $( ((GSRO[$t])) && echo yes || echo no))"
+    done
+    TOOLS+=(dualperf)
+    BIN[dualperf]=$DP
+    v="$("$DP" --version 2>/dev/null) (copy of $DUALPERF; UDP GSO: "
+    v+="$( ((DP_GSO)) && echo "on, --no-gso to turn it off" || echo "not in this build")"
+    v+="; unpaced UDP bulk: $( ((DP_UNPACED)) && echo yes || echo "no, --rate $UDP_PACED_RATE"))"
+    LABEL[dualperf]=$v
 }
 
 # ---------------------------------------------------------------------------
 # one run
 
-# run_one tool family streams cc rep [gbit]: one receiver, one sender, one result row.
+# The configuration of run_one, set by the main loop:
+#   C_PROTO tcp|udp; TCP: C_N streams, C_CC, C_CAP (Gbit/s per stream or empty);
+#   UDP: C_USIZE payload bytes, C_GSO 0|1.  C_LABEL names the row, C_SLUG its files.
+C_PROTO='' C_N=1 C_CC='' C_CAP='' C_USIZE='' C_GSO=0 C_LABEL='' C_SLUG=''
+
+# run_one tool family rep: one receiver, one sender, one result row.
 run_one() {
-    local tool=$1 fam=$2 n=$3 cc=$4 rep=$5 cap=${6:-} addr d port rpid rc label
-    local srv cli cpu0 cpu1 r0 r1 w0 w1 cpu_snd cpu_rcv
+    local tool=$1 fam=$2 rep=$3 addr d port rpid rc bin
+    local srv cli cpu0 cpu1 r0 r1 w0 w1 cpu_snd cpu_rcv marks=()
     addr=$(addr_of "$fam")
-    label="${n}x $cc${cap:+ @${cap}G}"
-    d=$WORK/v$fam-$n-$cc${cap:+-$cap}-$rep-$tool
+    bin=${BIN[$tool]}
+    d=$WORK/v$fam-$C_SLUG-$rep-$tool
     mkdir -p "$d"
-    local err=(--tool "$tool" --family "$fam" --config "$label" --rep "$rep" --results "$RESULTS")
+    local err=(--tool "$tool" --family "$fam" --proto "$C_PROTO" --config "$C_LABEL"
+        --rep "$rep" --results "$RESULTS")
+    if [[ $tool != dualperf ]]; then
+        srv=("$bin" -s -p PORT -1)
+        if [[ $C_PROTO == tcp ]]; then
+            cli=("$bin" -c "$addr" -p PORT -t "$DURATION" -J -P "$C_N" -C "$C_CC" -l "$SIZE")
+            [[ -n $C_CAP ]] && cli+=(-b "${C_CAP}G")
+        else
+            cli=("$bin" -c "$addr" -p PORT -u -b 0 -l "$C_USIZE" -t "$DURATION" -J)
+            if ((C_GSO)); then
+                if ((!GSRO[$tool])); then
+                    "${BULK[@]}" skip-row "${err[@]}" --message "this iperf3 has no --gsro"
+                    return 0
+                fi
+                cli+=(--gsro)
+            fi
+        fi
+    else
+        srv=("$DP" recv --port PORT)
+        cli=("$DP" send "$addr" --port PORT)
+        if [[ $C_PROTO == tcp ]]; then
+            cli+=(--tcp --bulk --congestion "$C_CC" --size "$SIZE" --duration "${DURATION}s" --json)
+            ((C_N > 1)) && cli+=(--parallel "$C_N")
+            [[ -n $C_CAP ]] && cli+=(--rate "${C_CAP}gbit")
+        else
+            cli+=(--udp --bulk --size "$C_USIZE" --duration "${DURATION}s" --json)
+            ((DP_UNPACED)) || { cli+=(--rate "$UDP_PACED_RATE"); marks+=(--mark paced); }
+            if ((DP_GSO)); then
+                ((C_GSO)) || cli+=(--no-gso)
+            elif ((C_GSO)); then
+                if ((!ANY_GSRO)); then
+                    "${BULK[@]}" skip-row "${err[@]}" --message \
+                        "no GSO in this dualperf and no iperf3 with --gsro: nothing to compare"
+                    return 0
+                fi
+                marks+=(--mark nogso)
+            fi
+        fi
+        [[ -n $INTERVAL ]] && cli+=(--interval "$INTERVAL")
+    fi
     if ! port=$("${BENCHTOOL[@]}" free-ports --count 1); then
-        "${BULK[@]}" error-row "${err[@]}" --message "no free port"
+        "${BULK[@]}" error-row "${err[@]}" "${marks[@]}" --message "no free port"
         FAIL=1
         return
     fi
-    if [[ $tool == iperf3 ]]; then
-        srv=(iperf3 -s -p "$port" -1)
-        cli=(iperf3 -c "$addr" -p "$port" -t "$DURATION" -J -P "$n" -C "$cc" -l "$SIZE")
-        [[ -n $cap ]] && cli+=(-b "${cap}G")
-    else
-        srv=("$DP" recv --port "$port")
-        cli=("$DP" send "$addr" --port "$port" --tcp --bulk --congestion "$cc"
-            --size "$SIZE" --duration "${DURATION}s" --json)
-        ((n > 1)) && cli+=(--parallel "$n")
-        [[ -n $cap ]] && cli+=(--rate "${cap}gbit")
-        [[ -n $INTERVAL ]] && cli+=(--interval "$INTERVAL")
-    fi
+    srv=("${srv[@]/#PORT/$port}") cli=("${cli[@]/#PORT/$port}")
     "${srv[@]}" >"$d/server.out" 2>&1 &
     rpid=$!
     BG_PIDS+=("$rpid")
     if ! "${BENCHTOOL[@]}" wait-port "$port" --proto tcp --pid "$rpid" 2>>"$d/server.out"; then
         tail_of "$d/server.out"
         stop_pid "$rpid"
-        "${BULK[@]}" error-row "${err[@]}" --message "receiver did not start (log: $d/server.out)"
+        "${BULK[@]}" error-row "${err[@]}" "${marks[@]}" --message "receiver did not start (log: $d/server.out)"
         FAIL=1
         return
     fi
     [[ $tool == dualperf ]] && sleep 0.2 # it may bind its other sockets in turn
-    log "IPv$fam $label rep $rep: ${cli[*]/#$DP/dualperf}"
+    log "IPv$fam $C_LABEL rep $rep: ${cli[*]/#$DP/dualperf}"
     children_cpu
     cpu0=$CHILD_CPU r0=$(proc_cpu "$rpid") w0=$EPOCHREALTIME
     run_limited $((DURATION + 30)) "${cli[@]}" >"$d/client.json" 2>"$d/client.err"
@@ -197,21 +314,21 @@ run_one() {
     # iperf3's server may exit (and be reaped) before the client: its CPU
     # would be counted too, so iperf3's own figures are used instead.
     cpu_snd=$(pct_of "$cpu0" "$cpu1" "$wall") cpu_rcv=$(pct_of "$r0" "$r1" "$wall")
-    if [[ $tool == iperf3 ]]; then # the one-off server exits by itself
+    if [[ $tool != dualperf ]]; then # the one-off server exits by itself
         local i
-        for ((i = 0; i < 50; i++)); do alive "$rpid" || break; sleep 0.1; done
+        for ((i = 0; i < 50; i++)); do alive "$rpid" || break; nap 0.1; done
     fi
     stop_pid "$rpid"
     if ((rc != 0)); then
         tail_of "$d/client.err"
-        [[ $tool == iperf3 ]] && tail_of "$d/client.json" 3
-        "${BULK[@]}" error-row "${err[@]}" --message \
+        [[ $tool != dualperf ]] && tail_of "$d/client.json" 3
+        "${BULK[@]}" error-row "${err[@]}" "${marks[@]}" --message \
             "$tool client exited with status $rc$( ((rc == 124)) && echo ' (timed out)') (stderr: $d/client.err)"
         FAIL=1
         return
     fi
-    "${BULK[@]}" row "${err[@]}" --json "$d/client.json" --parallel "$n" --cc "$cc" \
-        --cpu-snd "$cpu_snd" --cpu-rcv "$cpu_rcv" || FAIL=1
+    "${BULK[@]}" row "${err[@]}" "${marks[@]}" --json "$d/client.json" --parallel "$C_N" \
+        --cc "$C_CC" --size "${C_USIZE:-0}" --gso "$C_GSO" --cpu-snd "$cpu_snd" --cpu-rcv "$cpu_rcv" || FAIL=1
     [[ -s $d/client.err ]] && log "  $tool stderr: $(head -c 300 "$d/client.err" | tr '\n' ' ')"
     return 0
 }
@@ -221,25 +338,40 @@ run_one() {
 
 ensure_iperf3
 prepare_dualperf
-log "work dir: $WORK; DURATION=${DURATION}s REPS=$REPS FAMILIES=($FAMILIES) CONFIGS=($CONFIGS) SIZE=$SIZE"
-log "$(iperf3 --version 2>/dev/null | head -n 1); dualperf: $("$DP" --version 2>/dev/null) (copy of $DUALPERF)"
+setup_tools
+log "work dir: $WORK; DURATION=${DURATION}s REPS=$REPS FAMILIES=($FAMILIES) CONFIGS=($CONFIGS) UDP_CONFIGS=($UDP_CONFIGS) SIZE=$SIZE"
+for t in "${TOOLS[@]}"; do log "$t: ${LABEL[$t]}"; done
 read -ra fams <<<"$FAMILIES"
 read -ra cfgs <<<"$CONFIGS"
-log "${#fams[@]} families x ${#cfgs[@]} configs x $REPS reps x 2 tools = $((${#fams[@]} * ${#cfgs[@]} * REPS * 2)) runs of ${DURATION}s"
+read -ra ucfgs <<<"$UDP_CONFIGS"
+log "${#fams[@]} families x $((${#cfgs[@]} + ${#ucfgs[@]})) configs x $REPS reps x ${#TOOLS[@]} tools = $((${#fams[@]} * (${#cfgs[@]} + ${#ucfgs[@]}) * REPS * ${#TOOLS[@]})) runs of ${DURATION}s at most (an iperf3 without --gsro skips the GSO configs)"
 
 for fam in $FAMILIES; do
     for c in $CONFIGS; do
-        n=${c%%:*} rest=${c#*:}
-        cc=${rest%%@*} cap=""
-        [[ $rest == *@* ]] && cap=${rest#*@} && cap=${cap%g}
+        C_PROTO=tcp C_N=${c%%:*} rest=${c#*:} C_USIZE='' C_GSO=0
+        C_CC=${rest%%@*} C_CAP=""
+        [[ $rest == *@* ]] && C_CAP=${rest#*@} && C_CAP=${C_CAP%g}
+        C_LABEL="${C_N}x $C_CC${C_CAP:+ @${C_CAP}G}"
+        C_SLUG=tcp-$C_N-$C_CC${C_CAP:+-$C_CAP}
         for ((rep = 1; rep <= REPS; rep++)); do
-            run_one iperf3 "$fam" "$n" "$cc" "$rep" "$cap"
-            run_one dualperf "$fam" "$n" "$cc" "$rep" "$cap"
+            for t in "${TOOLS[@]}"; do run_one "$t" "$fam" "$rep"; done
+        done
+    done
+    for c in $UDP_CONFIGS; do
+        C_PROTO=udp C_N=1 C_CC='' C_CAP='' C_USIZE=${c%@gso} C_GSO=0
+        [[ $c == *@gso ]] && C_GSO=1
+        C_LABEL="$C_USIZE B$( ((C_GSO)) && echo ' GSO')"
+        C_SLUG=udp-$C_USIZE$( ((C_GSO)) && echo '-gso')
+        for ((rep = 1; rep <= REPS; rep++)); do
+            for t in "${TOOLS[@]}"; do run_one "$t" "$fam" "$rep"; done
         done
     done
 done
 
-"${BULK[@]}" report --results "$RESULTS" --duration "$DURATION" --reps "$REPS"
+labels=()
+for t in "${TOOLS[@]}"; do labels+=(--tool-label "$t=${LABEL[$t]}"); done
+"${BULK[@]}" report --results "$RESULTS" --duration "$DURATION" --reps "$REPS" \
+    --udp-paced-rate "$UDP_PACED_RATE" "${labels[@]}"
 rc=$?
 if ((rc != 0 && rc != 3)); then
     log "report failed (exit $rc)"
@@ -250,7 +382,7 @@ if ((FAIL)); then
     exit 1
 fi
 if ((rc == 3 && STRICT == 1)); then
-    log "STRICT=1: at least one configuration is not within 10 % of iperf3"
+    log "STRICT=1: at least one configuration failed its verdict"
     exit 1
 fi
 exit 0

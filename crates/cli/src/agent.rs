@@ -183,6 +183,11 @@ impl Policy {
             let bps = match mean_bps(f) {
                 Some(b) => b,
                 None if window_limited => 0.0,
+                None if f.unpaced => {
+                    return Err(format!(
+                        "flow {i}: an unpaced UDP bulk flow has no rate, so it cannot be held to --max-rate: give it a --rate"
+                    ))
+                }
                 None => {
                     return Err(format!(
                         "flow {i}: its mean rate is unknown (a heavy-tailed --idt), so it cannot be held to --max-rate"

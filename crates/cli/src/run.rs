@@ -673,7 +673,8 @@ mod tests {
         // A check names the option it is about.
         let (e, at) = check_flow(&[option("size", Some("8"), 2)]).unwrap_err();
         assert_eq!((e.option(), at), ("--size", Some(2)));
-        let (e, at) = check_flow(&[option("bulk", None, 2)]).unwrap_err();
+        let (e, at) =
+            check_flow(&[option("bulk", None, 2), option("meter", Some("rtt"), 3)]).unwrap_err();
         assert_eq!((e.option(), at), ("--bulk", Some(2)));
     }
 

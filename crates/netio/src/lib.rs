@@ -57,6 +57,9 @@
 //! - `enable_recv_meta(&stream)` / `enable_recv_meta_listener(&listener)` and
 //!   `last_recv_meta(&stream)`: header fields of received segments, per
 //!   segment on IPv6, handshake only on IPv4 (table in [`tcp`]).
+//! - `tcp_info(&stream) -> TcpInfo`: `getsockopt(TCP_INFO)` read at the byte
+//!   offsets of Linux `struct tcp_info` (cwnd, srtt, retransmits, pacing and
+//!   delivery rates, …); fields an older kernel does not return are `None`.
 //!
 //! **Packet** ([`packet::PacketSocket`], raw Ethernet frames on one interface)
 //! - `open(ifname, &RingConfig)`: `AF_PACKET`/`SOCK_RAW`, `ETH_P_ALL`,

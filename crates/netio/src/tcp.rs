@@ -1,5 +1,6 @@
 //! TCP helpers over `std::net::TcpStream` / `TcpListener`: marked connects,
-//! dual-stack listeners, and the header fields of received segments.
+//! dual-stack listeners, the header fields of received segments, and the
+//! connection's state as `TCP_INFO` reports it ([`tcp_info`]).
 //!
 //! # What Linux reports about received TCP segments
 //! TCP has no per-segment `recvmsg` metadata; the kernel keeps a copy of some
@@ -184,6 +185,36 @@ pub fn set_recv_buffer(stream: &TcpStream, bytes: usize) -> io::Result<()> {
     sys::set_buffer_size(stream, libc::SO_RCVBUFFORCE, libc::SO_RCVBUF, bytes)
 }
 
+/// Sets the send buffer (`SO_SNDBUFFORCE`, or `SO_SNDBUF` without CAP_NET_ADMIN; the
+/// kernel doubles the value). This also ends the kernel's autotuning of the send buffer.
+pub fn set_send_buffer(stream: &TcpStream, bytes: usize) -> io::Result<()> {
+    sys::set_buffer_size(stream, libc::SO_SNDBUFFORCE, libc::SO_SNDBUF, bytes)
+}
+
+/// Caps the connection's pacing rate (`SO_MAX_PACING_RATE`, bytes per second of
+/// segments with their headers). Since Linux 4.13 TCP paces by itself when no fq qdisc
+/// does (`tcp_internal_pacing`), and setting the cap turns that pacing on.
+pub fn set_max_pacing_rate(stream: &TcpStream, bytes_per_s: u64) -> io::Result<()> {
+    sys::setsockopt(
+        stream,
+        libc::SOL_SOCKET,
+        libc::SO_MAX_PACING_RATE,
+        &bytes_per_s,
+    )
+}
+
+/// Sets the least a read waits for (`SO_RCVLOWAT`; a read still returns less at the
+/// end of the stream or at its timeout). Linux caps it at half the receive buffer.
+pub fn set_recv_lowat(stream: &TcpStream, bytes: usize) -> io::Result<()> {
+    let bytes = i32::try_from(bytes).unwrap_or(i32::MAX);
+    sys::setsockopt_int(stream, libc::SOL_SOCKET, libc::SO_RCVLOWAT, bytes)
+}
+
+/// The send buffer the kernel granted (`SO_SNDBUF`, doubled as it keeps it).
+pub fn send_buffer(stream: &TcpStream) -> io::Result<usize> {
+    sys::getsockopt_int(stream, libc::SOL_SOCKET, libc::SO_SNDBUF).map(|v| v.max(0) as usize)
+}
+
 /// The receive buffer the kernel granted (`SO_RCVBUF`, doubled as it keeps it).
 pub fn recv_buffer(stream: &TcpStream) -> io::Result<usize> {
     sys::getsockopt_int(stream, libc::SOL_SOCKET, libc::SO_RCVBUF).map(|v| v.max(0) as usize)
@@ -239,6 +270,159 @@ pub fn congestion(stream: &TcpStream) -> io::Result<String> {
     let len = sys::getsockopt_bytes(stream, libc::IPPROTO_TCP, libc::TCP_CONGESTION, &mut buf)?;
     let name = buf[..len].split(|&b| b == 0).next().unwrap_or_default();
     Ok(String::from_utf8_lossy(name).into_owned())
+}
+
+/// What the kernel reports about a TCP connection (`getsockopt(IPPROTO_TCP,
+/// TCP_INFO)`): the fields of Linux `struct tcp_info`
+/// (include/uapi/linux/tcp.h) a sender's report uses, with the kernel's units
+/// in their names. Read at explicit byte offsets, as glibc's and the `libc`
+/// crate's `tcp_info` stop before the newer fields; the struct only grows at
+/// its end, so a field the kernel did not return (an older kernel, which
+/// returns a shorter struct) is `None`. The fields up to `tcpi_total_retrans`
+/// (104 bytes, Linux 2.6) are always there.
+///
+/// Sentinels are passed on as the kernel gives them (see each field).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TcpInfo {
+    /// `tcpi_state` @0: the `TCP_*` state (1 = ESTABLISHED).
+    pub state: u8,
+    /// `tcpi_snd_mss` @16: the current sending MSS, bytes (what a segment of
+    /// `snd_cwnd_segments` counts).
+    pub snd_mss_bytes: u32,
+    /// `tcpi_retrans` @36: segments retransmitted and not yet acknowledged
+    /// (now in flight), not a running count.
+    pub retrans_segments: u32,
+    /// `tcpi_pmtu` @60: the path MTU, bytes.
+    pub pmtu_bytes: u32,
+    /// `tcpi_rtt` @68: the smoothed RTT (RFC 6298's SRTT, `srtt_us >> 3`), µs;
+    /// 0 before the first RTT sample.
+    pub srtt_us: u32,
+    /// `tcpi_rttvar` @72: the RTT's mean deviation (`mdev_us >> 2`, RFC
+    /// 6298's RTTVAR), µs.
+    pub rttvar_us: u32,
+    /// `tcpi_snd_ssthresh` @76: slow-start threshold, segments
+    /// (`TCP_INFINITE_SSTHRESH`, 0x7fffffff, while slow start has not ended).
+    pub snd_ssthresh_segments: u32,
+    /// `tcpi_snd_cwnd` @80: the congestion window, segments.
+    pub snd_cwnd_segments: u32,
+    /// `tcpi_total_retrans` @100: segments retransmitted over the
+    /// connection's life (`tp->total_retrans`; iperf3's Retr is its change).
+    pub total_retrans_segments: u32,
+    /// `tcpi_pacing_rate` @104 (Linux 3.15): the pacing rate, bytes/s;
+    /// `u64::MAX` while unlimited.
+    pub pacing_rate_bytes_per_s: Option<u64>,
+    /// `tcpi_max_pacing_rate` @112 (Linux 3.15): `SO_MAX_PACING_RATE`,
+    /// bytes/s; `u64::MAX` when not set.
+    pub max_pacing_rate_bytes_per_s: Option<u64>,
+    /// `tcpi_bytes_acked` @120 (Linux 4.1): bytes acknowledged (RFC 4898
+    /// tcpEStatsAppHCThruOctetsAcked).
+    pub bytes_acked: Option<u64>,
+    /// `tcpi_min_rtt` @148 (Linux 4.6): the least RTT seen over a window
+    /// (`tcp_min_rtt`), µs; `u32::MAX` before any sample.
+    pub min_rtt_us: Option<u32>,
+    /// `tcpi_delivery_rate` @160 (Linux 4.9): the most recent delivery rate
+    /// sample (data acknowledged per interval, as BBR estimates bandwidth),
+    /// bytes/s; 0 before any sample.
+    pub delivery_rate_bytes_per_s: Option<u64>,
+    /// `tcpi_delivery_rate_app_limited`, bit 0 of byte 7 (Linux 4.9): the
+    /// sender ran out of data in the delivery rate's sample, so the rate is
+    /// a lower bound of what the path delivers.
+    pub delivery_rate_app_limited: Option<bool>,
+    /// `tcpi_bytes_sent` @200 (Linux 4.19): bytes transmitted, retransmissions
+    /// included (RFC 4898 tcpEStatsPerfHCDataOctetsOut).
+    pub bytes_sent: Option<u64>,
+    /// `tcpi_bytes_retrans` @208 (Linux 4.19): bytes retransmitted (RFC 4898
+    /// tcpEStatsPerfOctetsRetrans).
+    pub bytes_retrans: Option<u64>,
+    /// `tcpi_snd_wnd` @228 (Linux 5.4): the peer's advertised receive window,
+    /// bytes.
+    pub snd_wnd_bytes: Option<u32>,
+}
+
+/// Why a `TCP_INFO` buffer does not read as a [`TcpInfo`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TcpInfoError {
+    /// Shorter than the fields every Linux since 2.6 returns.
+    #[error("TCP_INFO returned {len} bytes, fewer than the {TCP_INFO_MIN_LEN} of Linux 2.6's struct tcp_info")]
+    Short {
+        /// Bytes returned.
+        len: usize,
+    },
+}
+
+impl From<TcpInfoError> for io::Error {
+    fn from(e: TcpInfoError) -> Self {
+        Self::new(io::ErrorKind::InvalidData, e)
+    }
+}
+
+/// Bytes of `struct tcp_info` up to and including `tcpi_total_retrans`.
+pub const TCP_INFO_MIN_LEN: usize = 104;
+
+/// Bytes of `struct tcp_info` this crate reads: up to and including
+/// `tcpi_snd_wnd` (Linux 5.4). Newer kernels return more; the rest is not read.
+pub const TCP_INFO_READ_LEN: usize = 232;
+
+impl TcpInfo {
+    /// Reads the kernel's `struct tcp_info` (native byte order) from the
+    /// first `buf.len()` bytes `getsockopt` returned. Never panics: fields
+    /// past the end are `None`; a buffer shorter than [`TCP_INFO_MIN_LEN`] is
+    /// [`TcpInfoError::Short`].
+    pub fn parse(buf: &[u8]) -> Result<Self, TcpInfoError> {
+        if buf.len() < TCP_INFO_MIN_LEN {
+            return Err(TcpInfoError::Short { len: buf.len() });
+        }
+        let u32_at = |at: usize| -> Option<u32> {
+            let b = buf.get(at..at + 4)?;
+            Some(u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+        };
+        let u64_at = |at: usize| -> Option<u64> {
+            let b = buf.get(at..at + 8)?;
+            let mut a = [0u8; 8];
+            a.copy_from_slice(b);
+            Some(u64::from_ne_bytes(a))
+        };
+        // Within TCP_INFO_MIN_LEN, checked above.
+        let base = |at: usize| u32_at(at).unwrap_or(0);
+        let delivery_rate = u64_at(160);
+        Ok(Self {
+            state: buf[0],
+            snd_mss_bytes: base(16),
+            retrans_segments: base(36),
+            pmtu_bytes: base(60),
+            srtt_us: base(68),
+            rttvar_us: base(72),
+            snd_ssthresh_segments: base(76),
+            snd_cwnd_segments: base(80),
+            total_retrans_segments: base(100),
+            pacing_rate_bytes_per_s: u64_at(104),
+            max_pacing_rate_bytes_per_s: u64_at(112),
+            bytes_acked: u64_at(120),
+            min_rtt_us: u32_at(148),
+            delivery_rate_bytes_per_s: delivery_rate,
+            // The bit is in the struct's head, but only kernels that report the
+            // delivery rate (4.9) define it.
+            delivery_rate_app_limited: delivery_rate.map(|_| buf[7] & 1 == 1),
+            bytes_sent: u64_at(200),
+            bytes_retrans: u64_at(208),
+            snd_wnd_bytes: u32_at(228),
+        })
+    }
+
+    /// The congestion window in bytes, `snd_cwnd × snd_mss`: iperf3's Cwnd
+    /// (`get_snd_cwnd` in its src/tcp_info.c).
+    pub fn cwnd_bytes(&self) -> u64 {
+        u64::from(self.snd_cwnd_segments) * u64::from(self.snd_mss_bytes)
+    }
+}
+
+/// The connection's [`TcpInfo`] (`getsockopt(IPPROTO_TCP, TCP_INFO)`). Works
+/// in every state, also after `shutdown` and on a `dup` of the socket.
+pub fn tcp_info(stream: &impl AsRawFd) -> io::Result<TcpInfo> {
+    let mut buf = [0u8; TCP_INFO_READ_LEN];
+    let len = sys::getsockopt_bytes(stream, libc::IPPROTO_TCP, libc::TCP_INFO, &mut buf)?;
+    Ok(TcpInfo::parse(&buf[..len])?)
 }
 
 fn enable_on(fd: &impl AsRawFd) -> io::Result<()> {
@@ -397,5 +581,130 @@ mod tests {
         };
         let err = set_marking(&s, &m).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::Unsupported);
+    }
+
+    /// A `struct tcp_info` of `len` bytes with known values at the offsets of
+    /// include/uapi/linux/tcp.h.
+    fn info_bytes(len: usize) -> Vec<u8> {
+        let mut b = vec![0u8; len.max(TCP_INFO_READ_LEN)];
+        b[0] = 1;
+        b[7] = 1;
+        let mut put32 = |at: usize, v: u32| b[at..at + 4].copy_from_slice(&v.to_ne_bytes());
+        for (at, v) in [(16, 1448), (36, 2), (60, 1500), (68, 250), (72, 40)] {
+            put32(at, v);
+        }
+        for (at, v) in [(76, 30), (80, 10), (100, 7), (148, 180), (228, 65_535)] {
+            put32(at, v);
+        }
+        for (at, v) in [(104, 1_000_000u64), (112, u64::MAX), (120, 9_000)] {
+            b[at..at + 8].copy_from_slice(&v.to_ne_bytes());
+        }
+        for (at, v) in [(160, 800_000u64), (200, 10_448), (208, 1_448)] {
+            b[at..at + 8].copy_from_slice(&v.to_ne_bytes());
+        }
+        b.truncate(len);
+        b
+    }
+
+    #[test]
+    fn tcp_info_reads_every_field_at_its_offset() {
+        let info = TcpInfo::parse(&info_bytes(TCP_INFO_READ_LEN)).unwrap();
+        assert_eq!(
+            info,
+            TcpInfo {
+                state: 1,
+                snd_mss_bytes: 1448,
+                retrans_segments: 2,
+                pmtu_bytes: 1500,
+                srtt_us: 250,
+                rttvar_us: 40,
+                snd_ssthresh_segments: 30,
+                snd_cwnd_segments: 10,
+                total_retrans_segments: 7,
+                pacing_rate_bytes_per_s: Some(1_000_000),
+                max_pacing_rate_bytes_per_s: Some(u64::MAX),
+                bytes_acked: Some(9_000),
+                min_rtt_us: Some(180),
+                delivery_rate_bytes_per_s: Some(800_000),
+                delivery_rate_app_limited: Some(true),
+                bytes_sent: Some(10_448),
+                bytes_retrans: Some(1_448),
+                snd_wnd_bytes: Some(65_535),
+            }
+        );
+        assert_eq!(info.cwnd_bytes(), 14_480);
+        // A newer kernel's longer struct reads the same.
+        let mut longer = info_bytes(TCP_INFO_READ_LEN);
+        longer.extend([0xff; 40]);
+        assert_eq!(TcpInfo::parse(&longer), Ok(info));
+    }
+
+    #[test]
+    fn tcp_info_of_an_older_kernel_leaves_the_newer_fields_out() {
+        // Linux 2.6's struct ends after tcpi_total_retrans.
+        let old = TcpInfo::parse(&info_bytes(TCP_INFO_MIN_LEN)).unwrap();
+        assert_eq!(old.total_retrans_segments, 7);
+        assert_eq!(old.cwnd_bytes(), 14_480);
+        assert_eq!(old.pacing_rate_bytes_per_s, None);
+        assert_eq!(old.delivery_rate_app_limited, None);
+        assert_eq!(old.snd_wnd_bytes, None);
+        // Linux 4.9 (through tcpi_delivery_rate, 168 bytes): no bytes_sent yet.
+        let v49 = TcpInfo::parse(&info_bytes(168)).unwrap();
+        assert_eq!(v49.min_rtt_us, Some(180));
+        assert_eq!(v49.delivery_rate_bytes_per_s, Some(800_000));
+        assert_eq!(v49.bytes_retrans, None);
+        // A field cut in half is missing, not misread.
+        let cut = TcpInfo::parse(&info_bytes(108)).unwrap();
+        assert_eq!(cut.pacing_rate_bytes_per_s, None);
+    }
+
+    #[test]
+    fn tcp_info_never_panics_and_refuses_a_short_buffer() {
+        for len in 0..TCP_INFO_MIN_LEN {
+            assert_eq!(
+                TcpInfo::parse(&info_bytes(len)),
+                Err(TcpInfoError::Short { len })
+            );
+        }
+        for len in TCP_INFO_MIN_LEN..TCP_INFO_READ_LEN + 64 {
+            let b: Vec<u8> = (0..len).map(|i| i as u8).collect();
+            assert!(TcpInfo::parse(&b).is_ok(), "{len} bytes");
+        }
+    }
+
+    #[test]
+    fn tcp_info_of_a_loopback_connection() {
+        use std::io::{Read, Write};
+        let l = listen("127.0.0.1:0".parse().unwrap(), false).unwrap();
+        let mut s = connect(
+            l.local_addr().unwrap(),
+            &Marking::default(),
+            true,
+            None,
+            Duration::from_secs(2),
+        )
+        .unwrap();
+        let (mut peer, _) = l.accept().unwrap();
+        s.write_all(&[7u8; 100_000]).unwrap();
+        let mut got = vec![0u8; 100_000];
+        peer.read_exact(&mut got).unwrap();
+        // A dup of the socket reads the same connection.
+        let info = tcp_info(&s.try_clone().unwrap()).unwrap();
+        assert_eq!(info.state, 1, "ESTABLISHED");
+        assert!(
+            info.snd_mss_bytes > 0 && info.snd_cwnd_segments > 0,
+            "{info:?}"
+        );
+        assert!(
+            info.srtt_us > 0,
+            "the handshake gave an RTT sample: {info:?}"
+        );
+        // Every kernel this project runs on (5.4 and later) reports these.
+        assert!(info.bytes_acked.unwrap() >= 100_000, "{info:?}");
+        assert!(info.bytes_sent.unwrap() >= 100_000, "{info:?}");
+        assert!(info.snd_wnd_bytes.is_some(), "{info:?}");
+        // Not a TCP socket: the kernel's error, not a misread.
+        let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        assert!(tcp_info(&udp).is_err());
     }
 }

@@ -134,6 +134,97 @@ pub struct FlowOutcome {
     /// receiver's). Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delay_cdf_ns: Option<Vec<i64>>,
+    /// For a TCP flow: what the sender's kernel reported about the connection
+    /// (`TCP_INFO`): retransmits, congestion window, smoothed RTT, pacing and delivery
+    /// rates. Absent for UDP flows (so their documents keep their shape), and for a TCP
+    /// flow whose socket could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp: Option<TcpReport>,
+}
+
+/// A TCP flow's connection as the sending kernel reported it: `getsockopt(TCP_INFO)`,
+/// Linux `struct tcp_info` (include/uapi/linux/tcp.h), read while the flow ran and once
+/// after it ended. The figures iperf3 prints per interval, Retr and Cwnd, are
+/// `retransmits` and `cwnd_bytes` here, with iperf3's definitions (its src/tcp_info.c).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TcpReport {
+    /// Over the whole flow.
+    pub summary: TcpInfoSummary,
+    /// One sample at the end of each `--interval` window (times since the flows' common
+    /// start), the last when the flow ended; `None` without `--interval`. Their
+    /// `retransmits` add up to `summary.retransmits`.
+    pub intervals: Option<Vec<TcpInfoSample>>,
+}
+
+/// The connection's state at one moment, and its retransmits since the previous sample.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TcpInfoSample {
+    /// When the sample was taken, since the flows' common start (the session's origin).
+    pub at_ns: u64,
+    /// Segments retransmitted since the previous sample (since the connection opened,
+    /// for the first): the change of `tcpi_total_retrans`, as iperf3's Retr.
+    pub retransmits: u64,
+    /// The congestion window, `tcpi_snd_cwnd × tcpi_snd_mss` (segments times the
+    /// sending MSS), as iperf3's Cwnd.
+    pub cwnd_bytes: u64,
+    /// The smoothed RTT, `tcpi_rtt` (RFC 6298's SRTT); `None` before the connection's
+    /// first RTT sample.
+    pub srtt_ns: Option<u64>,
+    /// The RTT's mean deviation, `tcpi_rttvar` (RFC 6298's RTTVAR); `None` as `srtt_ns`.
+    pub rttvar_ns: Option<u64>,
+    /// The rate TCP paces at, `tcpi_pacing_rate` × 8 (Linux 3.15); `None` while
+    /// unlimited, or from an older kernel.
+    pub pacing_rate_bps: Option<u64>,
+    /// The latest delivery rate sample, `tcpi_delivery_rate` × 8 (Linux 4.9): data
+    /// acknowledged per unit of time, as BBR estimates the path's bandwidth; `None`
+    /// before any sample, or from an older kernel.
+    pub delivery_rate_bps: Option<u64>,
+}
+
+/// A TCP flow's connection over the whole flow: retransmits and the last state from
+/// the sample taken after the flow ended, extremes and means over every sample (one at
+/// each `--interval` edge, and at least every 100 ms while the flow ran).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TcpInfoSummary {
+    /// Samples the minimum, mean and maximum are over.
+    pub samples: u64,
+    /// Segments retransmitted over the connection's life, `tcpi_total_retrans` (iperf3's
+    /// Retr of the whole test).
+    pub retransmits: u64,
+    /// Bytes retransmitted, `tcpi_bytes_retrans` (Linux 4.19); `None` from an older
+    /// kernel.
+    pub bytes_retrans: Option<u64>,
+    /// The sending MSS at the end, `tcpi_snd_mss`: the segment size of the windows.
+    pub mss_bytes: u64,
+    /// The largest congestion window sampled, `tcpi_snd_cwnd × tcpi_snd_mss`.
+    pub max_cwnd_bytes: u64,
+    /// The congestion window at the end.
+    pub cwnd_bytes: u64,
+    /// The least smoothed RTT sampled (`tcpi_rtt`); `None` without an RTT sample.
+    pub srtt_min_ns: Option<u64>,
+    /// The mean of the smoothed RTTs sampled.
+    pub srtt_mean_ns: Option<f64>,
+    /// The largest smoothed RTT sampled.
+    pub srtt_max_ns: Option<u64>,
+    /// The kernel's own least RTT, `tcpi_min_rtt` (Linux 4.6; over its windowed
+    /// filter, every ACK counted, not only the samples here); `None` before any RTT
+    /// sample or from an older kernel.
+    pub min_rtt_ns: Option<u64>,
+    /// The RTT's mean deviation at the end, `tcpi_rttvar`.
+    pub rttvar_ns: Option<u64>,
+    /// The pacing rate at the end, `tcpi_pacing_rate` × 8; `None` while unlimited.
+    pub pacing_rate_bps: Option<u64>,
+    /// The last delivery rate sample, `tcpi_delivery_rate` × 8.
+    pub delivery_rate_bps: Option<u64>,
+    /// The pacing cap set on the socket, `tcpi_max_pacing_rate` × 8: a paced bulk flow
+    /// (`--bulk --rate`) is paced by the kernel at its rate (`SO_MAX_PACING_RATE`);
+    /// `None` when uncapped.
+    #[serde(default)]
+    pub max_pacing_rate_bps: Option<u64>,
+    /// The send buffer granted (`SO_SNDBUF` as the kernel counts it: twice what
+    /// `-w/--window` asked for, or what autotuning reached).
+    #[serde(default)]
+    pub send_buffer_bytes: Option<u64>,
 }
 
 /// What a STAMP Session-Sender (RFC 8762 §4.2, `send --stamp`) measured beyond the

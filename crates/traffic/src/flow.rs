@@ -134,6 +134,15 @@ pub struct FlowSpec {
     /// default when `None`.
     #[serde(default)]
     pub congestion: Option<String>,
+    /// A bulk flow (`--bulk`): throughput is its measure. Unpaced (`unpaced`), or paced
+    /// at a cap by the kernel for TCP (`SO_MAX_PACING_RATE`) and by the schedule for UDP.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub bulk: bool,
+    /// The socket buffer asked for (`-w/--window`, iperf3's `-w`): the sender's send
+    /// buffer and the receiver's receive buffer. `None` keeps the kernel's defaults (and
+    /// TCP's autotuning).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_bytes: Option<u32>,
 }
 
 impl Default for FlowSpec {
@@ -158,6 +167,8 @@ impl Default for FlowSpec {
             video: None,
             unpaced: false,
             congestion: None,
+            bulk: false,
+            window_bytes: None,
         }
     }
 }

@@ -190,6 +190,8 @@ mod tests {
             video: m.video.clone(),
             unpaced: false,
             congestion: None,
+            bulk: false,
+            window_bytes: None,
         }
     }
 

@@ -106,6 +106,19 @@ pub struct FlowAnnounce {
     /// Report the delay's distribution too (`FlowResult::delay_cdf_ns`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cdf: bool,
+    /// A bulk flow (`--bulk`): its measurement is throughput, so an unmarked TCP bulk
+    /// flow is received without per-segment header fields and with the kernel's buffer
+    /// autotuning (see the receiver's `data_stream`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub bulk: bool,
+    /// An unpaced bulk flow (`--bulk` without a rate): as fast as the transport takes
+    /// it, so its receiver may wait for larger reads.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unpaced: bool,
+    /// The socket buffer the sender asked for (`-w/--window`, iperf3's `-w`): the
+    /// receiver sets its receive buffer to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_bytes: Option<u32>,
 }
 
 /// The receiver's answer for one announced flow.
@@ -417,6 +430,9 @@ mod tests {
                     rtp_clock_hz: None,
                     interval_ns: None,
                     cdf: false,
+                    bulk: true,
+                    unpaced: true,
+                    window_bytes: Some(1 << 20),
                 }],
             },
             Msg::Attach { flow: 3, token: 99 },

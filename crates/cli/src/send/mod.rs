@@ -15,6 +15,7 @@ mod engine;
 mod flow;
 mod remote;
 pub(crate) mod session;
+mod tcpinfo;
 mod text;
 
 use std::net::SocketAddr;
@@ -227,9 +228,10 @@ pub(crate) struct FlowArgs {
     #[arg(short, long, visible_short_alias = 'l', visible_alias = "length",
           value_parser = crate::args::byte_count, value_name = "BYTES")]
     size: Option<u64>,
-    /// Bulk load: TCP as fast as the window allows (or capped by --rate), UDP at the
-    /// --rate given; meant for background traffic and throughput, like iperf3. See
-    /// --parallel, --congestion and --interval.
+    /// Bulk load, for throughput and background traffic, like iperf3: as fast as the
+    /// transport takes it (TCP: as the window allows; UDP: as the socket takes it, with
+    /// no congestion control, iperf3's -b 0), or at most --rate (TCP: paced by the
+    /// kernel). See --parallel, --congestion, --window and --interval.
     #[arg(long, conflicts_with_all = ["voip", "app", "stream", "idt"])]
     bulk: bool,
     /// Run N identical copies of this flow at once, each on its own connection (iperf3 -P).
@@ -247,6 +249,12 @@ pub(crate) struct FlowArgs {
     /// /proc/sys/net/ipv4/tcp_available_congestion_control). Default: the kernel's.
     #[arg(long, value_name = "NAME")]
     congestion: Option<String>,
+    /// Socket buffer size (iperf3 -w): the sender's send buffer and, for TCP, the
+    /// receiver's receive buffer, which bounds the window (256KiB, 4MiB; K and M are
+    /// 1000s, as in --size). Default: the kernel's, with TCP's autotuning (UDP: 4 MiB).
+    /// The send buffer granted is reported (`tcp.summary.send_buffer_bytes` in --json).
+    #[arg(short = 'w', long, value_parser = crate::args::byte_count, value_name = "BYTES")]
+    window: Option<u64>,
     /// VoIP as D-ITG models it: g711.1, g711.2, g723.1, g729.2 or g729.3 sets the packet
     /// rate and payload size (UDP). See --voip-header and --vad.
     #[arg(long, alias = "codec", value_name = "CODEC", conflicts_with_all = ["rate", "size", "tcp"])]
@@ -354,6 +362,7 @@ impl FlowArgs {
             parallel: self.parallel,
             calls: self.calls,
             congestion: self.congestion.clone(),
+            window: self.window,
             voip: self.voip,
             stream: self.stream,
             ptime: self.ptime,
@@ -817,6 +826,7 @@ mod tests {
             "rate" => Some("10pps"),
             "meter" => Some("owd"),
             "ecn" => Some("ect1"),
+            "window" => Some("64KiB"),
             _ => Some("1"),
         }
     }

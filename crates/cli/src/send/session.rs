@@ -16,10 +16,12 @@ use anyhow::{bail, Context, Result};
 use meter::FlowSummary;
 use traffic::FlowSpec;
 use wire::control::{FlowAnnounce, FlowGrant, FlowResult, FlowSent, Meter, Msg, Protocol};
+use wire::frame;
 use wire::time::Instant;
 
 use super::engine::{run_engine, EngineRun, FlowPlan, Pacing};
 use super::flow::Conn;
+use super::tcpinfo::{LiveTcp, TcpStats};
 use super::SendConfig;
 use crate::control::{write_msg, MsgReader};
 use results::send::{sent_stats, FlowOutcome, SendReport, SumStats};
@@ -159,10 +161,20 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
     });
     let n_engines = engines.iter().max().map_or(0, |m| m + 1);
     let mut plans: Vec<Vec<FlowPlan>> = (0..n_engines).map(|_| Vec::new()).collect();
+    // TCP_INFO is read on a duplicate of each TCP data socket (the engine's shutdown
+    // still sends the FIN; the duplicates are closed once the engines are done).
+    let mut tcp_streams = Vec::new();
     for (((spec, grant), conn), &e) in config.flows.iter().zip(&grants).zip(conns).zip(&engines) {
+        tcp_streams.push(match &conn {
+            Conn::Tcp(stream) => stream.try_clone().ok(),
+            Conn::Udp(_) => None,
+        });
+        // A kernel-paced flow is written as fast as the socket takes it.
+        let mut spec = spec.clone();
+        spec.unpaced |= kernel_paced(&spec);
         plans[e].push(FlowPlan {
             id: grant.id,
-            spec: spec.clone(),
+            spec,
             conn,
         });
     }
@@ -181,17 +193,20 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
     let total_planned: Option<u64> = config.flows.iter().map(FlowSpec::planned_packets).sum();
     let mut last_print = std::time::Instant::now();
     let mut capped: Option<String> = None;
+    let mut tcp = TcpStats::new(origin.as_nanos(), config.interval.is_some(), tcp_streams);
+    // The window edges of --interval: live lines, and the TCP flows' series.
     let mut live = config
         .interval
-        .filter(|_| config.live)
-        .map(|w| LiveIntervals::new(w, origin, config.flows.len()));
+        .filter(|_| config.live || tcp.any())
+        .map(|w| LiveIntervals::new(w, origin, config.flows.len(), config.live));
     while !handles.iter().all(std::thread::JoinHandle::is_finished) {
         // Wake every 20 ms, or at the next window edge of --interval if that is sooner,
         // so each live line counts what was handed to the kernel up to its edge.
         let mut nap = StdDuration::from_millis(20);
+        let now = netio::clock::mono_ns();
+        tcp.poll(now);
         if let Some(live) = live.as_mut() {
-            let now = netio::clock::mono_ns();
-            live.poll(now, progress_bytes.load(Ordering::Relaxed));
+            live.poll(now, progress_bytes.load(Ordering::Relaxed), &mut tcp);
             nap = nap.min(StdDuration::from_nanos(live.next_ns.saturating_sub(now)));
         }
         std::thread::sleep(nap);
@@ -232,12 +247,15 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
     if config.progress {
         eprintln!();
     }
-    if let Some(live) = live.as_mut() {
-        live.finish(
-            netio::clock::mono_ns(),
-            progress_bytes.load(Ordering::Relaxed),
-        );
+    // The engines are done: the last TCP_INFO sample, and the last, partial window.
+    let now = netio::clock::mono_ns();
+    match live.as_mut() {
+        Some(live) => live.finish(now, progress_bytes.load(Ordering::Relaxed), &mut tcp),
+        None => {
+            tcp.finish(now);
+        }
     }
+    let mut tcp_reports = tcp.reports().into_iter();
     let mut per_engine = Vec::new();
     for h in handles {
         let results = h
@@ -355,6 +373,7 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
                 } else {
                     r.and_then(|r| r.delay_cdf_ns.clone())
                 },
+                tcp: tcp_reports.next().flatten(),
             }
         })
         .collect();
@@ -385,13 +404,14 @@ const PPS_PER_THREAD: f64 = 250_000.0;
 /// mean rate, at most one per CPU), each flow to the thread with the lowest packet rate
 /// so far.
 fn assign(flows: &[FlowSpec], threads: Option<usize>) -> Vec<usize> {
-    let paced = flows.iter().filter(|f| !f.unpaced).count();
+    let own = |f: &FlowSpec| f.unpaced || kernel_paced(f);
+    let paced = flows.iter().filter(|f| !own(f)).count();
     // A flow of unknown rate counts as one packet a second.
     let pps = |f: &FlowSpec| f.mean_pps().unwrap_or(1.0).max(1e-3);
     let threads = threads
         .unwrap_or_else(|| {
             let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-            let load: f64 = flows.iter().filter(|f| !f.unpaced).map(pps).sum();
+            let load: f64 = flows.iter().filter(|f| !own(f)).map(pps).sum();
             ((load / PPS_PER_THREAD).ceil() as usize).clamp(1, cpus)
         })
         .clamp(1, paced.max(1));
@@ -400,7 +420,7 @@ fn assign(flows: &[FlowSpec], threads: Option<usize>) -> Vec<usize> {
     flows
         .iter()
         .map(|f| {
-            if f.unpaced {
+            if own(f) {
                 next_own += 1;
                 return next_own - 1;
             }
@@ -442,7 +462,8 @@ fn register(
                     let sock = netio::UdpSocket::bind(SocketAddr::new(any, 0), false)?;
                     sock.connect_marked(dest, &marking)
                         .with_context(|| format!("flow {i}: cannot apply marking {marking:?}"))?;
-                    let _ = sock.set_buffer_sizes(Some(4 << 20), Some(4 << 20));
+                    let bytes = spec.window_bytes.map_or(4 << 20, |w| w as usize);
+                    let _ = sock.set_buffer_sizes(Some(bytes), Some(bytes));
                     e.insert(Arc::new(sock)).clone()
                 }
             };
@@ -469,6 +490,9 @@ fn register(
             rtp_clock_hz: spec.rtp.map(|r| r.clock_rate_hz),
             interval_ns: config.interval.map(wire::time::Duration::as_nanos),
             cdf: config.cdf && spec.meter == Meter::Owd,
+            bulk: spec.bulk || spec.unpaced,
+            unpaced: spec.unpaced,
+            window_bytes: spec.window_bytes,
         });
     }
     write_msg(ctrl, &Msg::Register { flows: announces })?;
@@ -513,6 +537,14 @@ fn register(
                     .context(format!("flow {}: cannot open the TCP data connection", grant.id)),
             }
         })?;
+        if let Some(w) = spec.window_bytes {
+            netio::tcp::set_send_buffer(&stream, w as usize)
+                .with_context(|| format!("flow {}: --window {w}", grant.id))?;
+        }
+        if let Some(bytes_per_s) = kernel_pacing(spec) {
+            netio::tcp::set_max_pacing_rate(&stream, bytes_per_s)
+                .with_context(|| format!("flow {}: SO_MAX_PACING_RATE", grant.id))?;
+        }
         write_msg(
             &mut stream,
             &Msg::Attach {
@@ -528,32 +560,67 @@ fn register(
     Ok((conns, grants))
 }
 
+/// Whether the kernel paces this flow rather than the scheduler: a TCP bulk flow with a
+/// constant rate (`--tcp --bulk --rate 10gbit`), whose measure is its throughput, not
+/// its schedule. Its rate goes to `SO_MAX_PACING_RATE` and the engine writes as fast as
+/// the socket takes, as iperf3's `--fq-rate` does; measured flows keep the scheduler
+/// (and its spin), whose schedule error is reported.
+pub(super) fn kernel_paced(spec: &FlowSpec) -> bool {
+    spec.bulk
+        && spec.protocol == Protocol::Tcp
+        && !spec.unpaced
+        && spec.idt_ms.is_none()
+        && spec.size_dist.is_none()
+        && spec.on_off_ms.is_none()
+        && spec.video.is_none()
+}
+
+/// The `SO_MAX_PACING_RATE` of a kernel-paced flow, in bytes per second: its payload
+/// rate with the message framing. TCP's own pacing spaces the segments of its write queue
+/// by their payload (`tcp_update_skb_after_send`), so headers add nothing here; this is
+/// iperf3's `--fq-rate` conversion too.
+fn kernel_pacing(spec: &FlowSpec) -> Option<u64> {
+    if !kernel_paced(spec) {
+        return None;
+    }
+    let pps = spec.rate.pps(spec.size_bytes);
+    Some((pps * (spec.size_bytes as usize + frame::PREFIX_LEN) as f64).ceil() as u64)
+}
+
 /// The live lines of `--interval`: what every flow together handed to the kernel in each
 /// window since the flows' common start (the sender's side, as iperf3's client prints;
-/// the receiver's series comes with the results).
+/// the receiver's series comes with the results), and for TCP flows the retransmits and
+/// congestion window at each edge (iperf3's Retr and Cwnd, [`LiveTcp`]). The edges also
+/// time the TCP flows' `TCP_INFO` series, printed or not.
 struct LiveIntervals {
     window_ns: u64,
     origin_ns: u64,
     flows: usize,
+    /// Print the lines (not with `--json`).
+    print: bool,
     /// End of the window being counted, and the byte count at its start.
     next_ns: u64,
     last_bytes: u64,
 }
 
 impl LiveIntervals {
-    fn new(window: wire::time::Duration, origin: Instant, flows: usize) -> Self {
+    fn new(window: wire::time::Duration, origin: Instant, flows: usize, print: bool) -> Self {
         let window_ns = window.as_nanos().max(1);
         Self {
             window_ns,
             origin_ns: origin.as_nanos(),
             flows,
+            print,
             next_ns: origin.as_nanos().saturating_add(window_ns),
             last_bytes: 0,
         }
     }
 
-    fn line(&self, from_ns: u64, to_ns: u64, bytes: u64) {
+    fn line(&self, from_ns: u64, to_ns: u64, bytes: u64, tcp: Option<LiveTcp>) {
         use std::io::Write;
+        if !self.print {
+            return;
+        }
         let span_s = (to_ns - from_ns) as f64 / 1e9;
         let who = if self.flows > 1 {
             format!(" ({} flows)", self.flows)
@@ -566,21 +633,35 @@ impl LiveIntervals {
             to_ns,
             crate::human::window_decimals(self.window_ns),
         );
+        // iperf3's Retr (segments retransmitted in the window, every TCP flow together)
+        // and Cwnd (one TCP flow only).
+        let tcp = tcp.map_or(String::new(), |t| {
+            format!(
+                "  {:>5} retr{}",
+                t.retransmits,
+                t.cwnd_bytes.map_or(String::new(), |c| format!(
+                    "  {:>10} cwnd",
+                    crate::human::bytes(c)
+                ))
+            )
+        });
         // A closed stdout ends the program at the report; here it only loses lines.
         let _ = writeln!(
             std::io::stdout(),
-            "[{when:>13}] {:>11} {:>14} sent{who}",
+            "[{when:>13}] {:>11} {:>14} sent{tcp}{who}",
             crate::human::bytes(bytes),
             crate::human::bitrate(bytes as f64 * 8.0 / span_s),
         );
     }
 
-    fn poll(&mut self, now_ns: u64, bytes: u64) {
+    fn poll(&mut self, now_ns: u64, bytes: u64, tcp: &mut TcpStats) {
         while now_ns >= self.next_ns {
+            let tcp = tcp.edge(now_ns);
             self.line(
                 self.next_ns - self.window_ns,
                 self.next_ns,
                 bytes - self.last_bytes,
+                tcp,
             );
             self.last_bytes = bytes;
             self.next_ns = self.next_ns.saturating_add(self.window_ns);
@@ -590,12 +671,13 @@ impl LiveIntervals {
         }
     }
 
-    /// The last, partial window.
-    fn finish(&mut self, now_ns: u64, bytes: u64) {
-        self.poll(now_ns, bytes);
+    /// The last, partial window, with the TCP flows' last sample.
+    fn finish(&mut self, now_ns: u64, bytes: u64, tcp: &mut TcpStats) {
+        self.poll(now_ns, bytes, tcp);
+        let last_tcp = tcp.finish(now_ns);
         let from = self.next_ns - self.window_ns;
         if bytes > self.last_bytes && now_ns > from {
-            self.line(from, now_ns, bytes - self.last_bytes);
+            self.line(from, now_ns, bytes - self.last_bytes, last_tcp);
         }
     }
 }

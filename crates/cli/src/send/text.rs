@@ -51,13 +51,27 @@ pub(crate) fn send_text(report: &SendReport, per_flow: bool, wide: bool) -> Stri
             ))
         ));
     }
+    for f in report.flows.iter().filter(|_| rows) {
+        if let Some(tcp) = &f.tcp {
+            s.push_str(&tcp_text(f.id, &tcp.summary, wide));
+        }
+    }
     if report.flows.len() > 1 {
         let rate = |b: Option<f64>| human::or_missing(b, human::bitrate);
+        let tcp: Vec<_> = report.flows.iter().filter_map(|f| f.tcp.as_ref()).collect();
         s.push_str(&format!(
-            "sum of {} flows: sent {}, received {}\n",
+            "sum of {} flows: sent {}, received {}{}\n",
             report.sum.flows,
             rate(report.sum.sent.bitrate_bps),
             rate(report.sum.received.as_ref().and_then(|r| r.bitrate_bps)),
+            if tcp.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", {} TCP retransmits",
+                    tcp.iter().map(|t| t.summary.retransmits).sum::<u64>()
+                )
+            }
         ));
     }
     for f in report.flows.iter().filter(|_| rows) {
@@ -93,6 +107,36 @@ pub(crate) fn send_text(report: &SendReport, per_flow: bool, wide: bool) -> Stri
         s.push_str(&format!(
             "… and {} more flows ended early (see --json)\n",
             failed.len() - MAX_ROWS
+        ));
+    }
+    s
+}
+
+/// A TCP flow's connection as its sender's kernel saw it (`TCP_INFO`): retransmitted
+/// segments (iperf3's Retr), the largest congestion window (iperf3's Cwnd) and the
+/// smoothed RTT's range over the samples; with `wide` a second line with the rest.
+fn tcp_text(id: u16, t: &results::send::TcpInfoSummary, wide: bool) -> String {
+    let d = |ns: Option<u64>| human::or_missing(ns, |v| human::duration(v as f64));
+    let mut s = format!(
+        "flow {id}: TCP {} retransmits, cwnd max {}, srtt min {}, mean {}, max {}\n",
+        t.retransmits,
+        human::bytes(t.max_cwnd_bytes),
+        d(t.srtt_min_ns),
+        human::or_missing(t.srtt_mean_ns, human::duration),
+        d(t.srtt_max_ns),
+    );
+    if wide {
+        let rate = |bps: Option<u64>| human::or_missing(bps, |v| human::bitrate(v as f64));
+        s.push_str(&format!(
+            "  at the end: cwnd {} ({} B segments), rttvar {}, pacing {}, delivery {}; min RTT {}; {} retransmitted; {} samples\n",
+            human::bytes(t.cwnd_bytes),
+            t.mss_bytes,
+            d(t.rttvar_ns),
+            rate(t.pacing_rate_bps),
+            rate(t.delivery_rate_bps),
+            d(t.min_rtt_ns),
+            human::or_missing(t.bytes_retrans, human::bytes),
+            t.samples,
         ));
     }
     s

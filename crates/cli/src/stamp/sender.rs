@@ -701,6 +701,7 @@ pub(crate) fn run(config: &StampConfig, stop: &Arc<AtomicBool>) -> Result<SendRe
         unlogged_records: None,
         stamp: Some(outcome),
         delay_cdf_ns: config.cdf.then(|| meter.rtt_cdf_ns()).flatten(),
+        tcp: None,
     };
     let flows = vec![flow];
     let report = SendReport {

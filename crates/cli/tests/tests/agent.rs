@@ -87,6 +87,9 @@ fn reverse_and_bidir_are_measured_in_each_direction_over_both_families_and_trans
             crate::schema::assert_valid("send", &rev);
             assert_whole(&rev, 150, &format!("reverse {what}"));
             assert_cdf(&rev, &format!("reverse {what}"));
+            // The agent's TCP flow carries its TCP_INFO; a UDP flow has none.
+            let tcp = rev["flows"][0].get("tcp");
+            assert_eq!(tcp.is_some(), proto == "--tcp", "reverse {what}: {rev:#}");
             // The agent sent to the receiver this send started, not to its own port.
             let dest: std::net::SocketAddr = rev["dest"].as_str().unwrap().parse().unwrap();
             assert_ne!(dest.port(), agent.port, "{what}");

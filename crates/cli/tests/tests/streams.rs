@@ -129,11 +129,124 @@ fn bulk_tcp_streams_report_per_interval_and_in_sum() {
     rx.finish().finished.assert_success();
 }
 
+/// `TCP_INFO` (Linux `struct tcp_info`) of a bulk TCP flow, per `--interval` window and
+/// over the flow: present, typed as the schema says, the windows' retransmits adding up
+/// to the total (iperf3's Retr), the summary's extremes bounding the samples.
+#[test]
+fn bulk_tcp_reports_tcp_info_per_interval_and_in_sum() {
+    let rx = Receiver::start(&["--json", "--sessions", "2"]);
+    let out = send(
+        "127.0.0.1",
+        rx.port,
+        &[
+            "--tcp",
+            "--bulk",
+            "--duration",
+            "1s",
+            "--interval",
+            "200ms",
+            "--json",
+        ],
+    );
+    out.assert_success();
+    let j = out.json();
+    crate::schema::assert_valid("send", &j);
+    let tcp = &j["flows"][0]["tcp"];
+    let sum = &tcp["summary"];
+    for key in [
+        "samples",
+        "retransmits",
+        "mss_bytes",
+        "max_cwnd_bytes",
+        "cwnd_bytes",
+        "srtt_min_ns",
+        "srtt_max_ns",
+        "rttvar_ns",
+        "min_rtt_ns",
+    ] {
+        assert!(sum[key].is_u64(), "{key}: {tcp:#}");
+    }
+    assert!(sum["srtt_mean_ns"].is_f64(), "{tcp:#}");
+    // Nullable where the kernel may have no value yet; the keys are always there.
+    for key in ["bytes_retrans", "pacing_rate_bps", "delivery_rate_bps"] {
+        assert!(sum.get(key).is_some(), "{key}: {tcp:#}");
+    }
+    assert!(
+        u(sum, "/mss_bytes") > 0 && u(sum, "/cwnd_bytes") > 0,
+        "{tcp:#}"
+    );
+    let series = tcp["intervals"].as_array().unwrap();
+    // Five 200 ms windows, and the last sample after the flow ended.
+    assert!((5..=7).contains(&series.len()), "{} samples", series.len());
+    assert!(u(sum, "/samples") >= series.len() as u64, "{tcp:#}");
+    let retransmits: u64 = series.iter().map(|s| u(s, "/retransmits")).sum();
+    assert_eq!(retransmits, u(sum, "/retransmits"), "{tcp:#}");
+    let mut at = 0;
+    for s in series {
+        assert!(u(s, "/at_ns") >= at, "in time order: {tcp:#}");
+        at = u(s, "/at_ns");
+        assert!(u(s, "/cwnd_bytes") <= u(sum, "/max_cwnd_bytes"), "{tcp:#}");
+        let srtt = u(s, "/srtt_ns");
+        assert!(
+            (u(sum, "/srtt_min_ns")..=u(sum, "/srtt_max_ns")).contains(&srtt),
+            "{tcp:#}"
+        );
+    }
+    // Without --interval there is no series; a UDP flow has no `tcp` at all.
+    let out = send(
+        "::1",
+        rx.port,
+        &["--tcp", "--bulk", "--count", "20", "--json"],
+    );
+    out.assert_success();
+    let f = &out.json()["flows"][0];
+    assert!(f["tcp"]["intervals"].is_null(), "{f:#}");
+    assert!(u(f, "/tcp/summary/samples") >= 1, "{f:#}");
+    rx.finish().finished.assert_success();
+}
+
+#[test]
+fn bulk_tcp_window_kernel_pacing_and_header_fields() {
+    let rx = Receiver::start(&["--json", "--sessions", "5"]);
+    let bulk = |extra: &[&str]| {
+        let mut args = vec!["--tcp", "--bulk", "--count", "20", "--json"];
+        args.extend_from_slice(extra);
+        let out = send("::1", rx.port, &args);
+        out.assert_success();
+        let j = out.json();
+        crate::schema::assert_valid("send", &j);
+        j["flows"][0].clone()
+    };
+    // -w: the send buffer granted is what was asked for, doubled as Linux keeps it.
+    for (window, granted) in [("256KiB", 512 * 1024), ("1MiB", 2 * 1024 * 1024)] {
+        let f = bulk(&["-w", window]);
+        assert_eq!(u(&f, "/tcp/summary/send_buffer_bytes"), granted, "{f:#}");
+        assert_eq!(u(&f, "/spec/window_bytes"), granted / 2, "{f:#}");
+    }
+    // A bulk flow with a rate is paced by the kernel at it: 100 Mbit/s of 128 KiB
+    // messages and their 4-byte prefixes, in bytes per second, rounded up, as bits.
+    let f = bulk(&["--rate", "100mbit"]);
+    let pps = 100e6 / (131_072.0 * 8.0);
+    let cap = (pps * 131_076.0_f64).ceil() as u64 * 8;
+    assert_eq!(u(&f, "/tcp/summary/max_pacing_rate_bps"), cap, "{f:#}");
+    // Unpaced, and unmarked: no cap, and no per-segment header fields at the receiver.
+    let f = bulk(&[]);
+    assert!(
+        f["tcp"]["summary"]["max_pacing_rate_bps"].is_null(),
+        "{f:#}"
+    );
+    assert_eq!(u(&f, "/received/marking/tos_unknown"), 20, "{f:#}");
+    // Marked: the receiver reads the fields, as for any measured flow.
+    let f = bulk(&["--dscp", "EF"]);
+    assert_eq!(u(&f, "/received/marking/dscp_seen/46"), 20, "{f:#}");
+    assert_eq!(u(&f, "/received/marking/tos_unknown"), 0, "{f:#}");
+    rx.finish().finished.assert_success();
+}
+
 #[test]
 fn bulk_refuses_what_it_cannot_do() {
     for (args, want) in [
-        (&["--bulk"][..], "needs --rate"),
-        (&["--tcp", "--bulk", "--meter", "rtt"], "one way"),
+        (&["--tcp", "--bulk", "--meter", "rtt"][..], "one way"),
         (
             &["--tcp", "--bulk", "--voip", "g711.1"],
             "cannot be used with",

@@ -36,6 +36,8 @@ pub struct FlowOptions {
     pub calls: Option<u32>,
     /// `--congestion`.
     pub congestion: Option<String>,
+    /// `-w/--window`, bytes.
+    pub window: Option<u64>,
     /// `--voip`.
     pub voip: Option<Codec>,
     /// `--stream`.
@@ -94,6 +96,7 @@ impl Default for FlowOptions {
             parallel: 1,
             calls: None,
             congestion: None,
+            window: None,
             voip: None,
             stream: None,
             ptime: None,
@@ -162,6 +165,12 @@ pub struct Specs {
 /// Most copies `--calls` makes: flow ids are 16-bit, and a receiver holds at most
 /// 65,534 flows at once.
 pub const MAX_CALLS: u32 = 60_000;
+
+/// The smallest `--window`: Linux grants at least 4,608 bytes of receive buffer anyway
+/// (`SOCK_MIN_RCVBUF`), and a smaller window than one message is no test.
+pub const MIN_WINDOW: u64 = 4096;
+/// The largest `--window`: 1 GiB (the kernel keeps twice the value in an `int`).
+pub const MAX_WINDOW: u64 = 1 << 30;
 
 /// An RTP header (12 bytes) and the probe (16 bytes).
 pub const RTP_PROBE_MIN: usize = wire::rtp::HEADER_LEN + probe::HEADER_LEN;
@@ -284,9 +293,6 @@ impl FlowOptions {
                 "--bulk measures throughput one way: leave --meter at owd"
             );
         }
-        if self.bulk && !self.tcp && self.rate.is_none() {
-            refuse!("--bulk", "--bulk on UDP needs --rate (e.g. 100mbit): UDP has no congestion control to find the rate");
-        }
         Ok(())
     }
 
@@ -396,6 +402,15 @@ impl FlowOptions {
             }
         }
         let on_off_ms = self.on_off()?;
+        // The kernel doubles what it is given and caps it at INT_MAX (socket(7)).
+        let window_bytes = match self.window {
+            None => None,
+            Some(w) if (MIN_WINDOW..=MAX_WINDOW).contains(&w) => Some(w as u32),
+            Some(w) => refuse!(
+                "--window",
+                "--window {w} bytes is outside {MIN_WINDOW} to {MAX_WINDOW} (1 GiB)"
+            ),
+        };
         if self.congestion.is_some() && protocol != Protocol::Tcp {
             refuse!(
                 "--congestion",
@@ -480,8 +495,10 @@ impl FlowOptions {
             seed: self.seed.unwrap_or(seed),
             on_off_ms,
             video,
-            unpaced: self.bulk && self.tcp && self.rate.is_none(),
+            unpaced: self.bulk && self.rate.is_none(),
             congestion: self.congestion.clone(),
+            bulk: self.bulk,
+            window_bytes,
         };
         Ok((spec, notes))
     }
@@ -656,7 +673,6 @@ mod tests {
                 "--bytes",
                 "a stop condition of zero",
             ),
-            (FlowOptions { bulk: true, ..d() }, "--bulk", "needs --rate"),
             (
                 FlowOptions {
                     size_dist: Some(Dist::Uniform { min: 5.0, max: 1.0 }),

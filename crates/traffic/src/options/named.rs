@@ -12,7 +12,7 @@ use super::values::{
 use crate::units::{parse_bytes, parse_duration};
 
 /// Every flow option `send` takes: its long name and the other long names it answers to.
-const NAMES: [(&str, &[&str]); 30] = [
+const NAMES: [(&str, &[&str]); 31] = [
     ("udp", &[]),
     ("tcp", &[]),
     ("rate", &[]),
@@ -21,6 +21,7 @@ const NAMES: [(&str, &[&str]); 30] = [
     ("parallel", &[]),
     ("calls", &[]),
     ("congestion", &[]),
+    ("window", &[]),
     ("voip", &["codec"]),
     ("stream", &[]),
     ("ptime", &[]),
@@ -186,6 +187,7 @@ impl<'a> NamedOptions<'a> {
                 o.congestion = Some(v.to_owned());
                 Ok(())
             }
+            "window" => bytes(v).map(|b| o.window = Some(b)),
             "voip" => parsed(v).map(|c| o.voip = Some(c)),
             "stream" => parsed(v).map(|s| o.stream = Some(s)),
             "ptime" => duration(v).map(|d| o.ptime = Some(d)),
