@@ -159,6 +159,7 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
                     .expect("the default busy-poll window parses"),
                 // One flow at a time: one UDP thread, as the receiver always had.
                 threads: 1,
+                gro: true,
                 service: None,
             },
             Arc::new(AtomicBool::new(false)),

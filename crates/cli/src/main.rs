@@ -19,6 +19,7 @@ mod interop;
 mod interrupt;
 mod labcmd;
 mod logsink;
+mod omit;
 mod out;
 mod overhead;
 mod portcheck;

@@ -27,6 +27,8 @@ mod handshake;
 mod interop;
 #[path = "tests/interrupt.rs"]
 mod interrupt;
+#[path = "tests/iperf3_options.rs"]
+mod iperf3_options;
 #[path = "tests/json_shape.rs"]
 mod json_shape;
 #[path = "tests/lab.rs"]

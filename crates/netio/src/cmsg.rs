@@ -62,6 +62,10 @@ pub(crate) enum Cmsg {
     /// `IPV6_PKTINFO` on receive: `ipi6_addr`, the header's destination
     /// (v4-mapped for an IPv4 packet on a dual-stack socket).
     PktInfoV6(Ipv6Addr),
+    /// `UDP_GRO` on receive (`SOL_UDP`, an `int`): the buffer holds several
+    /// datagrams coalesced by the kernel (Linux 5.0), each this many bytes but
+    /// the last, which may be shorter.
+    GroSize(u16),
 }
 
 /// One control message to send.
@@ -242,6 +246,14 @@ fn parse(cmsg: &libc::cmsghdr) -> Option<Cmsg> {
             // SAFETY: as above, for in6_pktinfo.
             let info: libc::in6_pktinfo = unsafe { ptr::read_unaligned(data.as_ptr().cast()) };
             Cmsg::PktInfoV6(Ipv6Addr::from(info.ipi6_addr.s6_addr))
+        }
+        (libc::SOL_UDP, libc::UDP_GRO) => {
+            let bytes: [u8; 4] = data.get(..4)?.try_into().ok()?;
+            Cmsg::GroSize(
+                u16::try_from(i32::from_ne_bytes(bytes))
+                    .ok()
+                    .filter(|&s| s > 0)?,
+            )
         }
         _ => return None,
     })

@@ -83,11 +83,31 @@ pub fn connect(
     congestion: Option<&str>,
     timeout: Duration,
 ) -> io::Result<TcpStream> {
+    connect_from(dst, None, marking, nodelay, congestion, timeout)
+}
+
+/// [`connect`] from source port `src_port` (iperf3's `--cport`), when given: the
+/// socket is bound to it, on the unspecified address of its family, before `connect`.
+/// `SO_REUSEADDR` is set first, so a port whose last connection to the same peer
+/// lingers in `TIME_WAIT` can be bound again, as the last run's was; a port that
+/// another socket holds fails with `AddrInUse` (bound, listening) or, for the same
+/// peer, `AddrNotAvailable` (the 4-tuple is taken), both naming the port.
+pub fn connect_from(
+    dst: SocketAddr,
+    src_port: Option<u16>,
+    marking: &Marking,
+    nodelay: bool,
+    congestion: Option<&str>,
+    timeout: Duration,
+) -> io::Result<TcpStream> {
     let ipv4_path = sys::is_ipv4_path(&dst);
     let family = if ipv4_path { Family::V4 } else { Family::V6 };
     let dst = sys::for_family(family, dst)?;
     marking.check(ipv4_path)?;
     let fd = sys::socket(family, libc::SOCK_STREAM)?;
+    if let Some(port) = src_port {
+        bind_port(&fd, family, port)?;
+    }
     marking::apply_tos_ttl(&fd, ipv4_path, marking)?;
     let flowinfo = match (dst, marking.flow_label) {
         (SocketAddr::V6(a), Some(label)) => {
@@ -101,8 +121,28 @@ pub fn connect(
     if let Some(name) = congestion {
         set_congestion(&fd, name)?;
     }
-    connect_timeout(&fd, &SockAddr::new(dst, flowinfo), timeout)?;
+    connect_timeout(&fd, &SockAddr::new(dst, flowinfo), timeout).map_err(|e| match src_port {
+        Some(port) if e.kind() == io::ErrorKind::AddrNotAvailable => io::Error::new(
+            e.kind(),
+            format!("source port {port} to {dst} is taken by another connection: {e}"),
+        ),
+        _ => e,
+    })?;
     Ok(TcpStream::from(fd))
+}
+
+/// Binds `fd` to `port` on the unspecified address of `family`, with `SO_REUSEADDR`.
+fn bind_port(fd: &OwnedFd, family: Family, port: u16) -> io::Result<()> {
+    sys::setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
+    let any: std::net::IpAddr = match family {
+        Family::V4 => std::net::Ipv4Addr::UNSPECIFIED.into(),
+        Family::V6 => std::net::Ipv6Addr::UNSPECIFIED.into(),
+    };
+    let sa = SockAddr::new(SocketAddr::new(any, port), 0);
+    // SAFETY: `sa` holds a valid sockaddr of the stated length.
+    cvt(unsafe { libc::bind(fd.as_raw_fd(), sa.as_ptr(), sa.len()) })
+        .map(drop)
+        .map_err(|e| io::Error::new(e.kind(), format!("bind to source port {port}: {e}")))
 }
 
 /// A listener with `SO_REUSEADDR` on `addr`. For IPv6, `IPV6_V6ONLY` is set
@@ -253,7 +293,10 @@ pub fn last_recv_meta(stream: &TcpStream) -> io::Result<TcpRecvMeta> {
             Cmsg::Tos(v) | Cmsg::TrafficClass(v) => meta.tos = Some(v),
             Cmsg::Ttl(v) | Cmsg::HopLimit(v) => meta.hop_limit = Some(v),
             Cmsg::FlowInfo(v) => meta.flow_label = Some(v & marking::FLOW_LABEL_MAX),
-            Cmsg::TimestampNs(_) | Cmsg::PktInfoV4 { .. } | Cmsg::PktInfoV6(_) => {}
+            Cmsg::TimestampNs(_)
+            | Cmsg::PktInfoV4 { .. }
+            | Cmsg::PktInfoV6(_)
+            | Cmsg::GroSize(_) => {}
         }
     }
     if !ipv4_path && meta.tos.is_some() {
@@ -525,6 +568,126 @@ fn wait_connected(fd: &OwnedFd, timeout: Duration) -> io::Result<()> {
     }
 }
 
+/// `SO_ZEROCOPY` (include/uapi/asm-generic/socket.h, Linux 4.14; the value of every
+/// architecture but alpha, mips, parisc and sparc, which dualperf does not build for).
+const SO_ZEROCOPY: libc::c_int = 60;
+/// `SO_EE_ORIGIN_ZEROCOPY` (include/uapi/linux/errqueue.h).
+const SO_EE_ORIGIN_ZEROCOPY: u8 = 5;
+/// `SO_EE_CODE_ZEROCOPY_COPIED` (include/uapi/linux/errqueue.h): the kernel copied the
+/// data after all (a device without scatter-gather, or loopback, where the receiver's
+/// socket gets the pages).
+const SO_EE_CODE_ZEROCOPY_COPIED: u8 = 1;
+
+/// Allows `MSG_ZEROCOPY` sends on the socket (`SO_ZEROCOPY`,
+/// Documentation/networking/msg_zerocopy.rst). Fails on kernels before 4.14.
+pub fn enable_zerocopy(stream: &TcpStream) -> io::Result<()> {
+    sys::setsockopt_int(stream, libc::SOL_SOCKET, SO_ZEROCOPY, 1)
+}
+
+/// Sends `buf` with `MSG_ZEROCOPY` (non-blocking): the kernel sends from the caller's
+/// pages instead of copying them, so they must not be rewritten until the kernel
+/// reports the send done ([`zerocopy_completions`]). Each call that returns `Ok`
+/// (however many bytes it took) is one send, numbered from 0 on the socket; `ENOBUFS`
+/// says too many completions are unread (`optmem_max`), and a send may then be retried
+/// once they are read, or made without the flag.
+pub fn send_zerocopy(stream: &TcpStream, buf: &[u8]) -> io::Result<usize> {
+    let flags = libc::MSG_ZEROCOPY | libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL;
+    // SAFETY: `buf` is valid for reads of `buf.len()` bytes for the call. With
+    // MSG_ZEROCOPY the kernel pins the pages and reads them later too; that is sound
+    // (pinned pages stay mapped whatever the caller does) and only makes rewriting them
+    // early change the data sent, which the caller's contract above rules out.
+    let n = unsafe { libc::send(stream.as_raw_fd(), buf.as_ptr().cast(), buf.len(), flags) };
+    sys::cvt_size(n)
+}
+
+/// Whether a [`send_zerocopy`] failed for want of room for more unread completions
+/// (`ENOBUFS`: the socket's `optmem_max` is used up): read them, or send with a copy.
+pub fn is_zerocopy_backlog(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ENOBUFS)
+}
+
+/// Sends the kernel reported done: `first..=last` (send numbers as [`send_zerocopy`]
+/// counts them, wrapping at 2^32), and whether it copied them after all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ZeroCopyDone {
+    /// The first send of the range.
+    pub first: u32,
+    /// The last send of the range (inclusive).
+    pub last: u32,
+    /// `SO_EE_CODE_ZEROCOPY_COPIED`: the kernel copied the data anyway.
+    pub copied: bool,
+}
+
+impl ZeroCopyDone {
+    /// Sends in the range.
+    pub fn sends(&self) -> u64 {
+        u64::from(self.last.wrapping_sub(self.first)) + 1
+    }
+}
+
+/// Reads every zero-copy completion waiting on the socket's error queue
+/// (`recvmsg(MSG_ERRQUEUE)`, a `sock_extended_err` with origin
+/// `SO_EE_ORIGIN_ZEROCOPY`, its range in `ee_info..=ee_data`) into `out`, without
+/// waiting; how many it read. Other error-queue messages are skipped. A socket with
+/// completions waiting polls as `POLLERR`.
+pub fn zerocopy_completions(stream: &TcpStream, out: &mut Vec<ZeroCopyDone>) -> io::Result<usize> {
+    let before = out.len();
+    loop {
+        // Room for a cmsg holding sock_extended_err and the offender's sockaddr_in6.
+        let mut control = [0u64; 16];
+        let mut hdr: libc::msghdr = zeroed_msghdr();
+        hdr.msg_control = control.as_mut_ptr().cast();
+        hdr.msg_controllen = size_of_val(&control) as _;
+        let flags = libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT;
+        // SAFETY: `hdr` describes no data buffer and a control buffer valid for writes
+        // of its stated length, which outlives the call.
+        let ret = unsafe { libc::recvmsg(stream.as_raw_fd(), &mut hdr, flags) };
+        match sys::cvt_size(ret) {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+        // SAFETY: `hdr` was filled by the kernel: its control pointer and length
+        // describe the cmsgs it wrote into `control`.
+        let mut cmsg = unsafe { libc::CMSG_FIRSTHDR(&hdr) };
+        while !cmsg.is_null() {
+            // SAFETY: a non-null pointer from CMSG_FIRSTHDR/CMSG_NXTHDR points at a
+            // complete cmsghdr inside `control`.
+            let c = unsafe { &*cmsg };
+            let is_recverr = (c.cmsg_level == libc::SOL_IP && c.cmsg_type == libc::IP_RECVERR)
+                || (c.cmsg_level == libc::SOL_IPV6 && c.cmsg_type == libc::IPV6_RECVERR);
+            // SAFETY: CMSG_LEN is arithmetic.
+            let header = unsafe { libc::CMSG_LEN(0) } as usize;
+            #[allow(clippy::unnecessary_cast)]
+            let len = (c.cmsg_len as usize).saturating_sub(header);
+            if is_recverr && len >= size_of::<libc::sock_extended_err>() {
+                // SAFETY: CMSG_DATA points inside `control` at `len` bytes the kernel
+                // wrote, enough for a sock_extended_err; it may be unaligned.
+                let ee = unsafe {
+                    std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<libc::sock_extended_err>())
+                };
+                if ee.ee_errno == 0 && ee.ee_origin == SO_EE_ORIGIN_ZEROCOPY {
+                    out.push(ZeroCopyDone {
+                        first: ee.ee_info,
+                        last: ee.ee_data,
+                        copied: ee.ee_code & SO_EE_CODE_ZEROCOPY_COPIED != 0,
+                    });
+                }
+            }
+            // SAFETY: same buffer; CMSG_NXTHDR returns null past msg_controllen.
+            cmsg = unsafe { libc::CMSG_NXTHDR(&hdr, cmsg) };
+        }
+    }
+    Ok(out.len() - before)
+}
+
+fn zeroed_msghdr() -> libc::msghdr {
+    // SAFETY: msghdr is plain data (pointers and integers); all-zero is a valid value
+    // (null pointers, zero lengths).
+    unsafe { std::mem::zeroed() }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -706,5 +869,72 @@ mod tests {
         // Not a TCP socket: the kernel's error, not a misread.
         let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         assert!(tcp_info(&udp).is_err());
+    }
+
+    #[test]
+    fn zerocopy_sends_complete_through_the_error_queue_and_a_cport_is_bound() {
+        use std::io::Read;
+        for any in ["127.0.0.1:0", "[::1]:0"] {
+            let l = listen(any.parse().unwrap(), false).unwrap();
+            // A source port: one the kernel just gave out, free again.
+            let port = TcpListener::bind(any).unwrap().local_addr().unwrap().port();
+            let s = connect_from(
+                l.local_addr().unwrap(),
+                Some(port),
+                &Marking::default(),
+                false,
+                None,
+                Duration::from_secs(2),
+            )
+            .unwrap();
+            assert_eq!(s.local_addr().unwrap().port(), port);
+            let (mut peer, from) = l.accept().unwrap();
+            assert_eq!(from.port(), port);
+            enable_zerocopy(&s).unwrap();
+            let buf = vec![7u8; 64 * 1024];
+            let mut sends = 0u32;
+            let mut sent = 0;
+            while sends < 4 {
+                match send_zerocopy(&s, &buf) {
+                    Ok(n) => {
+                        sends += 1;
+                        sent += n;
+                    }
+                    Err(e) => panic!("{any}: {e}"),
+                }
+            }
+            // The peer reads it all; the kernel then reports every send done (copied,
+            // on loopback), as ranges of send numbers from 0.
+            let mut got = vec![0u8; sent];
+            peer.read_exact(&mut got).unwrap();
+            assert!(got.iter().all(|b| *b == 7));
+            let mut done = Vec::new();
+            let mut completed = 0;
+            for _ in 0..2_000 {
+                zerocopy_completions(&s, &mut done).unwrap();
+                completed = done.iter().map(ZeroCopyDone::sends).sum::<u64>();
+                if completed == u64::from(sends) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            assert_eq!(completed, u64::from(sends), "{any}: {done:?}");
+            assert_eq!(done[0].first, 0, "{done:?}");
+            assert_eq!(done.last().unwrap().last, sends - 1, "{done:?}");
+            assert!(done.iter().all(|d| d.copied), "loopback copies: {done:?}");
+            // A port in use (a listener holds it) is refused at the bind, by its number.
+            let held = l.local_addr().unwrap();
+            let err = connect_from(
+                held,
+                Some(held.port()),
+                &Marking::default(),
+                false,
+                None,
+                Duration::from_secs(2),
+            )
+            .unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::AddrInUse, "{err}");
+            assert!(err.to_string().contains(&held.port().to_string()), "{err}");
+        }
     }
 }

@@ -45,6 +45,19 @@ pub struct RecvMeta {
     pub kernel_ts_ns: Option<u64>,
     /// The datagram did not fit the buffer (`MSG_TRUNC`).
     pub truncated: bool,
+    /// With [`UdpSocket::enable_gro`]: the buffer holds datagrams the kernel
+    /// coalesced (UDP GRO), each this many bytes but the last; split it with
+    /// [`gro_segments`]. They arrived together: the metadata (and the one
+    /// timestamp) is the first one's, and the kernel coalesces only datagrams of
+    /// one flow with the same header fields. `None` for a single datagram.
+    pub gro_size: Option<u16>,
+}
+
+/// The datagrams of a received buffer: `data` itself, or with `gro_size` its
+/// coalesced datagrams, each `gro_size` bytes but the last.
+pub fn gro_segments(data: &[u8], gro_size: Option<u16>) -> std::slice::Chunks<'_, u8> {
+    let size = gro_size.map_or(data.len(), usize::from).max(1);
+    data.chunks(size)
 }
 
 impl Default for RecvMeta {
@@ -58,6 +71,7 @@ impl Default for RecvMeta {
             flow_label: None,
             kernel_ts_ns: None,
             truncated: false,
+            gro_size: None,
         }
     }
 }
@@ -172,6 +186,20 @@ impl UdpSocket {
         Ok(())
     }
 
+    /// Asks the kernel to hand over datagrams of one flow that arrive together
+    /// as one buffer (`UDP_GRO`, Linux 5.0), split by [`RecvMeta::gro_size`]
+    /// (see [`gro_segments`]): one receive for many datagrams. Buffers must then
+    /// hold 64 KiB. `Ok(false)` where the kernel has no UDP GRO.
+    pub fn enable_gro(&self) -> io::Result<bool> {
+        match sys::setsockopt_int(&self.fd, libc::SOL_UDP, libc::UDP_GRO, 1) {
+            Ok(()) => Ok(true),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOPROTOOPT | libc::EINVAL)) => {
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// Sets `SO_RCVTIMEO`: a blocking [`Self::recv_batch`] returns `Ok(0)`
     /// after `d` without data. `None` blocks forever.
     pub fn set_read_timeout(&self, d: Option<Duration>) -> io::Result<()> {
@@ -195,6 +223,11 @@ impl UdpSocket {
             sys::set_buffer_size(&self.fd, libc::SO_RCVBUFFORCE, libc::SO_RCVBUF, bytes)?;
         }
         Ok(())
+    }
+
+    /// Sends every datagram of [`Self::send_batch`] on its own (no UDP GSO).
+    pub fn disable_gso(&self) {
+        self.gso_off.store(true, Ordering::Relaxed);
     }
 
     /// Sends one datagram on a connected socket. Unlike [`Self::send_batch`],
@@ -586,6 +619,10 @@ impl UdpSocket {
                     Cmsg::PktInfoV4 { addr, .. } => meta.dst_ip = Some(IpAddr::V4(addr)),
                     Cmsg::PktInfoV6(addr) => {
                         meta.dst_ip = Some(IpAddr::V6(addr).to_canonical());
+                    }
+                    // Only a buffer holding more than one datagram is coalesced.
+                    Cmsg::GroSize(size) => {
+                        meta.gro_size = (len > usize::from(size)).then_some(size);
                     }
                 }
             }

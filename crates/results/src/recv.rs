@@ -75,6 +75,10 @@ pub struct FlowReport {
     /// percentiles 1 to 100 ([`meter::FlowMeter::delay_cdf_ns`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delay_cdf_ns: Option<Vec<i64>>,
+    /// With `send -O/--omit`: what was left out of the figures (the warm-up), by the
+    /// probes' transmit timestamps (docs/output.md, "Omitted warm-up").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omitted: Option<wire::control::Omitted>,
 }
 
 /// The receiver's counters of what it could not attribute to a flow, or refused.
@@ -106,6 +110,14 @@ pub struct CounterSnapshot {
     /// receiver, or by an agent's `--allow` and caps.
     #[serde(default)]
     pub send_refusals: u64,
+    /// Receive buffers that held several datagrams coalesced by the kernel (UDP GRO,
+    /// `recv` without `--no-gro`), and the datagrams they held (counted in `datagrams`
+    /// too). Datagrams that arrive together share one arrival time.
+    #[serde(default)]
+    pub gro_buffers: u64,
+    /// See `gro_buffers`.
+    #[serde(default)]
+    pub gro_datagrams: u64,
     /// The STAMP reflector's counters (`recv --stamp`); `None` without one.
     #[serde(default)]
     pub stamp: Option<StampCounters>,

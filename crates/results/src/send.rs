@@ -37,6 +37,14 @@ pub struct SentStats {
     pub planned_packets: Option<u64>,
     /// Actual − scheduled send time (mean, p99, late packets).
     pub schedule_error: Option<ScheduleError>,
+    /// With `-O/--omit` (iperf3's `-O`): packets sent within the omitted span, stamped
+    /// less than `spec.omit_ns` after the flow's first packet, and left out of every
+    /// figure above (`packets` + `omitted_packets` were sent). Absent without `-O`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omitted_packets: Option<u64>,
+    /// Their payload bytes (`bytes` + `omitted_bytes` were sent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omitted_bytes: Option<u64>,
 }
 
 /// How long the receiver held round-trip probes before echoing them (subtracted from
@@ -140,6 +148,40 @@ pub struct FlowOutcome {
     /// flow whose socket could not be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcp: Option<TcpReport>,
+    /// With `-O/--omit`: what the receiver left out of `received` and `intervals` (the
+    /// warm-up, by the probes' transmit timestamps; `sent.omitted_packets` is the
+    /// sender's count of the same). Absent without `-O`, or when the receiver did not
+    /// report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub received_omitted: Option<wire::control::Omitted>,
+    /// With `-Z/--zerocopy`: the flow's `MSG_ZEROCOPY` sends and their completions.
+    /// Absent without `-Z`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zerocopy: Option<ZeroCopyStats>,
+}
+
+/// A TCP flow's zero-copy sends (`-Z/--zerocopy`, iperf3's `-Z`): `send(MSG_ZEROCOPY)`
+/// on a socket with `SO_ZEROCOPY`, and the completions the kernel queues on the socket's
+/// error queue (`SO_EE_ORIGIN_ZEROCOPY`), as Linux's
+/// Documentation/networking/msg_zerocopy.rst defines them. A buffer is written again
+/// only after the completion of every send that read it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ZeroCopyStats {
+    /// Send calls made with `MSG_ZEROCOPY` that the kernel took (each numbered by it).
+    pub sends: u64,
+    /// Of those, the sends the kernel reported done (the ranges `ee_info..=ee_data`
+    /// summed). Less than `sends` only when the flow ended before the last came (they
+    /// are waited for up to 2 s).
+    pub completions: u64,
+    /// Completions with `SO_EE_CODE_ZEROCOPY_COPIED`: the kernel copied the data after
+    /// all (loopback always does; so does a device without scatter-gather).
+    pub copied: u64,
+    /// Sends made without `MSG_ZEROCOPY`, as a plain copy: every buffer of the pool was
+    /// still waiting for its completion, or the kernel refused more unread
+    /// completions (`ENOBUFS`, `net.core.optmem_max`).
+    pub fallback_sends: u64,
+    /// Buffers in the pool the flow's messages were written into and recycled from.
+    pub pool_buffers: u64,
 }
 
 /// A TCP flow's connection as the sending kernel reported it: `getsockopt(TCP_INFO)`,
@@ -586,6 +628,8 @@ pub fn sent_stats(spec: &FlowSpec, tx: &meter::TxMeter) -> SentStats {
         planned_packets: spec.planned_packets(),
         // An unpaced (bulk) flow has no schedule to miss.
         schedule_error: (!spec.unpaced).then(|| tx.schedule_error()).flatten(),
+        omitted_packets: None,
+        omitted_bytes: None,
     }
 }
 

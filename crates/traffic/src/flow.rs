@@ -143,6 +143,20 @@ pub struct FlowSpec {
     /// TCP's autotuning).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_bytes: Option<u32>,
+    /// The source port of the flow's data (`--cport`, iperf3's `--cport`): the TCP
+    /// connection is bound to it before `connect`, a UDP flow gets a socket of its own
+    /// bound to it. `None`: a port the kernel picks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cport: Option<u16>,
+    /// The warm-up left out of the figures (`-O/--omit`, iperf3's `-O`), in nanoseconds:
+    /// a packet whose probe was stamped (`tx_ns`) less than this after the flow's first
+    /// packet is sent and received as usual but counted apart, as omitted, on both sides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omit_ns: Option<u64>,
+    /// TCP bulk: send with `MSG_ZEROCOPY` (`-Z/--zerocopy`, iperf3's `-Z`; Linux's
+    /// Documentation/networking/msg_zerocopy.rst).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub zerocopy: bool,
 }
 
 impl Default for FlowSpec {
@@ -169,6 +183,9 @@ impl Default for FlowSpec {
             congestion: None,
             bulk: false,
             window_bytes: None,
+            cport: None,
+            omit_ns: None,
+            zerocopy: false,
         }
     }
 }

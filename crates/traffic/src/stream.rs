@@ -192,6 +192,9 @@ mod tests {
             congestion: None,
             bulk: false,
             window_bytes: None,
+            cport: None,
+            omit_ns: None,
+            zerocopy: false,
         }
     }
 

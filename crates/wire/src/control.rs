@@ -119,6 +119,33 @@ pub struct FlowAnnounce {
     /// receiver sets its receive buffer to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_bytes: Option<u32>,
+    /// The warm-up left out of the figures (`-O/--omit`, iperf3's `-O`), ns: a probe
+    /// whose transmit timestamp is less than this after that of the flow's first packet
+    /// is counted apart ([`Omitted`]), not in the summary, its series or its loss.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omit_ns: Option<u64>,
+}
+
+/// What the receiver left out of a flow's figures (`-O/--omit`).
+///
+/// The omitted span is by transmit timestamp: a probe stamped less than `omit_ns` after
+/// the first packet the receiver got of the flow (the flow's first packet, unless that
+/// was lost or overtaken) is omitted. The counted span starts at the first counted
+/// probe to arrive, `counted_from_seq`: loss is counted from that sequence number on
+/// (the sender's count of packets numbered from it on is the `expected`), and a probe
+/// numbered below it arrives as omitted whatever its stamp (one reordered across the
+/// boundary, behind a later one).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+pub struct Omitted {
+    /// Packets received within the omitted span.
+    pub omitted_packets: u64,
+    /// Their payload bytes.
+    pub omitted_bytes: u64,
+    /// The sequence number the counted span starts at; `None` while nothing counted
+    /// came.
+    pub counted_from_seq: Option<u64>,
 }
 
 /// The receiver's answer for one announced flow.
@@ -165,6 +192,9 @@ pub struct FlowResult {
     /// Asked for with `cdf`: the smallest one-way delay, then its percentiles 1 to 100.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delay_cdf_ns: Option<Vec<i64>>,
+    /// With `omit_ns`: what was left out of the figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omitted: Option<Omitted>,
 }
 
 /// A control message.
@@ -433,6 +463,7 @@ mod tests {
                     bulk: true,
                     unpaced: true,
                     window_bytes: Some(1 << 20),
+                    omit_ns: Some(1_000_000_000),
                 }],
             },
             Msg::Attach { flow: 3, token: 99 },
@@ -468,6 +499,7 @@ mod tests {
             intervals: None,
             intervals_error: None,
             delay_cdf_ns: None,
+            omitted: None,
         }
     }
 

@@ -395,6 +395,7 @@ fn flow_result(r: &FlowReport) -> FlowResult {
             .and_then(|i| serde_json::to_value(i).ok()),
         intervals_error: r.intervals_error.clone(),
         delay_cdf_ns: r.delay_cdf_ns.clone(),
+        omitted: r.omitted,
     }
 }
 
@@ -430,8 +431,17 @@ fn wait_for_stragglers(shared: &Shared, wanted: &[(u16, Option<u64>)]) {
                 return true;
             };
             // Nothing arrived yet: nothing seen, no delay known.
+            // With -O, the packets numbered before the counted span are not metered.
             let (unique, last_rx_mono_ns, max_delay_ns) = state.map_or((0, 0, 0), |f| {
-                (f.meter.unique_packets(), f.last_rx_mono_ns, f.max_delay_ns)
+                let omitted = f
+                    .omit
+                    .as_ref()
+                    .map_or(0, |o| sent - o.counted_sent(Some(sent)).unwrap_or(sent));
+                (
+                    f.meter.unique_packets() + omitted,
+                    f.last_rx_mono_ns,
+                    f.max_delay_ns,
+                )
             });
             let idle = now_mono.saturating_sub(last_rx_mono_ns.max(finish_mono));
             unique >= sent || idle > (2 * max_delay_ns).max(250_000_000)
@@ -687,7 +697,7 @@ fn flush_records(shared: &Shared, flow: &Flow, records: &mut Vec<RxRecord>, malf
             .map(|l| (l.producer(), l.producer().chunk()));
         for r in records.iter() {
             state.note_delay(r);
-            state.meter.handle_record(r);
+            state.meter_record(r);
             if let Some((_, chunk)) = &mut chunk {
                 chunk.push(
                     &Entry::Rx(RxRecord {

@@ -96,6 +96,12 @@ pub(crate) struct RecvArgs {
     /// mask or a CPU quota); 1 receives on one plain socket.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     threads: Option<u16>,
+    /// Take every UDP datagram on its own: no UDP GRO. By default datagrams of one
+    /// sender that arrive together (a GSO send, or back to back through a NIC's GRO) come
+    /// in one receive buffer and are split here, each counted and measured on its own;
+    /// they share one arrival time, the first one's (`gro_datagrams` in the counters).
+    #[arg(long)]
+    no_gro: bool,
     /// Stop when standard input closes: a receiver started by `dualperf run` ends with
     /// its parent, even one killed with SIGKILL.
     #[arg(long, hide = true)]
@@ -223,6 +229,7 @@ pub(crate) fn serve(
         handshake_timeout: args.handshake_timeout,
         busy_poll: args.busy_poll,
         threads: args.threads.map_or_else(default_threads, usize::from),
+        gro: !args.no_gro,
         service,
     };
     let reflector = match args.stamp.config(bind_ip, args.busy_poll)? {
@@ -288,6 +295,8 @@ pub(crate) struct ReceiverConfig {
     pub(crate) busy_poll: Duration,
     /// UDP threads, each with its own socket (1: one socket without `SO_REUSEPORT`).
     pub(crate) threads: usize,
+    /// Receive UDP with GRO where the kernel has it (`netio::UdpSocket::enable_gro`).
+    pub(crate) gro: bool,
     /// What serves requests to send (`dualperf agent`); `None`: such requests are
     /// refused, as a plain `recv` never sends.
     pub(crate) service: Option<Arc<dyn SendService>>,
@@ -335,6 +344,8 @@ pub(crate) struct Counters {
     pub(crate) echo_failures: AtomicU64,
     pub(crate) refused_busy: AtomicU64,
     pub(crate) send_refusals: AtomicU64,
+    pub(crate) gro_buffers: AtomicU64,
+    pub(crate) gro_datagrams: AtomicU64,
 }
 
 impl Counters {
@@ -352,6 +363,8 @@ impl Counters {
             echo_failures: g(&self.echo_failures),
             refused_busy: g(&self.refused_busy),
             send_refusals: g(&self.send_refusals),
+            gro_buffers: g(&self.gro_buffers),
+            gro_datagrams: g(&self.gro_datagrams),
             stamp: None,
         }
     }
@@ -451,7 +464,7 @@ impl Shared {
                 label: flow.announce.label.clone(),
                 sent_packets: sent,
                 malformed: state.malformed,
-                summary: state.meter.summary(sent),
+                summary: state.summary(sent),
                 rtp: state.meter.rtp(),
                 intervals: None,
                 intervals_error: None,
@@ -461,6 +474,7 @@ impl Shared {
                     .cdf
                     .then(|| state.meter.delay_cdf_ns())
                     .flatten(),
+                omitted: state.omit.as_ref().map(crate::omit::RxOmit::report),
             };
             if let Some(w) = flow.announce.interval_ns {
                 let windows = state.meter.interval_windows();
@@ -527,7 +541,7 @@ impl Receiver {
             .with_context(|| format!("cannot listen on TCP {bind}"))?;
             let local = listener.local_addr()?;
             tries -= 1;
-            match bind_udp(local, dual_stack, config.threads) {
+            match bind_udp(local, dual_stack, config.threads, config.gro) {
                 Ok(sockets) => break (listener, local, sockets),
                 Err(e) if tries > 0 && is_addr_in_use(&e) => continue,
                 Err(e) => return Err(e),
@@ -674,7 +688,12 @@ fn is_addr_in_use(e: &anyhow::Error) -> bool {
 /// The receiver's UDP sockets on `local` (the TCP listener's address and port): one
 /// plain socket for one thread, else a `SO_REUSEPORT` group of `threads`. Each asks for
 /// receive metadata, wakes every 100 ms to check the stop flag, and has large buffers.
-fn bind_udp(local: SocketAddr, dual_stack: bool, threads: usize) -> Result<Vec<netio::UdpSocket>> {
+fn bind_udp(
+    local: SocketAddr,
+    dual_stack: bool,
+    threads: usize,
+    gro: bool,
+) -> Result<Vec<netio::UdpSocket>> {
     let threads = threads.max(1);
     let mut sockets = Vec::with_capacity(threads);
     for _ in 0..threads {
@@ -688,6 +707,11 @@ fn bind_udp(local: SocketAddr, dual_stack: bool, threads: usize) -> Result<Vec<n
             .context("cannot enable receive metadata on the UDP socket")?;
         udp.set_read_timeout(Some(Duration::from_millis(100)))?;
         let _ = udp.set_buffer_sizes(Some(4 << 20), Some(16 << 20));
+        if gro {
+            // A kernel without UDP GRO hands every datagram over on its own.
+            udp.enable_gro()
+                .context("cannot enable UDP GRO on the UDP socket")?;
+        }
         sockets.push(udp);
     }
     Ok(sockets)
@@ -773,6 +797,7 @@ mod tests {
             handshake_timeout: Duration::from_secs(10),
             busy_poll: Duration::ZERO,
             threads,
+            gro: true,
             service: None,
         };
         Receiver::start(config, Arc::new(AtomicBool::new(false))).unwrap()

@@ -113,6 +113,8 @@ pub(crate) struct FlowState {
     pub(crate) last_rx_mono_ns: u64,
     /// Largest delay seen, to size the wait for packets still in flight.
     pub(crate) max_delay_ns: u64,
+    /// `-O/--omit`: the packets left out of the figures (`crate::omit`).
+    pub(crate) omit: Option<crate::omit::RxOmit>,
 }
 
 impl FlowState {
@@ -137,6 +139,7 @@ impl FlowState {
             malformed: 0,
             last_rx_mono_ns: 0,
             max_delay_ns: 0,
+            omit: flow.announce.omit_ns.map(crate::omit::RxOmit::new),
         }
     }
 
@@ -146,6 +149,29 @@ impl FlowState {
         if d > self.max_delay_ns {
             self.max_delay_ns = d.min(5_000_000_000);
         }
+    }
+
+    /// Count `record` in the flow's figures, unless `-O` omits it.
+    pub(crate) fn meter_record(&mut self, record: &RxRecord) {
+        match self.omit.as_mut() {
+            None => {
+                self.meter.handle_record(record);
+            }
+            Some(omit) => {
+                if let Some(counted) = omit.admit(record) {
+                    self.meter.handle_record(&counted);
+                }
+            }
+        }
+    }
+
+    /// The figures' summary, with `sent` the sender's count of the flow's packets.
+    pub(crate) fn summary(&self, sent: Option<u64>) -> meter::FlowSummary {
+        let sent = match &self.omit {
+            Some(omit) => omit.counted_sent(sent),
+            None => sent,
+        };
+        self.meter.summary(sent)
     }
 
     /// Meter one datagram of `flow` whose probe carried the 32-bit sequence number
@@ -163,7 +189,7 @@ impl FlowState {
             ..record
         };
         self.note_delay(&record);
-        self.meter.handle_record(&record);
+        self.meter_record(&record);
         if let Some(chunk) = log {
             let logged = RxRecord {
                 flow: flow.log_key,

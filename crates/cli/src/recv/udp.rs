@@ -92,11 +92,22 @@ pub(super) fn run(shared: &Shared, me: usize, socket: &netio::UdpSocket) {
         let now_mono = netio::clock::mono_ns();
         poll.handle_batch(now_mono, n as u64);
         let counters = &shared.counters;
-        counters.datagrams.fetch_add(n as u64, Ordering::Relaxed);
         {
             let mut shard = shared.flows.shard(me);
-            for (buf, meta) in bufs.iter().zip(&metas).take(n) {
-                let data = &buf[..meta.len.min(buf.len())];
+            // Each buffer is one datagram, or several the kernel coalesced (UDP GRO):
+            // those arrived together and share the first one's metadata and arrival
+            // time, as the segments of one GSO send share it without GRO.
+            let gro_buffers = metas[..n].iter().filter(|m| m.gro_size.is_some()).count();
+            let (mut datagrams, mut gro_datagrams) = (0u64, 0u64);
+            let split = bufs.iter().zip(&metas).take(n).flat_map(|(buf, meta)| {
+                let whole = &buf[..meta.len.min(buf.len())];
+                netio::gro_segments(whole, meta.gro_size).map(move |data| (data, meta))
+            });
+            for (data, meta) in split {
+                datagrams += 1;
+                if meta.gro_size.is_some() {
+                    gro_datagrams += 1;
+                }
                 // The probe starts the payload, or follows a real RTP header.
                 let at = probe::find(data).unwrap_or(0);
                 let repr = match Packet::new_checked(&data[at..]).and_then(|p| Repr::parse(&p)) {
@@ -161,6 +172,15 @@ pub(super) fn run(shared: &Shared, me: usize, socket: &netio::UdpSocket) {
                         marking,
                     });
                 }
+            }
+            counters.datagrams.fetch_add(datagrams, Ordering::Relaxed);
+            if gro_buffers > 0 {
+                counters
+                    .gro_buffers
+                    .fetch_add(gro_buffers as u64, Ordering::Relaxed);
+                counters
+                    .gro_datagrams
+                    .fetch_add(gro_datagrams, Ordering::Relaxed);
             }
             // Handed over under the shard's lock, so a flow's FlowEnd (written after it
             // leaves every shard, each handing over what it still holds) follows all of

@@ -408,7 +408,7 @@ impl Engine<'_> {
                     stuck_since = None;
                     for s in off..off + sent {
                         let staged = self.udp[k].staged[s];
-                        self.record(staged, actual);
+                        self.record(staged, actual, wall);
                     }
                     off += sent;
                 }
@@ -443,9 +443,10 @@ impl Engine<'_> {
         match out.write() {
             Ok(true) => {
                 let actual = out.stamped_ns.unwrap_or(0);
+                let wall = out.stamped_wall_ns;
                 let staged = std::mem::take(&mut out.staged);
                 for s in &staged {
-                    self.record(*s, actual);
+                    self.record(*s, actual, wall);
                 }
                 if let Out::Tcp(out) = &mut self.flows[i].out {
                     out.staged = staged;
@@ -473,8 +474,9 @@ impl Engine<'_> {
         }
     }
 
-    /// A packet the kernel took: count it, log it, show progress.
-    fn record(&mut self, s: super::flow::Staged, actual_ns: u64) {
+    /// A packet the kernel took, its probe stamped `wall_ns`: count it (apart, if `-O`
+    /// omits it), log it, show progress.
+    fn record(&mut self, s: super::flow::Staged, actual_ns: u64, wall_ns: u64) {
         let flow = &mut self.flows[s.flow];
         let record = TxRecord {
             flow: u32::from(flow.id),
@@ -483,7 +485,13 @@ impl Engine<'_> {
             scheduled_ns: s.scheduled_ns,
             actual_ns,
         };
-        flow.tx.handle_record(&record);
+        let omitted = flow
+            .omit
+            .as_mut()
+            .is_some_and(|o| o.omits(wall_ns, s.size_bytes));
+        if !omitted {
+            flow.tx.handle_record(&record);
+        }
         if let Some(chunk) = &mut self.chunk {
             chunk.push(&Entry::Tx(record), record.flow);
         }

@@ -40,6 +40,10 @@ pub(super) struct FlowResult {
     /// Records the log could not take.
     pub(super) unlogged: u64,
     pub(super) error: Option<String>,
+    /// `-O`: the packets sent within the omitted span (not in `tx`).
+    pub(super) omitted: Option<crate::omit::TxOmit>,
+    /// `-Z`: the zero-copy sends and their completions.
+    pub(super) zerocopy: Option<results::send::ZeroCopyStats>,
 }
 
 impl FlowResult {
@@ -51,7 +55,15 @@ impl FlowResult {
             hold: None,
             unlogged: 0,
             error: None,
+            omitted: None,
+            zerocopy: None,
         }
+    }
+
+    /// Packets and payload bytes handed to the kernel, omitted (`-O`) or not.
+    pub(super) fn sent_total(&self) -> (u64, u64) {
+        let (p, b) = self.omitted.map_or((0, 0), |o| (o.packets, o.bytes));
+        (self.tx.packets() + p, self.tx.bytes() + b)
     }
 }
 
@@ -149,8 +161,12 @@ pub(super) struct TcpOut {
     /// The monotonic time the batch was stamped at, once it was: a resumed write must
     /// not restamp bytes that may already be on the stream.
     pub(super) stamped_ns: Option<u64>,
+    /// The wall-clock stamp the batch's probes carry (with `stamped_ns`).
+    pub(super) stamped_wall_ns: u64,
     /// Decodes echoes (round-trip flows).
     decoder: Option<FrameDecoder>,
+    /// `-Z`: each batch in a buffer of a pool, sent with `MSG_ZEROCOPY`.
+    zc: Option<Box<super::zerocopy::ZeroCopyPool>>,
 }
 
 impl TcpOut {
@@ -163,6 +179,14 @@ impl TcpOut {
             self.spans.clear();
             self.written = 0;
             self.stamped_ns = None;
+            // -Z: the last batch's buffer may still be read by the kernel; a new one.
+            if let Some(zc) = self.zc.as_mut() {
+                let last = std::mem::take(&mut self.buf);
+                if last.capacity() > 0 {
+                    zc.retire(last);
+                }
+                self.buf = zc.take(&self.stream);
+            }
         }
         let start = self.spans.last().map_or(0, |s| s.1);
         let end = start + frame::PREFIX_LEN + len;
@@ -181,6 +205,7 @@ impl TcpOut {
             Packet::new_unchecked(&mut body[s.probe_at..]).set_tx_ns(wall_ns);
         }
         self.stamped_ns = Some(mono_ns);
+        self.stamped_wall_ns = wall_ns;
     }
 
     /// Write what is left of the batch: `Ok(true)` when all of it is on the stream,
@@ -188,7 +213,12 @@ impl TcpOut {
     pub(super) fn write(&mut self) -> std::io::Result<bool> {
         let end = self.spans.last().map_or(0, |s| s.1);
         while self.written < end {
-            match self.stream.write(&self.buf[self.written..end]) {
+            let bytes = &self.buf[self.written..end];
+            let wrote = match self.zc.as_mut() {
+                Some(zc) => zc.write(&self.stream, bytes),
+                None => self.stream.write(bytes),
+            };
+            match wrote {
                 Ok(0) => return Err(ErrorKind::WriteZero.into()),
                 Ok(n) => self.written += n,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
@@ -228,6 +258,8 @@ pub(super) struct FlowState {
     pub(super) echo: Option<EchoSide>,
     pub(super) unlogged: u64,
     pub(super) error: Option<String>,
+    /// `-O`: which sent packets the figures leave out.
+    pub(super) omit: Option<crate::omit::TxOmit>,
 }
 
 /// The largest payload a flow may send: its size, or what the protocol allows when sizes
@@ -280,6 +312,7 @@ impl FlowState {
             echo,
             unlogged: 0,
             error: None,
+            omit: spec.omit_ns.map(crate::omit::TxOmit::new),
         }
     }
 
@@ -301,7 +334,12 @@ impl FlowState {
             staged: Vec::with_capacity(capacity),
             capacity,
             stamped_ns: None,
+            stamped_wall_ns: 0,
             decoder: (spec.meter == Meter::Rtt).then(|| FrameDecoder::new(frame::MAX_DATA_LEN)),
+            zc: spec.zerocopy.then(|| {
+                let batch_bytes = capacity * (frame::PREFIX_LEN + max_payload(spec));
+                Box::new(super::zerocopy::ZeroCopyPool::new(batch_bytes))
+            }),
         })))
     }
 
@@ -340,14 +378,24 @@ impl FlowState {
         }
     }
 
-    /// The flow's result, once the engine is done with it.
-    pub(super) fn into_result(self) -> FlowResult {
+    /// The flow's result, once the engine is done with it (with `-Z`, once the kernel
+    /// reported its last zero-copy sends done, or 2 s passed).
+    pub(super) fn into_result(mut self) -> FlowResult {
+        let zerocopy = match &mut self.out {
+            Out::Tcp(out) => out.zc.as_mut().map(|zc| {
+                let last = std::mem::take(&mut out.buf);
+                zc.finish(&out.stream, last)
+            }),
+            Out::Udp(_) => None,
+        };
         FlowResult {
+            zerocopy,
             tx: self.tx,
             hold: self.echo.as_ref().and_then(|e| e.holds.stats()),
             echoes: self.echo.map(|e| e.meter),
             unlogged: self.unlogged,
             error: self.error,
+            omitted: self.omit,
         }
     }
 

@@ -17,6 +17,7 @@ mod remote;
 pub(crate) mod session;
 mod tcpinfo;
 mod text;
+mod zerocopy;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -127,6 +128,14 @@ pub(crate) struct SendArgs {
     /// background flows have begun).
     #[arg(long, hide = true)]
     announce_start: bool,
+    /// Send every UDP datagram with its own system call's segment: no UDP GSO. By
+    /// default, to a receiver on loopback, runs of equal-sized datagrams that leave in one
+    /// batch go as one GSO send (`UDP_SEGMENT`): each keeps its own probe, sequence
+    /// number and send time (the batch's), and the kernel cuts them apart. Across a
+    /// device dualperf never uses GSO (a capture or a userspace router there would see
+    /// 64 KB packets). A kernel without UDP GSO falls back to single datagrams by itself.
+    #[arg(long)]
+    no_gso: bool,
     /// How long connecting to the receiver may take (its control connection and TCP
     /// data connections), and at least how long setting up the session may; raise it
     /// across a congested link, where lost SYNs wait out TCP's 1 s, 3 s, 7 s retries.
@@ -176,7 +185,7 @@ pub(crate) struct SendArgs {
     /// is estimated from the same timestamps), loss by direction with a stateful
     /// reflector.
     #[arg(long, conflicts_with_all = ["reverse", "bidir", "from", "flows", "ditg_script",
-          "log", "interval", "tcp", "bulk", "calls", "parallel"])]
+          "log", "interval", "tcp", "bulk", "calls", "parallel", "cport", "omit"])]
     stamp: bool,
     /// STAMP authenticated mode (RFC 8762 §4.2.2: HMAC-SHA-256 with --stamp-key).
     #[arg(long, requires = "stamp")]
@@ -255,6 +264,22 @@ pub(crate) struct FlowArgs {
     /// The send buffer granted is reported (`tcp.summary.send_buffer_bytes` in --json).
     #[arg(short = 'w', long, value_parser = crate::args::byte_count, value_name = "BYTES")]
     window: Option<u64>,
+    /// Source port of the flow's data (iperf3's --cport): the TCP connection is bound to
+    /// it before connecting, a UDP flow sends from a socket of its own bound to it. With
+    /// --parallel N the copies take PORT to PORT+N-1, as iperf3's streams do.
+    #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+    cport: Option<u16>,
+    /// Leave the first DURATION of the flow out of the figures (iperf3's -O): slow start
+    /// and filling buffers. The flow sends from the start; packets stamped within
+    /// DURATION of its first packet are counted apart (`omitted_packets`,
+    /// `omitted_bytes`), on both sides, and never as loss. A bare number is seconds.
+    #[arg(short = 'O', long, value_parser = crate::args::duration, value_name = "DURATION")]
+    omit: Option<Duration>,
+    /// Send TCP bulk data with MSG_ZEROCOPY (iperf3's -Z): the kernel sends from our
+    /// buffers, which are reused once it reports them done; the completions, and the sends
+    /// it copied anyway (as on loopback), are reported (`zerocopy` in --json).
+    #[arg(short = 'Z', long)]
+    zerocopy: bool,
     /// VoIP as D-ITG models it: g711.1, g711.2, g723.1, g729.2 or g729.3 sets the packet
     /// rate and payload size (UDP). See --voip-header and --vad.
     #[arg(long, alias = "codec", value_name = "CODEC", conflicts_with_all = ["rate", "size", "tcp"])]
@@ -363,6 +388,9 @@ impl FlowArgs {
             calls: self.calls,
             congestion: self.congestion.clone(),
             window: self.window,
+            cport: self.cport,
+            omit: self.omit,
+            zerocopy: self.zerocopy,
             voip: self.voip,
             stream: self.stream,
             ptime: self.ptime,
@@ -440,6 +468,8 @@ pub(crate) struct SendConfig {
     /// Caps an agent puts on a session it runs for someone else: the flows are halted
     /// (and the report says why) when they reach either.
     pub(crate) caps: Option<RunCaps>,
+    /// UDP GSO to a loopback receiver (`--no-gso` turns it off).
+    pub(crate) gso: bool,
 }
 
 /// Hard limits on one running session (an agent's `--max-bytes`, `--max-duration`).
@@ -469,6 +499,7 @@ impl SendConfig {
             connect_timeout: StdDuration::from_secs(5),
             prover: None,
             caps: None,
+            gso: true,
             cdf: false,
         }
     }
@@ -539,6 +570,7 @@ pub(crate) fn run(mut args: SendArgs) -> Result<()> {
         announce_start: args.announce_start,
         connect_timeout: args.connect_timeout,
         cdf: args.cdf,
+        gso: !args.no_gso,
         ..SendConfig::new(dest, flows)
     };
     let stop = crate::interrupt::flag();
@@ -814,7 +846,7 @@ mod tests {
     /// A value each flow option accepts, for the conflict checks below.
     fn value_of(name: &str) -> Option<&'static str> {
         match name {
-            "udp" | "tcp" | "bulk" | "nodelay" => None,
+            "udp" | "tcp" | "bulk" | "nodelay" | "zerocopy" => None,
             "voip" => Some("g711.1"),
             "calls" => Some("2"),
             "stream" => Some("g711"),

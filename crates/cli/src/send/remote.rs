@@ -152,6 +152,7 @@ pub(crate) fn reverse(
             busy_poll: crate::args::std_duration(crate::recv::DEFAULT_BUSY_POLL)
                 .unwrap_or_default(),
             threads: crate::recv::default_threads(),
+            gro: true,
             service: None,
         },
         Arc::new(AtomicBool::new(false)),

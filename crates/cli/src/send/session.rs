@@ -24,7 +24,7 @@ use super::flow::Conn;
 use super::tcpinfo::{LiveTcp, TcpStats};
 use super::SendConfig;
 use crate::control::{write_msg, MsgReader};
-use results::send::{sent_stats, FlowOutcome, SendReport, SumStats};
+use results::send::{sent_stats, FlowOutcome, SendReport, SentStats, SumStats};
 
 /// How long the sender waits for the receiver's results after `Finish`: the receiver
 /// may first wait for packets in flight and summarise millions of records.
@@ -282,7 +282,7 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
     );
     if let Some(log) = &log {
         for (g, r) in grants.iter().zip(&results) {
-            let end = serde_json::json!({"flow_id": g.id, "sent_packets": r.tx.packets(), "unlogged_records": r.unlogged});
+            let end = serde_json::json!({"flow_id": g.id, "sent_packets": r.sent_total().0, "unlogged_records": r.unlogged});
             let entry = meter::log::Entry::FlowEnd {
                 flow: u32::from(g.id),
                 json: end.to_string(),
@@ -300,8 +300,9 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
         .zip(&results)
         .map(|(g, r)| FlowSent {
             id: g.id,
-            packets: r.tx.packets(),
-            bytes: r.tx.bytes(),
+            // Every packet, omitted (-O) or not: the receiver counts loss from them.
+            packets: r.sent_total().0,
+            bytes: r.sent_total().1,
         })
         .collect();
     // The receiver may already have reported (it was stopped): then Finish may fail,
@@ -347,7 +348,13 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
             FlowOutcome {
                 id: grant.id,
                 spec: spec.clone(),
-                sent: sent_stats(spec, &res.tx),
+                sent: SentStats {
+                    omitted_packets: res.omitted.map(|o| o.packets),
+                    omitted_bytes: res.omitted.map(|o| o.bytes),
+                    ..sent_stats(spec, &res.tx)
+                },
+                received_omitted: r.and_then(|r| r.omitted),
+                zerocopy: res.zerocopy,
                 received: r
                     .and_then(|r| serde_json::from_value::<FlowSummary>(r.summary.clone()).ok()),
                 rtt: (spec.meter == Meter::Rtt).then(|| match &res.echoes {
@@ -451,21 +458,31 @@ fn register(
     for (i, spec) in config.flows.iter().enumerate() {
         let marking = marking_of(spec);
         let src_port = if spec.protocol == Protocol::Udp {
-            let sock = match shared.entry((engines[i], marking)) {
-                Entry::Occupied(e) => e.get().clone(),
-                Entry::Vacant(e) => {
-                    let any: IpAddr = if dest.is_ipv4() {
-                        Ipv4Addr::UNSPECIFIED.into()
-                    } else {
-                        Ipv6Addr::UNSPECIFIED.into()
-                    };
-                    let sock = netio::UdpSocket::bind(SocketAddr::new(any, 0), false)?;
-                    sock.connect_marked(dest, &marking)
-                        .with_context(|| format!("flow {i}: cannot apply marking {marking:?}"))?;
-                    let bytes = spec.window_bytes.map_or(4 << 20, |w| w as usize);
-                    let _ = sock.set_buffer_sizes(Some(bytes), Some(bytes));
-                    e.insert(Arc::new(sock)).clone()
+            let open = || -> Result<Arc<netio::UdpSocket>> {
+                let any: IpAddr = if dest.is_ipv4() {
+                    Ipv4Addr::UNSPECIFIED.into()
+                } else {
+                    Ipv6Addr::UNSPECIFIED.into()
+                };
+                let port = spec.cport.unwrap_or(0);
+                let sock = netio::UdpSocket::bind(SocketAddr::new(any, port), false)
+                    .map_err(|e| cport_error(e, i, spec))?;
+                sock.connect_marked(dest, &marking)
+                    .with_context(|| format!("flow {i}: cannot apply marking {marking:?}"))?;
+                if !config.gso {
+                    sock.disable_gso();
                 }
+                let bytes = spec.window_bytes.map_or(4 << 20, |w| w as usize);
+                let _ = sock.set_buffer_sizes(Some(bytes), Some(bytes));
+                Ok(Arc::new(sock))
+            };
+            // A flow with its own source port (--cport) has a socket of its own.
+            let sock = match spec.cport {
+                Some(_) => open()?,
+                None => match shared.entry((engines[i], marking)) {
+                    Entry::Occupied(e) => e.get().clone(),
+                    Entry::Vacant(e) => e.insert(open()?).clone(),
+                },
             };
             if spec.meter == Meter::Rtt {
                 sock.enable_recv_meta()?;
@@ -493,6 +510,7 @@ fn register(
             bulk: spec.bulk || spec.unpaced,
             unpaced: spec.unpaced,
             window_bytes: spec.window_bytes,
+            omit_ns: spec.omit_ns,
         });
     }
     write_msg(ctrl, &Msg::Register { flows: announces })?;
@@ -514,8 +532,9 @@ fn register(
             conns.push(Conn::Udp(sock));
             continue;
         }
-        let mut stream = netio::tcp::connect(
+        let mut stream = netio::tcp::connect_from(
             dest,
+            spec.cport,
             &marking_of(spec),
             spec.nodelay,
             spec.congestion.as_deref(),
@@ -528,7 +547,14 @@ fn register(
                 e.kind(),
                 std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
             );
+            let port_taken = matches!(
+                e.kind(),
+                std::io::ErrorKind::AddrInUse | std::io::ErrorKind::AddrNotAvailable
+            );
             match &spec.congestion {
+                _ if port_taken && spec.cport.is_some() => {
+                    cport_error(e, usize::from(grant.id), spec)
+                }
                 Some(cc) if cc_refused => anyhow::anyhow!(
                     "flow {}: congestion control {cc} refused ({e}): see /proc/sys/net/ipv4/tcp_available_congestion_control (and, unprivileged, tcp_allowed_congestion_control)",
                     grant.id
@@ -537,6 +563,14 @@ fn register(
                     .context(format!("flow {}: cannot open the TCP data connection", grant.id)),
             }
         })?;
+        if spec.zerocopy {
+            netio::tcp::enable_zerocopy(&stream).with_context(|| {
+                format!(
+                    "flow {}: --zerocopy: SO_ZEROCOPY refused (Linux 4.14 or later)",
+                    grant.id
+                )
+            })?;
+        }
         if let Some(w) = spec.window_bytes {
             netio::tcp::set_send_buffer(&stream, w as usize)
                 .with_context(|| format!("flow {}: --window {w}", grant.id))?;
@@ -558,6 +592,24 @@ fn register(
         conns.push(Conn::Tcp(stream));
     }
     Ok((conns, grants))
+}
+
+/// A failure to bind flow `i`'s socket: with `--cport`, said as the port being in use.
+fn cport_error(e: std::io::Error, i: usize, spec: &FlowSpec) -> anyhow::Error {
+    let in_use = matches!(
+        e.kind(),
+        std::io::ErrorKind::AddrInUse | std::io::ErrorKind::AddrNotAvailable
+    );
+    match spec.cport {
+        Some(port) if in_use => anyhow::anyhow!(
+            "flow {i} ({}): source port {port} (--cport) is in use: {e}",
+            spec.label
+        ),
+        Some(port) => {
+            anyhow::Error::new(e).context(format!("flow {i}: cannot bind source port {port}"))
+        }
+        None => anyhow::Error::new(e).context(format!("flow {i}: cannot open a UDP socket")),
+    }
 }
 
 /// Whether the kernel paces this flow rather than the scheduler: a TCP bulk flow with a

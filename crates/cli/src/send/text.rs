@@ -75,6 +75,21 @@ pub(crate) fn send_text(report: &SendReport, per_flow: bool, wide: bool) -> Stri
         ));
     }
     for f in report.flows.iter().filter(|_| rows) {
+        // -O: what the figures above leave out, on each side.
+        if let (Some(p), Some(b)) = (f.sent.omitted_packets, f.sent.omitted_bytes) {
+            let received = f.received_omitted.map_or(String::new(), |r| {
+                format!(
+                    ", received {} packets ({})",
+                    r.omitted_packets,
+                    human::bytes(r.omitted_bytes)
+                )
+            });
+            s.push_str(&format!(
+                "flow {}: omitted warm-up (-O): sent {p} packets ({}){received}\n",
+                f.id,
+                human::bytes(b)
+            ));
+        }
         if let Some(e) = &f.intervals_error {
             s.push_str(&format!("flow {}: no interval series: {e}\n", f.id));
         }

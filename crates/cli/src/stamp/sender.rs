@@ -702,6 +702,8 @@ pub(crate) fn run(config: &StampConfig, stop: &Arc<AtomicBool>) -> Result<SendRe
         stamp: Some(outcome),
         delay_cdf_ns: config.cdf.then(|| meter.rtt_cdf_ns()).flatten(),
         tcp: None,
+        received_omitted: None,
+        zerocopy: None,
     };
     let flows = vec![flow];
     let report = SendReport {

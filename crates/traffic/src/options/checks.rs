@@ -38,6 +38,12 @@ pub struct FlowOptions {
     pub congestion: Option<String>,
     /// `-w/--window`, bytes.
     pub window: Option<u64>,
+    /// `--cport`: the first copy's source port (copies take the next ones).
+    pub cport: Option<u16>,
+    /// `-O/--omit`.
+    pub omit: Option<Duration>,
+    /// `-Z/--zerocopy`.
+    pub zerocopy: bool,
     /// `--voip`.
     pub voip: Option<Codec>,
     /// `--stream`.
@@ -97,6 +103,9 @@ impl Default for FlowOptions {
             calls: None,
             congestion: None,
             window: None,
+            cport: None,
+            omit: None,
+            zerocopy: false,
             voip: None,
             stream: None,
             ptime: None,
@@ -181,24 +190,35 @@ impl FlowOptions {
     /// that gives no `--seed` (copies take the next seeds).
     pub fn to_specs(&self, default_label: String, seed: u64) -> Result<Specs, OptionError> {
         let (spec, notes) = self.to_spec(default_label, seed)?;
-        if let Some(n) = self.calls {
-            return calls(&spec, n).map(|flows| Specs { flows, notes });
+        let mut flows = if let Some(n) = self.calls {
+            calls(&spec, n)?
+        } else if self.parallel == 1 {
+            vec![spec]
+        } else {
+            let n = self.parallel;
+            (0..n)
+                .map(|i| FlowSpec {
+                    label: format!("{} [{}/{n}]", spec.label, i + 1),
+                    // Copies of a random model draw different samples.
+                    seed: spec.seed.wrapping_add(u64::from(i)),
+                    ..spec.clone()
+                })
+                .collect()
+        };
+        // iperf3's --cport with -P: the streams take ports PORT, PORT+1, … PORT+N-1.
+        if let Some(first) = self.cport {
+            let last = u64::from(first) + flows.len() as u64 - 1;
+            if first == 0 || last > u64::from(u16::MAX) {
+                refuse!(
+                    "--cport",
+                    "--cport {first} for {} flows needs ports {first} to {last}, within 1 to 65535",
+                    flows.len()
+                );
+            }
+            for (k, f) in flows.iter_mut().enumerate() {
+                f.cport = Some(first + k as u16);
+            }
         }
-        if self.parallel == 1 {
-            return Ok(Specs {
-                flows: vec![spec],
-                notes,
-            });
-        }
-        let n = self.parallel;
-        let flows = (0..n)
-            .map(|i| FlowSpec {
-                label: format!("{} [{}/{n}]", spec.label, i + 1),
-                // Copies of a random model draw different samples.
-                seed: spec.seed.wrapping_add(u64::from(i)),
-                ..spec.clone()
-            })
-            .collect();
         Ok(Specs { flows, notes })
     }
 }
@@ -265,6 +285,30 @@ impl FlowOptions {
             );
         }
         Ok(size as u32)
+    }
+
+    /// `-O/--omit` in nanoseconds: shorter than `--duration`, if that stops the flow, so
+    /// something is counted. Zero is no omission.
+    fn checked_omit(&self) -> Result<Option<u64>, OptionError> {
+        let Some(omit) = self.omit.filter(|o| *o > Duration::ZERO) else {
+            return Ok(None);
+        };
+        if self.meter == Meter::Rtt {
+            refuse!(
+                "--omit",
+                "--omit applies to one-way flows: leave --meter at owd"
+            );
+        }
+        if self.count.is_none() && self.bytes.is_none() {
+            let duration = self.duration.unwrap_or(Duration::from_secs(10));
+            if omit >= duration {
+                refuse!(
+                    "--omit",
+                    "--omit {omit} leaves nothing of a {duration} flow to count: omit less than --duration"
+                );
+            }
+        }
+        Ok(Some(omit.as_nanos()))
     }
 
     /// Checks of options that do not go together whatever the preset.
@@ -411,6 +455,13 @@ impl FlowOptions {
                 "--window {w} bytes is outside {MIN_WINDOW} to {MAX_WINDOW} (1 GiB)"
             ),
         };
+        let omit_ns = self.checked_omit()?;
+        if self.zerocopy && !(self.bulk && protocol == Protocol::Tcp) {
+            refuse!(
+                "--zerocopy",
+                "--zerocopy applies to TCP bulk flows (--tcp --bulk): it sends their large writes without a copy"
+            );
+        }
         if self.congestion.is_some() && protocol != Protocol::Tcp {
             refuse!(
                 "--congestion",
@@ -499,6 +550,9 @@ impl FlowOptions {
             congestion: self.congestion.clone(),
             bulk: self.bulk,
             window_bytes,
+            cport: None,
+            omit_ns,
+            zerocopy: self.zerocopy,
         };
         Ok((spec, notes))
     }
@@ -723,6 +777,77 @@ mod tests {
                 },
                 "--ptime",
                 "--ptime applies to --stream g711 only",
+            ),
+        ] {
+            let e = o.to_specs("f".into(), 0).unwrap_err();
+            assert_eq!(e.option(), option, "{e}");
+            assert!(e.to_string().contains(text), "{e}");
+        }
+    }
+
+    #[test]
+    fn cport_numbers_the_copies_and_omit_and_zerocopy_are_checked() {
+        let d = FlowOptions::default;
+        // --cport with -P: PORT to PORT+N-1, as iperf3's streams.
+        let s = FlowOptions {
+            tcp: true,
+            parallel: 3,
+            cport: Some(5000),
+            ..d()
+        }
+        .to_specs("f".into(), 0)
+        .unwrap();
+        let ports: Vec<_> = s.flows.iter().map(|f| f.cport).collect();
+        assert_eq!(ports, [Some(5000), Some(5001), Some(5002)]);
+        assert_eq!(one(&d()).cport, None);
+        let omit = one(&FlowOptions {
+            omit: Some(Duration::from_secs(1)),
+            duration: Some(Duration::from_secs(2)),
+            ..d()
+        });
+        assert_eq!(omit.omit_ns, Some(1_000_000_000));
+        // -O 0 is no omission; -Z is kept for TCP bulk.
+        assert_eq!(
+            one(&FlowOptions {
+                omit: Some(Duration::ZERO),
+                ..d()
+            })
+            .omit_ns,
+            None
+        );
+        let zc = one(&FlowOptions {
+            tcp: true,
+            bulk: true,
+            zerocopy: true,
+            ..d()
+        });
+        assert!(zc.zerocopy);
+        for (o, option, text) in [
+            (
+                FlowOptions {
+                    parallel: 2,
+                    cport: Some(u16::MAX),
+                    ..d()
+                },
+                "--cport",
+                "needs ports 65535 to 65536",
+            ),
+            (
+                FlowOptions {
+                    omit: Some(Duration::from_secs(10)),
+                    ..d()
+                },
+                "--omit",
+                "leaves nothing",
+            ),
+            (
+                FlowOptions {
+                    zerocopy: true,
+                    bulk: true,
+                    ..d()
+                },
+                "--zerocopy",
+                "TCP bulk",
             ),
         ] {
             let e = o.to_specs("f".into(), 0).unwrap_err();

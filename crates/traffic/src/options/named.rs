@@ -12,7 +12,7 @@ use super::values::{
 use crate::units::{parse_bytes, parse_duration};
 
 /// Every flow option `send` takes: its long name and the other long names it answers to.
-const NAMES: [(&str, &[&str]); 31] = [
+const NAMES: [(&str, &[&str]); 34] = [
     ("udp", &[]),
     ("tcp", &[]),
     ("rate", &[]),
@@ -22,6 +22,9 @@ const NAMES: [(&str, &[&str]); 31] = [
     ("calls", &[]),
     ("congestion", &[]),
     ("window", &[]),
+    ("cport", &[]),
+    ("omit", &[]),
+    ("zerocopy", &[]),
     ("voip", &["codec"]),
     ("stream", &[]),
     ("ptime", &[]),
@@ -154,6 +157,7 @@ impl<'a> NamedOptions<'a> {
             "tcp" => Some(&mut o.tcp),
             "bulk" => Some(&mut o.bulk),
             "nodelay" => Some(&mut o.nodelay),
+            "zerocopy" => Some(&mut o.zerocopy),
             _ => None,
         };
         if let Some(flag) = flag {
@@ -188,6 +192,8 @@ impl<'a> NamedOptions<'a> {
                 Ok(())
             }
             "window" => bytes(v).map(|b| o.window = Some(b)),
+            "cport" => number(v, 1u16, u16::MAX).map(|p| o.cport = Some(p)),
+            "omit" => duration(v).map(|d| o.omit = Some(d)),
             "voip" => parsed(v).map(|c| o.voip = Some(c)),
             "stream" => parsed(v).map(|s| o.stream = Some(s)),
             "ptime" => duration(v).map(|d| o.ptime = Some(d)),
