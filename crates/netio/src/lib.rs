@@ -136,4 +136,4 @@ pub mod tcp;
 mod udp;
 
 pub use marking::{Marking, MarkingError, FLOW_LABEL_MAX};
-pub use udp::{gro_segments, Datagram, RecvMeta, UdpSocket, MAX_BATCH};
+pub use udp::{gro_segments, Datagram, GroSegments, RecvMeta, UdpSocket, MAX_BATCH};

@@ -53,11 +53,36 @@ pub struct RecvMeta {
     pub gro_size: Option<u16>,
 }
 
-/// The datagrams of a received buffer: `data` itself, or with `gro_size` its
-/// coalesced datagrams, each `gro_size` bytes but the last.
-pub fn gro_segments(data: &[u8], gro_size: Option<u16>) -> std::slice::Chunks<'_, u8> {
-    let size = gro_size.map_or(data.len(), usize::from).max(1);
-    data.chunks(size)
+/// The datagrams of a received buffer: `data` itself (even empty: a datagram
+/// may have no payload), or with `gro_size` its coalesced datagrams, each
+/// `gro_size` bytes but the last.
+pub fn gro_segments(data: &[u8], gro_size: Option<u16>) -> GroSegments<'_> {
+    GroSegments {
+        rest: Some(data),
+        size: gro_size.map_or(usize::MAX, |s| usize::from(s).max(1)),
+    }
+}
+
+/// The iterator of [`gro_segments`].
+#[derive(Clone, Debug)]
+pub struct GroSegments<'a> {
+    rest: Option<&'a [u8]>,
+    size: usize,
+}
+
+impl<'a> Iterator for GroSegments<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let rest = self.rest?;
+        if rest.len() <= self.size {
+            self.rest = None;
+            return Some(rest);
+        }
+        let (first, after) = rest.split_at(self.size);
+        self.rest = Some(after);
+        Some(first)
+    }
 }
 
 impl Default for RecvMeta {
@@ -790,6 +815,20 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn gro_buffers_split_into_their_datagrams_and_an_empty_datagram_is_one() {
+        let lens = |data: &[u8], size| {
+            gro_segments(data, size)
+                .map(<[u8]>::len)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(lens(&[], None), [0]);
+        assert_eq!(lens(&[7; 100], None), [100]);
+        assert_eq!(lens(&[7; 100], Some(40)), [40, 40, 20]);
+        assert_eq!(lens(&[7; 80], Some(40)), [40, 40]);
+        assert_eq!(lens(&[7; 3], Some(0)), [1, 1, 1]);
+    }
+
     use super::*;
 
     #[test]

@@ -465,7 +465,8 @@ fn relay_counts_match_the_schedule(ip: IpAddr, coalesce: bool) {
     assert!(SCHEDULE.duplicates.len() <= SCHEDULE.drops.len());
 
     let family = if ip.is_ipv4() { "v4" } else { "v6" };
-    let dir = TempDir::new(&format!("relay-{family}"));
+    let mode = if coalesce { "gro" } else { "plain" };
+    let dir = TempDir::new(&format!("relay-{family}-{mode}"));
     let log = dir.path("recv.dplog");
     let rx = Receiver::start(&["--log", path_str(&log), "--json", "--sessions", "1"]);
     let relay = Relay::start(ip, rx.port, coalesce);
