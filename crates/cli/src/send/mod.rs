@@ -51,8 +51,10 @@ use crate::usage;
   dualperf send ::1 --meter rtt --dscp EF --ecn ect1 --ttl 7 --flow-label 0x12345
   dualperf send ::1 --voip g711.1 --vad onoff        # talk spurts and silences (ITU-T P.59)
   dualperf send ::1 --stream h261 --dscp AF41        # H.261 CIF video over RTP
-  dualperf send ::1 --tcp --bulk --parallel 4 --congestion bbr --interval 1s
+  dualperf send ::1 --tcp --bulk --parallel 4 --congestion bbr --interval 1s   # Retr, Cwnd
+  dualperf send ::1 --tcp --bulk --rate 10gbit -w 4MiB -O 2s   # paced by the kernel, warm-up left out
   dualperf send 127.0.0.1 --udp --bulk --rate 100mbit --interval 1s
+  dualperf send 127.0.0.1 --udp --bulk --size 1400       # as fast as the socket takes it (iperf3 -b 0)
   dualperf send ::1 --voip g711.1 --calls 2000 --duration 60s   # 2,000 calls, one report
   dualperf send ::1 -u -b 10M -l 512 -t 5 -J            # iperf3's flags: UDP, 10 Mbit/s, 512 B, 5 s, JSON
   dualperf send HOST --key K --reverse --tcp --bulk     # HOST's agent sends to us (iperf3 -R)
@@ -128,8 +130,8 @@ pub(crate) struct SendArgs {
     /// background flows have begun).
     #[arg(long, hide = true)]
     announce_start: bool,
-    /// Send every UDP datagram with its own system call's segment: no UDP GSO. By
-    /// default, to a receiver on loopback, runs of equal-sized datagrams that leave in one
+    /// No UDP GSO: every datagram goes through the stack on its own. By default, to a
+    /// receiver on loopback, runs of equal-sized datagrams that leave in one
     /// batch go as one GSO send (`UDP_SEGMENT`): each keeps its own probe, sequence
     /// number and send time (the batch's), and the kernel cuts them apart. Across a
     /// device dualperf never uses GSO (a capture or a userspace router there would see
