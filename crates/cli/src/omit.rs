@@ -72,8 +72,12 @@ impl RxOmit {
     /// Of the `sent` packets the sender reports, those numbered within the counted span:
     /// what the loss expects.
     pub(crate) fn counted_sent(&self, sent: Option<u64>) -> Option<u64> {
-        let from = self.counted.counted_from_seq.unwrap_or(0);
-        sent.map(|s| s.saturating_sub(from))
+        sent.map(|s| s.saturating_sub(self.before_counted()))
+    }
+
+    /// Packets numbered before the counted span: sent, but never metered.
+    pub(crate) fn before_counted(&self) -> u64 {
+        self.counted.counted_from_seq.unwrap_or(0)
     }
 
     /// What was left out.

@@ -433,10 +433,7 @@ fn wait_for_stragglers(shared: &Shared, wanted: &[(u16, Option<u64>)]) {
             // Nothing arrived yet: nothing seen, no delay known.
             // With -O, the packets numbered before the counted span are not metered.
             let (unique, last_rx_mono_ns, max_delay_ns) = state.map_or((0, 0, 0), |f| {
-                let omitted = f
-                    .omit
-                    .as_ref()
-                    .map_or(0, |o| sent - o.counted_sent(Some(sent)).unwrap_or(sent));
+                let omitted = f.omit.as_ref().map_or(0, |o| o.before_counted().min(sent));
                 (
                     f.meter.unique_packets() + omitted,
                     f.last_rx_mono_ns,

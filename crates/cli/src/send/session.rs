@@ -547,12 +547,8 @@ fn register(
                 e.kind(),
                 std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
             );
-            let port_taken = matches!(
-                e.kind(),
-                std::io::ErrorKind::AddrInUse | std::io::ErrorKind::AddrNotAvailable
-            );
             match &spec.congestion {
-                _ if port_taken && spec.cport.is_some() => {
+                _ if spec.cport.is_some() && port_in_use(&e) => {
                     cport_error(e, usize::from(grant.id), spec)
                 }
                 Some(cc) if cc_refused => anyhow::anyhow!(
@@ -596,12 +592,8 @@ fn register(
 
 /// A failure to bind flow `i`'s socket: with `--cport`, said as the port being in use.
 fn cport_error(e: std::io::Error, i: usize, spec: &FlowSpec) -> anyhow::Error {
-    let in_use = matches!(
-        e.kind(),
-        std::io::ErrorKind::AddrInUse | std::io::ErrorKind::AddrNotAvailable
-    );
     match spec.cport {
-        Some(port) if in_use => anyhow::anyhow!(
+        Some(port) if port_in_use(&e) => anyhow::anyhow!(
             "flow {i} ({}): source port {port} (--cport) is in use: {e}",
             spec.label
         ),
@@ -610,6 +602,14 @@ fn cport_error(e: std::io::Error, i: usize, spec: &FlowSpec) -> anyhow::Error {
         }
         None => anyhow::Error::new(e).context(format!("flow {i}: cannot open a UDP socket")),
     }
+}
+
+/// Whether binding a source port failed because the port is taken.
+fn port_in_use(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::AddrInUse | std::io::ErrorKind::AddrNotAvailable
+    )
 }
 
 /// Whether the kernel paces this flow rather than the scheduler: a TCP bulk flow with a
