@@ -55,7 +55,7 @@ if [[ $(id -u) != 0 ]]; then
     echo "bench/router.sh: needs root (network namespaces)" >&2
     exit 2
 fi
-for t in ip ethtool taskset cc python3; do
+for t in ip sysctl taskset cc python3; do
     command -v "$t" >/dev/null || { echo "bench/router.sh: needs $t" >&2; exit 2; }
 done
 WORK=$(mktemp -d /tmp/router-bench.XXXXXX)

@@ -99,14 +99,58 @@ fn peer(args: &ClockArgs, dest: &str) -> Result<()> {
     crate::out::print(s)
 }
 
+/// How late `samples` waits of one length woke (`dualperf clock`'s rows; `doctor`
+/// judges one of them).
 #[derive(Debug, Serialize)]
-struct WaitStats {
+pub(crate) struct WaitStats {
+    pub(crate) wait_ns: u64,
+    pub(crate) mode: &'static str,
+    pub(crate) overshoot_mean_ns: f64,
+    pub(crate) overshoot_p50_ns: u64,
+    pub(crate) overshoot_p99_ns: u64,
+    pub(crate) overshoot_max_ns: u64,
+}
+
+/// The mean cost of one `CLOCK_MONOTONIC` read over `reads` reads, ns.
+pub(crate) fn clock_read_ns(reads: u64) -> f64 {
+    let reads = reads.max(1);
+    let t0 = netio::clock::mono_ns();
+    let mut sink = 0u64;
+    for _ in 0..reads {
+        sink = sink.wrapping_add(netio::clock::mono_ns());
+    }
+    let ns = (netio::clock::mono_ns() - t0) as f64 / reads as f64;
+    std::hint::black_box(sink);
+    ns
+}
+
+/// Runs `samples` absolute-deadline waits of `wait_ns` each (sleep, then spin the last
+/// `spin_ns`, as `send` waits) on the calling thread and says how late they woke. The
+/// caller sets the thread's timer slack first (`send` lowers it to 1 ns).
+pub(crate) fn measure_waits(
     wait_ns: u64,
+    spin_ns: u64,
+    samples: usize,
     mode: &'static str,
-    overshoot_mean_ns: f64,
-    overshoot_p50_ns: u64,
-    overshoot_p99_ns: u64,
-    overshoot_max_ns: u64,
+) -> WaitStats {
+    let mut over: Vec<u64> = (0..samples.max(1))
+        .map(|_| {
+            let deadline = netio::clock::mono_ns() + wait_ns;
+            let woke = netio::clock::sleep_until(deadline, spin_ns);
+            woke.saturating_sub(deadline)
+        })
+        .collect();
+    over.sort_unstable();
+    // Nearest-rank percentiles, as everywhere in dualperf.
+    let pick = |pct: f64| meter::percentile_nearest_rank(&over, pct).unwrap_or(0);
+    WaitStats {
+        wait_ns,
+        mode,
+        overshoot_mean_ns: over.iter().sum::<u64>() as f64 / over.len() as f64,
+        overshoot_p50_ns: pick(50.0),
+        overshoot_p99_ns: pick(99.0),
+        overshoot_max_ns: *over.last().unwrap_or(&0),
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -127,38 +171,14 @@ pub(crate) fn run(args: ClockArgs) -> Result<()> {
         return peer(&args, dest);
     }
     let samples = args.samples.max(10);
-    let reads = 1_000_000u64;
-    let t0 = netio::clock::mono_ns();
-    let mut sink = 0u64;
-    for _ in 0..reads {
-        sink = sink.wrapping_add(netio::clock::mono_ns());
-    }
-    let clock_read_ns = (netio::clock::mono_ns() - t0) as f64 / reads as f64;
-    std::hint::black_box(sink);
+    let clock_read_ns = clock_read_ns(1_000_000);
     let default_timer_slack_ns = netio::clock::timer_slack_ns().unwrap_or(0);
     let mut waits = Vec::new();
     // Measure as `send` waits: with the thread's timer slack at 1 ns.
     let _ = netio::clock::set_timer_slack_ns(1);
     for wait_ns in [10_000u64, 100_000, 1_000_000] {
         for (mode, spin_ns) in [("sleep", 0u64), ("sleep+spin 50us", 50_000)] {
-            let mut over: Vec<u64> = (0..samples)
-                .map(|_| {
-                    let deadline = netio::clock::mono_ns() + wait_ns;
-                    let woke = netio::clock::sleep_until(deadline, spin_ns);
-                    woke.saturating_sub(deadline)
-                })
-                .collect();
-            over.sort_unstable();
-            // Nearest-rank percentiles, as everywhere in dualperf.
-            let pick = |pct: f64| meter::percentile_nearest_rank(&over, pct).unwrap_or(0);
-            waits.push(WaitStats {
-                wait_ns,
-                mode,
-                overshoot_mean_ns: over.iter().sum::<u64>() as f64 / over.len() as f64,
-                overshoot_p50_ns: pick(50.0),
-                overshoot_p99_ns: pick(99.0),
-                overshoot_max_ns: *over.last().unwrap_or(&0),
-            });
+            waits.push(measure_waits(wait_ns, spin_ns, samples, mode));
         }
     }
     let report = ClockReport {

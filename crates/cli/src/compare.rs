@@ -1,12 +1,16 @@
-//! `dualperf compare`: the main job. A standard battery run back to back over IPv4 and
-//! IPv6 on loopback, reported side by side with the relative difference.
+//! `dualperf compare`: the main job. A standard battery run several times over IPv4 and
+//! IPv6, interleaved, on loopback (or through the lab), reported side by side with each
+//! difference, its interval and a verdict that allows for the table's many comparisons
+//! (`compare/verdicts.rs`, `meter::verdict`).
+
+mod verdicts;
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use results::compare::{CompareReport, Delta, Point, Side};
+use results::compare::{CompareReport, Point, Repetition, Side};
 use traffic::{FlowSpec, Rate, StopSpec};
 use wire::control::{Meter, Protocol};
 use wire::time::Duration;
@@ -15,25 +19,52 @@ use crate::recv::{Receiver, ReceiverConfig};
 use crate::send::{run_session, FlowOutcome, SendConfig};
 use crate::usage;
 
-/// Compare IPv4 and IPv6 on this host: the main battery, side by side.
+/// Compare IPv4 and IPv6 on this host: the main battery, side by side, with verdicts.
 ///
-/// UDP and TCP at several packet sizes, each test run over 127.0.0.1 and then over ::1
-/// (or, with --lab, through the two-hop namespace lab and its 10 Mbit/s bottleneck)
-/// with the round-trip meter, and one table with IPv4, IPv6 and the relative difference
-/// for throughput, RTT, jitter and loss.
+/// UDP and TCP at several packet sizes, D-ITG's VoIP codecs and game models, each test
+/// run --repeat times over 127.0.0.1 and over ::1 (or, with --lab, through the two-hop
+/// namespace lab and its 10 Mbit/s bottleneck) with the round-trip meter. The families
+/// are interleaved: every test runs over both, back to back, in an order that alternates,
+/// and the whole battery is passed through again for each repetition, so slow drifts of
+/// the host fall on both families alike.
+///
+/// Each table (throughput, RTT, jitter, loss) shows the median of each family's runs and
+/// IPv6 against IPv4 in the metric's unit and in %, with an interval: the median of the
+/// pairs (each pass's IPv6 run against its IPv4 run), so what the host does to both runs
+/// of a pair cancels. "≈" means the interval holds 0: the runs do not show a difference,
+/// whatever the medians say. The verdicts hold a 5 % false discovery rate over the whole
+/// table (Benjamini–Hochberg), so a battery with no real difference shows none in 19
+/// cases out of 20, and the intervals are widened to match (docs/compare.md).
 ///
 /// Starts its own receiver; nothing else is needed. Throughput is the receiver's payload
-/// bit rate; RTT and jitter come from the sender's echoes (jitter: D-ITG's mean |ΔD|).
+/// bit rate; RTT (each run's median) and jitter come from the sender's echoes (jitter:
+/// D-ITG's mean |ΔD|). dualperf doctor's check of the host runs first; its warnings are
+/// printed under the tables.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  dualperf compare                       # 10 runs a family per test, about 3 minutes
+  dualperf compare --quick               # 5 runs a family, under a minute
+  dualperf compare --repeat 10 --no-games --sizes 64,1472
+  dualperf compare --json > cmp.json     # every run, every flow, the statistics
+  sudo dualperf compare --lab            # through the two-hop lab (root, iproute2)
+
+How to read the table and how the verdicts are made: docs/compare.md. JSON format:
+docs/output.md.")]
 pub(crate) struct CompareArgs {
-    /// A short battery (1 s per size test at 5000 pkt/s, 0.5 s per VoIP test) that
-    /// finishes in under 30 s.
+    /// A short battery that finishes in under a minute: 5 runs a family per test, each
+    /// 250 ms (size tests at 5000 pkt/s).
     #[arg(long)]
     quick: bool,
-    /// Length of each test.
+    /// Runs per family per test [default: 10; 5 with --quick]. A verdict needs at least
+    /// 2; more runs give narrower intervals (more, shorter runs beat fewer, longer ones:
+    /// it is the pairs that are compared).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    repeat: Option<u32>,
+    /// Length of each run [default: 500ms; 250ms with --quick]. The VoIP and game tests
+    /// take it too.
     #[arg(long, value_parser = crate::args::duration, value_name = "DURATION")]
     duration: Option<Duration>,
-    /// Send rate of each test.
+    /// Send rate of each size test [default: 10000pps; 5000pps with --quick].
     #[arg(long)]
     rate: Option<Rate>,
     /// Payload sizes in bytes, comma-separated.
@@ -52,7 +83,7 @@ pub(crate) struct CompareArgs {
     no_games: bool,
     /// Run through the namespace testbed instead of loopback: builds the two-hop lab
     /// (sender — r1 — 10 Mbit/s — r2 — receiver, dualperf route in both routers) for
-    /// the battery and removes it afterwards. Needs root.
+    /// the battery and removes it afterwards. Needs root and iproute2.
     #[arg(long)]
     lab: bool,
     /// With --lab: another topology (it needs nodes named sender and receiver).
@@ -119,21 +150,17 @@ impl LabRun {
 }
 
 pub(crate) fn run(args: CompareArgs) -> Result<()> {
-    let lab = if args.lab {
-        Some(LabRun::up(args.topology.as_deref())?)
-    } else {
-        None
-    };
     let duration = args.duration.unwrap_or(if args.quick {
-        Duration::from_secs(1)
+        Duration::from_millis(250)
     } else {
-        Duration::from_secs(5)
+        Duration::from_millis(500)
     });
     let rate = args.rate.unwrap_or(if args.quick {
         Rate::MilliPps(5_000_000)
     } else {
         Rate::MilliPps(10_000_000)
     });
+    let repetitions = args.repeat.unwrap_or(if args.quick { 5 } else { 10 });
     let mut protocols = Vec::new();
     for p in &args.protocols {
         protocols.push(match p.to_ascii_lowercase().as_str() {
@@ -147,6 +174,18 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
             usage!("size {s} is outside 16..=65507 bytes");
         }
     }
+    if repetitions < 2 {
+        crate::out::note!(
+            "dualperf compare: one run a family gives medians but no verdicts (--repeat 2 or more)"
+        );
+    }
+    // The host's check first: its warnings go with the results.
+    let doctor = crate::doctor::record();
+    let lab = if args.lab {
+        Some(LabRun::up(args.topology.as_deref())?)
+    } else {
+        None
+    };
     let stop = crate::interrupt::flag();
     let start_receiver = || {
         Receiver::start(
@@ -196,108 +235,91 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
         nodelay: true,
         ..FlowSpec::default()
     };
-    let mut tests: Vec<FlowSpec> = Vec::new();
-    for &protocol in &protocols {
-        for &size in &args.sizes {
-            tests.push(FlowSpec {
-                protocol,
-                size_bytes: size,
-                label: format!("{} {size} B", format!("{protocol:?}").to_uppercase()),
-                ..base.clone()
-            });
-        }
-    }
-    // VoIP and the games are UDP models: they run when UDP is among the protocols.
-    let udp = protocols.contains(&Protocol::Udp);
-    // A quick battery gives each of them half a second (13 to 72 packets).
-    let model_stop = StopSpec::after(if args.quick {
-        Duration::from_millis(500)
-    } else {
-        duration
-    });
-    if udp && !args.no_voip {
-        // D-ITG's VoIP models with a real RTP header, at their own rates.
-        for codec in traffic::voip::Codec::ALL {
-            tests.push(FlowSpec {
-                rate: codec.rate(),
-                stop: model_stop,
-                size_bytes: codec.payload_bytes(traffic::voip::VoipHeader::Rtp, false),
-                label: format!("VoIP {codec}"),
-                rtp: Some(codec.rtp()),
-                ..base.clone()
-            });
-        }
-    }
-    if udp && !args.no_games {
-        use traffic::app::App;
-        for app in [App::Quake3, App::Csa, App::Csi] {
-            let model = app.model();
-            tests.push(FlowSpec {
-                stop: model_stop,
-                // Sizes come from the model; the table shows their mean.
-                size_bytes: model.size.mean().map_or(64, |m| m.round() as u32),
-                label: format!("game {app}"),
-                idt_ms: Some(model.idt_ms),
-                size_dist: Some(model.size),
-                seed: GAME_SEED,
-                ..base.clone()
-            });
-        }
-    }
+    let tests = battery_tests(&args, &protocols, &base);
     let battery = || -> Vec<Point> {
-        let total = tests.len() * 2;
-        let mut done = 0;
-        let mut points = Vec::new();
-        'outer: for spec in tests {
-            let mut point = Point {
+        let mut points: Vec<Point> = tests
+            .iter()
+            .map(|spec| Point {
                 name: spec.label.clone(),
                 protocol: spec.protocol,
                 size_bytes: spec.size_bytes,
                 rate: spec.idt_ms.is_none().then_some(spec.rate),
-                ipv4: None,
-                ipv6: None,
-                delta_pct: Delta::default(),
+                runs: Vec::new(),
+                stats: Default::default(),
                 errors: Vec::new(),
-            };
-            for v6 in [false, true] {
-                if stop.load(Ordering::SeqCst) {
-                    points.push(point);
-                    break 'outer;
-                }
-                done += 1;
-                let family = if v6 { "IPv6" } else { "IPv4" };
-                let ip = if v6 { dest_v6 } else { dest_v4 };
-                if progress {
-                    eprint!("\r[{done}/{total}] {family} {} …          ", spec.label);
-                }
-                let config = SendConfig::new(SocketAddr::new(ip, port), vec![spec.clone()]);
-                // One failed test does not end the battery: keep what it measured and say
-                // what went wrong.
-                let (report, error) = match run_session(&config, &stop) {
-                    Ok(r) => (Some(r), None),
-                    Err(e) => match e.downcast::<crate::send::PartialReport>() {
-                        Ok(p) => (Some(p.report), Some(p.error)),
-                        Err(e) => (None, Some(format!("{e:#}"))),
-                    },
+            })
+            .collect();
+        let total = tests.len() * 2 * repetitions as usize;
+        let mut done = 0;
+        // Every pass runs every test over both families back to back; which family goes
+        // first alternates from test to test and from pass to pass, so neither always
+        // runs on a host the other has just warmed (or disturbed).
+        'passes: for rep in 0..repetitions {
+            for (t, spec) in tests.iter().enumerate() {
+                let ipv6_first = (rep as usize + t) % 2 == 1;
+                let mut pair = Repetition {
+                    repetition: rep + 1,
+                    ipv6_first,
+                    ipv4: None,
+                    ipv6: None,
                 };
-                if let Some(e) = &error {
-                    eprintln!("dualperf compare: {family} {}: {e}", spec.label);
-                    point.errors.push(format!("{family}: {e}"));
+                for v6 in [ipv6_first, !ipv6_first] {
+                    if stop.load(Ordering::SeqCst) {
+                        if pair.ipv4.is_some() || pair.ipv6.is_some() {
+                            points[t].runs.push(pair);
+                        }
+                        break 'passes;
+                    }
+                    done += 1;
+                    let family = if v6 { "IPv6" } else { "IPv4" };
+                    let ip = if v6 { dest_v6 } else { dest_v4 };
+                    if progress {
+                        eprint!(
+                            "\r[{done}/{total}] run {}/{repetitions} {family} {} …          ",
+                            rep + 1,
+                            spec.label
+                        );
+                    }
+                    let config = SendConfig::new(SocketAddr::new(ip, port), vec![spec.clone()]);
+                    // One failed run does not end the battery: keep what it measured and
+                    // say what went wrong.
+                    let (report, error) = match run_session(&config, &stop) {
+                        Ok(r) => (Some(r), None),
+                        Err(e) => match e.downcast::<crate::send::PartialReport>() {
+                            Ok(p) => (Some(p.report), Some(p.error)),
+                            Err(e) => (None, Some(format!("{e:#}"))),
+                        },
+                    };
+                    let side = report.and_then(|r| r.flows.into_iter().next()).map(side_of);
+                    // A run that sent nothing measured nothing: say so, never count it.
+                    let error = error.or_else(|| {
+                        side.as_ref().is_some_and(|s| s.sent_packets == 0).then(|| {
+                            "sent no packets in its time (the host may be overloaded)".to_owned()
+                        })
+                    });
+                    if let Some(e) = &error {
+                        eprintln!(
+                            "\rdualperf compare: run {} {family} {}: {e}",
+                            rep + 1,
+                            spec.label
+                        );
+                        points[t]
+                            .errors
+                            .push(format!("run {} {family}: {e}", rep + 1));
+                    }
+                    if v6 {
+                        pair.ipv6 = side;
+                    } else {
+                        pair.ipv4 = side;
+                    }
                 }
-                let side = report.and_then(|r| r.flows.into_iter().next()).map(side_of);
-                if v6 {
-                    point.ipv6 = side;
-                } else {
-                    point.ipv4 = side;
-                }
+                points[t].runs.push(pair);
             }
-            point.delta_pct = delta(point.ipv4.as_ref(), point.ipv6.as_ref());
-            points.push(point);
         }
         points
     };
     // In the lab the senders' sockets are made in the sender's namespace.
-    let points = match &lab {
+    let mut points = match &lab {
         None => battery(),
         Some(l) => std::thread::scope(|s| {
             s.spawn(|| -> Result<Vec<Point>> {
@@ -310,10 +332,11 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
         })?,
     };
     if progress {
-        eprint!("\r{}\r", " ".repeat(60));
+        eprint!("\r{}\r", " ".repeat(72));
     }
     drop(receiver.shutdown());
-    let report = CompareReport {
+    let verdicts = verdicts::assess(&mut points);
+    let mut report = CompareReport {
         format_version: results::compare::COMPARE_FORMAT_VERSION,
         tool: format!("dualperf {}", env!("CARGO_PKG_VERSION")),
         target: match &lab {
@@ -323,16 +346,68 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
         rate,
         sizes_bytes: args.sizes.clone(),
         duration_ns: duration.as_nanos(),
+        model_duration_ns: duration.as_nanos(),
+        repetitions,
         interrupted: stop.load(Ordering::SeqCst),
         quick: args.quick,
+        verdicts,
+        summary: Vec::new(),
+        doctor: Some(doctor),
         points,
     };
+    report.summary = verdicts::summary(&report);
     if args.json {
         crate::out::print_json(&report)?;
     } else {
-        crate::out::print(render(&report))?;
+        crate::out::print(verdicts::render(&report))?;
     }
     Ok(())
+}
+
+/// The battery: every size test for each protocol, then (with UDP) the VoIP and game
+/// models, each a flow spec built on `base`.
+fn battery_tests(args: &CompareArgs, protocols: &[Protocol], base: &FlowSpec) -> Vec<FlowSpec> {
+    let mut tests: Vec<FlowSpec> = Vec::new();
+    for &protocol in protocols {
+        for &size in &args.sizes {
+            tests.push(FlowSpec {
+                protocol,
+                size_bytes: size,
+                label: format!("{} {size} B", format!("{protocol:?}").to_uppercase()),
+                ..base.clone()
+            });
+        }
+    }
+    // VoIP and the games are UDP models: they run when UDP is among the protocols.
+    let udp = protocols.contains(&Protocol::Udp);
+    if udp && !args.no_voip {
+        // D-ITG's VoIP models with a real RTP header, at their own rates.
+        for codec in traffic::voip::Codec::ALL {
+            tests.push(FlowSpec {
+                rate: codec.rate(),
+                size_bytes: codec.payload_bytes(traffic::voip::VoipHeader::Rtp, false),
+                label: format!("VoIP {codec}"),
+                rtp: Some(codec.rtp()),
+                ..base.clone()
+            });
+        }
+    }
+    if udp && !args.no_games {
+        use traffic::app::App;
+        for app in [App::Quake3, App::Csa, App::Csi] {
+            let model = app.model();
+            tests.push(FlowSpec {
+                // Sizes come from the model; the table shows their mean.
+                size_bytes: model.size.mean().map_or(64, |m| m.round() as u32),
+                label: format!("game {app}"),
+                idt_ms: Some(model.idt_ms),
+                size_dist: Some(model.size),
+                seed: GAME_SEED,
+                ..base.clone()
+            });
+        }
+    }
+    tests
 }
 
 fn side_of(flow: FlowOutcome) -> Side {
@@ -340,88 +415,14 @@ fn side_of(flow: FlowOutcome) -> Side {
     Side {
         throughput_bps: flow.received.as_ref().and_then(|r| r.bitrate_bps),
         rtt_mean_ns: rtt.and_then(|r| r.delay.as_ref()).map(|d| d.mean_ns),
+        rtt_median_ns: rtt
+            .and_then(|r| r.delay.as_ref())
+            .and_then(|d| d.p50_ns)
+            .map(|v| v as f64),
         jitter_ns: rtt.and_then(|r| r.jitter.ditg_ns),
         loss_pct: flow.received.as_ref().and_then(|r| r.loss.loss_pct),
         sent_packets: flow.sent.packets,
         received_packets: flow.received.as_ref().map(|r| r.packets),
         flow,
     }
-}
-
-fn rel(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    match (a, b) {
-        (Some(a), Some(b)) if a != 0.0 => Some((b - a) / a * 100.0),
-        _ => None,
-    }
-}
-
-fn delta(v4: Option<&Side>, v6: Option<&Side>) -> Delta {
-    let get = |s: Option<&Side>, f: fn(&Side) -> Option<f64>| s.and_then(f);
-    Delta {
-        throughput: rel(get(v4, |s| s.throughput_bps), get(v6, |s| s.throughput_bps)),
-        rtt: rel(get(v4, |s| s.rtt_mean_ns), get(v6, |s| s.rtt_mean_ns)),
-        jitter: rel(get(v4, |s| s.jitter_ns), get(v6, |s| s.jitter_ns)),
-    }
-}
-
-fn render(r: &CompareReport) -> String {
-    let mut t = report::text_table::Table::new(&[
-        "test",
-        "Mbit/s v4",
-        "v6",
-        "Δ %",
-        "RTT µs v4",
-        "v6",
-        "Δ %",
-        "jitter µs v4",
-        "v6",
-        "Δ %",
-        "loss % v4",
-        "v6",
-    ]);
-    let f = |v: Option<f64>, scale: f64, digits: usize| {
-        v.map_or("-".to_owned(), |x| format!("{:.*}", digits, x / scale))
-    };
-    let d = |v: Option<f64>| v.map_or("-".to_owned(), |x| format!("{x:+.1}"));
-    for p in &r.points {
-        let s4 = p.ipv4.as_ref();
-        let s6 = p.ipv6.as_ref();
-        t.row(vec![
-            p.name.clone(),
-            f(s4.and_then(|s| s.throughput_bps), 1e6, 3),
-            f(s6.and_then(|s| s.throughput_bps), 1e6, 3),
-            d(p.delta_pct.throughput),
-            f(s4.and_then(|s| s.rtt_mean_ns), 1e3, 1),
-            f(s6.and_then(|s| s.rtt_mean_ns), 1e3, 1),
-            d(p.delta_pct.rtt),
-            f(s4.and_then(|s| s.jitter_ns), 1e3, 1),
-            f(s6.and_then(|s| s.jitter_ns), 1e3, 1),
-            d(p.delta_pct.jitter),
-            f(s4.and_then(|s| s.loss_pct), 1.0, 3),
-            f(s6.and_then(|s| s.loss_pct), 1.0, 3),
-        ]);
-    }
-    let (path, note) = if r.target == "loopback" {
-        (
-            "IPv4 (127.0.0.1) vs IPv6 (::1)".to_owned(),
-            "Loopback has no wire: differences reflect the stacks, not headers on a link.",
-        )
-    } else {
-        (
-            format!("IPv4 vs IPv6 through {}", r.target),
-            "Through the lab the headers count: every frame crosses the emulated links at their rate.",
-        )
-    };
-    format!(
-        "dualperf compare: {path}, round-trip meter, {} per test{}; sizes {} B at {}, VoIP at its codec's rate, games by their models{}\n{}\
-         Throughput: receiver payload bit rate. RTT: mean of sender-measured round trips less the time the receiver held\n\
-         each probe (as irtt does). Jitter: mean |ΔRTT| in arrival order (D-ITG).\n\
-         Δ % = (IPv6 − IPv4) / IPv4. {note}\n",
-        Duration::from_nanos(r.duration_ns),
-        if r.quick { " (VoIP and games 0.5 s)" } else { "" },
-        r.sizes_bytes.iter().map(u32::to_string).collect::<Vec<_>>().join("/"),
-        r.rate,
-        if r.interrupted { " (interrupted)" } else { "" },
-        t.render()
-    )
 }

@@ -195,7 +195,7 @@ fn read_trimmed(path: impl AsRef<Path>) -> Option<String> {
 }
 
 /// The first executable file `name` in the directories of `PATH`.
-fn find_on_path(name: &str) -> Option<PathBuf> {
+pub(crate) fn find_on_path(name: &str) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)

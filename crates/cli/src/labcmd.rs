@@ -12,7 +12,9 @@ use crate::usage;
 
 /// Build a dual-stack testbed in network namespaces: hosts, routers running
 /// `dualperf route` with emulated links, veth pairs, addresses from 198.18.0.0/15 and
-/// 2001:2::/48, static routes and neighbours, offloads off. Needs root.
+/// 2001:2::/48, static routes and neighbours, offloads off. Needs Linux, root
+/// (CAP_NET_ADMIN) and iproute2's ip (apt-get install iproute2), nothing else: `up`
+/// checks them before it builds anything.
 ///
 /// `down` removes the lab's processes, namespaces (and with them the veths) and state
 /// file, also after a crash; the routers' logs and final counters stay in
@@ -71,6 +73,19 @@ enum Action {
         /// The command and its arguments.
         #[arg(last = true, required = true)]
         command: Vec<String>,
+    },
+    /// Set up the kernel of the network namespace this runs in: `lab up` runs it in each
+    /// node's (`ip netns exec dp-LAB.NODE dualperf lab node-setup …`), so the lab needs
+    /// neither sysctl nor ethtool.
+    #[command(hide = true)]
+    NodeSetup {
+        /// A sysctl to write, as sysctl(8) names it (`net.ipv4.ip_forward=0`); only keys
+        /// under `net.`, which belong to the namespace.
+        #[arg(long = "sysctl", value_name = "KEY=VALUE")]
+        sysctls: Vec<String>,
+        /// An interface whose TSO, GSO, GRO and checksum offloads go off.
+        #[arg(long = "offloads-off", value_name = "IFACE")]
+        offloads_off: Vec<String>,
     },
 }
 
@@ -141,11 +156,8 @@ pub(crate) fn run(args: LabArgs) -> Result<()> {
                 .map(|r| r.pid)
                 .filter(|p| running(*p))
                 .collect();
-            for pid in &asked {
-                let _ = std::process::Command::new("kill")
-                    .args(["-USR1", &pid.to_string()])
-                    .status();
-            }
+            // A router that ended since is shown as not running below.
+            let _ = netlab::signal("USR1", &asked);
             if !asked.is_empty() {
                 std::thread::sleep(std::time::Duration::from_millis(200));
             }
@@ -200,7 +212,89 @@ pub(crate) fn run(args: LabArgs) -> Result<()> {
                 .context("cannot run ip netns exec")?;
             std::process::exit(status.code().unwrap_or(1));
         }
+        Action::NodeSetup {
+            sysctls,
+            offloads_off,
+        } => node_setup(&sysctls, &offloads_off),
     }
+}
+
+/// `lab node-setup`: write `sysctls` under /proc/sys, then turn the offloads of
+/// `ifaces` off, in the network namespace this process runs in.
+fn node_setup(sysctls: &[String], ifaces: &[String]) -> Result<()> {
+    // Every argument is checked before anything is written.
+    let mut writes = Vec::with_capacity(sysctls.len());
+    for s in sysctls {
+        match sysctl_path(s) {
+            Ok(w) => writes.push(w),
+            Err(e) => usage!("--sysctl {s}: {e}"),
+        }
+    }
+    // Only inside a lab node's namespace: run anywhere else (the host's own namespace),
+    // a router's settings (ip_forward=0) would cut the host off its networks.
+    if !in_lab_namespace() {
+        anyhow::bail!(
+            "lab node-setup runs only inside a lab node's namespace (ip netns exec \
+             dp-LAB.NODE …), and this process is in no such namespace"
+        );
+    }
+    for (path, value, key) in &writes {
+        std::fs::write(path, value)
+            .with_context(|| format!("cannot set {key} = {value} ({})", path.display()))?;
+    }
+    for ifname in ifaces {
+        netio::ethtool::disable_offloads(ifname).context("cannot turn offloads off")?;
+    }
+    Ok(())
+}
+
+/// Whether this process's network namespace is one `ip netns` keeps under a lab's name
+/// (`dp-…`): the same nsfs inode as its file under /var/run/netns.
+fn in_lab_namespace() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(mine) = std::fs::metadata("/proc/self/ns/net") else {
+        return false;
+    };
+    let Ok(entries) = std::fs::read_dir(netio::netns::NETNS_RUN_DIR) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        e.file_name().to_string_lossy().starts_with("dp-")
+            && std::fs::metadata(e.path())
+                .is_ok_and(|m| (m.dev(), m.ino()) == (mine.dev(), mine.ino()))
+    })
+}
+
+/// `KEY=VALUE` as sysctl(8) takes it → the file under /proc/sys, the value, the key. A
+/// key with a `/` is a path (so names with dots work, as in sysctl(8)); otherwise dots
+/// separate its parts. Only keys under `net` are taken: they belong to the network
+/// namespace, while any other would change the whole host.
+fn sysctl_path(arg: &str) -> Result<(PathBuf, String, String), String> {
+    let (key, value) = arg
+        .split_once('=')
+        .ok_or_else(|| "not KEY=VALUE".to_owned())?;
+    let (key, value) = (key.trim(), value.trim());
+    let parts: Vec<&str> = if key.contains('/') {
+        key.split('/').collect()
+    } else {
+        key.split('.').collect()
+    };
+    if parts.first() != Some(&"net") || parts.len() < 2 {
+        return Err(format!("{key:?} is not a key under net"));
+    }
+    if parts
+        .iter()
+        .any(|p| p.is_empty() || *p == "." || *p == "..")
+    {
+        return Err(format!("{key:?} is not a sysctl key"));
+    }
+    if value.is_empty() || value.contains('\n') {
+        return Err("the value is empty or holds a newline".to_owned());
+    }
+    let path = parts
+        .iter()
+        .fold(PathBuf::from("/proc/sys"), |p, part| p.join(part));
+    Ok((path, value.to_owned(), key.to_owned()))
 }
 
 fn print_nodes(state: &netlab::LabState) {
@@ -273,6 +367,46 @@ fn print_qos(stats: &RouterStats) {
                 ms(c.queue_delay.p50_ns),
                 ms(c.queue_delay.p99_ns),
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sysctl_keys_become_paths_under_proc_sys_net() {
+        let (path, value, key) = sysctl_path("net.ipv6.conf.to-r1.accept_dad=0").unwrap();
+        assert_eq!(
+            path,
+            PathBuf::from("/proc/sys/net/ipv6/conf/to-r1/accept_dad")
+        );
+        assert_eq!(
+            (value.as_str(), key.as_str()),
+            ("0", "net.ipv6.conf.to-r1.accept_dad")
+        );
+        // sysctl(8): a key with a slash is a path, so an interface name may hold dots.
+        let (path, ..) = sysctl_path("net/ipv6/conf/eth0.7/disable_ipv6 = 1").unwrap();
+        assert_eq!(
+            path,
+            PathBuf::from("/proc/sys/net/ipv6/conf/eth0.7/disable_ipv6")
+        );
+    }
+
+    #[test]
+    fn sysctls_outside_net_or_climbing_out_are_refused() {
+        for bad in [
+            "kernel.panic=1",
+            "vm/swappiness=1",
+            "net=1",
+            "net/../kernel/panic=1",
+            "net..ipv4.ip_forward=0",
+            "/net/ipv4/ip_forward=0",
+            "net.ipv4.ip_forward",
+            "net.ipv4.ip_forward=",
+        ] {
+            assert!(sysctl_path(bad).is_err(), "{bad}");
         }
     }
 }

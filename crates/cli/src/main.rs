@@ -12,6 +12,7 @@ mod compare;
 mod completions;
 mod control;
 mod decode;
+mod doctor;
 mod export;
 mod hostinfo;
 mod human;
@@ -75,6 +76,7 @@ enum Command {
     Route(route::RouteArgs),
     Lab(labcmd::LabArgs),
     Clock(clock::ClockArgs),
+    Doctor(doctor::DoctorArgs),
     Portcheck(portcheck::PortcheckArgs),
     Interop(interop::InteropArgs),
     Schema(schema::SchemaArgs),
@@ -101,6 +103,7 @@ fn main() {
         Command::Route(args) => route::run(args),
         Command::Lab(args) => labcmd::run(args),
         Command::Clock(args) => clock::run(args),
+        Command::Doctor(args) => doctor::run(args),
         Command::Portcheck(args) => portcheck::run(args),
         Command::Interop(args) => interop::run(args),
         Command::Schema(args) => schema::run(args),

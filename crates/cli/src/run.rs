@@ -141,6 +141,19 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         &host_file,
         &crate::out::sorted_json(&host_metadata(&plan.target))?,
     )?;
+    // This host's checks (`dualperf doctor`, briefly), kept for the report to warn of
+    // beside the results; a resume adds its own.
+    let doctor = crate::doctor::record();
+    store.put_doctor(&doctor)?;
+    let problems: Vec<String> = doctor.problems().map(|c| c.line()).collect();
+    for line in &problems {
+        crate::out::note!("dualperf run: host check: {line}");
+    }
+    if !problems.is_empty() {
+        crate::out::note!(
+            "dualperf run: `dualperf doctor` says why each matters and how to fix it"
+        );
+    }
     let stop = crate::interrupt::flag();
     let tty = crate::out::progress_on_stderr();
     let started = std::time::Instant::now();

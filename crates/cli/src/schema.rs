@@ -19,7 +19,7 @@ use crate::usage;
   dualperf schema --dir docs/schemas   # every schema, as NAME.schema.json")]
 pub(crate) struct SchemaArgs {
     /// The document: send, send-bidir, recv, decode, compare, run-record, resolved, host,
-    /// peer-clock, router-stats, report.
+    /// peer-clock, router-stats, report, doctor.
     #[arg(value_name = "DOCUMENT", conflicts_with = "dir")]
     document: Option<String>,
     /// Write every schema into this directory as NAME.schema.json.
@@ -90,6 +90,11 @@ const DOCS: &[Doc] = &[
         name: "report",
         what: "dualperf report DIR --json",
         schema: report::schema,
+    },
+    Doc {
+        name: "doctor",
+        what: "dualperf doctor --json, kept by dualperf run as a run directory's doctor.json",
+        schema: || schemars::schema_for!(results::doctor::DoctorDoc),
     },
 ];
 

@@ -17,6 +17,8 @@ mod compare;
 mod decode;
 #[path = "tests/docs.rs"]
 mod docs;
+#[path = "tests/doctor.rs"]
+mod doctor;
 #[path = "tests/flow_file.rs"]
 mod flow_file;
 #[path = "tests/garbage.rs"]
@@ -33,6 +35,8 @@ mod iperf3_options;
 mod json_shape;
 #[path = "tests/lab.rs"]
 mod lab;
+#[path = "tests/lab_fresh.rs"]
+mod lab_fresh;
 #[path = "tests/lab_hosts.rs"]
 mod lab_hosts;
 #[path = "tests/lab_qos.rs"]

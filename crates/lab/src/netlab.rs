@@ -1,11 +1,19 @@
-//! Building and removing a topology in network namespaces with iproute2 and ethtool,
-//! and running one `dualperf route` per router.
+//! Building and removing a topology in network namespaces with iproute2 and the
+//! `dualperf` binary itself, and running one `dualperf route` per router.
 //!
 //! Every name carries the lab's prefix: namespaces are `dp-LAB.NODE`, and the veths live
 //! only inside them, so deleting the namespaces deletes the links. The state file
 //! (`/run/dualperf/labs/LAB/state.json`) records what `up` made; `down` also finds the
 //! namespaces by prefix, so it leaves nothing behind after a crash or a `kill -9`, and
 //! `up` on a dirty lab cleans up first.
+//!
+//! From the machine the lab needs Linux, root (`CAP_NET_ADMIN`, with `CAP_NET_RAW` for
+//! the routers and `CAP_SYS_ADMIN` for `ip netns`) and iproute2's `ip`, nothing else: [`preflight`] checks them before `up`
+//! makes anything. The kernel setup iproute2 does not do (sysctls, offloads) is done by
+//! `dualperf lab node-setup` run inside each namespace (`ip netns exec NS dualperf lab
+//! node-setup`), which writes `/proc/sys/net` and uses the ethtool ioctls through
+//! `netio`: `lab` itself never links `netio`, and needs neither procps' `sysctl` nor
+//! `ethtool`. Signals go through `/bin/sh`'s `kill` builtin, not procps' `kill`.
 //!
 //! Per node, `up` sets:
 //! - all: loopback up, IPv6 DAD and router advertisements off (addresses usable at once,
@@ -14,9 +22,16 @@
 //!   entries for every peer;
 //! - routers: no kernel addresses and IPv6 off on their interfaces, kernel forwarding
 //!   off: only `dualperf route` answers and forwards;
-//! - every veth: TSO, GSO, GRO and checksum offloads off (`ethtool -K`), so the router
-//!   sees wire-sized frames with full checksums.
+//! - every veth: TSO, GSO, GRO and checksum offloads off, so the router sees wire-sized
+//!   frames with full checksums.
+//!
+//! Order: namespaces, then every veth (down), then one `node-setup` per namespace
+//! (sysctls for the namespace and for each of its veths, offloads off), then addresses
+//! and links up. A veth's IPv6 settings are copied from `default` when it is made, so
+//! `node-setup` sets them on each veth as well, while it is still down (IPv6 starts on
+//! an interface, with its link-local address and DAD, only when it goes up).
 
+use std::ffi::OsStr;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -60,6 +75,15 @@ pub enum LabError {
     /// No such lab or node.
     #[error("{0}")]
     NotFound(String),
+    /// The machine lacks something the lab needs (a tool, a privilege, a kernel
+    /// feature), found by [`preflight`] before anything was made.
+    #[error("the lab needs {need}: {fix}")]
+    Preflight {
+        /// What is missing and why, e.g. "iproute2's ip, which is not in PATH".
+        need: String,
+        /// The command or step that provides it.
+        fix: String,
+    },
 }
 
 /// What `up` made.
@@ -93,22 +117,53 @@ pub fn state_dir(name: &str) -> PathBuf {
     Path::new(STATE_ROOT).join(name)
 }
 
-fn run(args: &[&str]) -> Result<String, LabError> {
-    let out = Command::new(args[0])
+fn run<S: AsRef<OsStr>>(args: &[S]) -> Result<String, LabError> {
+    let command = || {
+        args.iter()
+            .map(|a| a.as_ref().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let out = Command::new(&args[0])
         .args(&args[1..])
         .stdin(Stdio::null())
         .output()
         .map_err(|e| LabError::Command {
-            command: args.join(" "),
-            message: e.to_string(),
+            command: command(),
+            message: match (e.kind(), args[0].as_ref().to_string_lossy()) {
+                (std::io::ErrorKind::NotFound, p) if !p.contains('/') => {
+                    format!("{p} is not in PATH")
+                }
+                _ => e.to_string(),
+            },
         })?;
     if !out.status.success() {
+        let said = String::from_utf8_lossy(&out.stderr).trim().to_owned();
         return Err(LabError::Command {
-            command: args.join(" "),
-            message: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+            command: command(),
+            message: if said.is_empty() {
+                out.status.to_string()
+            } else {
+                said
+            },
         });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Send signal `sig` (`TERM`, `KILL`, `USR1`, …) to every process of `pids`. Through the
+/// `kill` builtin of `/bin/sh`, which every Linux system has (Debian's is dash, an
+/// essential package): the `kill` program comes with procps, which a minimal system
+/// lacks. An error when any of them could not be signalled (the others were).
+pub fn signal(sig: &str, pids: &[u32]) -> Result<(), LabError> {
+    if pids.is_empty() {
+        return Ok(());
+    }
+    let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
+    // `sh -c SCRIPT ARG0 ARGS…`: the signal is $0, the pids are "$@".
+    let mut args = vec!["/bin/sh", "-c", "kill -s \"$0\" \"$@\"", sig];
+    args.extend(pids.iter().map(String::as_str));
+    run(&args).map(drop)
 }
 
 fn io(path: &Path) -> impl Fn(std::io::Error) -> LabError + '_ {
@@ -129,9 +184,12 @@ pub fn namespaces_of(name: &str) -> Result<Vec<String>, LabError> {
         .collect())
 }
 
-/// Build `topology`; `exe` is the `dualperf` binary the routers run. A lab of the same
-/// name is removed first.
+/// Build `topology`; `exe` is the `dualperf` binary the routers run, and that sets up
+/// each namespace (`lab node-setup`). What the machine lacks is found by [`preflight`]
+/// before anything is made; a lab of the same name is removed first, and a lab that
+/// fails half-way is removed again.
 pub fn up(topology: &Topology, exe: &Path, pcap: Option<&Path>) -> Result<LabState, LabError> {
+    preflight()?;
     down(&topology.name)?;
     let dir = state_dir(&topology.name);
     std::fs::create_dir_all(&dir).map_err(io(&dir))?;
@@ -157,6 +215,110 @@ pub fn up(topology: &Topology, exe: &Path, pcap: Option<&Path>) -> Result<LabSta
     }
 }
 
+/// Check what the lab needs from the machine, before anything is made: Linux with
+/// network namespaces and IPv6, root (`CAP_NET_ADMIN`, `CAP_NET_RAW`, `CAP_SYS_ADMIN`), iproute2's
+/// `ip` in `PATH` with `ip netns`, and a writable `/run`. The first thing
+/// missing is a [`LabError::Preflight`]: one line with what, why, and the fix.
+pub fn preflight() -> Result<(), LabError> {
+    let missing = |need: &str, fix: &str| {
+        Err(LabError::Preflight {
+            need: need.to_owned(),
+            fix: fix.to_owned(),
+        })
+    };
+    if !Path::new("/proc/self/ns/net").exists() {
+        return missing(
+            "Linux with network namespaces, which this system lacks (no /proc/self/ns/net)",
+            "run it on Linux with a kernel built with CONFIG_NET_NS=y",
+        );
+    }
+    if !Path::new("/proc/sys/net/ipv6").exists() {
+        return missing(
+            "IPv6 in the kernel, which is off here (no /proc/sys/net/ipv6)",
+            "boot without ipv6.disable=1",
+        );
+    }
+    // Before the tools: a user's PATH often lacks /usr/sbin, where ip is, and sudo's has it.
+    if let Ok(status) = std::fs::read_to_string("/proc/self/status") {
+        if let Some(e) = privilege_problem(&status) {
+            return Err(e);
+        }
+    }
+    const INSTALL: &str = "install it with apt-get install iproute2";
+    match Command::new("ip").arg("-V").stdin(Stdio::null()).output() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return missing("iproute2's ip, which is not in PATH", INSTALL);
+        }
+        Err(e) => return missing(&format!("iproute2's ip, which does not run ({e})"), INSTALL),
+        Ok(out) => {
+            let said = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+            if !out.status.success() || !said.contains("iproute2") {
+                let first = said.lines().next().unwrap_or("").trim().to_owned();
+                return missing(
+                    &format!("iproute2's ip, and the ip in PATH is another ({first})"),
+                    INSTALL,
+                );
+            }
+        }
+    }
+    if let Err(e) = run(&["ip", "netns", "list"]) {
+        return missing(
+            &format!("ip with network namespace support (`ip netns`), which fails here ({e})"),
+            INSTALL,
+        );
+    }
+    if let Err(e) = std::fs::create_dir_all(STATE_ROOT) {
+        return missing(
+            &format!(
+                "a writable /run for its namespaces (/run/netns) and state ({STATE_ROOT}: {e})"
+            ),
+            "mount /run read-write (as a tmpfs)",
+        );
+    }
+    Ok(())
+}
+
+/// `CAP_NET_ADMIN` (12), `CAP_NET_RAW` (13) and `CAP_SYS_ADMIN` (21),
+/// `linux/capability.h`: veths, addresses and routes need the first, the routers'
+/// AF_PACKET rings the second (packet(7)), `ip netns add` (a bind mount under
+/// /run/netns) and `ip netns exec` (setns, a mount namespace) the third.
+const LAB_CAPS: u64 = 1 << 12 | 1 << 13 | 1 << 21;
+
+/// The effective capabilities in a `/proc/PID/status` text (its `CapEff:` line, hex).
+fn cap_eff(status: &str) -> Option<u64> {
+    let hex = status.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
+    u64::from_str_radix(hex.trim(), 16).ok()
+}
+
+/// Why a process whose `/proc/PID/status` is `status` cannot build a lab, if it cannot:
+/// `None` when it holds [`LAB_CAPS`], or when the text does not say.
+fn privilege_problem(status: &str) -> Option<LabError> {
+    if cap_eff(status)? & LAB_CAPS == LAB_CAPS {
+        return None;
+    }
+    let euid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|u| u.split_whitespace().nth(1));
+    let (need, fix) = if euid == Some("0") {
+        // Root without the capabilities: a container, or a bounding set that drops them.
+        (
+            "CAP_NET_ADMIN, CAP_NET_RAW and CAP_SYS_ADMIN to create network namespaces, \
+             which this root lacks",
+            "grant them (a container: --cap-add NET_ADMIN --cap-add NET_RAW --cap-add SYS_ADMIN)",
+        )
+    } else {
+        (
+            "root (CAP_NET_ADMIN) to create network namespaces",
+            "run it with sudo",
+        )
+    };
+    Some(LabError::Preflight {
+        need: need.to_owned(),
+        fix: fix.to_owned(),
+    })
+}
+
 fn write_state(state: &LabState) -> Result<(), LabError> {
     let path = state_dir(&state.topology.name).join("state.json");
     let text = serde_json::to_vec_pretty(state).map_err(|e| LabError::Io {
@@ -174,27 +336,10 @@ fn build(
     pcap: Option<&Path>,
     state: &mut LabState,
 ) -> Result<(), LabError> {
-    for (i, node) in t.nodes.iter().enumerate() {
+    for i in 0..t.nodes.len() {
         let ns = t.namespace(i);
         run(&["ip", "netns", "add", &ns])?;
         run(&["ip", "-n", &ns, "link", "set", "lo", "up"])?;
-        let mut sysctls = vec![
-            "net.ipv6.conf.all.accept_dad=0",
-            "net.ipv6.conf.default.accept_dad=0",
-            "net.ipv6.conf.all.accept_ra=0",
-            "net.ipv6.conf.default.accept_ra=0",
-        ];
-        if node.kind == Kind::Router {
-            sysctls.extend([
-                "net.ipv4.ip_forward=0",
-                "net.ipv6.conf.all.forwarding=0",
-                // Interfaces made from now on have no IPv6 in the kernel.
-                "net.ipv6.conf.default.disable_ipv6=1",
-            ]);
-        }
-        for s in sysctls {
-            run(&["ip", "netns", "exec", &ns, "sysctl", "-qw", s])?;
-        }
     }
     for l in &t.links {
         let [a, b] = &l.ends;
@@ -213,36 +358,29 @@ fn build(
         ])?;
         for end in [a, b] {
             let ns = t.namespace(end.node);
-            run(&[
-                "ip",
-                "-n",
-                &ns,
-                "link",
-                "set",
-                &end.ifname,
-                "mtu",
-                &l.mtu.to_string(),
-            ])?;
-            // Offloads off: wire-sized frames with full checksums for the router.
-            run(&[
-                "ip",
-                "netns",
-                "exec",
-                &ns,
-                "ethtool",
-                "-K",
-                &end.ifname,
-                "tso",
-                "off",
-                "gso",
-                "off",
-                "gro",
-                "off",
-                "tx",
-                "off",
-                "rx",
-                "off",
-            ])?;
+            let mtu = l.mtu.to_string();
+            run(&["ip", "-n", &ns, "link", "set", &end.ifname, "mtu", &mtu])?;
+        }
+    }
+    // One process per namespace, while its veths are down: sysctls, then offloads off
+    // (wire-sized frames with full checksums for the router).
+    for (i, node) in t.nodes.iter().enumerate() {
+        let ifaces: Vec<&str> = t.ends_of(i).map(|(_, e, _)| e.ifname.as_str()).collect();
+        let ns = t.namespace(i);
+        let mut args: Vec<&OsStr> = ["ip", "netns", "exec", &ns].map(OsStr::new).to_vec();
+        args.extend([exe.as_os_str(), OsStr::new("lab"), OsStr::new("node-setup")]);
+        let sysctls = node_sysctls(node.kind, &ifaces);
+        for s in &sysctls {
+            args.extend([OsStr::new("--sysctl"), OsStr::new(s)]);
+        }
+        for f in &ifaces {
+            args.extend([OsStr::new("--offloads-off"), OsStr::new(f)]);
+        }
+        run(&args)?;
+    }
+    for l in &t.links {
+        for end in &l.ends {
+            let ns = t.namespace(end.node);
             if t.nodes[end.node].kind == Kind::Host {
                 run(&[
                     "ip",
@@ -387,6 +525,27 @@ fn build(
     Ok(())
 }
 
+/// What `lab node-setup` writes in the namespace of a node of `kind` with interfaces
+/// `ifaces`, as sysctl(8) names it (`KEY=VALUE`). `all` and `default` for the
+/// namespace; each interface gets its own as well, because it was made before these
+/// were written and took `default`'s values then.
+fn node_sysctls(kind: Kind, ifaces: &[&str]) -> Vec<String> {
+    let mut keys: Vec<(String, &str)> = Vec::new();
+    for conf in ["all", "default"].into_iter().chain(ifaces.iter().copied()) {
+        keys.push((format!("net.ipv6.conf.{conf}.accept_dad"), "0"));
+        keys.push((format!("net.ipv6.conf.{conf}.accept_ra"), "0"));
+    }
+    if kind == Kind::Router {
+        keys.push(("net.ipv4.ip_forward".into(), "0"));
+        keys.push(("net.ipv6.conf.all.forwarding".into(), "0"));
+        // No IPv6 in the kernel on the router's interfaces, nor on any made later.
+        for conf in ["default"].into_iter().chain(ifaces.iter().copied()) {
+            keys.push((format!("net.ipv6.conf.{conf}.disable_ipv6"), "1"));
+        }
+    }
+    keys.into_iter().map(|(k, v)| format!("{k}={v}")).collect()
+}
+
 /// Whether process `pid` is running (not a zombie).
 fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -441,7 +600,7 @@ pub fn set_qos(name: &str, node: &str, text: Option<&str>) -> Result<(), LabErro
     let before = reloads(&r.stats);
     let path = qos_path(name, node);
     std::fs::write(&path, text.unwrap_or(NO_QOS)).map_err(io(&path))?;
-    run(&["kill", "-USR2", &r.pid.to_string()])?;
+    signal("USR2", &[r.pid])?;
     let deadline = StdInstant::now() + StdDuration::from_secs(5);
     loop {
         let now = reloads(&r.stats);
@@ -493,7 +652,7 @@ pub fn router_stats(name: &str, node: &str) -> Result<RouterStats, LabError> {
     // writing an older one when the signal comes).
     let answered = |path: &Path| read_stats(path).map_or(0, |d| d.usr1_answered);
     let before = answered(&r.stats);
-    run(&["kill", "-USR1", &r.pid.to_string()])?;
+    signal("USR1", &[r.pid])?;
     let deadline = StdInstant::now() + StdDuration::from_secs(5);
     while answered(&r.stats) <= before && StdInstant::now() < deadline {
         std::thread::sleep(StdDuration::from_millis(10));
@@ -568,18 +727,13 @@ pub fn down(name: &str) -> Result<DownReport, LabError> {
     // writing its final counters and captures.
     pids.sort_unstable();
     pids.dedup();
-    for sig in ["-TERM", "-KILL"] {
-        let live: Vec<String> = pids
-            .iter()
-            .filter(|p| alive(**p))
-            .map(u32::to_string)
-            .collect();
+    for sig in ["TERM", "KILL"] {
+        let live: Vec<u32> = pids.iter().copied().filter(|p| alive(*p)).collect();
         if live.is_empty() {
             break;
         }
-        let mut args = vec!["kill", sig];
-        args.extend(live.iter().map(String::as_str));
-        let _ = run(&args);
+        // One may have ended since: what matters is that none is left below.
+        let _ = signal(sig, &live);
         let deadline = StdInstant::now() + StdDuration::from_secs(2);
         while pids.iter().any(|p| alive(*p)) && StdInstant::now() < deadline {
             std::thread::sleep(StdDuration::from_millis(20));
@@ -613,4 +767,100 @@ pub fn namespace_of(name: &str, node: &str) -> Result<String, LabError> {
         ))
     })?;
     Ok(s.topology.namespace(i))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ROOT_STATUS: &str = "Name:\tdualperf\nUmask:\t0022\nState:\tR (running)\n\
+        Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nCapInh:\t0000000000000000\n\
+        CapPrm:\t000001ffffffffff\nCapEff:\t000001ffffffffff\nCapBnd:\t000001ffffffffff\n";
+
+    #[test]
+    fn cap_eff_is_read_from_proc_status() {
+        assert_eq!(cap_eff(ROOT_STATUS), Some(0x1ff_ffff_ffff));
+        assert_eq!(cap_eff("CapEff:\t0000000000001000\n"), Some(1 << 12));
+        assert_eq!(cap_eff("CapPrm:\t0000000000001000\n"), None);
+        assert_eq!(cap_eff("CapEff:\tnot-hex\n"), None);
+    }
+
+    #[test]
+    fn only_net_admin_net_raw_and_sys_admin_together_pass() {
+        assert!(privilege_problem(ROOT_STATUS).is_none());
+        // Exactly the three capabilities: enough; any two of them: not.
+        let eff = |hex: &str| {
+            ROOT_STATUS.replace("CapEff:\t000001ffffffffff", &format!("CapEff:\t{hex}"))
+        };
+        assert!(privilege_problem(&eff("0000000000203000")).is_none());
+        for two in ["0000000000202000", "0000000000201000", "0000000000003000"] {
+            assert!(privilege_problem(&eff(two)).is_some(), "{two}");
+        }
+        // A user: sudo.
+        let user = "Uid:\t1000\t1000\t1000\t1000\nCapEff:\t0000000000000000\n";
+        assert_eq!(
+            privilege_problem(user).unwrap().to_string(),
+            "the lab needs root (CAP_NET_ADMIN) to create network namespaces: run it with sudo"
+        );
+        // Root in a container without CAP_SYS_ADMIN: sudo would not help.
+        let boxed = ROOT_STATUS.replace("CapEff:\t000001ffffffffff", "CapEff:\t00000000a80425fb");
+        let err = privilege_problem(&boxed).unwrap().to_string();
+        assert!(
+            err.contains("--cap-add NET_ADMIN --cap-add NET_RAW --cap-add SYS_ADMIN"),
+            "{err}"
+        );
+        // A text that does not say lets the tools speak for themselves.
+        assert!(privilege_problem("Name:\tx\n").is_none());
+    }
+
+    #[test]
+    fn routers_lose_ipv6_and_forwarding_on_every_interface() {
+        let host = node_sysctls(Kind::Host, &["to-r1"]);
+        assert!(host.contains(&"net.ipv6.conf.to-r1.accept_dad=0".to_owned()));
+        assert!(host.contains(&"net.ipv6.conf.default.accept_ra=0".to_owned()));
+        assert!(!host
+            .iter()
+            .any(|s| s.contains("disable_ipv6") || s.contains("forward")));
+        let router = node_sysctls(Kind::Router, &["to-sender", "to-r2"]);
+        for want in [
+            "net.ipv4.ip_forward=0",
+            "net.ipv6.conf.all.forwarding=0",
+            "net.ipv6.conf.default.disable_ipv6=1",
+            "net.ipv6.conf.to-sender.disable_ipv6=1",
+            "net.ipv6.conf.to-r2.disable_ipv6=1",
+        ] {
+            assert!(router.contains(&want.to_owned()), "{want}: {router:?}");
+        }
+        assert!(router.iter().all(|s| s.starts_with("net.")));
+    }
+
+    #[test]
+    fn a_failing_node_setup_leaves_no_namespace_behind() {
+        if let Err(e) = preflight() {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "under CI=true this test must run: {e}"
+            );
+            eprintln!("skipped: {e}");
+            return;
+        }
+        let name = format!("tnsf-{}", std::process::id() % 100_000);
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../plans/topologies/one-router.toml"
+        ))
+        .unwrap()
+        .replace("name = \"one-router\"", &format!("name = \"{name}\""));
+        let t = Topology::parse(&text).unwrap();
+        let _guard = Guard(name.clone());
+        // `/bin/false` stands in for dualperf: every `lab node-setup` fails, after the
+        // namespaces and veths exist.
+        let err = up(&t, Path::new("/bin/false"), None).unwrap_err();
+        assert!(
+            matches!(&err, LabError::Command { command, .. } if command.contains("node-setup")),
+            "{err}"
+        );
+        assert_eq!(namespaces_of(&name).unwrap(), Vec::<String>::new());
+        assert!(!state_dir(&name).join("state.json").exists());
+    }
 }

@@ -775,12 +775,9 @@ impl Output {
     }
 
     /// Ask it to stop (SIGINT: `dualperf send` reports what it measured, then exits).
+    /// By the shell's own `kill`: procps' may not be installed.
     fn interrupt(&self) {
-        let _ = Command::new("kill")
-            .args(["-INT", &self.child.id().to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+        let _ = crate::netlab::signal("INT", &[self.child.id()]);
     }
 
     /// Wait until it says its flows began, until `deadline`; `false` if it did not

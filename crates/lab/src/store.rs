@@ -9,6 +9,9 @@
 //!   hosts/NAME/host.json   target = "hosts": each host as `dualperf clock --peer --json`
 //!                          saw it when the plan started (a resume adds
 //!                          host-resumed-UNIX.json beside it)
+//!   doctor.json        `dualperf doctor`'s checks of the host, briefly, when the plan
+//!                      started (a resume adds doctor-resumed-UNIX.json); older run
+//!                      directories have none
 //! ```
 //!
 //! A result file is written to `ID.json.tmp` and renamed into place, so a run killed
@@ -20,6 +23,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use results::clock::{PeerClockDoc, CLOCK_FORMAT_VERSION};
+use results::doctor::{DoctorDoc, DOCTOR_FORMAT_VERSION};
 use results::send::SendReport;
 use router::stats::RouterStats;
 use schemars::JsonSchema;
@@ -30,6 +34,9 @@ use crate::tables::{Column, MetricKind, TableSpec, Unit};
 
 /// Version of the files in a run directory.
 pub const FORMAT_VERSION: u32 = 1;
+
+/// The host's checks when a plan started ([`Store::put_doctor`]).
+pub const DOCTOR_FILE: &str = "doctor.json";
 
 /// A run directory that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -394,6 +401,60 @@ impl Store {
         Ok(out)
     }
 
+    /// Keep the host's checks when the plan started (`dualperf doctor`) as `doctor.json`,
+    /// or, when that exists (a resumed plan), `doctor-resumed-UNIX.json` with the
+    /// checks' time. Returns the file's name.
+    pub fn put_doctor(&self, doc: &DoctorDoc) -> Result<String, StoreError> {
+        let file = if self.dir.join(DOCTOR_FILE).exists() {
+            format!(
+                "doctor-resumed-{}.json",
+                doc.checked_unix_ns / 1_000_000_000
+            )
+        } else {
+            DOCTOR_FILE.to_owned()
+        };
+        self.write_json(&file, doc)?;
+        Ok(file)
+    }
+
+    /// The host's checks the directory keeps, `doctor.json` first, then those of
+    /// resumes in file-name order; none in a directory from before `dualperf doctor`.
+    /// Each is read back through its type (a file of another format version is an
+    /// error).
+    pub fn doctors(&self) -> Result<Vec<(String, DoctorDoc)>, StoreError> {
+        let mut names: Vec<String> = std::fs::read_dir(&self.dir)
+            .map_err(io(&self.dir))?
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.starts_with("doctor-resumed-") && n.ends_with(".json"))
+            .collect();
+        names.sort();
+        if self.dir.join(DOCTOR_FILE).is_file() {
+            names.insert(0, DOCTOR_FILE.to_owned());
+        }
+        names
+            .into_iter()
+            .map(|name| {
+                let path = self.dir.join(&name);
+                let bytes = std::fs::read(&path).map_err(io(&path))?;
+                let doc: DoctorDoc =
+                    serde_json::from_slice(&bytes).map_err(|e| StoreError::Format {
+                        path: path.clone(),
+                        message: e.to_string(),
+                    })?;
+                if doc.format_version != DOCTOR_FORMAT_VERSION {
+                    return Err(StoreError::Format {
+                        path,
+                        message: format!(
+                            "format version {} is not {DOCTOR_FORMAT_VERSION}",
+                            doc.format_version
+                        ),
+                    });
+                }
+                Ok((name, doc))
+            })
+            .collect()
+    }
+
     /// Every finished run, in file-name order.
     pub fn runs(&self) -> Result<Vec<RunRecord>, StoreError> {
         let dir = self.dir.join("runs");
@@ -525,6 +586,59 @@ mod tests {
         std::fs::write(dir.join("runs/bad.json"), b"{").unwrap();
         assert!(s.runs().is_err());
         assert!(Store::open(&dir.join("nowhere")).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_doctors_checks_are_kept_and_a_directory_without_them_reads() {
+        use results::doctor::{Check, CheckId, Figures, Status};
+        let dir = temp("doctor");
+        let s = Store::create(&dir).unwrap();
+        // A run directory from before the doctor: none, and no error.
+        assert!(s.doctors().unwrap().is_empty());
+        let figures: Figures = serde_json::from_value(serde_json::json!({
+            "clocksource": "tsc", "clock_read_ns": 20.0, "timer_resolution_ns": 1,
+            "sleep_wait_ns": 1_000_000, "sleep_samples": 100, "sleep_overshoot_p50_ns": 1,
+            "sleep_overshoot_p99_ns": 2, "timer_slack_ns": 50_000, "governors": [],
+            "idle_driver": null, "idle_exit_latency_max_ns": null, "steal_pct": 0.0,
+            "steal_sample_ns": 100_000_000, "steal_since_boot_pct": 0.0,
+            "rmem_max_bytes": null, "wmem_max_bytes": null, "tcp_rmem_max_bytes": null,
+            "tcp_wmem_max_bytes": null, "clock_synchronised": true, "cap_net_admin": true,
+            "cap_net_raw": true, "cpus_online": 2, "cpus_allowed": 2
+        }))
+        .unwrap();
+        let doc = DoctorDoc {
+            format_version: DOCTOR_FORMAT_VERSION,
+            tool: "dualperf 0.1.0".into(),
+            checked_unix_ns: 1_800_000_000_123_456_789,
+            status: Status::Warn,
+            checks: vec![Check {
+                id: CheckId::Steal,
+                title: "Steal time".into(),
+                status: Status::Warn,
+                found: "4 %".into(),
+                why: "w".into(),
+                fix: None,
+            }],
+            figures,
+        };
+        assert_eq!(s.put_doctor(&doc).unwrap(), "doctor.json");
+        // A resume keeps the first and adds its own.
+        assert_eq!(
+            s.put_doctor(&doc).unwrap(),
+            "doctor-resumed-1800000000.json"
+        );
+        let back = s.doctors().unwrap();
+        let names: Vec<&str> = back.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["doctor.json", "doctor-resumed-1800000000.json"]);
+        assert_eq!(back[0].1, doc);
+        let mut other = serde_json::to_value(&doc).unwrap();
+        other["format_version"] = 2.into();
+        std::fs::write(dir.join("doctor.json"), other.to_string()).unwrap();
+        let e = s.doctors().unwrap_err();
+        assert!(e.to_string().contains("format version 2 is not 1"), "{e}");
+        std::fs::write(dir.join("doctor.json"), b"{").unwrap();
+        assert!(s.doctors().is_err());
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -31,7 +31,9 @@
 //! - Clocks: [`clock`] (the offset between two hosts' clocks and its bound, from
 //!   timestamped exchanges: RFC 5905's on-wire method and minimum-delay filter).
 //! - Across runs: [`repeat`] (mean, standard deviation and Student-t
-//!   confidence interval of repetitions; Welch's t-test of IPv6 against IPv4).
+//!   confidence interval of repetitions; Welch's t-test of IPv6 against IPv4) and
+//!   [`verdict`] (a table of IPv6-against-IPv4 comparisons of medians over a few runs,
+//!   its verdicts holding the false discovery rate, its intervals adjusted to match).
 //! - Formats: [`log`] (versioned binary per-packet log, safe on untrusted
 //!   input) and [`text`] (ITGDec-compatible report, CSV).
 //!
@@ -79,6 +81,7 @@ pub mod stats;
 pub mod stream;
 pub mod summary;
 pub mod text;
+pub mod verdict;
 
 pub use hist::Histogram;
 pub use interval::{

@@ -226,7 +226,7 @@ fn percentile_bootstrap(
 
 /// The median of values (Hyndman & Fan type 7 at ½: the middle value, or the mean of
 /// the two middle ones); sorts them. `None` when empty.
-fn median_of(values: &mut [f64]) -> Option<f64> {
+pub(crate) fn median_of(values: &mut [f64]) -> Option<f64> {
     values.sort_by(f64::total_cmp);
     crate::stats::quantile_linear(values, 0.5)
 }
@@ -355,7 +355,7 @@ pub fn compare_medians(a: &[f64], b: &[f64], level: f64) -> Option<MedianCompari
 }
 
 /// SplitMix64 (Steele, Lea & Flood 2014): the bootstrap's resampling.
-fn splitmix64(state: &mut u64) -> u64 {
+pub(crate) fn splitmix64(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = *state;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -517,7 +517,7 @@ pub fn t_quantile(p: f64, df: f64) -> Option<f64> {
 
 /// Two-sided p-value `P(|T| ≥ |t|) = I_x(df/2, 1/2)`, `x = df/(df + t²)`
 /// (A&S 26.7.1 and 26.5.27).
-fn t_two_sided_p(t: f64, df: f64) -> Option<f64> {
+pub(crate) fn t_two_sided_p(t: f64, df: f64) -> Option<f64> {
     t_upper_tail(t.abs(), df).map(|q| (2.0 * q).min(1.0))
 }
 
@@ -541,7 +541,7 @@ fn t_upper_tail(t: f64, df: f64) -> Option<f64> {
 
 /// The `t ≥ 0` with `P(T ≥ t) = q`, for `0 < q ≤ 1/2`, by bisection on the
 /// upper tail (a decreasing function of `t`) until the bracket cannot shrink.
-fn t_upper_quantile(q: f64, df: f64) -> Option<f64> {
+pub(crate) fn t_upper_quantile(q: f64, df: f64) -> Option<f64> {
     if !(q > 0.0 && q <= 0.5) {
         return None;
     }
@@ -709,7 +709,7 @@ fn ln_gamma(x: f64) -> f64 {
 }
 
 /// `Some(v)` when `v` is finite.
-fn finite(v: f64) -> Option<f64> {
+pub(crate) fn finite(v: f64) -> Option<f64> {
     v.is_finite().then_some(v)
 }
 

@@ -126,6 +126,7 @@
 pub mod clock;
 mod cmsg;
 pub mod cpu;
+pub mod ethtool;
 mod marking;
 pub mod netns;
 pub mod packet;

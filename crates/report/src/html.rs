@@ -8,7 +8,7 @@ use meter::repeat::{DEFAULT_ALPHA, DEFAULT_LEVEL};
 
 use crate::charts::Plot;
 use crate::load::Provenance;
-use crate::render::{caption, cells, header, one_run_notice, ONE_RUN};
+use crate::render::{caption, cells, header, one_run_notice, DOCTOR_HEADING, ONE_RUN};
 use crate::stats::Results;
 use crate::tables::Table;
 
@@ -59,6 +59,17 @@ pub fn html(
     );
     if let Some(notice) = one_run_notice(results) {
         let _ = writeln!(out, "<p class=\"notice\">{}</p>", esc(&notice));
+    }
+    if !provenance.doctor.is_empty() {
+        let _ = write!(
+            out,
+            "<div class=\"notice doctor\"><p>{}</p><ul>",
+            esc(DOCTOR_HEADING)
+        );
+        for line in &provenance.doctor {
+            let _ = write!(out, "<li>{}</li>", esc(line));
+        }
+        out.push_str("</ul></div>\n");
     }
     for (ti, t) in tables.iter().enumerate() {
         let _ = write!(

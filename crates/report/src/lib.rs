@@ -6,7 +6,7 @@
 //! Following a value from a run file to a plot:
 //!
 //! - [`load`](mod@load): run directories → finished runs, the points' order and factors, the
-//!   declared tables;
+//!   declared tables, and the host checks (`doctor.json`) that were not ok;
 //! - [`stats`]: runs → mean and confidence interval per family, Welch's t-test, per point
 //!   and metric ([`Results`]);
 //! - [`tables`]: the declared tables over the points they hold, and tables for what they
@@ -86,7 +86,12 @@ impl Report {
 
     /// The tables as aligned text, or as Markdown.
     pub fn text(&self, markdown: bool) -> String {
-        render::text(&self.tables, &self.results, markdown)
+        render::text(
+            &self.tables,
+            &self.results,
+            &self.provenance.doctor,
+            markdown,
+        )
     }
 
     /// One CSV row per table row and metric, in the table's unit.
@@ -285,6 +290,37 @@ mod tests {
         for p in plots.iter().filter(|p| p.file.ends_with("-runs")) {
             assert!(!p.svg.contains("Welch"), "{}", p.file);
         }
+    }
+
+    #[test]
+    fn the_host_checks_not_ok_head_the_text_markdown_and_html() {
+        let mut runs = runs();
+        let plain = Report::new(&runs);
+        assert!(!plain.text(false).contains(render::DOCTOR_HEADING));
+        assert!(!plain.html(&[], &[]).contains("doctor"));
+        runs.provenance.doctor = vec![
+            "warn steal: 4.000 % of CPU time".into(),
+            "fail af-packet: no /proc/net/packet".into(),
+        ];
+        let report = Report::new(&runs);
+        let text = report.text(false);
+        let head: Vec<&str> = text.lines().skip(2).take(3).collect();
+        assert_eq!(
+            head,
+            [
+                render::DOCTOR_HEADING,
+                "  warn steal: 4.000 % of CPU time",
+                "  fail af-packet: no /proc/net/packet"
+            ],
+            "{text}"
+        );
+        let md = report.text(true);
+        assert!(md.contains("\n- warn steal: 4.000 % of CPU time\n"), "{md}");
+        let html = report.html(&[], &[]);
+        assert!(
+            html.contains("<li>fail af-packet: no /proc/net/packet</li>"),
+            "{html}"
+        );
     }
 
     #[test]

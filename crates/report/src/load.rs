@@ -37,6 +37,10 @@ pub struct Provenance {
     pub versions: Vec<String>,
     /// The first and the last run's start, ns since the Unix epoch.
     pub span_unix_ns: Option<(u64, u64)>,
+    /// The host checks that were not ok when the runs started (`doctor.json`, written
+    /// by `dualperf run`), one line each (`warn steal: …`), each once; none for a
+    /// directory from before `dualperf doctor`.
+    pub doctor: Vec<String>,
 }
 
 impl Provenance {
@@ -147,6 +151,19 @@ pub fn load(dirs: &[PathBuf], warnings: &mut Vec<String>) -> Result<Runs, Error>
             Ok(s) => s,
             Err(e) => return Err(Error::Open(e)),
         };
+        // The host's checks: a warning, never a reason not to report.
+        match store.doctors() {
+            Ok(docs) => {
+                for (_, doc) in docs {
+                    for line in doc.problems().map(|c| c.line()) {
+                        if !provenance.doctor.contains(&line) {
+                            provenance.doctor.push(line);
+                        }
+                    }
+                }
+            }
+            Err(e) => warnings.push(format!("{e}; its host checks are left out")),
+        }
         // The points' factors and their order, from the resolved plan.
         if let Ok(text) = std::fs::read(dir.join("resolved.json")) {
             let (resolved, left_out) = match Resolved::parse(&text) {
@@ -244,4 +261,109 @@ fn add_runs(store: &Store, records: &mut Vec<RunRecord>) -> Result<(), Error> {
             .filter(|r| r.exit_code == 0),
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lab::plan::Run;
+
+    fn temp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!(
+            "dualperf-report-load-{name}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    /// A run directory holding one finished run.
+    fn run_dir(name: &str) -> PathBuf {
+        let dir = temp(name);
+        let store = Store::create(&dir).unwrap();
+        let report =
+            serde_json::from_str(include_str!("../../lab/tests/data/send-udp-rtt.json")).unwrap();
+        store
+            .put_run(&RunRecord {
+                format_version: lab::store::FORMAT_VERSION,
+                run: Run {
+                    id: "rep001-p-ipv4".into(),
+                    point: 0,
+                    family: 4,
+                    repetition: 1,
+                },
+                point: "p".into(),
+                argv: Vec::new(),
+                started_unix_ns: 0,
+                exit_code: 0,
+                stderr: String::new(),
+                report: Some(report),
+                background: Vec::new(),
+                routers: BTreeMap::new(),
+                router_stalls: BTreeMap::new(),
+            })
+            .unwrap();
+        dir
+    }
+
+    /// `dualperf doctor --json` with a check of each verdict.
+    fn doctor_json() -> serde_json::Value {
+        let check = |id: &str, status: &str, found: &str| {
+            serde_json::json!({"id": id, "title": "t", "status": status, "found": found,
+                "why": "w", "fix": null})
+        };
+        serde_json::json!({
+            "format_version": 1, "tool": "dualperf 0.1.0", "checked_unix_ns": 1,
+            "status": "fail",
+            "checks": [
+                check("clocksource", "ok", "tsc"),
+                check("steal", "warn", "4.000 % of CPU time"),
+                check("af-packet", "fail", "no /proc/net/packet"),
+            ],
+            "figures": {
+                "clocksource": "tsc", "clock_read_ns": 20.0, "timer_resolution_ns": 1,
+                "sleep_wait_ns": 1_000_000, "sleep_samples": 100, "sleep_overshoot_p50_ns": 1,
+                "sleep_overshoot_p99_ns": 2, "timer_slack_ns": 50_000, "governors": [],
+                "idle_driver": null, "idle_exit_latency_max_ns": null, "steal_pct": 4.0,
+                "steal_sample_ns": 100_000_000, "steal_since_boot_pct": 0.0,
+                "rmem_max_bytes": null, "wmem_max_bytes": null, "tcp_rmem_max_bytes": null,
+                "tcp_wmem_max_bytes": null, "clock_synchronised": true, "cap_net_admin": true,
+                "cap_net_raw": true, "cpus_online": 2, "cpus_allowed": 2
+            }
+        })
+    }
+
+    #[test]
+    fn the_host_checks_not_ok_are_kept_once_and_old_directories_have_none() {
+        let a = run_dir("doctor-a");
+        let mut warnings = Vec::new();
+        let runs = load(std::slice::from_ref(&a), &mut warnings).unwrap();
+        assert!(runs.provenance.doctor.is_empty(), "no doctor.json: none");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let text = serde_json::to_vec(&doctor_json()).unwrap();
+        std::fs::write(a.join("doctor.json"), &text).unwrap();
+        let b = run_dir("doctor-b");
+        std::fs::write(b.join("doctor.json"), &text).unwrap();
+        let runs = load(&[a.clone(), b.clone()], &mut warnings).unwrap();
+        assert_eq!(
+            runs.provenance.doctor,
+            [
+                "warn steal: 4.000 % of CPU time",
+                "fail af-packet: no /proc/net/packet"
+            ]
+        );
+        assert!(warnings.is_empty(), "{warnings:?}");
+        // A file that does not read: a warning, and the report goes on.
+        std::fs::write(b.join("doctor.json"), b"{").unwrap();
+        let runs = load(&[a.clone(), b.clone()], &mut warnings).unwrap();
+        assert_eq!(runs.provenance.doctor.len(), 2);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].contains("doctor.json") && warnings[0].contains("left out"),
+            "{warnings:?}"
+        );
+        for d in [a, b] {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
 }

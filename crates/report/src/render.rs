@@ -263,8 +263,13 @@ fn md(s: &str) -> String {
     s.replace('|', "\\|")
 }
 
-/// The tables as aligned text, or as Markdown, under a line saying what the cells are.
-pub fn text(tables: &[Table], results: &Results, markdown: bool) -> String {
+/// What heads the host checks of a report ([`crate::load::Provenance::doctor`]).
+pub const DOCTOR_HEADING: &str =
+    "Host checks not ok when the runs started (dualperf doctor; run it for why each matters and how to fix it):";
+
+/// The tables as aligned text, or as Markdown, under a line saying what the cells are
+/// and the host checks that were not ok when the runs started (`doctor`, one line each).
+pub fn text(tables: &[Table], results: &Results, doctor: &[String], markdown: bool) -> String {
     let mut out = format!(
         "dualperf report: {} runs; the mean over repetitions and its {:.0} % confidence interval;\n\
          Δ % = (IPv6 − IPv4) / IPv4; p from Welch's t-test; \"not significant\" (n.s.) at p ≥ {DEFAULT_ALPHA} whatever Δ.\n",
@@ -273,6 +278,19 @@ pub fn text(tables: &[Table], results: &Results, markdown: bool) -> String {
     );
     if let Some(notice) = one_run_notice(results) {
         let _ = writeln!(out, "{notice}");
+    }
+    if !doctor.is_empty() {
+        if markdown {
+            let _ = writeln!(out, "\n{}\n", md(DOCTOR_HEADING));
+            for line in doctor {
+                let _ = writeln!(out, "- {}", md(line));
+            }
+        } else {
+            let _ = writeln!(out, "{DOCTOR_HEADING}");
+            for line in doctor {
+                let _ = writeln!(out, "  {line}");
+            }
+        }
     }
     out.push('\n');
     for t in tables {

@@ -1,10 +1,13 @@
-//! What `dualperf compare --json` prints: the battery's tests, each over both families,
-//! with every test's full `send --json` flow (docs/output.md).
+//! What `dualperf compare --json` prints: the battery's tests, each run several times over
+//! both families, with every run's full `send --json` flow and each test's verdicts
+//! (docs/output.md).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use traffic::Rate;
 use wire::control::Protocol;
+
+use meter::verdict::RunsComparison;
 
 use crate::send::FlowOutcome;
 
@@ -16,6 +19,10 @@ pub struct Side {
     pub throughput_bps: Option<f64>,
     /// Mean round trip of the echoes, the receiver's hold time taken out.
     pub rtt_mean_ns: Option<f64>,
+    /// Median round trip of the echoes (from the meter's histogram, within 1/128), the
+    /// receiver's hold time taken out: the figure the table compares, which one stalled
+    /// packet cannot move.
+    pub rtt_median_ns: Option<f64>,
     /// D-ITG's jitter of the round trips: mean |D(i) − D(i−1)| (ITGDec).
     pub jitter_ns: Option<f64>,
     /// Packets the receiver never saw, % of those sent (RFC 7680).
@@ -28,7 +35,36 @@ pub struct Side {
     pub flow: FlowOutcome,
 }
 
-/// A test: one flow, run over both families.
+/// One repetition of a test: its run over each family, back to back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Repetition {
+    /// 1, 2, …: the battery's pass this run belongs to.
+    pub repetition: u32,
+    /// Whether IPv6 ran first in this pair: the order alternates from test to test and
+    /// from pass to pass, so neither family always follows the other.
+    pub ipv6_first: bool,
+    /// Over IPv4; `None` if it could not run (or the battery was interrupted first).
+    pub ipv4: Option<Side>,
+    /// Over IPv6; `None` likewise.
+    pub ipv6: Option<Side>,
+}
+
+/// A test's verdict per metric, from its repetitions (`meter::verdict`): the medians of
+/// the runs of each family, IPv6 − IPv4 with its interval, and whether that interval
+/// leaves out 0. `None` where a family has no run with the figure.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PointStats {
+    /// Throughput, bit/s.
+    pub throughput_bps: Option<RunsComparison>,
+    /// Median round trip, ns.
+    pub rtt_median_ns: Option<RunsComparison>,
+    /// D-ITG's jitter of the round trips, ns.
+    pub jitter_ns: Option<RunsComparison>,
+    /// Loss, % of packets sent.
+    pub loss_pct: Option<RunsComparison>,
+}
+
+/// A test: one flow, run over both families, several times.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Point {
     /// `UDP 64 B`, `VoIP g711.1`, `game quake3`.
@@ -39,29 +75,32 @@ pub struct Point {
     pub size_bytes: u32,
     /// The constant rate of the test; `None` for the game models' random gaps.
     pub rate: Option<Rate>,
-    /// Over IPv4; `None` if it could not run.
-    pub ipv4: Option<Side>,
-    /// Over IPv6; `None` if it could not run.
-    pub ipv6: Option<Side>,
-    /// (IPv6 − IPv4) / IPv4 × 100 per metric.
-    pub delta_pct: Delta,
-    /// What went wrong in this test, if anything.
+    /// Every repetition, in the order they ran.
+    pub runs: Vec<Repetition>,
+    /// The verdict per metric.
+    pub stats: PointStats,
+    /// What went wrong in this test's runs, if anything (`rep 2 IPv6: …`).
     pub errors: Vec<String>,
 }
 
-/// (IPv6 − IPv4) / IPv4 × 100 of each figure; `None` where either is missing.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Delta {
-    /// Throughput.
-    pub throughput: Option<f64>,
-    /// Mean round trip.
-    pub rtt: Option<f64>,
-    /// Jitter.
-    pub jitter: Option<f64>,
+/// How the table's verdicts allow for its many comparisons (`meter::verdict`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Verdicts {
+    /// The false discovery rate the verdicts control over the whole table
+    /// (Benjamini–Hochberg).
+    pub fdr: f64,
+    /// Comparisons with a p-value (tests × metrics).
+    pub tested: u64,
+    /// Those whose difference is significant.
+    pub discoveries: u64,
+    /// Every interval's confidence level (false-coverage-rate adjusted, Benjamini &
+    /// Yekutieli 2005): `1 − max(discoveries, 1) · fdr / tested`; `None` when nothing
+    /// was tested.
+    pub level: Option<f64>,
 }
 
 /// The version of [`CompareReport`]'s format.
-pub const COMPARE_FORMAT_VERSION: u32 = 1;
+pub const COMPARE_FORMAT_VERSION: u32 = 2;
 
 /// `dualperf compare --json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -78,10 +117,20 @@ pub struct CompareReport {
     pub sizes_bytes: Vec<u32>,
     /// Each size test's duration.
     pub duration_ns: u64,
+    /// Each VoIP and game test's duration.
+    pub model_duration_ns: u64,
+    /// Runs per family per test asked for (`--repeat`).
+    pub repetitions: u32,
     /// Whether Ctrl-C ended the battery early.
     pub interrupted: bool,
-    /// `--quick` gives each VoIP and game test half a second.
+    /// A `--quick` battery: fewer and shorter runs.
     pub quick: bool,
+    /// How the verdicts allow for the table's many comparisons.
+    pub verdicts: Verdicts,
+    /// The closing summary in plain words, one sentence per line.
+    pub summary: Vec<String>,
+    /// This host's check (`dualperf doctor`), taken before the battery.
+    pub doctor: Option<crate::doctor::DoctorDoc>,
     /// The tests, in the order they ran.
     pub points: Vec<Point>,
 }

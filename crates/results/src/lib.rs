@@ -12,5 +12,6 @@
 pub mod clock;
 pub mod compare;
 pub mod decode;
+pub mod doctor;
 pub mod recv;
 pub mod send;

@@ -222,6 +222,32 @@ pub(crate) fn report_shape(dir: &std::path::Path) -> Shape {
     (tables, figures)
 }
 
+/// Print each failed run's record (its error and stderr) of run directory `dir`, before
+/// the directory goes with the test's temporary one.
+fn say_why_runs_failed(ran: &crate::support::Finished, dir: &std::path::Path) {
+    if ran.status.success() {
+        return;
+    }
+    for entry in std::fs::read_dir(dir.join("runs"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Ok(rec) =
+            serde_json::from_slice::<Value>(&std::fs::read(entry.path()).unwrap_or_default())
+        else {
+            continue;
+        };
+        if name.ends_with(".failed.json") || rec["exit_code"] != 0 {
+            eprintln!(
+                "{name}: exit {}\nstderr: {}\nbackground: {}",
+                rec["exit_code"], rec["stderr"], rec["background"]
+            );
+        }
+    }
+}
+
 #[test]
 fn a_seed_plan_runs_across_agents_from_a_controller_node_with_the_lab_runs_tables() {
     if !privileged() {
@@ -248,21 +274,7 @@ fn a_seed_plan_runs_across_agents_from_a_controller_node_with_the_lab_runs_table
             .finish_within(std::time::Duration::from_secs(600))
     };
     let ran = run_plan(&[]);
-    if !ran.status.success() {
-        // Say why a run failed before the directory goes.
-        for entry in std::fs::read_dir(out.join("runs"))
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if name.ends_with(".failed.json") {
-                let rec: Value =
-                    serde_json::from_slice(&std::fs::read(entry.path()).unwrap()).unwrap();
-                eprintln!("{name}: {}", rec["stderr"]);
-            }
-        }
-    }
+    say_why_runs_failed(&ran, &out);
     ran.assert_success();
     // Every run in the one run directory: 4 points × 2 families.
     let runs = std::fs::read_dir(out.join("runs")).unwrap().count();
@@ -333,15 +345,16 @@ fn a_seed_plan_runs_across_agents_from_a_controller_node_with_the_lab_runs_table
     std::fs::write(&plan, seed_plan("lab:lab.toml")).unwrap();
     let single = dir.path("single");
     let _down = scopeguard(&name);
-    Proc::spawn(&[
+    let ran = Proc::spawn(&[
         "run",
         crate::support::path_str(&plan),
         "--quick",
         "--dir",
         crate::support::path_str(&single),
     ])
-    .finish_within(std::time::Duration::from_secs(600))
-    .assert_success();
+    .finish_within(std::time::Duration::from_secs(600));
+    say_why_runs_failed(&ran, &single);
+    ran.assert_success();
     let across = report_shape(&out);
     let mut one = report_shape(&single);
     // The one difference: a lab run also reads its routers' counters; across hosts the

@@ -262,7 +262,29 @@ fn bind_pair(ip: IpAddr) -> (TcpListener, UdpSocket) {
         let listener = TcpListener::bind(SocketAddr::new(ip, 0)).expect("relay TCP listener");
         let port = listener.local_addr().expect("relay address").port();
         match UdpSocket::bind(SocketAddr::new(ip, port)) {
-            Ok(udp) => return (listener, udp),
+            Ok(udp) => {
+                // The relay reads one datagram at a time while the sender bursts 50 every
+                // 500 µs: a deep buffer, so a relay thread that loses its core for a
+                // while (tests run side by side on two) drops nothing the schedule did
+                // not.
+                let bytes: libc::c_int = 16 << 20;
+                for opt in [libc::SO_RCVBUFFORCE, libc::SO_RCVBUF] {
+                    // SAFETY: a valid socket, an int option of the size given.
+                    let rc = unsafe {
+                        libc::setsockopt(
+                            std::os::fd::AsRawFd::as_raw_fd(&udp),
+                            libc::SOL_SOCKET,
+                            opt,
+                            (&bytes as *const libc::c_int).cast(),
+                            size_of::<libc::c_int>() as libc::socklen_t,
+                        )
+                    };
+                    if rc == 0 {
+                        break;
+                    }
+                }
+                return (listener, udp);
+            }
             Err(e) => last = Some(e),
         }
     }
