@@ -145,7 +145,9 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
     // beside the results; a resume adds its own.
     let doctor = crate::doctor::record();
     store.put_doctor(&doctor)?;
-    let problems: Vec<String> = doctor.problems().map(|c| c.line()).collect();
+    // Only what bears on where the plan runs (doctor.json keeps every check).
+    let scope = results::doctor::Scope::of_target(&plan.target);
+    let problems: Vec<String> = doctor.problems_for(scope).map(|c| c.line()).collect();
     for line in &problems {
         crate::out::note!("dualperf run: host check: {line}");
     }

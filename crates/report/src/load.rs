@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use lab::store::{HostInfo, Resolved, RunRecord, Store};
 use lab::tables::TableSpec;
+use results::doctor::Scope;
 
 use crate::error::Error;
 
@@ -151,11 +152,20 @@ pub fn load(dirs: &[PathBuf], warnings: &mut Vec<String>) -> Result<Runs, Error>
             Ok(s) => s,
             Err(e) => return Err(Error::Open(e)),
         };
-        // The host's checks: a warning, never a reason not to report.
+        // The host's checks: a warning, never a reason not to report; only those that
+        // bear on where the plan ran (its target), when the resolved plan says.
+        let scope = std::fs::read(dir.join("resolved.json"))
+            .ok()
+            .and_then(|text| Resolved::parse(&text).ok())
+            .map(|(r, _)| Scope::of_target(&r.plan.target));
         match store.doctors() {
             Ok(docs) => {
                 for (_, doc) in docs {
-                    for line in doc.problems().map(|c| c.line()) {
+                    let problems: Vec<_> = match scope {
+                        Some(scope) => doc.problems_for(scope).collect(),
+                        None => doc.problems().collect(),
+                    };
+                    for line in problems.into_iter().map(|c| c.line()) {
                         if !provenance.doctor.contains(&line) {
                             provenance.doctor.push(line);
                         }

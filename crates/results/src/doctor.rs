@@ -145,6 +145,54 @@ impl DoctorDoc {
     pub fn problems(&self) -> impl Iterator<Item = &Check> {
         self.checks.iter().filter(|c| c.status != Status::Ok)
     }
+
+    /// The checks that are not ok and bear on a measurement in `scope`, in order: a
+    /// loopback comparison is not told that the lab would need root, nor that the clock
+    /// is not synchronised for one-way delays across hosts.
+    pub fn problems_for(&self, scope: Scope) -> impl Iterator<Item = &Check> {
+        self.problems().filter(move |c| c.id.bears_on(scope))
+    }
+}
+
+/// Where a measurement runs, which decides the checks that bear on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// On this host's loopback: one clock, no namespaces.
+    Loopback,
+    /// Through the namespace lab on this host: one kernel clock; namespaces, packet
+    /// sockets and iproute2 needed.
+    Lab,
+    /// Between hosts (`dualperf agent`s): their clocks' synchronisation bears on one-way
+    /// delays.
+    Hosts,
+}
+
+impl Scope {
+    /// The scope of a plan's or a comparison's target: `hosts`, `lab:…`, or anything
+    /// else (`loopback`) on this host's loopback.
+    pub fn of_target(target: &str) -> Self {
+        if target == "hosts" {
+            Self::Hosts
+        } else if target.starts_with("lab:") {
+            Self::Lab
+        } else {
+            Self::Loopback
+        }
+    }
+}
+
+impl CheckId {
+    /// Whether this check bears on a measurement in `scope`. The host's own timing
+    /// (clocks, timers, CPUs, steal, buffers) bears on every measurement; clock
+    /// synchronisation only between hosts (one host has one clock); the lab's needs
+    /// (namespaces, packet sockets, iproute2) only in the lab.
+    pub fn bears_on(self, scope: Scope) -> bool {
+        match self {
+            Self::ClockSync => scope == Scope::Hosts,
+            Self::Namespaces | Self::AfPacket | Self::Tools => scope == Scope::Lab,
+            _ => true,
+        }
+    }
 }
 
 /// The worst verdict of `checks` ([`Status::Ok`] for none).
@@ -269,6 +317,26 @@ mod tests {
         };
         let ids: Vec<CheckId> = doc.problems().map(|c| c.id).collect();
         assert_eq!(ids, [CheckId::Steal, CheckId::Cores]);
+        // What bears on where the measurement runs.
+        let mut scoped = doc.clone();
+        scoped.checks.extend([
+            check(CheckId::ClockSync, Status::Warn),
+            check(CheckId::Namespaces, Status::Warn),
+        ]);
+        let for_scope =
+            |scope| -> Vec<CheckId> { scoped.problems_for(scope).map(|c| c.id).collect() };
+        assert_eq!(for_scope(Scope::Loopback), [CheckId::Steal, CheckId::Cores]);
+        assert_eq!(
+            for_scope(Scope::Lab),
+            [CheckId::Steal, CheckId::Cores, CheckId::Namespaces]
+        );
+        assert_eq!(
+            for_scope(Scope::Hosts),
+            [CheckId::Steal, CheckId::Cores, CheckId::ClockSync]
+        );
+        assert_eq!(Scope::of_target("loopback"), Scope::Loopback);
+        assert_eq!(Scope::of_target("lab:topologies/two-hop.toml"), Scope::Lab);
+        assert_eq!(Scope::of_target("hosts"), Scope::Hosts);
         assert_eq!(doc.checks[1].line(), "warn steal: f");
         assert_eq!(
             format!("[{:<6}|{:>7}]", Status::Ok, CheckId::Tools),

@@ -356,7 +356,10 @@ pub(super) fn render(r: &CompareReport) -> String {
         out.push('\n');
     }
     if let Some(doc) = &r.doctor {
-        let problems: Vec<_> = doc.problems().collect();
+        // Only what bears on this comparison: on one host, clock synchronisation does not;
+        // on loopback, neither do the lab's needs. --json keeps every check.
+        let scope = results::doctor::Scope::of_target(&r.target);
+        let problems: Vec<_> = doc.problems_for(scope).collect();
         if !problems.is_empty() {
             out.push_str("\nHost check (dualperf doctor; the figures above may carry these):\n");
             for c in problems {
@@ -671,5 +674,31 @@ mod tests {
         assert_eq!(level_pct(0.95), "95");
         assert_eq!(level_pct(1.0 - 0.05 / 64.0), "99.92");
         assert_eq!(level_pct(0.999_999), "99.9999");
+    }
+
+    /// Under the tables, only the host's problems that bear on the comparison: on
+    /// loopback not the lab's needs, on one host not clock synchronisation.
+    #[test]
+    fn the_host_checks_shown_are_those_that_bear_on_the_comparison() {
+        use results::doctor::{CheckId, Status};
+        let mut doc = crate::doctor::record();
+        for c in &mut doc.checks {
+            c.status = match c.id {
+                CheckId::Steal | CheckId::ClockSync | CheckId::Namespaces => Status::Warn,
+                _ => Status::Ok,
+            };
+        }
+        let mut r = fixture(1, 2, 0.15, 0, 1.0);
+        r.doctor = Some(doc);
+        let text = render(&r);
+        assert!(text.contains("\n  warn steal: "), "{text}");
+        assert!(
+            !text.contains("clock-sync") && !text.contains("namespaces"),
+            "{text}"
+        );
+        r.target = "lab:two-hop".into();
+        let text = render(&r);
+        assert!(text.contains("\n  warn steal: ") && text.contains("\n  warn namespaces: "));
+        assert!(!text.contains("clock-sync"), "{text}");
     }
 }
