@@ -291,11 +291,14 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
                         },
                     };
                     let side = report.and_then(|r| r.flows.into_iter().next()).map(side_of);
-                    // A run that sent nothing measured nothing: say so, never count it.
+                    // A run that fell behind its schedule measured the host, not the
+                    // stacks: say so (the statistics leave it out; --json keeps it). One
+                    // cut short by Ctrl-C is left out too, without the blame.
                     let error = error.or_else(|| {
-                        side.as_ref().is_some_and(|s| s.sent_packets == 0).then(|| {
-                            "sent no packets in its time (the host may be overloaded)".to_owned()
-                        })
+                        if stop.load(Ordering::SeqCst) {
+                            return None;
+                        }
+                        side.as_ref().and_then(fell_behind)
                     });
                     if let Some(e) = &error {
                         eprintln!(
@@ -408,6 +411,29 @@ fn battery_tests(args: &CompareArgs, protocols: &[Protocol], base: &FlowSpec) ->
         }
     }
     tests
+}
+
+/// Why a run does not count, if it fell behind: it sent nothing, or, on a constant-rate
+/// schedule (whose plan is exact, unlike a model's random gaps), less than 90 % of the
+/// packets it planned: its sender did not get the CPU (`dualperf doctor` may say why).
+/// A paced test on a host that keeps up sends every planned packet.
+/// `verdicts::assess` leaves such runs out.
+fn fell_behind(side: &Side) -> Option<String> {
+    if side.sent_packets == 0 {
+        return Some("sent no packets in its time (the host may be overloaded)".to_owned());
+    }
+    if side.flow.spec.idt_ms.is_some() {
+        return None;
+    }
+    let planned = side
+        .flow
+        .sent
+        .planned_packets
+        .filter(|&p| side.sent_packets * 10 < p * 9)?;
+    Some(format!(
+        "sent {} of {planned} planned packets: the host fell behind (dualperf doctor may say why); not counted",
+        side.sent_packets
+    ))
 }
 
 fn side_of(flow: FlowOutcome) -> Side {

@@ -86,7 +86,12 @@ pub(super) fn assess(points: &mut [Point]) -> Verdicts {
     let mut cells: Vec<Cell> = Vec::new();
     for (p, point) in points.iter().enumerate() {
         for (m, metric) in METRICS.iter().enumerate() {
-            let figure = |s: &Option<Side>| s.as_ref().and_then(metric.get);
+            // A run that fell behind its schedule is kept in --json, not counted here.
+            let figure = |s: &Option<Side>| {
+                s.as_ref()
+                    .filter(|s| super::fell_behind(s).is_none())
+                    .and_then(metric.get)
+            };
             let a = point.runs.iter().filter_map(|r| figure(&r.ipv4)).collect();
             let b = point.runs.iter().filter_map(|r| figure(&r.ipv6)).collect();
             let pairs = point
@@ -700,5 +705,28 @@ mod tests {
         let text = render(&r);
         assert!(text.contains("\n  warn steal: ") && text.contains("\n  warn namespaces: "));
         assert!(!text.contains("clock-sync"), "{text}");
+    }
+
+    /// A run that fell behind its schedule stays in the document but not in the
+    /// statistics: it measured the host, not the stacks.
+    #[test]
+    fn a_run_that_fell_behind_is_kept_but_not_counted() {
+        let mut r = fixture(3, 5, 0.15, 0, 1.0);
+        let run = r.points[0].runs[2].ipv4.as_mut().unwrap();
+        run.flow.sent.planned_packets = Some(1000);
+        run.sent_packets = 899;
+        assert_eq!(
+            super::super::fell_behind(run).as_deref(),
+            Some("sent 899 of 1000 planned packets: the host fell behind (dualperf doctor may say why); not counted")
+        );
+        let kept = r.points[1].runs[2].ipv4.as_mut().unwrap();
+        kept.flow.sent.planned_packets = Some(1000);
+        kept.sent_packets = 900;
+        assert_eq!(super::super::fell_behind(kept), None);
+        assess(&mut r.points);
+        let c = r.points[0].stats.rtt_median_ns.unwrap();
+        assert_eq!((c.n_a, c.n_b, c.n_pairs), (4, 5, 4));
+        assert_eq!(r.points[1].stats.rtt_median_ns.unwrap().n_pairs, 5);
+        assert!(r.points[0].runs[2].ipv4.is_some(), "kept in the document");
     }
 }
