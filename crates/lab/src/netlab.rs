@@ -284,10 +284,17 @@ pub fn preflight() -> Result<(), LabError> {
 /// /run/netns) and `ip netns exec` (setns, a mount namespace) the third.
 const LAB_CAPS: u64 = 1 << 12 | 1 << 13 | 1 << 21;
 
-/// The effective capabilities in a `/proc/PID/status` text (its `CapEff:` line, hex).
-fn cap_eff(status: &str) -> Option<u64> {
-    let hex = status.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
-    u64::from_str_radix(hex.trim(), 16).ok()
+/// The effective capabilities in a `/proc/PID/status` text (its `CapEff:` line: at most
+/// 16 hex digits, proc(5)); `None` when it has none or it does not read.
+pub fn cap_eff(status: &str) -> Option<u64> {
+    let hex = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))?
+        .trim();
+    if hex.is_empty() || hex.len() > 16 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    u64::from_str_radix(hex, 16).ok()
 }
 
 /// Why a process whose `/proc/PID/status` is `status` cannot build a lab, if it cannot:

@@ -273,16 +273,9 @@ pub(crate) fn parse_triple_max(text: &str) -> Option<u64> {
     }
 }
 
-/// `CapEff:` of a `/proc/PID/status`: 16 hex digits (proc(5)).
+/// `CapEff:` of a `/proc/PID/status`, read as the lab's preflight reads it.
 pub(crate) fn parse_cap_eff(status: &str) -> Option<Caps> {
-    let hex = status
-        .lines()
-        .find_map(|l| l.strip_prefix("CapEff:"))?
-        .trim();
-    if hex.is_empty() || hex.len() > 16 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    u64::from_str_radix(hex, 16).ok().map(Caps)
+    lab::netlab::cap_eff(status).map(Caps)
 }
 
 /// The aggregate `cpu` line of `/proc/stat`: `cpu user nice system idle iowait irq

@@ -189,6 +189,16 @@ impl Drop for Lab {
     }
 }
 
+/// The routers' process ids in a lab's state (`lab up --json`, state.json).
+pub(crate) fn router_pids(state: &serde_json::Value) -> Vec<u64> {
+    state["routers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["pid"].as_u64().unwrap())
+        .collect()
+}
+
 /// Running: present and not a zombie (a killed router whose parent, `lab up`, is long
 /// gone waits for init to reap it).
 pub(crate) fn alive(pid: u64) -> bool {
@@ -208,13 +218,7 @@ fn lab_up_then_down_leaves_nothing_even_after_a_router_is_killed() {
     }
     let lab = Lab::up("ud", None);
     assert_eq!(lab.namespaces().len(), 6);
-    let state = lab.state();
-    let pids: Vec<u64> = state["routers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["pid"].as_u64().unwrap())
-        .collect();
+    let pids = router_pids(&lab.state());
     assert_eq!(pids.len(), 2);
     assert!(pids.iter().all(|p| alive(*p)));
     // kill -9 one router, then down: nothing is left.

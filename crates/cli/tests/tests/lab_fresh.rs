@@ -9,7 +9,7 @@ use std::process::Command;
 
 use netio::ethtool::{self, Offloads};
 
-use crate::lab::{alive, privileged, two_hop_named, Lab};
+use crate::lab::{alive, privileged, router_pids, two_hop_named, Lab};
 use crate::support::{path_str, run_with_env, Proc, TempDir, BIN};
 
 /// Where `ip` is: the first in `PATH`, else where Debian puts it (a user's `PATH` lacks
@@ -148,12 +148,7 @@ fn lab_up_exec_and_down_need_only_ip_in_path_and_every_veth_has_its_offloads_off
     );
 
     // Down stops the routers without procps' kill, and removes every namespace.
-    let pids: Vec<u64> = doc["routers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["pid"].as_u64().unwrap())
-        .collect();
+    let pids = router_pids(&doc);
     assert_eq!(pids.len(), 2);
     run_with_env(&["lab", "down", &name], ("PATH", only_ip)).assert_success();
     assert!(lab.namespaces().is_empty(), "{:?}", lab.namespaces());
