@@ -77,7 +77,9 @@
 #       worst flow's schedule-error p99 in us, peak RSS of sender and
 #       receiver, CPU % of each, notes (flows that received nothing, a
 #       sender that ran past its duration, JSON inconsistencies), then one
-#       GOAL line per family for the big case (met / NOT met);
+#       GOAL line per family for the big case (met / NOT met), and one per
+#       run for the memory goal of issue 14 (peak RSS of each side < 64 MB
+#       + 16 KB per flow);
 #     on-time delivery: per tool, family and flow count, then
 #       "on time delivered, N flows, IPvF: dualperf X %, D-ITG Y %, ratio Zx";
 #     16 flows vs one: received pkt/s of each run, x 1 flow, x ceiling, then

@@ -10,7 +10,7 @@
 #     ref   REF_RATE (30,000) pkt/s for REF_SECONDS (30), no log: the reference
 #     soak  SOAK_RATE (300,000) pkt/s for SOAK_SECONDS (300), without and with --log
 #     max   the highest sustainable rate for MAX_SECONDS (60), without and with --log;
-#           MAX_RATE if set, else a ladder of SEARCH_RATES (250k..700k) for
+#           MAX_RATE if set, else a ladder of SEARCH_RATES (250k..2M) for
 #           SEARCH_SECONDS (5) each, no log, stopping at the first rate that
 #           fails (retried SEARCH_RETRIES times): sustainable = achieved send
 #           rate >= 99 % of the requested one and loss <= 0.1 %
@@ -35,7 +35,7 @@
 # Environment knobs [defaults]:
 #   REF_RATE [30000] REF_SECONDS [30]  SOAK_RATE [300000] SOAK_SECONDS [300]
 #   MAX_RATE [unset: search]  MAX_SECONDS [60]
-#   SEARCH_RATES ["250000 300000 350000 400000 450000 500000 600000 700000"]  SEARCH_SECONDS [5]  SEARCH_RETRIES [1]
+#   SEARCH_RATES ["250000 300000 350000 400000 450000 500000 600000 700000 850000 1000000 1250000 1500000 2000000"]  SEARCH_SECONDS [5]  SEARCH_RETRIES [1]
 #   FAMILIES ["4 6"]  LOG_VARIANTS ["nolog log"]
 #   DECODE_RECORDS [100000000] (0: no decode check)  DECODE_MARGIN [5] extra seconds
 #   DUALPERF [unset: cargo build --release -p DUALPERF_PKG, binary found via
@@ -65,7 +65,7 @@ SOAK_RATE=${SOAK_RATE:-300000}
 SOAK_SECONDS=${SOAK_SECONDS:-300}
 MAX_RATE=${MAX_RATE:-}
 MAX_SECONDS=${MAX_SECONDS:-60}
-SEARCH_RATES=${SEARCH_RATES:-250000 300000 350000 400000 450000 500000 600000 700000}
+SEARCH_RATES=${SEARCH_RATES:-250000 300000 350000 400000 450000 500000 600000 700000 850000 1000000 1250000 1500000 2000000}
 SEARCH_SECONDS=${SEARCH_SECONDS:-5}
 SEARCH_RETRIES=${SEARCH_RETRIES:-1}
 FAMILIES=${FAMILIES:-4 6}

@@ -46,6 +46,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchtool import (ContractError, _get as get, _num as num,  # noqa: E402
                        _bindable, itgdec_total)
 from soak import load_doc, opt, time_v, mb, dash, table  # noqa: E402
+from soak import RSS_BASE_KB, RSS_PER_FLOW_KB  # noqa: E402  (issue 14's memory goal)
 
 LATE_NS = 1_000_000          # on time: no more than 1 ms after the schedule
 # Goals of the 10,000-flow case (issue 15).
@@ -531,6 +532,19 @@ def report_dualperf(rows, nproc):
                  "worst flow's p99 <= 1 ms", f"{us(w)} us"),
         ]
         goals.append(f"{tag} " + "; ".join(parts))
+    # Issue 14's memory goal, whatever the flow count: 64 MB plus 16 KB a flow.
+    for r in cases:
+        if r.get("error"):
+            continue
+        limit_kb = RSS_BASE_KB + RSS_PER_FLOW_KB * r["flows"]
+        worst = max((r.get(k) for k in ("rss_send_kb", "rss_recv_kb")
+                     if r.get(k) is not None), default=None)
+        goals.append(
+            f"GOAL peak RSS < 64 MB + 16 KB per flow ({mb(limit_kb)} MB), "
+            f"{r['label']} IPv{r['family']}: " + goal(
+                worst is not None and worst < limit_kb,
+                "send/recv", f"{mb(r.get('rss_send_kb'))}/"
+                f"{mb(r.get('rss_recv_kb'))} MB"))
     for g in goals:
         print(g)
     return goals

@@ -52,10 +52,20 @@ impl MsgReader {
         stream: &mut TcpStream,
         deadline: Option<std::time::Instant>,
     ) -> Result<Msg> {
+        self.read_with(stream, deadline, |body| Ok(control::parse(body)?))
+    }
+
+    /// The next message's body, parsed by `parse`.
+    fn read_with<T>(
+        &mut self,
+        stream: &mut TcpStream,
+        deadline: Option<std::time::Instant>,
+        mut parse: impl FnMut(&[u8]) -> Result<T>,
+    ) -> Result<T> {
         let mut buf = [0u8; 4096];
         loop {
             if let Some(body) = self.decoder.poll_frame()? {
-                return Ok(control::parse(body)?);
+                return parse(body);
             }
             if let Some(deadline) = deadline {
                 let left = deadline.saturating_duration_since(std::time::Instant::now());
@@ -76,16 +86,38 @@ impl MsgReader {
     }
 
     /// A session's results: `Results` messages up to the one without `more`, their flows
-    /// gathered into one `Results` ([`control::results_messages`] splits them). Any other
-    /// first message comes back as it is; anything else after a part is an error, as are
-    /// an empty part announcing more and more flows than flow ids exist.
-    pub(crate) fn read_results(&mut self, stream: &mut TcpStream) -> Result<Msg> {
+    /// gathered, with the figures read straight into their types `S`, `R`, `I` (no tree
+    /// of JSON values per flow: 10,000 flows' results are 12 MB of JSON). Any other first
+    /// message comes back as [`Results::Other`]; anything else after a part is an error,
+    /// as are figures not of these types, an empty part announcing more, and more flows
+    /// than flow ids exist.
+    pub(crate) fn read_results<S, R, I>(
+        &mut self,
+        stream: &mut TcpStream,
+    ) -> Result<Results<S, R, I>>
+    where
+        S: serde::de::DeserializeOwned,
+        R: serde::de::DeserializeOwned,
+        I: serde::de::DeserializeOwned,
+    {
         let mut all = Vec::new();
         loop {
-            let (flows, more) = match self.read(stream) {
-                Ok(Msg::Results { flows, more }) => (flows, more),
+            let read = self.read_with(stream, None, |body| {
+                match control::parse_results::<S, R, I>(body) {
+                    Ok(part) => Ok(Results::Flows(part.flows, part.more)),
+                    Err(typed) => match control::parse(body)? {
+                        Msg::Results { .. } => Err(anyhow::Error::new(typed)
+                            .context("the receiver's results do not read as this version's")),
+                        other => Ok(Results::Other(other)),
+                    },
+                }
+            });
+            let (flows, more) = match read {
+                Ok(Results::Flows(flows, more)) => (flows, more),
                 Ok(other) if all.is_empty() => return Ok(other),
-                Ok(other) => bail!("the receiver's results were cut short by {other:?}"),
+                Ok(Results::Other(other)) => {
+                    bail!("the receiver's results were cut short by {other:?}")
+                }
                 Err(e) if all.is_empty() => return Err(e),
                 Err(e) => return Err(e.context("the receiver's results were cut short")),
             };
@@ -97,10 +129,7 @@ impl MsgReader {
                 bail!("the receiver sent results of more flows than flow ids exist");
             }
             if !more {
-                return Ok(Msg::Results {
-                    flows: all,
-                    more: false,
-                });
+                return Ok(Results::Flows(all, false));
             }
         }
     }
@@ -114,6 +143,15 @@ impl MsgReader {
     pub(crate) fn into_decoder(self) -> FrameDecoder {
         self.decoder
     }
+}
+
+/// What [`MsgReader::read_results`] read.
+#[derive(Debug)]
+pub(crate) enum Results<S, R, I> {
+    /// Every flow's result, and whether more were announced (false once gathered).
+    Flows(Vec<control::FlowResult<S, R, I>>, bool),
+    /// Another message where results were due (an error, say).
+    Other(Msg),
 }
 
 /// Whether a read ended because its timeout ran out (or a signal cut it short), so the

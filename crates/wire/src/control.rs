@@ -170,22 +170,24 @@ pub struct FlowSent {
     pub bytes: u64,
 }
 
-/// One flow's receiver-side result.
+/// One flow's receiver-side result. The figures are JSON values by default (any
+/// version's fields read); an end that knows their types reads and writes them typed
+/// ([`ResultsPart`]), with the same bytes on the wire and no tree of values per flow.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct FlowResult {
+#[schemars(rename = "FlowResult")]
+pub struct FlowResult<S = serde_json::Value, R = serde_json::Value, I = serde_json::Value> {
     /// Flow id.
     pub id: u16,
     /// The receiver's summary (a `meter::FlowSummary` as JSON).
-    pub summary: serde_json::Value,
+    pub summary: S,
     /// Datagrams or messages for this flow that were malformed.
     #[serde(default)]
     pub malformed: u64,
-    /// For RTP flows: the RFC 3550 jitter against the RTP timestamps (JSON).
-    #[serde(default)]
-    pub rtp: Option<serde_json::Value>,
+    /// For RTP flows: the RFC 3550 jitter against the RTP timestamps (JSON). Absent
+    /// reads as none, as for every `Option` here.
+    pub rtp: Option<R>,
     /// The interval series asked for with `interval_ns` (`meter::Interval`s as JSON).
-    #[serde(default)]
-    pub intervals: Option<serde_json::Value>,
+    pub intervals: Option<I>,
     /// Why the series asked for is missing (too many windows).
     #[serde(default)]
     pub intervals_error: Option<String>,
@@ -360,12 +362,70 @@ pub fn parse(body: &[u8]) -> Result<Msg, ControlError> {
     Ok(serde_json::from_slice(body)?)
 }
 
+/// The tag of [`ResultsPart`]: `"type":"results"`, as [`Msg::Results`] has it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ResultsTag {
+    Results,
+}
+
+/// One [`Msg::Results`] message with its flows' figures typed by the caller: the same
+/// bytes on the wire (the field order of the tagged enum), read and written without a
+/// tree of JSON values per flow. A body that is not a results message does not parse.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResultsPart<S = serde_json::Value, R = serde_json::Value, I = serde_json::Value> {
+    #[serde(rename = "type")]
+    tag: ResultsTag,
+    /// The results.
+    pub flows: Vec<FlowResult<S, R, I>>,
+    /// More `Results` follow; absent when false, as in [`Msg::Results`].
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub more: bool,
+}
+
+impl<S, R, I> ResultsPart<S, R, I> {
+    /// A results message of `flows`, with `more` to follow or not.
+    pub fn new(flows: Vec<FlowResult<S, R, I>>, more: bool) -> Self {
+        Self {
+            tag: ResultsTag::Results,
+            flows,
+            more,
+        }
+    }
+}
+
+impl<S: Serialize, R: Serialize, I: Serialize> ResultsPart<S, R, I> {
+    /// Encode as a framed body, ready to write to the stream (as [`encode`] does).
+    pub fn encode(&self) -> Vec<u8> {
+        // Serialising these plain structs cannot fail.
+        let body = serde_json::to_vec(self).unwrap_or_default();
+        crate::frame::encode(&body).unwrap_or_default()
+    }
+}
+
+/// Parse a body as a results message with typed figures ([`ResultsPart`]); any other
+/// message, or figures that are not of these types, is an error. Never panics.
+pub fn parse_results<S, R, I>(body: &[u8]) -> Result<ResultsPart<S, R, I>, ControlError>
+where
+    S: serde::de::DeserializeOwned,
+    R: serde::de::DeserializeOwned,
+    I: serde::de::DeserializeOwned,
+{
+    if body.len() > MAX_SESSION_MSG_LEN {
+        return Err(ControlError::TooLong(body.len()));
+    }
+    Ok(serde_json::from_slice(body)?)
+}
+
 /// A session's results as `Results` messages whose bodies are at most `max_body` bytes
 /// each (pass [`MAX_SESSION_MSG_LEN`]), in order, every one but the last with `more`:
 /// results that fit one message go in one, as before `more` existed. A single flow's
 /// result larger than `max_body` travels alone (the receiver bounds the interval series
 /// that make results large). No results make one empty message.
-pub fn results_messages(flows: Vec<FlowResult>, max_body: usize) -> Vec<Msg> {
+pub fn results_messages<S: Serialize, R: Serialize, I: Serialize>(
+    flows: Vec<FlowResult<S, R, I>>,
+    max_body: usize,
+) -> Vec<ResultsPart<S, R, I>> {
     /// `{"type":"results","flows":[` … `],"more":true}`, with room to spare.
     const ENVELOPE: usize = 64;
     let mut out = Vec::new();
@@ -373,22 +433,32 @@ pub fn results_messages(flows: Vec<FlowResult>, max_body: usize) -> Vec<Msg> {
     let mut len = ENVELOPE;
     for flow in flows {
         // Serialising these plain structs cannot fail; a failure would only cost a split.
-        let flow_len = serde_json::to_vec(&flow).map_or(0, |v| v.len()) + 1;
+        let mut counter = ByteCount(0);
+        let flow_len = serde_json::to_writer(&mut counter, &flow).map_or(0, |()| counter.0) + 1;
         if !part.is_empty() && len + flow_len > max_body {
-            out.push(Msg::Results {
-                flows: std::mem::take(&mut part),
-                more: true,
-            });
+            out.push(ResultsPart::new(std::mem::take(&mut part), true));
             len = ENVELOPE;
         }
         len += flow_len;
         part.push(flow);
     }
-    out.push(Msg::Results {
-        flows: part,
-        more: false,
-    });
+    out.push(ResultsPart::new(part, false));
     out
+}
+
+/// A writer that only counts what it is given (a result's encoded length without
+/// encoding it into memory).
+struct ByteCount(usize);
+
+impl std::io::Write for ByteCount {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Encode a message as a framed body, ready to write to the stream.
@@ -507,7 +577,7 @@ mod tests {
     fn results_that_fit_one_message_read_as_before_more_existed() {
         let msgs = results_messages(vec![result(1, 10), result(2, 10)], MAX_SESSION_MSG_LEN);
         assert_eq!(msgs.len(), 1);
-        let body = &encode(&msgs[0])[4..];
+        let body = &msgs[0].encode()[4..];
         let text = std::str::from_utf8(body).unwrap();
         assert!(!text.contains("more"), "{text}");
         // An older receiver's message (no `more`) is the last part.
@@ -520,11 +590,11 @@ mod tests {
             }
         );
         assert_eq!(
-            results_messages(Vec::new(), MAX_SESSION_MSG_LEN),
-            [Msg::Results {
-                flows: Vec::new(),
-                more: false
-            }]
+            results_messages::<serde_json::Value, serde_json::Value, serde_json::Value>(
+                Vec::new(),
+                MAX_SESSION_MSG_LEN
+            ),
+            [ResultsPart::new(Vec::new(), false)]
         );
     }
 
@@ -536,7 +606,7 @@ mod tests {
         assert!(msgs.len() > 5, "{} parts", msgs.len());
         let mut again = Vec::new();
         for (i, m) in msgs.iter().enumerate() {
-            let body = &encode(m)[4..];
+            let body = &m.encode()[4..];
             assert!(body.len() <= max, "part {i}: {} bytes", body.len());
             let Msg::Results { flows, more } = parse(body).unwrap() else {
                 panic!("part {i} is not results");
@@ -548,14 +618,76 @@ mod tests {
         assert_eq!(again, flows);
         // A result larger than the limit travels alone.
         let msgs = results_messages(vec![result(1, 10), result(2, 50_000), result(3, 10)], max);
-        let sizes: Vec<usize> = msgs
-            .iter()
-            .map(|m| match m {
-                Msg::Results { flows, .. } => flows.len(),
-                _ => 0,
+        let sizes: Vec<usize> = msgs.iter().map(|m| m.flows.len()).collect();
+        assert_eq!(sizes, [1, 1, 1]);
+    }
+
+    /// Figures of a known shape, as an end that knows their types holds them.
+    #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+    struct Typed {
+        packets: u64,
+        pad: String,
+    }
+
+    #[test]
+    fn typed_results_are_the_bytes_of_the_message_and_read_back_either_way() {
+        let typed: Vec<FlowResult<Typed, u32, Vec<u64>>> = (0..3)
+            .map(|i| FlowResult {
+                id: i,
+                summary: Typed {
+                    packets: u64::from(i) * 10,
+                    pad: "x".repeat(usize::from(i)),
+                },
+                malformed: 1,
+                rtp: (i == 1).then_some(7),
+                intervals: (i == 2).then(|| vec![1, 2]),
+                intervals_error: None,
+                delay_cdf_ns: None,
+                omitted: None,
             })
             .collect();
-        assert_eq!(sizes, [1, 1, 1]);
+        let values: Vec<FlowResult> = typed
+            .iter()
+            .map(|f| FlowResult {
+                id: f.id,
+                summary: serde_json::to_value(&f.summary).unwrap(),
+                malformed: f.malformed,
+                rtp: f.rtp.map(|r| serde_json::to_value(r).unwrap()),
+                intervals: f
+                    .intervals
+                    .as_ref()
+                    .map(|i| serde_json::to_value(i).unwrap()),
+                intervals_error: None,
+                delay_cdf_ns: None,
+                omitted: None,
+            })
+            .collect();
+        for more in [false, true] {
+            let part = ResultsPart::new(typed.clone(), more);
+            let msg = Msg::Results {
+                flows: values.clone(),
+                more,
+            };
+            assert_eq!(part.encode(), encode(&msg), "more: {more}");
+            let body = &part.encode()[4..];
+            assert_eq!(parse(body).unwrap(), msg);
+            assert_eq!(parse_results::<Typed, u32, Vec<u64>>(body).unwrap(), part);
+        }
+        // The tag is checked wherever it stands; other messages and other figures fail.
+        let moved = br#"{"flows":[],"type":"results"}"#;
+        assert!(parse_results::<Typed, u32, Vec<u64>>(moved)
+            .unwrap()
+            .flows
+            .is_empty());
+        let finish = &encode(&Msg::Finish { flows: Vec::new() })[4..];
+        assert!(parse_results::<Typed, u32, Vec<u64>>(finish).is_err());
+        let wrong = br#"{"type":"results","flows":[{"id":1,"summary":{"packets":"many"}}]}"#;
+        assert!(parse(wrong).is_ok());
+        assert!(parse_results::<Typed, u32, Vec<u64>>(wrong).is_err());
+        assert!(matches!(
+            parse_results::<Typed, u32, Vec<u64>>(&vec![b' '; MAX_SESSION_MSG_LEN + 1]),
+            Err(ControlError::TooLong(_))
+        ));
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use meter::log::Entry;
-use meter::RxRecord;
+use meter::{FlowSummary, Interval, RtpJitterSummary, RxRecord};
 use results::recv::FlowReport;
 use wire::control::{self, FlowResult, Meter, Msg, PROTOCOL_VERSION};
 use wire::frame::{self, FrameDecoder};
@@ -20,11 +20,32 @@ use super::{ServeError, Shared, MAX_HANDSHAKES};
 
 use crate::control::{canonical, is_timeout, is_timeout_error, random_bytes, write_msg, MsgReader};
 
+/// How long a new connection may wait for one of the [`MAX_HANDSHAKES`] slots before it
+/// is turned away busy. A sender of a thousand TCP flows attaches them all at once, and
+/// their handshakes (one short message each) free slots within milliseconds; connections
+/// that hold their slot silently (junk) free none, so newcomers are still turned away.
+const HANDSHAKE_SLOT_WAIT: Duration = Duration::from_millis(250);
+
+/// Whether a handshake slot is free, waiting up to [`HANDSHAKE_SLOT_WAIT`] for one. The
+/// connections behind wait in the listen backlog meanwhile.
+fn wait_for_handshake_slot(shared: &Shared) -> bool {
+    let until = Instant::now() + HANDSHAKE_SLOT_WAIT;
+    loop {
+        if shared.handshaking.load(Ordering::SeqCst) < MAX_HANDSHAKES {
+            return true;
+        }
+        if Instant::now() >= until || shared.stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 pub(super) fn accept_loop(shared: &Arc<Shared>, listener: &TcpListener) {
     while !shared.stop.load(Ordering::Relaxed) {
         match listener.accept() {
             Ok((mut stream, _)) => {
-                if shared.handshaking.load(Ordering::SeqCst) >= MAX_HANDSHAKES {
+                if !wait_for_handshake_slot(shared) {
                     // Turned away before it costs a thread; the reason fits the socket
                     // buffer, so this write does not wait.
                     shared.counters.refused_busy.fetch_add(1, Ordering::Relaxed);
@@ -315,13 +336,13 @@ fn control_session(
             Err(e) => return Err(e.context("sender left without finishing")),
         }
     };
+    let sent_of: Option<HashMap<u16, u64>> = sent
+        .as_ref()
+        .map(|s| s.iter().map(|f| (f.id, f.packets)).collect());
     let wanted: Vec<(u16, Option<u64>)> = guard
         .ids
         .iter()
-        .map(|id| {
-            let n = sent.as_ref().and_then(|s| s.iter().find(|f| f.id == *id));
-            (*id, n.map(|f| f.packets))
-        })
+        .map(|id| (*id, sent_of.as_ref().and_then(|s| s.get(id).copied())))
         .collect();
     if sent.is_some() {
         wait_for_stragglers(shared, &wanted);
@@ -331,8 +352,10 @@ fn control_session(
     let results = reports.iter().map(flow_result).collect();
     stream.set_read_timeout(Some(shared.handshake_timeout))?;
     // Results of thousands of flows exceed one message: several, each under the limit.
-    for msg in control::results_messages(results, control::MAX_SESSION_MSG_LEN) {
-        write_msg(&mut stream, &msg)?;
+    for part in control::results_messages(results, control::MAX_SESSION_MSG_LEN) {
+        stream
+            .write_all(&part.encode())
+            .context("writing to the control connection")?;
     }
     if sent.is_none() {
         // Stopping with the sender still sending: it reads these results after its own
@@ -382,17 +405,15 @@ fn serve_request(
     }
 }
 
-/// A flow's report as the sender receives it.
-fn flow_result(r: &FlowReport) -> FlowResult {
+/// A flow's report as the sender receives it: its figures serialised from where they
+/// are, with no copy or tree of JSON values.
+fn flow_result(r: &FlowReport) -> FlowResult<&FlowSummary, &RtpJitterSummary, &Vec<Interval>> {
     FlowResult {
         id: r.id,
-        summary: serde_json::to_value(&r.summary).unwrap_or_default(),
+        summary: &r.summary,
         malformed: r.malformed,
-        rtp: r.rtp.and_then(|j| serde_json::to_value(j).ok()),
-        intervals: r
-            .intervals
-            .as_ref()
-            .and_then(|i| serde_json::to_value(i).ok()),
+        rtp: r.rtp.as_ref(),
+        intervals: r.intervals.as_ref(),
         intervals_error: r.intervals_error.clone(),
         delay_cdf_ns: r.delay_cdf_ns.clone(),
         omitted: r.omitted,
@@ -525,7 +546,7 @@ fn data_stream(
     // The same decoder goes on, with the data limit, over bytes already read past the attach.
     let mut data = decoder;
     data.set_max_len(frame::MAX_DATA_LEN);
-    let mut buf = vec![0u8; DATA_READ_LEN];
+    let mut buf = vec![0u8; first_read_len(&rx.flow.announce)];
     let mut echo_out: Vec<u8> = Vec::new();
     loop {
         let (rx_ns, meta) = rx.stamp(&stream);
@@ -559,7 +580,10 @@ fn data_stream(
         }
         match stream.read(&mut buf) {
             Ok(0) => return Ok(()),
-            Ok(n) => data.handle_bytes(&buf[..n]),
+            Ok(n) => {
+                data.handle_bytes(&buf[..n]);
+                grow_read_buf(&mut buf, n);
+            }
             Err(e) if is_timeout(&e) => {
                 if shared.stop.load(Ordering::Relaxed) {
                     return Ok(());
@@ -578,8 +602,30 @@ const DATA_RECV_BUFFER: usize = 4 << 20;
 /// moved 1.4–1.8 times the bytes per second with it as without.
 const BULK_RECV_LOWAT: usize = 128 * 1024;
 
-/// Bytes read per `read` on a TCP data stream.
+/// Most bytes read per `read` on a TCP data stream.
 const DATA_READ_LEN: usize = 256 * 1024;
+
+/// Bytes read per `read` on a TCP data stream at first, unless it is unpaced bulk: a
+/// buffer grows to [`DATA_READ_LEN`] only while reads fill it, so a thousand streams of
+/// small messages do not each hold 256 KiB (issue 14: memory per flow).
+const DATA_READ_FIRST: usize = 16 * 1024;
+
+/// The read buffer a TCP data stream of `announce` starts with.
+fn first_read_len(announce: &control::FlowAnnounce) -> usize {
+    if announce.unpaced {
+        DATA_READ_LEN
+    } else {
+        DATA_READ_FIRST
+    }
+}
+
+/// Double `buf` (up to [`DATA_READ_LEN`]) after a read of `n` bytes filled it; what it
+/// holds stays.
+fn grow_read_buf(buf: &mut Vec<u8>, n: usize) {
+    if n == buf.len() && buf.len() < DATA_READ_LEN {
+        buf.resize((buf.len() * 2).clamp(DATA_READ_FIRST, DATA_READ_LEN), 0);
+    }
+}
 
 /// What a TCP data stream has received so far, before it goes into the flow table.
 struct DataRx<'a> {
@@ -645,7 +691,7 @@ impl DataRx<'_> {
         // Bytes read past the attach message come first.
         let mut buf = decoder.take_buffered();
         let mut n = buf.len();
-        buf.resize(DATA_READ_LEN.max(n), 0);
+        buf.resize(first_read_len(&self.flow.announce).max(n), 0);
         loop {
             let (rx_ns, meta) = self.stamp(&stream);
             let mut malformed = 0;
@@ -665,7 +711,10 @@ impl DataRx<'_> {
             self.flush(malformed);
             n = match stream.read(&mut buf) {
                 Ok(0) => return Ok(()),
-                Ok(n) => n,
+                Ok(n) => {
+                    grow_read_buf(&mut buf, n);
+                    n
+                }
                 Err(e) if is_timeout(&e) => {
                     if self.shared.stop.load(Ordering::Relaxed) {
                         return Ok(());
@@ -719,4 +768,36 @@ fn flush_records(shared: &Shared, flow: &Flow, records: &mut Vec<RxRecord>, malf
             .fetch_add(records.len() as u64, Ordering::Relaxed);
     }
     records.clear();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_read_buffer_grows_only_while_reads_fill_it() {
+        let mut buf = vec![7u8; DATA_READ_FIRST];
+        grow_read_buf(&mut buf, 160);
+        assert_eq!(buf.len(), DATA_READ_FIRST, "a short read keeps the size");
+        let mut sizes = Vec::new();
+        for _ in 0..6 {
+            let n = buf.len();
+            grow_read_buf(&mut buf, n);
+            sizes.push(buf.len() / 1024);
+        }
+        assert_eq!(sizes, [32, 64, 128, 256, 256, 256]);
+        assert!(
+            buf[..DATA_READ_FIRST].iter().all(|b| *b == 7),
+            "what it held stays"
+        );
+        let bulk = control::FlowAnnounce {
+            unpaced: true,
+            ..control::FlowAnnounce::default()
+        };
+        assert_eq!(first_read_len(&bulk), DATA_READ_LEN);
+        assert_eq!(
+            first_read_len(&control::FlowAnnounce::default()),
+            DATA_READ_FIRST
+        );
+    }
 }

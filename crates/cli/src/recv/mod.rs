@@ -261,10 +261,11 @@ pub(crate) fn serve(
         }
     );
     let json = args.json;
-    let mut printed = 0;
     while !stop.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(50));
-        printed = receiver.print_new_reports(printed, json);
+        for r in receiver.take_reports() {
+            print_report(&r, json);
+        }
         if args.sessions > 0 && receiver.sessions_done() >= args.sessions {
             break;
         }
@@ -275,7 +276,9 @@ pub(crate) fn serve(
         let _ = thread.join();
         report.counters.stamp = Some(counters.snapshot());
     }
-    let _ = report.print_remaining(printed, json);
+    for r in &report.reports {
+        print_report(r, json);
+    }
     report.print_counters(json);
     Ok(())
 }
@@ -302,8 +305,9 @@ pub(crate) struct ReceiverConfig {
     pub(crate) service: Option<Arc<dyn SendService>>,
 }
 
-/// Most connections in their handshake at once; more are turned away at once
-/// (`refused_busy`), so junk connections cannot take a thread each without bound.
+/// Most connections in their handshake at once; more wait a moment for a slot and are
+/// then turned away (`refused_busy`), so junk connections cannot take a thread each
+/// without bound.
 pub(crate) const MAX_HANDSHAKES: u64 = 64;
 
 /// Serves a control session's request to send (`Msg::SendRequest`): `dualperf agent`.
@@ -384,6 +388,8 @@ pub(crate) struct Shared {
     pub(crate) active_sessions: AtomicU64,
     pub(crate) sessions_done: AtomicU64,
     pub(crate) log: Option<crate::logsink::LogSink>,
+    /// Finished flows' reports not yet taken ([`Receiver::take_reports`]): a receiver
+    /// that prints them as they come keeps none, whatever it has served.
     pub(crate) reports: Mutex<Vec<FlowReport>>,
     /// Connections still in their handshake ([`MAX_HANDSHAKES`]).
     pub(crate) handshaking: AtomicU64,
@@ -627,17 +633,16 @@ impl Receiver {
         self.shared.sessions_done.load(Ordering::SeqCst)
     }
 
-    /// Print reports that arrived since `from`; returns the new count.
-    fn print_new_reports(&self, from: usize, json: bool) -> usize {
-        let reports = self
-            .shared
-            .reports
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        for r in &reports[from..] {
-            print_report(r, json);
-        }
-        reports.len()
+    /// The reports of flows finished since the last call, which the receiver no longer
+    /// keeps: a receiver that runs for days holds only its open flows.
+    pub(crate) fn take_reports(&self) -> Vec<FlowReport> {
+        std::mem::take(
+            &mut *self
+                .shared
+                .reports
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        )
     }
 
     /// Stop the threads, summarise flows still open, and return everything.
@@ -664,14 +669,8 @@ impl Receiver {
         if let Some(log) = &self.shared.log {
             log.finish()?;
         }
-        let reports = self
-            .shared
-            .reports
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
         Ok(ReceiverReport {
-            reports,
+            reports: self.take_reports(),
             counters: self.shared.counters.snapshot(),
         })
     }
@@ -717,20 +716,14 @@ fn bind_udp(
     Ok(sockets)
 }
 
-/// Everything a receiver saw.
+/// What a receiver saw that was not taken before its shutdown.
 pub(crate) struct ReceiverReport {
+    /// Reports not taken by [`Receiver::take_reports`].
     pub(crate) reports: Vec<FlowReport>,
     pub(crate) counters: CounterSnapshot,
 }
 
 impl ReceiverReport {
-    fn print_remaining(&self, from: usize, json: bool) -> usize {
-        for r in self.reports.iter().skip(from) {
-            print_report(r, json);
-        }
-        self.reports.len()
-    }
-
     fn print_counters(&self, json: bool) {
         if json {
             let _ = crate::out::print_json_line(&RecvLine::Counters(self.counters.clone()));
@@ -958,7 +951,16 @@ mod tests {
             assert_eq!(r.summary["packets"], u64::from(PER_FLOW), "{r:?}");
             assert_eq!(r.summary["loss"]["lost"], 0, "{r:?}");
         }
+        // Issue 14: the reports are handed over once and not kept (a receiver serving
+        // sessions for days holds only its open flows).
+        let taken = rx.take_reports();
+        assert_eq!(taken.len(), FLOWS);
+        assert!(taken
+            .iter()
+            .all(|r| r.summary.packets == u64::from(PER_FLOW)));
+        assert!(rx.take_reports().is_empty());
         let report = rx.shutdown().unwrap();
+        assert!(report.reports.is_empty());
         assert_eq!(
             report.counters.datagrams,
             FLOWS as u64 * u64::from(PER_FLOW)

@@ -16,6 +16,9 @@ use anyhow::{bail, Context, Result};
 use meter::FlowSummary;
 use traffic::FlowSpec;
 use wire::control::{FlowAnnounce, FlowGrant, FlowResult, FlowSent, Meter, Msg, Protocol};
+
+/// A flow's result from the receiver, its figures in their types.
+type TypedResult = FlowResult<FlowSummary, meter::RtpJitterSummary, Vec<meter::Interval>>;
 use wire::frame;
 use wire::time::Instant;
 
@@ -23,7 +26,7 @@ use super::engine::{run_engine, EngineRun, FlowPlan, Pacing};
 use super::flow::Conn;
 use super::tcpinfo::{LiveTcp, TcpStats};
 use super::SendConfig;
-use crate::control::{write_msg, MsgReader};
+use crate::control::{write_msg, MsgReader, Results};
 use results::send::{sent_stats, FlowOutcome, SendReport, SentStats, SumStats};
 
 /// How long the sender waits for the receiver's results after `Finish`: the receiver
@@ -119,7 +122,10 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
             .name("control-watch".into())
             .spawn(move || {
                 // Results of many flows may come in several messages: all of them.
-                let msg = reader.read_results(&mut rd);
+                let msg = reader
+                    .read_results::<FlowSummary, meter::RtpJitterSummary, Vec<meter::Interval>>(
+                        &mut rd,
+                    );
                 done.store(true, Ordering::SeqCst);
                 let _ = results_tx.send(msg);
             })?;
@@ -309,18 +315,18 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
     // and its results cover only what it received until then.
     let receiver_ended_first = watcher_done.load(Ordering::SeqCst);
     let _ = write_msg(&mut ctrl, &Msg::Finish { flows: sent });
-    let remote: Vec<FlowResult> = match results_rx.recv_timeout(RESULTS_TIMEOUT) {
-        Ok(Ok(Msg::Results { flows, .. })) => {
+    let remote: Vec<TypedResult> = match results_rx.recv_timeout(RESULTS_TIMEOUT) {
+        Ok(Ok(Results::Flows(flows, _))) => {
             if receiver_ended_first {
                 errors.push("the receiver stopped before the flows ended; its results cover what it received until then".into());
             }
             flows
         }
-        Ok(Ok(Msg::Error { message })) => {
+        Ok(Ok(Results::Other(Msg::Error { message }))) => {
             errors.push(format!("receiver failed to report: {message}"));
             Vec::new()
         }
-        Ok(Ok(other)) => {
+        Ok(Ok(Results::Other(other))) => {
             errors.push(format!("unexpected reply from receiver: {other:?}"));
             Vec::new()
         }
@@ -336,6 +342,8 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
             Vec::new()
         }
     };
+    // Each flow's result by id, taken (not copied) into its outcome.
+    let mut remote: HashMap<u16, TypedResult> = remote.into_iter().map(|r| (r.id, r)).collect();
 
     let flows: Vec<FlowOutcome> = config
         .flows
@@ -343,8 +351,15 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
         .zip(&grants)
         .zip(results)
         .map(|((spec, grant), res)| {
-            let r = remote.iter().find(|r| r.id == grant.id);
+            let mut r = remote.remove(&grant.id);
             let packets = res.tx.packets();
+            let delay_cdf_ns = if !config.cdf {
+                None
+            } else if spec.meter == Meter::Rtt {
+                res.echoes.as_ref().and_then(meter::FlowMeter::delay_cdf_ns)
+            } else {
+                r.as_mut().and_then(|r| r.delay_cdf_ns.take())
+            };
             FlowOutcome {
                 id: grant.id,
                 spec: spec.clone(),
@@ -353,33 +368,22 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
                     omitted_bytes: res.omitted.map(|o| o.bytes),
                     ..sent_stats(spec, &res.tx)
                 },
-                received_omitted: r.and_then(|r| r.omitted),
+                received_omitted: r.as_ref().and_then(|r| r.omitted),
                 zerocopy: res.zerocopy,
-                received: r
-                    .and_then(|r| serde_json::from_value::<FlowSummary>(r.summary.clone()).ok()),
                 rtt: (spec.meter == Meter::Rtt).then(|| match &res.echoes {
                     Some(echoes) => echoes.summary(Some(packets)),
                     None => meter::FlowMeter::new(u32::from(grant.id)).summary(Some(packets)),
                 }),
-                received_rtp: r
-                    .and_then(|r| r.rtp.clone())
-                    .and_then(|v| serde_json::from_value(v).ok()),
-                intervals: r
-                    .and_then(|r| r.intervals.clone())
-                    .and_then(|v| serde_json::from_value(v).ok()),
-                intervals_error: r.and_then(|r| r.intervals_error.clone()),
                 receiver_hold: res.hold,
-                malformed_at_receiver: r.map(|r| r.malformed),
+                malformed_at_receiver: r.as_ref().map(|r| r.malformed),
                 error: res.error,
                 unlogged_records: log.as_ref().map(|_| res.unlogged),
                 stamp: None,
-                delay_cdf_ns: if !config.cdf {
-                    None
-                } else if spec.meter == Meter::Rtt {
-                    res.echoes.as_ref().and_then(meter::FlowMeter::delay_cdf_ns)
-                } else {
-                    r.and_then(|r| r.delay_cdf_ns.clone())
-                },
+                delay_cdf_ns,
+                received_rtp: r.as_ref().and_then(|r| r.rtp),
+                intervals_error: r.as_mut().and_then(|r| r.intervals_error.take()),
+                intervals: r.as_mut().and_then(|r| r.intervals.take()),
+                received: r.map(|r| r.summary),
                 tcp: tcp_reports.next().flatten(),
             }
         })
