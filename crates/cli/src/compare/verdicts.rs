@@ -29,6 +29,8 @@ struct Metric {
     high: f64,
     /// Compared as a ratio (a positive quantity) or as a difference (one that can be 0).
     compared: Scale,
+    /// How finely a run's value is known (`meter::verdict::RunsInput::resolution`).
+    resolution: f64,
 }
 
 const METRICS: [Metric; 4] = [
@@ -42,6 +44,7 @@ const METRICS: [Metric; 4] = [
         stat: |p| &mut p.throughput_bps,
         high: f64::INFINITY,
         compared: Scale::Log,
+        resolution: 0.0,
     },
     Metric {
         title: "Round-trip time, median",
@@ -53,6 +56,8 @@ const METRICS: [Metric; 4] = [
         stat: |p| &mut p.rtt_median_ns,
         high: f64::INFINITY,
         compared: Scale::Log,
+        // Each run's median is read from its round-trip histogram.
+        resolution: meter::hist::RELATIVE_ERROR,
     },
     Metric {
         title: "Jitter",
@@ -64,6 +69,7 @@ const METRICS: [Metric; 4] = [
         stat: |p| &mut p.jitter_ns,
         high: f64::INFINITY,
         compared: Scale::Log,
+        resolution: 0.0,
     },
     Metric {
         title: "Loss",
@@ -75,6 +81,7 @@ const METRICS: [Metric; 4] = [
         stat: |p| &mut p.loss_pct,
         high: 100.0,
         compared: Scale::Linear,
+        resolution: 0.0,
     },
 ];
 
@@ -113,6 +120,7 @@ pub(super) fn assess(points: &mut [Point]) -> Verdicts {
             scale: METRICS[*m].compared,
             // The tests of one metric share the host's run-to-run spread.
             group: *m,
+            resolution: METRICS[*m].resolution,
         })
         .collect();
     let v = meter::verdict::verdicts(&inputs, DEFAULT_FDR)
