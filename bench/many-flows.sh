@@ -43,7 +43,7 @@
 #                  dualperf 1 flow:   --rate SINGLE_RATE (1,000,000)pps --size 64
 #                  dualperf 16 flows: --rate MC_RATE (100,000)pps --size 64
 #                                     --calls 16, with the default sender
-#                                     threads (one per 250,000 pkt/s asked, at most one per CPU) and --threads 1
+#                                     threads (one per 1,000,000 pkt/s asked, at most one per CPU) and --threads 1
 #                "does a second core help?" = 16 flows' received pkt/s with
 #                the default threads / with --threads 1 (yes at >= 1.10x).
 #

@@ -523,12 +523,20 @@ impl Engine<'_> {
 
     /// Parked flows whose time is up end with what they sent; the rest of their batch
     /// is the sender's shortfall.
+    /// It walks the parked list, not every flow: this runs on every turn of the loop,
+    /// and a walk of 5,000 flows' states there took 38 % of the sender's CPU at 10,000
+    /// flows (`perf`, issue 15).
     fn expire_parked(&mut self, now: Instant) {
-        for i in 0..self.flows.len() {
-            if self.sched.is_parked(i) && self.sched.schedule(i).end().is_some_and(|e| now >= e) {
+        let mut k = 0;
+        while k < self.parked.len() {
+            let i = self.parked[k];
+            if self.sched.schedule(i).end().is_some_and(|e| now >= e) {
+                self.parked.swap_remove(k);
                 self.drop_staged(i);
                 self.sched.handle_unpark(i, now);
                 self.sched.handle_stop_flow(i);
+            } else {
+                k += 1;
             }
         }
     }

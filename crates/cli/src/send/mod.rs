@@ -159,7 +159,7 @@ pub(crate) struct SendArgs {
     /// every packet on its own deadline; a late sender still batches what is due.
     #[arg(long, default_value = "0", value_parser = crate::args::duration, value_name = "DURATION")]
     batch_window: Duration,
-    /// Sender threads for paced flows. Default: one per 250,000 pkt/s of the flows' mean
+    /// Sender threads for paced flows. Default: one per 1,000,000 pkt/s of the flows' mean
     /// rate, at most one per CPU (a thread spins before each deadline: more threads than
     /// the load needs take CPUs from the receiver and the kernel). Each thread keeps all
     /// of its flows on one timer and sends every packet due across them in one sendmmsg;

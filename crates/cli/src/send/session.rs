@@ -16,9 +16,6 @@ use anyhow::{bail, Context, Result};
 use meter::FlowSummary;
 use traffic::FlowSpec;
 use wire::control::{FlowAnnounce, FlowGrant, FlowResult, FlowSent, Meter, Msg, Protocol};
-
-/// A flow's result from the receiver, its figures in their types.
-type TypedResult = FlowResult<FlowSummary, meter::RtpJitterSummary, Vec<meter::Interval>>;
 use wire::frame;
 use wire::time::Instant;
 
@@ -28,6 +25,9 @@ use super::tcpinfo::{LiveTcp, TcpStats};
 use super::SendConfig;
 use crate::control::{write_msg, MsgReader, Results};
 use results::send::{sent_stats, FlowOutcome, SendReport, SentStats, SumStats};
+
+/// A flow's result from the receiver, its figures in their types.
+type TypedResult = FlowResult<FlowSummary, meter::RtpJitterSummary, Vec<meter::Interval>>;
 
 /// How long the sender waits for the receiver's results after `Finish`: the receiver
 /// may first wait for packets in flight and summarise millions of records.
@@ -122,10 +122,9 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
             .name("control-watch".into())
             .spawn(move || {
                 // Results of many flows may come in several messages: all of them.
-                let msg = reader
-                    .read_results::<FlowSummary, meter::RtpJitterSummary, Vec<meter::Interval>>(
-                        &mut rd,
-                    );
+                let msg: Result<
+                    Results<FlowSummary, meter::RtpJitterSummary, Vec<meter::Interval>>,
+                > = reader.read_results(&mut rd);
                 done.store(true, Ordering::SeqCst);
                 let _ = results_tx.send(msg);
             })?;
@@ -401,13 +400,13 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
     PartialReport::unless_errors(report, &errors)
 }
 
-/// Paced packets a second one sender thread is given by default. One thread sends about
-/// 400,000 pkt/s on this project's 2-CPU reference host before the kernel's cost per
-/// packet saturates it; below that, a second spinning thread only takes a CPU from the
-/// receiver and the kernel (measured with 1,000 G.711 calls, 100,000 pkt/s, receiver on
-/// the same host: the median flow's schedule-error p99 was 9-51 µs on one thread and
-/// 100-320 µs on two).
-const PPS_PER_THREAD: f64 = 250_000.0;
+/// Paced packets a second one sender thread is given by default. On this project's
+/// 2-CPU reference host, receiver on the same host, one thread sends one flow at 2,000,000
+/// pkt/s (GSO runs) and 10,000 flows × 50 pkt/s (500,000 pkt/s) with the median flow's
+/// schedule-error p99 at 8 µs; two spinning threads take the CPUs from the receiver and
+/// the kernel, and the same 10,000 flows' median p99 was 3.4 ms (issue 15). Earlier,
+/// with 1,000 G.711 calls: 9–51 µs on one thread, 100–320 µs on two.
+const PPS_PER_THREAD: f64 = 1_000_000.0;
 
 /// The sender thread of each flow: a flow without a schedule (bulk) gets a thread of its
 /// own, as it keeps a core busy by itself (iperf3 runs one thread per stream too); paced
@@ -755,6 +754,11 @@ mod tests {
         // 1,000 calls of 50 pkt/s: 50,000 pkt/s, one thread.
         let calls = vec![paced(50); 1_000];
         assert!(assign(&calls, None).iter().all(|&e| e == 0));
+        // 10,000 of them, 500,000 pkt/s: still one thread (a second spinning one takes
+        // the CPUs a receiver on the same host needs).
+        assert!(assign(&vec![paced(50); 10_000], None)
+            .iter()
+            .all(|&e| e == 0));
         // Asked for two threads, the flows split evenly by rate.
         let two = assign(&calls, Some(2));
         assert_eq!(two.iter().filter(|&&e| e == 0).count(), 500);
