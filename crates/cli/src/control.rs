@@ -173,8 +173,13 @@ pub(crate) fn is_timeout_error(err: &anyhow::Error) -> bool {
 
 /// Write one message.
 pub(crate) fn write_msg(stream: &mut TcpStream, msg: &Msg) -> Result<()> {
+    write_framed(stream, &control::encode(msg))
+}
+
+/// Write one message already encoded in its frame (`control::ResultsPart::encode`).
+pub(crate) fn write_framed(stream: &mut TcpStream, framed: &[u8]) -> Result<()> {
     stream
-        .write_all(&control::encode(msg))
+        .write_all(framed)
         .context("writing to the control connection")
 }
 

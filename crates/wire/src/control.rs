@@ -397,9 +397,7 @@ impl<S, R, I> ResultsPart<S, R, I> {
 impl<S: Serialize, R: Serialize, I: Serialize> ResultsPart<S, R, I> {
     /// Encode as a framed body, ready to write to the stream (as [`encode`] does).
     pub fn encode(&self) -> Vec<u8> {
-        // Serialising these plain structs cannot fail.
-        let body = serde_json::to_vec(self).unwrap_or_default();
-        crate::frame::encode(&body).unwrap_or_default()
+        framed(self)
     }
 }
 
@@ -463,6 +461,11 @@ impl std::io::Write for ByteCount {
 
 /// Encode a message as a framed body, ready to write to the stream.
 pub fn encode(msg: &Msg) -> Vec<u8> {
+    framed(msg)
+}
+
+/// A message's JSON body in its frame.
+fn framed<T: Serialize>(msg: &T) -> Vec<u8> {
     // Serialising these plain structs cannot fail.
     let body = serde_json::to_vec(msg).unwrap_or_default();
     crate::frame::encode(&body).unwrap_or_default()

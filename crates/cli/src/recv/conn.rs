@@ -18,7 +18,9 @@ use wire::probe::{Packet, Repr, SeqUnwrapper};
 use super::shard::Flow;
 use super::{ServeError, Shared, MAX_HANDSHAKES};
 
-use crate::control::{canonical, is_timeout, is_timeout_error, random_bytes, write_msg, MsgReader};
+use crate::control::{
+    canonical, is_timeout, is_timeout_error, random_bytes, write_framed, write_msg, MsgReader,
+};
 
 /// How long a new connection may wait for one of the [`MAX_HANDSHAKES`] slots before it
 /// is turned away busy. A sender of a thousand TCP flows attaches them all at once, and
@@ -353,9 +355,7 @@ fn control_session(
     stream.set_read_timeout(Some(shared.handshake_timeout))?;
     // Results of thousands of flows exceed one message: several, each under the limit.
     for part in control::results_messages(results, control::MAX_SESSION_MSG_LEN) {
-        stream
-            .write_all(&part.encode())
-            .context("writing to the control connection")?;
+        write_framed(&mut stream, &part.encode())?;
     }
     if sent.is_none() {
         // Stopping with the sender still sending: it reads these results after its own
