@@ -456,6 +456,14 @@ impl Schedule {
         self.bytes
     }
 
+    /// Move every deadline `by` later: the same schedule as one made with an origin `by`
+    /// later. A sender sets thousands of flows up first and starts them all at once, at
+    /// an origin it fixes only when they are ready.
+    pub fn delay(&mut self, by: Duration) {
+        self.start += by;
+        self.next_deadline += by;
+    }
+
     /// When the first packet is due.
     pub fn start(&self) -> Instant {
         self.start
@@ -641,6 +649,14 @@ mod tests {
         assert!(a.windows(2).all(|w| w[1].scheduled >= w[0].scheduled));
         let b = drain(&mut Schedule::new(&s, Instant::ZERO).unwrap());
         assert_eq!(a, b, "same seed, same schedule");
+        // Made at one origin and delayed to another: the schedule made there.
+        let later = Instant::from_nanos(3_000_000_017);
+        let mut delayed = Schedule::new(&s, Instant::ZERO).unwrap();
+        delayed.delay(later - Instant::ZERO);
+        assert_eq!(
+            drain(&mut delayed),
+            drain(&mut Schedule::new(&s, later).unwrap())
+        );
         s.seed = 8;
         let c = drain(&mut Schedule::new(&s, Instant::ZERO).unwrap());
         assert_ne!(a, c);
@@ -808,6 +824,18 @@ mod tests {
         // Replayable from the seed.
         assert_eq!(sent, drain(&mut Schedule::new(&s, Instant::ZERO).unwrap()));
         assert!(sent.len() as f64 / 1000.0 - s.mean_pps().unwrap() < 3.0);
+        // Delayed, the same spurts at the later deadlines.
+        let by = Duration::from_nanos(7_000_000_003);
+        let mut delayed = Schedule::new(&s, Instant::ZERO).unwrap();
+        delayed.delay(by);
+        let shifted: Vec<_> = sent
+            .iter()
+            .map(|t| Transmit {
+                scheduled: t.scheduled + by,
+                ..*t
+            })
+            .collect();
+        assert_eq!(drain(&mut delayed), shifted);
     }
 
     #[test]

@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
 
 use meter::log::Entry;
 use meter::TxRecord;
@@ -46,7 +46,6 @@ pub(super) struct Pacing {
 
 /// What every engine of a session shares.
 pub(super) struct EngineRun {
-    pub(super) origin: Instant,
     pub(super) pacing: Pacing,
     /// Set when the user interrupts or the receiver goes away.
     pub(super) halt: Arc<AtomicBool>,
@@ -55,6 +54,14 @@ pub(super) struct EngineRun {
     pub(super) progress_bytes: Arc<AtomicU64>,
     /// The sender's log, if asked for: send records and echoes stream to it.
     pub(super) log: Option<LogProducer>,
+}
+
+/// How an engine learns when its flows start: it says it is ready once they are set up,
+/// then is given the origin every engine shares. Setting 10,000 flows up takes
+/// milliseconds, which would otherwise make their first packets late.
+pub(super) struct StartGate {
+    pub(super) ready: mpsc::Sender<()>,
+    pub(super) origin: mpsc::Receiver<Instant>,
 }
 
 /// One flow given to an engine.
@@ -79,9 +86,13 @@ fn default_spin_ns(flows: &[FlowPlan]) -> u64 {
     ((1e9 / pps / 4.0) as u64).clamp(MIN_SPIN_NS, MAX_SPIN_NS)
 }
 
-/// Run `plans` to their ends (or a halt), then collect the last echoes; one result per
-/// plan, in order.
-pub(super) fn run_engine(run: &EngineRun, plans: Vec<FlowPlan>) -> Vec<FlowResult> {
+/// Set `plans` up, wait at `gate` for the origin, run them to their ends (or a halt),
+/// then collect the last echoes; one result per plan, in order.
+pub(super) fn run_engine(
+    run: &EngineRun,
+    plans: Vec<FlowPlan>,
+    gate: StartGate,
+) -> Vec<FlowResult> {
     // Timer slack (50 µs by default) would make every sleep overshoot by that much.
     let _ = netio::clock::set_timer_slack_ns(1);
     let spin_ns = run
@@ -112,8 +123,13 @@ pub(super) fn run_engine(run: &EngineRun, plans: Vec<FlowPlan>) -> Vec<FlowResul
             engine.add(plan).map(|()| i)
         })
         .collect();
-    engine.run();
-    engine.linger_for_echoes();
+    let _ = gate.ready.send(());
+    // No origin: the session failed before the start, and nothing is sent.
+    if let Ok(origin) = gate.origin.recv() {
+        engine.start(origin);
+        engine.run();
+        engine.linger_for_echoes();
+    }
     engine.submit_log(None);
     let mut results: Vec<Option<FlowResult>> = engine
         .flows
@@ -169,7 +185,7 @@ impl Engine<'_> {
                 ..FlowResult::empty()
             })
         };
-        let sched = match Schedule::new(&spec, self.run.origin) {
+        let sched = match Schedule::new(&spec, Instant::ZERO) {
             Ok(s) => s,
             Err(e) => return Err(failed(format!("invalid traffic model: {e}"))),
         };
@@ -206,10 +222,16 @@ impl Engine<'_> {
         if rtt {
             self.by_id.insert(id, self.flows.len());
         }
+        // Made at origin zero; `start` moves every flow to the session's origin.
         let i = self.sched.insert(sched);
         debug_assert_eq!(i, self.flows.len());
         self.flows.push(FlowState::new(id, &spec, out));
         Ok(())
+    }
+
+    /// Count every flow's deadlines from `origin`.
+    fn start(&mut self, origin: Instant) {
+        self.sched.delay(origin - Instant::ZERO);
     }
 
     /// The pacing loop.

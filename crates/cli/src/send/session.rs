@@ -19,7 +19,7 @@ use wire::control::{FlowAnnounce, FlowGrant, FlowResult, FlowSent, Meter, Msg, P
 use wire::frame;
 use wire::time::Instant;
 
-use super::engine::{run_engine, EngineRun, FlowPlan, Pacing};
+use super::engine::{run_engine, EngineRun, FlowPlan, Pacing, StartGate};
 use super::flow::Conn;
 use super::tcpinfo::{LiveTcp, TcpStats};
 use super::SendConfig;
@@ -36,6 +36,9 @@ const RESULTS_TIMEOUT: StdDuration = StdDuration::from_secs(120);
 /// Clock exchanges at the start of a session (RFC 5905 keeps the least-delay sample of
 /// its last eight).
 const CLOCK_EXCHANGES: u32 = 8;
+/// From the moment every engine is ready to the flows' origin: time for each engine to
+/// take the origin and put its flows on its scheduler.
+const START_MARGIN_NS: u64 = 5_000_000;
 
 /// A report with what was measured, and the error that cut the session short.
 #[derive(Debug)]
@@ -130,7 +133,6 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
             })?;
     }
 
-    let origin = Instant::from_nanos(netio::clock::mono_ns() + 20_000_000);
     let halt = Arc::new(AtomicBool::new(false));
     let progress = Arc::new(AtomicU64::new(0));
     let progress_bytes = Arc::new(AtomicU64::new(0));
@@ -157,7 +159,6 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
     };
     // One engine thread per group of flows; each gets its plans, in flow order.
     let run = Arc::new(EngineRun {
-        origin,
         pacing,
         halt: halt.clone(),
         progress: progress.clone(),
@@ -184,13 +185,33 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
         });
     }
     let mut handles = Vec::new();
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let mut origin_txs = Vec::new();
     for (e, plans) in plans.into_iter().enumerate() {
         let run = run.clone();
+        let (origin_tx, origin_rx) = mpsc::channel();
+        origin_txs.push(origin_tx);
+        let gate = StartGate {
+            ready: ready_tx.clone(),
+            origin: origin_rx,
+        };
         handles.push(
             std::thread::Builder::new()
                 .name(format!("send-{e}"))
-                .spawn(move || run_engine(&run, plans))?,
+                .spawn(move || run_engine(&run, plans, gate))?,
         );
+    }
+    drop(ready_tx);
+    // Every engine has its flows set up (or has died, which its join reports): all start
+    // together, a little later, so that no flow's first deadline falls in the setup.
+    for _ in 0..n_engines {
+        if ready_rx.recv().is_err() {
+            break;
+        }
+    }
+    let origin = Instant::from_nanos(netio::clock::mono_ns() + START_MARGIN_NS);
+    for tx in origin_txs {
+        let _ = tx.send(origin);
     }
     if config.announce_start {
         eprintln!("dualperf send: started");
