@@ -75,7 +75,11 @@
 #     many flows (big, voip, tcp): sent / planned %, delivered % (received /
 #       sent), on time % (sent <= 1 ms late / sent), the median, p90 and
 #       worst flow's schedule-error p99 in us, peak RSS of sender and
-#       receiver, CPU % of each, notes (flows that received nothing, a
+#       receiver, CPU % of each, the CPU time the hypervisor stole from this
+#       VM while the sender ran (steal ms, /proc/stat: on a VM, a vCPU taken
+#       away for a millisecond makes every packet due in that millisecond
+#       late, and a host whose stalls recur every 100 ms hits the same 50
+#       pkt/s flows each time), notes (flows that received nothing, a
 #       sender that ran past its duration, JSON inconsistencies), then one
 #       GOAL line per family for the big case (met / NOT met), and one per
 #       run for the memory goal of issue 14 (peak RSS of each side < 64 MB
@@ -190,6 +194,16 @@ BG_PIDS=()
 
 tail_of() { tail -n "${2:-5}" "$1" 2>/dev/null | tr -d '\r' | sed 's/^/    /' >&3; }
 
+# CPU time the hypervisor gave to others while this VM's CPUs wanted to run (steal,
+# the 8th field of /proc/stat's cpu line, summed over CPUs, in ticks of 1/CLK_TCK s):
+# a vCPU stolen from the sender for a moment makes the packets due in it late.
+CLK_TCK=$(getconf CLK_TCK)
+steal_jiffies() {
+    local cpu user nice sys idle iowait irq softirq steal rest
+    read -r cpu user nice sys idle iowait irq softirq steal rest </proc/stat
+    echo "${steal:-0}"
+}
+
 # ---------------------------------------------------------------------------
 # prerequisites
 
@@ -250,7 +264,7 @@ run_dp() {
     local row=(--case "$case" --label "$label" --family "$fam" --flows "$flows"
         --duration "$dur" --results "$RESULTS")
     [[ $rate != - ]] && row+=(--rate "$rate")
-    local rpid="" rchild="" recv_msg=""
+    local rpid="" rchild="" recv_msg="" steal_ms=""
     if ! port=$("${BENCHTOOL[@]}" free-ports --count 1); then
         msg="no free port"
     else
@@ -270,11 +284,14 @@ run_dp() {
         local cmd=("$DP" send "$addr" --port "$port" "$@" --duration "${dur}s" --json)
         echo "${cmd[*]/#$DP/dualperf}" >"$d/send.cmd"
         log "$case $label IPv$fam: $(cat "$d/recv.cmd") & ${cmd[*]/#$DP/dualperf}"
+        local steal0
+        steal0=$(steal_jiffies)
         start_timed "$d/send.time" "$d/send.json" "$d/send.err" "${cmd[@]}"
         # Setting up thousands of flows, and a sender that falls behind, take
         # a while beyond the duration.
         wait_timed $((dur * 3 + 120 + flows / 50)) "$TPID" "$TCHILD"
         rc=$?
+        steal_ms=$((($(steal_jiffies) - steal0) * 1000 / CLK_TCK))
         if ((rc != 0)); then
             tail_of "$d/send.err"
             msg=$(status_msg "dualperf send" "$rc")
@@ -295,7 +312,7 @@ run_dp() {
         FAIL=1
         return 1
     fi
-    local times=(--send-time "$d/send.time")
+    local times=(--send-time "$d/send.time" --steal-ms "$steal_ms")
     ((FLAT_OUT)) && times+=(--flat-out)
     [[ -n $recv_msg ]] && times+=(--recv-error "$recv_msg")
     [[ -s $d/recv.time ]] && times+=(--recv-time "$d/recv.time")

@@ -12,7 +12,7 @@ Result rows are JSON lines appended to a results file, one per run:
    "sent", "received", "delivered_pct", "on_time_pct", "otd", "otd_upper",
    "p99_median_ns", "p99_p90_ns", "p99_worst_ns", "gap_median_us",
    "rx_pps", "rss_send_kb", "rss_recv_kb", "cpu_send_pct", "cpu_recv_pct",
-   "note", "error"}
+   "steal_ms", "note", "error"}
 A figure the run does not define is null and shows as "-".
 
 On-time delivered ("otd"), the D-ITG comparison's figure:
@@ -218,6 +218,7 @@ def cmd_dp_row(a):
                 row[f"cpu_{side}_pct"] = cpu_pct(path)
             except (ContractError, OSError, ValueError) as e:
                 row["error"] = row["error"] or f"time -v ({side}): {e}"
+    row["steal_ms"] = a.steal_ms
     write_row(a.results, row)
     return summary(row)
 
@@ -478,6 +479,11 @@ def sent_of_plan(r):
     return pct(100.0 * r["sent"] / r["planned"], 2)
 
 
+def steal(r):
+    v = r.get("steal_ms")
+    return "-" if v is None else f"{v:,}"
+
+
 def goal(ok, what, val):
     return f"{what}: {val} {'met' if ok else 'NOT met'}"
 
@@ -490,12 +496,12 @@ def report_dualperf(rows, nproc):
           f"threads = {nproc}) ==")
     hdr = ["case", "fam", "flows", "plan pkt/s", "sent/plan %", "delivered %",
            "on time %", "p99 median us", "p99 p90 us", "p99 worst us",
-           "RSS send MB", "RSS recv MB", "CPU s/r %", "note"]
+           "RSS send MB", "RSS recv MB", "CPU s/r %", "steal ms", "note"]
     out = []
     for r in cases:
         fam = f"v{r['family']}"
         if r.get("error"):
-            out.append([r["label"], fam, f"{r['flows']:,}"] + ["-"] * 10
+            out.append([r["label"], fam, f"{r['flows']:,}"] + ["-"] * 11
                        + ["ERROR: " + r["error"]])
             continue
         plan_pps = (r["planned"] / r["duration"]) if r.get("planned") else None
@@ -504,7 +510,7 @@ def report_dualperf(rows, nproc):
                     pct(r["on_time_pct"]), us(r["p99_median_ns"]),
                     us(r["p99_p90_ns"]), us(r["p99_worst_ns"]),
                     mb(r["rss_send_kb"]), mb(r["rss_recv_kb"]), cpu2(r),
-                    r.get("note") or ""])
+                    steal(r), r.get("note") or ""])
     table(hdr, out)
     print("(sent/plan % = packets sent / the flows' planned packets; "
           "delivered % = received / sent (sum.spread.delivered_pct);\n"
@@ -513,7 +519,10 @@ def report_dualperf(rows, nproc):
           " the median, 90th-percentile and worst flow's schedule-error p99 "
           "(sum.spread.schedule_error_p99_ns);\n RSS = 'Maximum resident set "
           "size' of /usr/bin/time -v (MB = 1024 KB); CPU s/r = sender/receiver "
-          "user+sys / wall)")
+          "user+sys / wall;\n steal = CPU time the hypervisor took from this VM's "
+          "CPUs while they wanted to run, all CPUs, during the\n sender's run "
+          "(/proc/stat, in ticks of 10 ms): a stolen moment makes every packet "
+          "due in it late)")
     goals = []
     for r in cases:
         if r["case"] != "big":
@@ -531,6 +540,8 @@ def report_dualperf(rows, nproc):
             goal(w is not None and w <= GOAL_WORST_P99_NS,
                  "worst flow's p99 <= 1 ms", f"{us(w)} us"),
         ]
+        if r.get("steal_ms") is not None:
+            parts.append(f"CPU steal during the run {steal(r)} ms")
         goals.append(f"{tag} " + "; ".join(parts))
     # Issue 14's memory goal, whatever the flow count: 64 MB plus 16 KB a flow.
     for r in cases:
@@ -760,6 +771,8 @@ def main():
     common(s)
     s.add_argument("--send-json", required=True)
     s.add_argument("--send-time")
+    s.add_argument("--steal-ms", type=int, default=None,
+                   help="CPU steal (ms, all CPUs) while the sender ran")
     s.add_argument("--recv-time")
     s.add_argument("--recv-error", default="",
                    help="the receiver failed after the sender succeeded")
