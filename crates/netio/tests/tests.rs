@@ -236,6 +236,27 @@ mod udp_connected {
         assert!(ts[..4].iter().all(|&t| t == ts[0]), "{case:?}: {ts:?}");
         assert!(ts[7..].iter().all(|&t| t == ts[7]), "{case:?}: {ts:?}");
         assert_ne!(ts[0], ts[4], "{case:?}: a new length starts a new run");
+
+        // The same datagrams end to end in one buffer: each run goes as one span of
+        // memory, and the same datagrams arrive, cut at the same places, in the same runs.
+        let whole = payloads.concat();
+        let mut at = 0;
+        let spans: Vec<&[u8]> = lens
+            .iter()
+            .map(|&n| {
+                at += n;
+                &whole[at - n..at]
+            })
+            .collect();
+        assert_eq!(tx.send_batch(&spans).unwrap(), payloads.len());
+        let again = recv_n(&rx, payloads.len(), 16_384);
+        for ((buf, _), sent) in again.iter().zip(&payloads) {
+            assert_eq!(buf, sent, "{case:?}: from one buffer");
+        }
+        let ts: Vec<u64> = again.iter().map(|(_, m)| m.kernel_ts_ns.unwrap()).collect();
+        assert!(ts[..4].iter().all(|&t| t == ts[0]), "{case:?}: {ts:?}");
+        assert!(ts[7..].iter().all(|&t| t == ts[7]), "{case:?}: {ts:?}");
+        assert_ne!(ts[0], ts[4], "{case:?}: a new length starts a new run");
     }
 
     #[test]

@@ -241,10 +241,32 @@ pub(crate) enum Taken<'a> {
     WrongSource,
 }
 
+/// Flow ids are small integers the receiver grants, looked up once per datagram: they
+/// are hashed by one multiplication, not by SipHash (which took 3.4 % of a receiver's
+/// time at 3 million datagrams a second). Only registered ids are ever inserted.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = ((self.0 << 8) | u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u16(&mut self, n: u16) {
+        self.0 = u64::from(n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
 /// One shard of the table: every open flow, the state of those at home here.
 #[derive(Default)]
 pub(crate) struct Shard {
-    flows: HashMap<u16, Slot>,
+    flows: HashMap<u16, Slot, std::hash::BuildHasherDefault<IdHasher>>,
     /// Ids whose session has reported, until reused: their packets are late, not unknown.
     finished: HashSet<u16>,
     /// The UDP thread's log records not handed to the writer yet (with `--log`). They

@@ -82,8 +82,12 @@ pub(super) struct Staged {
 /// packets alike (marking is per socket: DS byte, TTL, flow label).
 pub(super) struct UdpOut {
     pub(super) sock: Arc<netio::UdpSocket>,
-    /// One buffer per slot, as large as the largest payload of the socket's flows.
-    bufs: Vec<Vec<u8>>,
+    /// The batch's slots back to back in one buffer, each `stride` bytes (the largest
+    /// payload of the socket's flows): datagrams of that size lie end to end, so a run
+    /// of them sent with GSO is one span of memory, which the kernel copies as one (as
+    /// iperf3 --gsro's buffer), not 46 pieces.
+    buf: Vec<u8>,
+    stride: usize,
     lens: [usize; BATCH],
     pub(super) staged: Vec<Staged>,
     /// Some flow on this socket gets echoes.
@@ -94,7 +98,8 @@ impl UdpOut {
     pub(super) fn new(sock: Arc<netio::UdpSocket>) -> Self {
         Self {
             sock,
-            bufs: vec![Vec::new(); BATCH],
+            buf: Vec::new(),
+            stride: 0,
             lens: [0; BATCH],
             staged: Vec::with_capacity(BATCH),
             echoes: false,
@@ -102,12 +107,17 @@ impl UdpOut {
     }
 
     /// Make room for payloads of up to `size` bytes.
+    /// (Before any slot is staged: a wider stride moves every slot.)
     pub(super) fn reserve(&mut self, size: usize) {
-        for b in &mut self.bufs {
-            if b.len() < size {
-                b.resize(size, 0);
-            }
+        if self.stride < size {
+            self.stride = size;
+            self.buf = vec![0; BATCH * size];
         }
+    }
+
+    fn slot(&mut self, i: usize) -> &mut [u8] {
+        let at = i * self.stride;
+        &mut self.buf[at..at + self.lens[i]]
     }
 
     pub(super) fn is_full(&self) -> bool {
@@ -118,13 +128,14 @@ impl UdpOut {
     fn prepare(&mut self, len: usize) -> &mut [u8] {
         let i = self.staged.len();
         self.lens[i] = len;
-        &mut self.bufs[i][..len]
+        self.slot(i)
     }
 
     /// Stamp slots `from..` with the wall clock (one-way delay).
     pub(super) fn stamp(&mut self, from: usize, wall_ns: u64) {
-        for (i, s) in self.staged.iter().enumerate().skip(from) {
-            Packet::new_unchecked(&mut self.bufs[i][s.probe_at..self.lens[i]]).set_tx_ns(wall_ns);
+        for i in from..self.staged.len() {
+            let probe_at = self.staged[i].probe_at;
+            Packet::new_unchecked(&mut self.slot(i)[probe_at..]).set_tx_ns(wall_ns);
         }
     }
 
@@ -133,7 +144,8 @@ impl UdpOut {
         let mut slices: [&[u8]; BATCH] = [&[]; BATCH];
         let n = self.staged.len();
         for (i, slot) in (from..n).zip(slices.iter_mut()) {
-            *slot = &self.bufs[i][..self.lens[i]];
+            let at = i * self.stride;
+            *slot = &self.buf[at..at + self.lens[i]];
         }
         match self.sock.send_batch(&slices[..n - from]) {
             // An ICMP port unreachable reported for an earlier datagram: the error is
