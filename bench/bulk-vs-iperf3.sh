@@ -26,8 +26,10 @@
 #   --rate UDP_PACED_RATE, a rate beyond what loopback carries (cell marked +).
 #   The tools alternate (iperf3, [iperf3 of IPERF3,] dualperf, iperf3, ...) REPS
 #   times per configuration, so slow drift of the machine favours none of them.
-#   Acceptance (issue): dualperf within 10 % of iperf3 in the same run (TCP), at
-#   least 90 % of iperf3's delivered rate (UDP).
+#   Goals (issue 22), each against every iperf3 in the same run: one TCP
+#   stream >= 1.0x; a paced stream the same rate for no more sender CPU;
+#   several streams ahead; UDP 1400 B >= 1.5x without GSO and >= 1.0x iperf3
+#   --gsro with it (64 B rows: no goal, shown against 90 %).
 #
 # HOW TO READ THE OUTPUT
 #   stdout: one line per run, then a legend of the tools (A = iperf3 on PATH,
