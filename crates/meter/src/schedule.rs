@@ -112,15 +112,26 @@ impl TxMeter {
 
     /// Takes one sent packet's record.
     pub fn handle_record(&mut self, t: &TxRecord) {
-        self.packets += 1;
-        self.bytes += u64::from(t.size_bytes);
+        self.handle_records(t, 1);
+    }
+
+    /// Takes `n` records that differ from `t` in their sequence numbers only (a bulk
+    /// sender's batch: one size, one due instant, one send call), as `n` calls of
+    /// [`Self::handle_record`] would.
+    pub fn handle_records(&mut self, t: &TxRecord, n: u64) {
+        if n == 0 {
+            return;
+        }
+        self.packets += n;
+        self.bytes += u64::from(t.size_bytes) * n;
         self.first_ns = Some(self.first_ns.map_or(t.actual_ns, |f| f.min(t.actual_ns)));
         self.last_ns = Some(self.last_ns.map_or(t.actual_ns, |l| l.max(t.actual_ns)));
         let error = t.actual_ns.saturating_sub(t.scheduled_ns);
-        self.error_sum_ns += u128::from(error);
-        self.errors.record(i64::try_from(error).unwrap_or(i64::MAX));
-        self.late_packets += u64::from(error > self.late_threshold_ns);
-        self.early_packets += u64::from(t.actual_ns < t.scheduled_ns);
+        self.error_sum_ns += u128::from(error) * u128::from(n);
+        self.errors
+            .record_n(i64::try_from(error).unwrap_or(i64::MAX), n);
+        self.late_packets += u64::from(error > self.late_threshold_ns) * n;
+        self.early_packets += u64::from(t.actual_ns < t.scheduled_ns) * n;
     }
 
     /// Packets recorded.
@@ -269,6 +280,33 @@ mod tests {
         assert_eq!(e.p50_ns, 10);
         assert_eq!(e.late_packets, 1);
         assert_eq!(e.early_packets, 0);
+    }
+
+    #[test]
+    fn a_run_of_records_counts_as_each_record_would() {
+        // Runs as a bulk sender hands them over: late, early, on time, past the
+        // threshold, and an empty run.
+        let runs = [
+            (tx(1, 0, 1_000, 4_000), 46),
+            (tx(1, 46, 9_000, 8_000), 3),
+            (tx(1, 49, 10_000, 10_000), 0),
+            (tx(1, 49, 10_000, 2_000_000), 18),
+            (tx(1, 67, 20_000, 20_000), 1),
+        ];
+        let (mut one_by_one, mut by_run) = (TxMeter::new(1_000_000), TxMeter::new(1_000_000));
+        for (t, n) in &runs {
+            for k in 0..*n {
+                one_by_one.handle_record(&TxRecord {
+                    seq: t.seq + k,
+                    ..*t
+                });
+            }
+            by_run.handle_records(t, *n);
+        }
+        assert_eq!(by_run, one_by_one);
+        assert_eq!(by_run.packets(), 68);
+        let e = by_run.schedule_error().unwrap();
+        assert_eq!((e.late_packets, e.early_packets), (18, 3));
     }
 
     #[test]

@@ -12,9 +12,10 @@
 //!   (all within the reordering window of [`crate::seq`]; beyond it, see
 //!   [`crate::Loss::outside_window`]), D-ITG's loss figures, received marking, the
 //!   interval series and the RTP jitter;
-//! - **floating point**: the delay standard deviation, by Welford's one-pass update
-//!   (B. P. Welford, Technometrics 4(3), 1962), equal to the two-pass value up to
-//!   rounding;
+//! - **floating point**: the delay standard deviation, from exact integer sums of the
+//!   delays and of their squares about the first delay (one rounding, in the final
+//!   division; floating point throughout only when those sums would overflow), equal
+//!   to the two-pass value up to rounding;
 //! - **histogram** ([`crate::hist`], within [`crate::hist::RELATIVE_ERROR`] of the
 //!   exact nearest-rank value): delay percentiles, PDV percentiles (RFC 5481 §4.2:
 //!   `PDV p = delay p − min delay`, from the same histogram, so the bound is relative to
@@ -41,9 +42,12 @@ pub struct Arrivals {
     first_rx_ns: Option<u64>,
     last_rx_ns: Option<u64>,
     delay_sum_ns: i128,
-    /// Welford's running mean and sum of squared deviations.
-    welford_mean: f64,
-    welford_m2: f64,
+    /// The first delay, and Σ (D_i − that)²: the variance exactly, in integers (the
+    /// shift keeps the squares small). Welford's one-pass update, used before, cost a
+    /// division per packet in a dependency chain through every packet. The sum
+    /// saturates only for deviations of seconds over trillions of packets.
+    delay_ref_ns: i64,
+    delay_sq_sum: u128,
     delay: Histogram,
     prev_delay_ns: Option<i64>,
     /// Σ |D_i − D_{i−1}| (D-ITG, `ITGDecod.cpp` lines 1092–1093).
@@ -61,10 +65,11 @@ impl Arrivals {
         self.first_rx_ns = Some(self.first_rx_ns.map_or(r.rx_ns, |f| f.min(r.rx_ns)));
         self.last_rx_ns = Some(self.last_rx_ns.map_or(r.rx_ns, |l| l.max(r.rx_ns)));
         self.delay_sum_ns += i128::from(delay_ns);
-        let x = delay_ns as f64;
-        let d = x - self.welford_mean;
-        self.welford_mean += d / self.packets as f64;
-        self.welford_m2 += d * (x - self.welford_mean);
+        if self.packets == 1 {
+            self.delay_ref_ns = delay_ns;
+        }
+        let dev = u128::from(delay_ns.abs_diff(self.delay_ref_ns));
+        self.delay_sq_sum = self.delay_sq_sum.saturating_add(dev * dev);
         self.delay.record(delay_ns);
         if let Some(prev) = self.prev_delay_ns.replace(delay_ns) {
             self.ditg_sum_ns += u128::from(prev.abs_diff(delay_ns));
@@ -79,13 +84,39 @@ impl Arrivals {
         self.packets
     }
 
+    /// The population variance of the delay (as `stats::Stats::stddev_population`
+    /// squared): with S1 = Σ (D − ref) and S2 = Σ (D − ref)², it is (n·S2 − S1²) / n²,
+    /// exact in integers up to the one division, unless n·S2 overflows (delays that vary
+    /// by seconds over billions of packets), then in floating point.
+    fn delay_variance(&self) -> f64 {
+        let n = self.packets;
+        if n == 0 {
+            return 0.0;
+        }
+        let s1 = self.delay_sum_ns - i128::from(n) * i128::from(self.delay_ref_ns);
+        let s2 = self.delay_sq_sum;
+        let exact = s1
+            .unsigned_abs()
+            .checked_mul(s1.unsigned_abs())
+            .zip(s2.checked_mul(u128::from(n)))
+            .map(|(s1_sq, n_s2)| n_s2.saturating_sub(s1_sq));
+        let var = match exact {
+            Some(numerator) => numerator as f64 / (n as f64 * n as f64),
+            None => {
+                let mean = s1 as f64 / n as f64;
+                s2 as f64 / n as f64 - mean * mean
+            }
+        };
+        var.max(0.0)
+    }
+
     fn delay_stats(&self) -> Option<DelayStats> {
         let n = self.packets;
         Some(DelayStats {
             min_ns: self.delay.min()?,
             mean_ns: self.delay_sum_ns as f64 / n as f64,
             max_ns: self.delay.max()?,
-            stddev_ns: (self.welford_m2.max(0.0) / n as f64).sqrt(),
+            stddev_ns: self.delay_variance().sqrt(),
             p50_ns: self.delay.percentile(50.0),
             p95_ns: self.delay.percentile(95.0),
             p99_ns: self.delay.percentile(99.0),
@@ -781,5 +812,45 @@ mod tests {
     fn window_and_run_limits_are_what_the_docs_say() {
         assert_eq!(WINDOW_PACKETS, 65_536);
         assert_eq!(MAX_OPEN_RUNS, 128);
+    }
+    #[test]
+    fn the_delay_variance_is_exact_far_from_zero_and_when_it_overflows() {
+        let arrivals = |delays: &[i64]| {
+            let mut a = Arrivals::default();
+            for (seq, &d) in delays.iter().enumerate() {
+                let tx_ns = BASE_NS;
+                let rx_ns = tx_ns.checked_add_signed(d).unwrap();
+                let r = RxRecord {
+                    flow: 1,
+                    seq: seq as u64,
+                    size_bytes: 64,
+                    tx_ns,
+                    rx_ns,
+                    tos: None,
+                    hop_limit: None,
+                    flow_label: None,
+                    kernel_ts: false,
+                    rtp_ts: None,
+                };
+                a.handle(&r, r.delay_ns());
+            }
+            a
+        };
+        // Delays of an hour plus 1, 3, 5, 7 ns: mean +4, variance (9+1+1+9)/4 = 5.
+        // A running mean in f64 near 3.6e12 keeps about 1e-3 ns of it.
+        let hour = 3_600_000_000_000;
+        let a = arrivals(&[hour + 1, hour + 3, hour + 5, hour + 7]);
+        assert_eq!(a.delay_variance(), 5.0);
+        assert_eq!(a.delay_stats().unwrap().stddev_ns, 5f64.sqrt());
+        // One packet, or all alike: none.
+        assert_eq!(arrivals(&[-42]).delay_variance(), 0.0);
+        assert_eq!(arrivals(&[7, 7, 7]).delay_variance(), 0.0);
+        // Deviations of ±1e15 ns over 20,000 packets overflow n·S2 (2e34 · 2e4 > 3.4e38):
+        // the floating-point form gives the same 1e30 within its precision.
+        let wide: Vec<i64> = (0..20_000)
+            .map(|i| if i % 2 == 0 { 0 } else { 2_000_000_000_000_000 })
+            .collect();
+        let var = arrivals(&wide).delay_variance();
+        assert!((var / 1e30 - 1.0).abs() < 1e-12, "{var}");
     }
 }

@@ -80,8 +80,8 @@ pub struct DelayStats {
     /// **Population** standard deviation `sqrt(Σ(D−mean)²/N)`, what ITGDec
     /// prints as "Delay standard deviation" (`ITGDecod.cpp` computes
     /// `sqrt(E[D²] − E[D]²)` in its summary block; we use the numerically
-    /// stabler two-pass form of the same quantity; the streaming meter, Welford's
-    /// one-pass update).
+    /// stabler two-pass form of the same quantity; the streaming meter, exact
+    /// integer sums about the first delay).
     pub stddev_ns: f64,
     /// Median delay, nearest rank (exact from records; from the streaming meter's
     /// histogram within [`crate::hist::RELATIVE_ERROR`]). `None` in documents written

@@ -123,6 +123,25 @@ fn recv_n(sock: &UdpSocket, n: usize, cap: usize) -> Vec<(Vec<u8>, RecvMeta)> {
     out
 }
 
+/// Waits until `rx` gets kernel receive timestamps taken on arrival. The kernel turns
+/// them on system-wide from a work queue a moment after the first socket asks (and off
+/// again a moment after the last one closes): meanwhile a datagram is stamped when it is
+/// read, and the datagrams of one GSO run get different stamps. `tx` is connected to
+/// `rx`; what it sends here is read here.
+fn wait_for_arrival_stamps(tx: &UdpSocket, rx: &UdpSocket) {
+    for _ in 0..500 {
+        tx.send(b"warm-up").unwrap();
+        let sent_ns = netio::clock::wall_ns();
+        std::thread::sleep(Duration::from_millis(2));
+        let (_, meta) = recv_n(rx, 1, 64).remove(0);
+        // Stamped on arrival: before `send` returned (loopback delivers in its call).
+        if meta.kernel_ts_ns.is_some_and(|ts| ts < sent_ns + 1_000_000) {
+            return;
+        }
+    }
+    panic!("kernel receive timestamps taken on arrival never came on");
+}
+
 fn sysctl(name: &str) -> Option<u32> {
     std::fs::read_to_string(format!("/proc/sys/{}", name.replace('.', "/")))
         .ok()?
@@ -212,6 +231,7 @@ mod udp_connected {
         let tx = case.sender();
         tx.connect_marked(dst, &case.marking(0xb8, 9, LABEL))
             .unwrap();
+        wait_for_arrival_stamps(&tx, &rx);
         // Runs: 3 × 100 + a shorter 60 | 2 × 200 | 9,000 (too long to join) | 8 × 1,400.
         let mut lens = vec![100, 100, 100, 60, 200, 200, 9_000];
         lens.extend([1_400; 8]);

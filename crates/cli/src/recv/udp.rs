@@ -14,6 +14,12 @@ use super::Shared;
 use crate::control::{canonical, is_timeout};
 
 const BATCH: usize = 64;
+/// Buffers per read while datagrams arrive coalesced (UDP GRO): 8 of up to 64 KiB each
+/// stay in a core's L2 cache between the kernel's copy and the metering that reads
+/// them, where 64 (4 MiB) do not. Measured on loopback, one flow of 1400-byte
+/// datagrams at 28 Gbit/s: 5-8 % less receiver CPU per datagram than 64 (1 was slower;
+/// 2, 4 and 16 the same within the noise).
+const GRO_BATCH: usize = 8;
 const BUF_LEN: usize = 65_536;
 
 /// How long the loop naps between reads while polling one-way traffic: at 300,000
@@ -54,12 +60,15 @@ pub(super) fn run(shared: &Shared, me: usize, socket: &netio::UdpSocket) {
     // The last batch held round-trip probes: poll by spinning, so their echoes wait no
     // nap; one-way datagrams carry the kernel's arrival stamp, so a nap costs nothing.
     let mut echoing = false;
+    // The last batch held coalesced buffers.
+    let mut coalesced = false;
     while !shared.stop.load(Ordering::Relaxed) {
         let polling = poll.wait(netio::clock::mono_ns()) == netio::poll::Wait::Poll;
+        let take = if coalesced { GRO_BATCH } else { BATCH };
         let got = if polling {
-            socket.try_recv_batch(&mut bufs, &mut metas)
+            socket.try_recv_batch(&mut bufs[..take], &mut metas[..take])
         } else {
-            socket.recv_batch(&mut bufs, &mut metas)
+            socket.recv_batch(&mut bufs[..take], &mut metas[..take])
         };
         let n = match got {
             Ok(0) => {
@@ -98,79 +107,82 @@ pub(super) fn run(shared: &Shared, me: usize, socket: &netio::UdpSocket) {
             // those arrived together and share the first one's metadata and arrival
             // time, as the segments of one GSO send share it without GRO.
             let gro_buffers = metas[..n].iter().filter(|m| m.gro_size.is_some()).count();
+            coalesced = gro_buffers > 0;
             let (mut datagrams, mut gro_datagrams) = (0u64, 0u64);
-            let split = bufs.iter().zip(&metas).take(n).flat_map(|(buf, meta)| {
-                let whole = &buf[..meta.len.min(buf.len())];
-                netio::gro_segments(whole, meta.gro_size).map(move |data| (data, meta))
-            });
-            for (data, meta) in split {
-                datagrams += 1;
-                if meta.gro_size.is_some() {
-                    gro_datagrams += 1;
-                }
-                // The probe starts the payload, or follows a real RTP header.
-                let at = probe::find(data).unwrap_or(0);
-                let repr = match Packet::new_checked(&data[at..]).and_then(|p| Repr::parse(&p)) {
-                    Ok(r) if !r.echo => r,
-                    _ => {
-                        counters.malformed_datagrams.fetch_add(1, Ordering::Relaxed);
-                        continue;
-                    }
-                };
-                let rx_ns = meta.kernel_ts_ns.unwrap_or(fallback_rx_ns);
-                let record = RxRecord {
-                    flow: u32::from(repr.flow),
-                    // The flow's home unwraps `repr.seq`.
-                    seq: 0,
-                    size_bytes: data.len() as u32,
-                    tx_ns: repr.tx_ns,
-                    rx_ns,
-                    tos: meta.tos,
-                    hop_limit: meta.hop_limit,
-                    flow_label: meta.flow_label,
-                    kernel_ts: meta.kernel_ts_ns.is_some(),
-                    // The RTP timestamp of a probe that follows an RTP header: meter
-                    // computes the RFC 3550 jitter from the records after the loop.
-                    rtp_ts: (at > 0)
-                        .then(|| wire::rtp::Packet::new_checked(data).ok())
-                        .flatten()
-                        .map(|rtp| rtp.timestamp()),
-                };
+            for (buf, meta) in bufs.iter().zip(&metas).take(n) {
+                // What the datagrams of one buffer share, worked out once for all of them.
                 let src = SocketAddr::new(canonical(meta.src.ip()), meta.src.port());
-                // Round-trip probes are echoed with their flow's marking.
-                let echo_marking =
-                    |flow: &Flow| (flow.announce.meter == Meter::Rtt).then(|| flow.marking());
-                let echo = match shard.take(me, repr.flow, repr.seq, src, record, now_mono) {
-                    Taken::Metered(flow) => echo_marking(flow),
-                    Taken::Forward(fwd) => {
-                        let echo = echo_marking(fwd.flow());
-                        forwards.push(fwd);
-                        echo
+                let rx_ns = meta.kernel_ts_ns.unwrap_or(fallback_rx_ns);
+                let whole = &buf[..meta.len.min(buf.len())];
+                let segments = netio::gro_segments(whole, meta.gro_size);
+                for data in segments {
+                    datagrams += 1;
+                    if meta.gro_size.is_some() {
+                        gro_datagrams += 1;
                     }
-                    Taken::Late => {
-                        counters.late_after_finish.fetch_add(1, Ordering::Relaxed);
-                        continue;
-                    }
-                    Taken::Unknown => {
-                        counters.unknown_flow.fetch_add(1, Ordering::Relaxed);
-                        continue;
-                    }
-                    Taken::WrongSource => {
-                        counters.wrong_source.fetch_add(1, Ordering::Relaxed);
-                        continue;
-                    }
-                };
-                if let Some(marking) = echo {
-                    // Echo exactly what arrived, never more, to the registered source only
-                    // (checked by `take`), from the socket it came in on.
-                    echoes.push(Echo {
-                        data: data.to_vec(),
-                        probe_at: at,
-                        dst: meta.src,
-                        src_ip: meta.dst_ip,
+                    // The probe starts the payload, or follows a real RTP header.
+                    let at = probe::find(data).unwrap_or(0);
+                    let repr = match Packet::new_checked(&data[at..]).and_then(|p| Repr::parse(&p))
+                    {
+                        Ok(r) if !r.echo => r,
+                        _ => {
+                            counters.malformed_datagrams.fetch_add(1, Ordering::Relaxed);
+                            continue;
+                        }
+                    };
+                    let record = RxRecord {
+                        flow: u32::from(repr.flow),
+                        // The flow's home unwraps `repr.seq`.
+                        seq: 0,
+                        size_bytes: data.len() as u32,
+                        tx_ns: repr.tx_ns,
                         rx_ns,
-                        marking,
-                    });
+                        tos: meta.tos,
+                        hop_limit: meta.hop_limit,
+                        flow_label: meta.flow_label,
+                        kernel_ts: meta.kernel_ts_ns.is_some(),
+                        // The RTP timestamp of a probe that follows an RTP header: meter
+                        // computes the RFC 3550 jitter from the records after the loop.
+                        rtp_ts: (at > 0)
+                            .then(|| wire::rtp::Packet::new_checked(data).ok())
+                            .flatten()
+                            .map(|rtp| rtp.timestamp()),
+                    };
+                    // Round-trip probes are echoed with their flow's marking.
+                    let echo_marking =
+                        |flow: &Flow| (flow.announce.meter == Meter::Rtt).then(|| flow.marking());
+                    let echo = match shard.take(me, repr.flow, repr.seq, src, record, now_mono) {
+                        Taken::Metered(flow) => echo_marking(flow),
+                        Taken::Forward(fwd) => {
+                            let echo = echo_marking(fwd.flow());
+                            forwards.push(fwd);
+                            echo
+                        }
+                        Taken::Late => {
+                            counters.late_after_finish.fetch_add(1, Ordering::Relaxed);
+                            continue;
+                        }
+                        Taken::Unknown => {
+                            counters.unknown_flow.fetch_add(1, Ordering::Relaxed);
+                            continue;
+                        }
+                        Taken::WrongSource => {
+                            counters.wrong_source.fetch_add(1, Ordering::Relaxed);
+                            continue;
+                        }
+                    };
+                    if let Some(marking) = echo {
+                        // Echo exactly what arrived, never more, to the registered source
+                        // only (checked by `take`), from the socket it came in on.
+                        echoes.push(Echo {
+                            data: data.to_vec(),
+                            probe_at: at,
+                            dst: meta.src,
+                            src_ip: meta.dst_ip,
+                            rx_ns,
+                            marking,
+                        });
+                    }
                 }
             }
             counters.datagrams.fetch_add(datagrams, Ordering::Relaxed);

@@ -15,7 +15,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 
 use meter::log::Entry;
-use meter::TxRecord;
 use netio::poll::{Interest, Ready};
 use traffic::{FlowSpec, Schedule, Scheduler};
 use wire::time::{Duration, Instant};
@@ -428,9 +427,23 @@ impl Engine<'_> {
                 }
                 Ok(sent) => {
                     stuck_since = None;
-                    for s in off..off + sent {
-                        let staged = self.udp[k].staged[s];
-                        self.record(staged, actual, wall);
+                    // Runs of one flow's consecutive packets, due at one instant, one size:
+                    // counted at once (a bulk flow's whole batch is one run).
+                    let mut s = off;
+                    while s < off + sent {
+                        let first = self.udp[k].staged[s];
+                        let mut n = 1;
+                        while s + n < off + sent && {
+                            let next = self.udp[k].staged[s + n];
+                            next.flow == first.flow
+                                && next.seq == first.seq + n as u64
+                                && next.scheduled_ns == first.scheduled_ns
+                                && next.size_bytes == first.size_bytes
+                        } {
+                            n += 1;
+                        }
+                        self.record_run(first, n as u64, actual, wall);
+                        s += n;
                     }
                     off += sent;
                 }
@@ -500,13 +513,7 @@ impl Engine<'_> {
     /// omits it), log it, show progress.
     fn record(&mut self, s: super::flow::Staged, actual_ns: u64, wall_ns: u64) {
         let flow = &mut self.flows[s.flow];
-        let record = TxRecord {
-            flow: u32::from(flow.id),
-            seq: s.seq,
-            size_bytes: s.size_bytes,
-            scheduled_ns: s.scheduled_ns,
-            actual_ns,
-        };
+        let record = s.tx_record(flow.id, actual_ns);
         let omitted = flow
             .omit
             .as_mut()
@@ -519,6 +526,26 @@ impl Engine<'_> {
         }
         self.unreported.0 += 1;
         self.unreported.1 += u64::from(s.size_bytes);
+    }
+
+    /// `n` packets of one flow that differ from `s` only in their sequence numbers
+    /// (`s.seq..s.seq + n`), taken by the kernel in one call: as `n` calls of
+    /// [`Self::record`], in one step unless each must be logged or may be omitted.
+    fn record_run(&mut self, s: super::flow::Staged, n: u64, actual_ns: u64, wall_ns: u64) {
+        if n == 1 || self.chunk.is_some() || self.flows[s.flow].omit.is_some() {
+            for k in 0..n {
+                let one = super::flow::Staged {
+                    seq: s.seq + k,
+                    ..s
+                };
+                self.record(one, actual_ns, wall_ns);
+            }
+            return;
+        }
+        let flow = &mut self.flows[s.flow];
+        flow.tx.handle_records(&s.tx_record(flow.id, actual_ns), n);
+        self.unreported.0 += n;
+        self.unreported.1 += u64::from(s.size_bytes) * n;
     }
 
     fn drop_staged(&mut self, i: usize) {

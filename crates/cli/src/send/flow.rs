@@ -78,6 +78,19 @@ pub(super) struct Staged {
     pub(super) size_bytes: u32,
 }
 
+impl Staged {
+    /// Its schedule record, for flow `id`, sent at `actual_ns` (monotonic).
+    pub(super) fn tx_record(&self, id: u16, actual_ns: u64) -> meter::TxRecord {
+        meter::TxRecord {
+            flow: u32::from(id),
+            seq: self.seq,
+            size_bytes: self.size_bytes,
+            scheduled_ns: self.scheduled_ns,
+            actual_ns,
+        }
+    }
+}
+
 /// A UDP socket and the batch staged on it, for every flow of an engine that marks its
 /// packets alike (marking is per socket: DS byte, TTL, flow label).
 pub(super) struct UdpOut {
@@ -88,6 +101,11 @@ pub(super) struct UdpOut {
     /// iperf3 --gsro's buffer), not 46 pieces.
     buf: Vec<u8>,
     stride: usize,
+    /// Datagrams per batch: [`BATCH`], or the most whole GSO runs of `stride`-byte
+    /// datagrams that fit in it (46 of 1,400 bytes, not a run of 46 and one of 18: each
+    /// message costs both ends a packet's way through the stack, however many
+    /// datagrams it carries).
+    capacity: usize,
     lens: [usize; BATCH],
     pub(super) staged: Vec<Staged>,
     /// Some flow on this socket gets echoes.
@@ -100,6 +118,7 @@ impl UdpOut {
             sock,
             buf: Vec::new(),
             stride: 0,
+            capacity: BATCH,
             lens: [0; BATCH],
             staged: Vec::with_capacity(BATCH),
             echoes: false,
@@ -112,16 +131,24 @@ impl UdpOut {
         if self.stride < size {
             self.stride = size;
             self.buf = vec![0; BATCH * size];
+            let run = self.sock.gso_run_len(size).clamp(1, BATCH);
+            self.capacity = if run > 1 { BATCH / run * run } else { BATCH };
         }
     }
 
-    fn slot(&mut self, i: usize) -> &mut [u8] {
+    /// Where slot `i`'s datagram lies in `buf`.
+    fn span(&self, i: usize) -> std::ops::Range<usize> {
         let at = i * self.stride;
-        &mut self.buf[at..at + self.lens[i]]
+        at..at + self.lens[i]
+    }
+
+    fn slot(&mut self, i: usize) -> &mut [u8] {
+        let span = self.span(i);
+        &mut self.buf[span]
     }
 
     pub(super) fn is_full(&self) -> bool {
-        self.staged.len() == BATCH
+        self.staged.len() >= self.capacity
     }
 
     /// The next slot, `len` bytes long.
@@ -144,8 +171,7 @@ impl UdpOut {
         let mut slices: [&[u8]; BATCH] = [&[]; BATCH];
         let n = self.staged.len();
         for (i, slot) in (from..n).zip(slices.iter_mut()) {
-            let at = i * self.stride;
-            *slot = &self.buf[at..at + self.lens[i]];
+            *slot = &self.buf[self.span(i)];
         }
         match self.sock.send_batch(&slices[..n - from]) {
             // An ICMP port unreachable reported for an earlier datagram: the error is
