@@ -140,7 +140,7 @@ pub fn try_intervals(
 
         if let Some(w) = window_of(r) {
             let a = &mut acc[w as usize];
-            a.add(r, delay);
+            a.add_n(r, delay, 1);
             if let Some(prev) = prev_delay {
                 a.jitter_sum_ns += u128::from(prev.abs_diff(delay));
                 a.jitter_pairs += 1;
@@ -206,7 +206,15 @@ impl IntervalSeries {
     /// Takes the next record in arrival order (`delay_ns` is its delay); returns the
     /// index of the window it fell in, `None` before the origin or after an error.
     pub fn handle_record(&mut self, r: &RxRecord, delay_ns: i64) -> Option<u64> {
-        self.rfc3550.update(delay_ns);
+        self.handle_records(r, delay_ns, 1)
+    }
+
+    /// Takes `n` (≥ 1) records in a row that differ from `r` in their sequence numbers
+    /// only, as `n` calls of [`Self::handle_record`]: they fall in one window, its index
+    /// returned.
+    pub fn handle_records(&mut self, r: &RxRecord, delay_ns: i64, n: u64) -> Option<u64> {
+        let n = n.max(1);
+        self.rfc3550.update_n(delay_ns, n);
         let prev = self.prev_delay_ns.replace(delay_ns);
         let origin = *self.origin_ns.get_or_insert(r.rx_ns);
         if self.error.is_some() {
@@ -227,11 +235,13 @@ impl IntervalSeries {
             self.windows.resize(i + 1, Accumulator::default());
         }
         let a = &mut self.windows[i];
-        a.add(r, delay_ns);
+        a.add_n(r, delay_ns, n);
+        // The pair with the record before, then n − 1 pairs of equal delays.
         if let Some(prev) = prev {
             a.jitter_sum_ns += u128::from(prev.abs_diff(delay_ns));
             a.jitter_pairs += 1;
         }
+        a.jitter_pairs += n - 1;
         a.rfc3550_ns = self.rfc3550.value_ns();
         Some(w)
     }
@@ -294,14 +304,14 @@ struct Accumulator {
 }
 
 impl Accumulator {
-    fn add(&mut self, r: &RxRecord, delay_ns: i64) {
+    fn add_n(&mut self, r: &RxRecord, delay_ns: i64, n: u64) {
         if self.packets == 0 {
             self.delay_min_ns = delay_ns;
             self.delay_max_ns = delay_ns;
         }
-        self.packets += 1;
-        self.bytes += u64::from(r.size_bytes);
-        self.delay_sum_ns += i128::from(delay_ns);
+        self.packets += n;
+        self.bytes += u64::from(r.size_bytes) * n;
+        self.delay_sum_ns += i128::from(delay_ns) * i128::from(n);
         self.delay_min_ns = self.delay_min_ns.min(delay_ns);
         self.delay_max_ns = self.delay_max_ns.max(delay_ns);
     }

@@ -137,6 +137,23 @@ impl Rfc3550Jitter {
         self.prev_delay_ns = Some(delay_ns);
     }
 
+    /// Feeds `n` packets in a row with one delay, as `n` calls of [`Self::update`]: the
+    /// same floating-point steps, so the same J to the bit.
+    pub fn update_n(&mut self, delay_ns: i64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        self.update(delay_ns);
+        // Every next pair's |D(i−1, i)| is 0.
+        for _ in 1..n {
+            if self.jitter_ns == 0.0 {
+                break;
+            }
+            self.jitter_ns += (0.0 - self.jitter_ns) / 16.0;
+        }
+        self.pairs += n - 1;
+    }
+
     /// Current J; `None` until two packets have been seen.
     pub fn value_ns(&self) -> Option<f64> {
         (self.pairs > 0).then_some(self.jitter_ns)

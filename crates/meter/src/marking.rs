@@ -112,12 +112,17 @@ pub struct MarkingCounter {
 impl MarkingCounter {
     /// Counts one packet's fields.
     pub fn handle_record(&mut self, r: &RxRecord) {
+        self.handle_records(r, 1);
+    }
+
+    /// Counts `n` packets that carried `r`'s fields.
+    pub fn handle_records(&mut self, r: &RxRecord, n: u64) {
         let fields = (r.tos, r.hop_limit, r.flow_label);
         match &mut self.run {
-            Some((f, n)) if *f == fields => *n += 1,
+            Some((f, count)) if *f == fields => *count += n,
             run => {
-                if let Some((f, n)) = run.replace((fields, 1)) {
-                    self.counted.add_n(f, n);
+                if let Some((f, count)) = run.replace((fields, n)) {
+                    self.counted.add_n(f, count);
                 }
             }
         }

@@ -107,12 +107,17 @@ pub struct IpdvSums {
 
 impl IpdvSums {
     fn add(&mut self, v: i64) {
+        self.add_n(v, 1);
+    }
+
+    /// `n` pairs of IPDV `v`.
+    fn add_n(&mut self, v: i64, n: u64) {
         if self.pairs == 0 {
             (self.min_ns, self.max_ns) = (v, v);
         }
-        self.pairs += 1;
-        self.sum_ns += i128::from(v);
-        self.sum_abs_ns += u128::from(v.unsigned_abs());
+        self.pairs += n;
+        self.sum_ns += i128::from(v) * i128::from(n);
+        self.sum_abs_ns += u128::from(v.unsigned_abs()) * u128::from(n);
         self.min_ns = self.min_ns.min(v);
         self.max_ns = self.max_ns.max(v);
     }
@@ -240,6 +245,44 @@ impl SeqState {
         }
     }
 
+    /// Takes `n` arrivals in a row numbered `seq`, `seq + 1`, … with one delay (the
+    /// datagrams of one coalesced receive), as `n` calls of [`Self::handle`]. `ipdv`
+    /// gets each new IPDV value with how many pairs have it; `arrived` what each packet
+    /// was, up to the first that raised `NextExp` (the flow's first packet excepted):
+    /// the rest each raise it by one right after their predecessor, so they reveal
+    /// nothing, form one IPDV pair of 0 each and are taken at once.
+    pub fn handle_run(
+        &mut self,
+        seq: u64,
+        n: u64,
+        delay_ns: i64,
+        window: Option<u64>,
+        mut ipdv: impl FnMut(i64, u64),
+        mut arrived: impl FnMut(Arrival),
+    ) {
+        let mut k = 0;
+        while k < n {
+            let arrival = self.handle(seq.saturating_add(k), delay_ns, window, |v| ipdv(v, 1));
+            arrived(arrival);
+            k += 1;
+            if matches!(arrival, Arrival::InOrder { .. }) && self.ditg.recv >= 2 {
+                break;
+            }
+        }
+        let rest = n - k;
+        if rest == 0 {
+            return;
+        }
+        self.ditg.handle_next_maxima(rest);
+        // D(i) − D(i−1) = 0: the same delay as the packet before.
+        self.ipdv.add_n(0, rest);
+        ipdv(0, rest);
+        self.next_expected = self.next_expected.saturating_add(rest);
+        self.top_delay_ns = Some(delay_ns);
+        self.position += rest;
+        self.close_old_runs();
+    }
+
     /// Closes runs that fell out of the window.
     fn close_old_runs(&mut self) {
         let window_floor = self.next_expected.saturating_sub(WINDOW_PACKETS);
@@ -359,6 +402,16 @@ impl DitgReplay {
             }
             self.dropped = now;
         }
+    }
+
+    /// `m` packets, each numbered one above the largest so far, following a packet that
+    /// was the largest so far and not the flow's first: as `m` calls of
+    /// [`Self::handle`]. Each then keeps `max − recv` and so `now`, which equals
+    /// `dropped` after such a packet (and is 0 after the `dup` branch, whose condition
+    /// fails from then on): no event starts or ends, only `recv` and `max` grow.
+    fn handle_next_maxima(&mut self, m: u64) {
+        self.recv += i128::from(m);
+        self.max += i128::from(m);
     }
 
     fn result(&self) -> DitgLoss {

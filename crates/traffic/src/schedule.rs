@@ -273,6 +273,33 @@ impl Schedule {
         Some(tx)
     }
 
+    /// The next packet if it is due at `now` (as [`Self::poll_transmit`]), and how many
+    /// in all, up to `most`, that many calls would hand out at once: an unpaced flow of
+    /// one size (no distributions, talk spurts or video) has all of them due now, alike
+    /// but for their sequence numbers, until its packet or byte count runs out; any
+    /// other flow, one.
+    pub fn poll_transmits(&mut self, now: Instant, most: u32) -> Option<(Transmit, u32)> {
+        let first = self.poll_transmit(now)?;
+        let alike = self.unpaced && self.sizes.is_none() && self.frames.is_none();
+        if !alike || self.talk.is_some() || most <= 1 {
+            return Some((first, 1));
+        }
+        let mut more = u64::from(most - 1);
+        if let Some(count) = self.stop.count {
+            more = more.min(count.saturating_sub(self.next_seq));
+        }
+        if let (Some(bytes), size) = (self.stop.bytes, u64::from(self.size_bytes)) {
+            // A packet goes out while fewer than `bytes` went before it.
+            if size > 0 {
+                more = more.min(bytes.saturating_sub(self.bytes).div_ceil(size));
+            }
+        }
+        self.next_seq += more;
+        self.bytes += more * u64::from(self.size_bytes);
+        // Lossless: more < most.
+        Some((first, 1 + more as u32))
+    }
+
     /// Move to the next packet without a division per packet (this runs at several
     /// hundred thousand packets per second): add ⌊num/den⌋ and carry the remainder.
     fn advance(&mut self) {

@@ -11,9 +11,11 @@
 //! [`Scheduler::handle_park`] and leaves the heap until [`Scheduler::handle_unpark`].
 //!
 //! Unpaced flows (bulk) have no deadlines: each is served up to [`UNPACED_BURST`] packets
-//! per instant (one `sendmmsg` batch of UDP datagrams; a TCP flow's window parks it
-//! sooner), then keyed by the instant after, so several bulk flows on one scheduler take
-//! turns, and a paced flow that falls due waits at most one burst of each.
+//! per instant (or what [`Scheduler::set_unpaced_burst`] sets: one send call's worth of
+//! UDP datagrams; a TCP flow's window parks it sooner), then keyed by the instant after,
+//! so several bulk flows on one scheduler take turns, and a paced flow that falls due
+//! waits at most one burst of each. [`Scheduler::poll_transmits`] hands out a burst's
+//! packets a run at a time, where [`Scheduler::poll_transmit`] hands them out one by one.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -24,7 +26,7 @@ use crate::schedule::{Schedule, Transmit};
 
 const ONE_NS: Duration = Duration::from_nanos(1);
 
-/// The most packets an unpaced flow is handed at one instant.
+/// The most packets an unpaced flow is handed at one instant, by default.
 pub const UNPACED_BURST: u32 = 64;
 
 /// A flow's place in a [`Scheduler`], as [`Scheduler::insert`] returned it.
@@ -51,6 +53,8 @@ struct Slot {
     finished: bool,
     /// An unpaced flow: the instant it was last served at, and how many packets then.
     burst: (Instant, u32),
+    /// The most packets it is handed at one instant, if unpaced.
+    burst_len: u32,
 }
 
 impl Scheduler {
@@ -68,6 +72,7 @@ impl Scheduler {
             parked: false,
             finished: false,
             burst: (Instant::from_nanos(0), 0),
+            burst_len: UNPACED_BURST,
         });
         self.active += 1;
         self.requeue(i, None);
@@ -90,6 +95,13 @@ impl Scheduler {
             *at += by;
         }
         self.heap = BinaryHeap::from(heap);
+    }
+
+    /// Hand unpaced flow `i` at most `packets` (at least 1) at one instant, instead of
+    /// [`UNPACED_BURST`]: a sender whose send call takes 46 datagrams (a UDP GSO run of
+    /// 1,400 bytes) sets 46, so a burst is whole calls, not one of 46 and one of 18.
+    pub fn set_unpaced_burst(&mut self, i: FlowIndex, packets: u32) {
+        self.flows[i].burst_len = packets.max(1);
     }
 
     /// Flows added.
@@ -126,6 +138,20 @@ impl Scheduler {
 
     /// The packet due earliest across all flows, if one is due at `now`, with its flow.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<(FlowIndex, Transmit)> {
+        self.poll_transmits(now, |_| 1).map(|(i, t, _)| (i, t))
+    }
+
+    /// The packets due earliest across all flows, if one is due at `now`: a run of `n`
+    /// of one flow that differ from the first, `t`, only in their sequence numbers
+    /// (`t.seq..t.seq + n`; the RTP marker is the first's alone), exactly the packets
+    /// that `n` calls of [`Self::poll_transmit`] would hand out next. `room(i)` says how
+    /// many flow `i` can take now (at least 1 is handed out). Runs come from the middle
+    /// of an unpaced flow's burst; anything else is handed out one packet at a time.
+    pub fn poll_transmits(
+        &mut self,
+        now: Instant,
+        mut room: impl FnMut(FlowIndex) -> u32,
+    ) -> Option<(FlowIndex, Transmit, u32)> {
         loop {
             self.drop_stale();
             let &Reverse((at, i)) = self.heap.peek()?;
@@ -138,19 +164,22 @@ impl Scheduler {
             let slot = &mut self.flows[i];
             if at == now
                 && slot.burst.0 == now
-                && slot.burst.1 + 1 < UNPACED_BURST
+                && slot.burst.1 + 1 < slot.burst_len
                 && slot.sched.is_unpaced()
             {
-                if let Some(t) = slot.sched.poll_transmit(now) {
+                // A packet is served this way while `burst.1 + 1 < burst_len` before it.
+                let most = room(i).clamp(1, slot.burst_len - 1 - slot.burst.1);
+                if let Some((t, n)) = slot.sched.poll_transmits(now, most) {
                     if slot.sched.poll_timeout().is_some_and(|due| due <= now) {
-                        slot.burst.1 += 1;
-                        return Some((i, t));
+                        slot.burst.1 += n;
+                        return Some((i, t, n));
                     }
                     // Its last packet: off the heap as below.
+                    slot.burst.1 += n - 1;
                     self.heap.pop();
                     self.flows[i].key = None;
                     self.requeue(i, Some(now));
-                    return Some((i, t));
+                    return Some((i, t, n));
                 }
             }
             self.heap.pop();
@@ -164,7 +193,7 @@ impl Scheduler {
                     (at, n) if at == now => (at, n + 1),
                     _ => (now, 1),
                 };
-                if slot.burst.1 < UNPACED_BURST {
+                if slot.burst.1 < slot.burst_len {
                     now
                 } else {
                     now + ONE_NS
@@ -172,7 +201,7 @@ impl Scheduler {
             });
             self.requeue(i, served);
             if let Some(t) = t {
-                return Some((i, t));
+                return Some((i, t, 1));
             }
         }
     }
@@ -268,6 +297,14 @@ mod tests {
                 ..StopSpec::default()
             },
             ..FlowSpec::default()
+        }
+    }
+
+    /// An unpaced flow of `count` packets.
+    fn unpaced(count: u64) -> FlowSpec {
+        FlowSpec {
+            unpaced: true,
+            ..flow(1, 0, count)
         }
     }
 
@@ -454,11 +491,7 @@ mod tests {
         // sequence number once and in order; a paced flow keeps its turn meanwhile.
         let origin = Instant::from_nanos(1_000);
         let mut s = Scheduler::new();
-        let bulk = FlowSpec {
-            unpaced: true,
-            ..flow(1, 0, 150)
-        };
-        let x = s.insert(Schedule::new(&bulk, origin).unwrap());
+        let x = s.insert(Schedule::new(&unpaced(150), origin).unwrap());
         let p = s.insert(Schedule::new(&flow(1_000_000, 0, 2), origin).unwrap());
         let mut bursts = Vec::new();
         let mut seqs = Vec::new();
@@ -482,5 +515,96 @@ mod tests {
         assert_eq!(seqs, (0..150).collect::<Vec<u64>>());
         assert!(s.is_flow_finished(x));
         assert!(!s.is_flow_finished(p));
+    }
+    /// Runs are the packets single calls hand out, in the same order: bulk flows with
+    /// packet, byte and time limits and bursts of their own length, beside paced flows,
+    /// drained at instants a run at a time with the room a sender has left.
+    #[test]
+    fn runs_are_exactly_the_packets_single_calls_hand_out() {
+        let (mut packets, mut in_runs) = (0, 0);
+        for seed in 0..200u64 {
+            let mut rng = Rng(seed);
+            let origin = Instant::from_nanos(5_000);
+            let mut one = Scheduler::new();
+            for k in 0..1 + rng.next() % 4 {
+                let mut spec = FlowSpec {
+                    unpaced: rng.next() % 4 != 0,
+                    size_bytes: 100 + (rng.next() % 1300) as u32,
+                    ..flow(1_000 + rng.next() % 100_000, k * 3, 1 + rng.next() % 400)
+                };
+                match rng.next() % 3 {
+                    0 => spec.stop.bytes = Some(rng.next() % 200_000),
+                    1 => spec.stop.duration = Some(Duration::from_micros(rng.next() % 400)),
+                    _ => {}
+                }
+                let i = one.insert(Schedule::new(&spec, origin).unwrap());
+                if rng.next() % 2 == 0 {
+                    one.set_unpaced_burst(i, 1 + (rng.next() % 70) as u32);
+                }
+            }
+            let mut runs = Scheduler {
+                flows: one
+                    .flows
+                    .iter()
+                    .map(|f| Slot {
+                        sched: f.sched.clone(),
+                        ..*f
+                    })
+                    .collect(),
+                heap: one.heap.clone(),
+                active: one.active,
+            };
+            let (mut singles, mut flattened) = (Vec::new(), Vec::new());
+            for step in 0..2_000u64 {
+                let now = origin + Duration::from_nanos(step * (rng.next() % 3) * 500);
+                singles.extend(std::iter::from_fn(|| one.poll_transmit(now)));
+                while let Some((i, t, n)) = runs.poll_transmits(now, |_| (rng.next() % 50) as u32) {
+                    assert!(n >= 1);
+                    in_runs += u64::from(n > 1) * u64::from(n);
+                    flattened.extend((0..u64::from(n)).map(|k| {
+                        let marker = t.marker && k == 0;
+                        (
+                            i,
+                            Transmit {
+                                seq: t.seq + k,
+                                marker,
+                                ..t
+                            },
+                        )
+                    }));
+                }
+                assert_eq!(one.poll_timeout(), runs.poll_timeout(), "seed {seed}");
+            }
+            assert_eq!(singles, flattened, "seed {seed}");
+            packets += flattened.len() as u64;
+        }
+        // Most packets came in runs: the test compared runs, not single packets.
+        assert!(in_runs * 2 > packets, "{in_runs} of {packets}");
+    }
+
+    #[test]
+    fn a_burst_set_to_one_send_call_hands_out_whole_calls() {
+        let origin = Instant::from_nanos(0);
+        let mut s = Scheduler::new();
+        let x = s.insert(Schedule::new(&unpaced(100), origin).unwrap());
+        s.set_unpaced_burst(x, 46);
+        let mut calls = Vec::new();
+        for ns in 0..4 {
+            let now = origin + Duration::from_nanos(ns);
+            // A sender that takes 46 at a time.
+            let mut room = 46;
+            while let Some((_, _, n)) = s.poll_transmits(now, |_| room) {
+                room -= n;
+                if room == 0 {
+                    calls.push(46);
+                    room = 46;
+                }
+            }
+            if room < 46 {
+                calls.push(46 - room);
+            }
+        }
+        assert_eq!(calls, [46, 46, 8]);
+        assert!(s.is_flow_finished(x));
     }
 }

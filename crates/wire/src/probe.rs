@@ -293,6 +293,34 @@ impl SeqUnwrapper {
             self.highest = Some(u64::from(seq));
             return u64::from(seq);
         };
+        let value = Self::nearest(highest, seq);
+        if value > highest {
+            self.highest = Some(value);
+        }
+        value
+    }
+
+    /// The `n` (≥ 1) numbers `seq`, `seq + 1`, … (wrapping) as `n` calls of
+    /// [`Self::unwrap`] would take them, when each of those would return one more than
+    /// the last: so whenever the first is at least the highest seen yet (each next one
+    /// is then the new highest plus one). Returns the first's value; `None`, changing
+    /// nothing, when the first lies below the highest (a late packet: unwrap them one
+    /// by one).
+    pub fn unwrap_consecutive(&mut self, seq: u32, n: u32) -> Option<u64> {
+        let first = match self.highest {
+            None => u64::from(seq),
+            Some(highest) => Self::nearest(highest, seq),
+        };
+        if self.highest.is_some_and(|h| first < h) {
+            return None;
+        }
+        // u64 numbers start below 2^32 and grow by one a packet: no overflow.
+        self.highest = Some(first + u64::from(n.max(1)) - 1);
+        Some(first)
+    }
+
+    /// The 64-bit candidate for `seq` closest to `highest`.
+    fn nearest(highest: u64, seq: u32) -> u64 {
         let epoch = highest & !0xffff_ffff;
         let base = epoch | u64::from(seq);
         let candidates = [
@@ -300,15 +328,11 @@ impl SeqUnwrapper {
             Some(base),
             base.checked_add(1 << 32),
         ];
-        let value = candidates
+        candidates
             .into_iter()
             .flatten()
             .min_by_key(|c| c.abs_diff(highest))
-            .unwrap_or(base);
-        if value > highest {
-            self.highest = Some(value);
-        }
-        value
+            .unwrap_or(base)
     }
 }
 
@@ -439,5 +463,33 @@ mod tests {
         let mut v = SeqUnwrapper::default();
         assert_eq!(v.unwrap(3), 3);
         assert_eq!(v.unwrap(1), 1);
+    }
+
+    /// `unwrap_consecutive` leaves the unwrapper as the single calls would, across a
+    /// wrap, and refuses a run that starts below the highest.
+    #[test]
+    fn unwrapper_takes_consecutive_numbers_as_single_calls_would() {
+        for (before, first, n) in [
+            (vec![], 7u32, 5u32),
+            (vec![u32::MAX - 10], u32::MAX - 2, 6),
+            (vec![4, 9], 9, 3),
+            (vec![4, 9], 10, 1),
+        ] {
+            let (mut one, mut run) = (SeqUnwrapper::default(), SeqUnwrapper::default());
+            for s in &before {
+                assert_eq!(one.unwrap(*s), run.unwrap(*s));
+            }
+            let singles: Vec<u64> = (0..n).map(|k| one.unwrap(first.wrapping_add(k))).collect();
+            let start = run.unwrap_consecutive(first, n).unwrap();
+            let expected: Vec<u64> = (0..u64::from(n)).map(|k| start + k).collect();
+            assert_eq!(singles, expected, "{before:?} then {first} x{n}");
+            // The state after: the next number unwraps alike.
+            let next = first.wrapping_add(n);
+            assert_eq!(one.unwrap(next), run.unwrap(next));
+        }
+        let mut late = SeqUnwrapper::default();
+        late.unwrap(100);
+        assert_eq!(late.unwrap_consecutive(90, 4), None);
+        assert_eq!(late.unwrap(101), 101, "a refused run changes nothing");
     }
 }

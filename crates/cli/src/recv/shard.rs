@@ -174,30 +174,45 @@ impl FlowState {
         self.meter.summary(sent)
     }
 
-    /// Meter one datagram of `flow` whose probe carried the 32-bit sequence number
-    /// `seq` (`record.seq` is filled in here), and log it into `log`.
-    pub(crate) fn handle_datagram(
+    /// Meter datagrams `d` of `flow`, and log them into `log`. Datagrams of one
+    /// coalesced receive whose numbers run on above the highest yet are metered in one
+    /// step ([`FlowMeter::handle_records`], exact as one at a time), unless each must
+    /// be logged or may be omitted.
+    pub(crate) fn handle_datagrams(
         &mut self,
         flow: &Flow,
-        seq: u32,
-        record: RxRecord,
+        d: &Datagrams,
         now_mono_ns: u64,
-        log: Option<&mut Chunk>,
+        mut log: Option<&mut Chunk>,
     ) {
-        let record = RxRecord {
-            seq: self.unwrapper.unwrap(seq),
-            ..record
-        };
-        self.note_delay(&record);
-        self.meter_record(&record);
-        if let Some(chunk) = log {
-            let logged = RxRecord {
-                flow: flow.log_key,
+        let Datagrams { seq, n, record } = *d;
+        self.last_rx_mono_ns = now_mono_ns;
+        if n > 1 && log.is_none() && self.omit.is_none() {
+            if let Some(first) = self.unwrapper.unwrap_consecutive(seq, n) {
+                let record = RxRecord {
+                    seq: first,
+                    ..record
+                };
+                self.note_delay(&record);
+                self.meter.handle_records(&record, u64::from(n));
+                return;
+            }
+        }
+        for k in 0..n {
+            let record = RxRecord {
+                seq: self.unwrapper.unwrap(seq.wrapping_add(k)),
                 ..record
             };
-            chunk.push(&Entry::Rx(logged), u32::from(flow.id));
+            self.note_delay(&record);
+            self.meter_record(&record);
+            if let Some(chunk) = log.as_deref_mut() {
+                let logged = RxRecord {
+                    flow: flow.log_key,
+                    ..record
+                };
+                chunk.push(&Entry::Rx(logged), u32::from(flow.id));
+            }
         }
-        self.last_rx_mono_ns = now_mono_ns;
     }
 }
 
@@ -214,8 +229,17 @@ struct Slot {
 pub(crate) struct Forward {
     home: usize,
     flow: Arc<Flow>,
-    seq: u32,
-    record: RxRecord,
+    datagrams: Datagrams,
+}
+
+/// Datagrams of one flow, `n` (≥ 1) of them, alike but for the 32-bit sequence numbers
+/// of their probes, `seq`, `seq + 1`, …: one datagram, or a run of one coalesced
+/// receive. `record.seq` is filled in by the flow's home, which unwraps the numbers.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Datagrams {
+    pub(crate) seq: u32,
+    pub(crate) n: u32,
+    pub(crate) record: RxRecord,
 }
 
 impl Forward {
@@ -280,17 +304,15 @@ pub(crate) struct Shard {
 }
 
 impl Shard {
-    /// Take a datagram from `src` (canonical address) whose probe names flow `id` with
-    /// sequence number `seq`, for shard `me`: checked against the flow's registration,
-    /// then metered here if this is (or becomes) the flow's home, else made ready to be
-    /// handed over. `record.seq` is filled in by the home.
+    /// Take datagrams `d` from `src` (canonical address) whose probes name flow `id`,
+    /// for shard `me`: checked against the flow's registration, then metered here if
+    /// this is (or becomes) the flow's home, else made ready to be handed over.
     pub(crate) fn take(
         &mut self,
         me: usize,
         id: u16,
-        seq: u32,
         src: std::net::SocketAddr,
-        record: RxRecord,
+        d: Datagrams,
         now_mono_ns: u64,
     ) -> Taken<'_> {
         let Some(slot) = self.flows.get_mut(&id) else {
@@ -311,15 +333,14 @@ impl Shard {
             return Taken::Forward(Forward {
                 home,
                 flow: slot.flow.clone(),
-                seq,
-                record,
+                datagrams: d,
             });
         }
         let flow = &slot.flow;
         let state = slot
             .state
             .get_or_insert_with(|| Box::new(FlowState::new(flow)));
-        state.handle_datagram(flow, seq, record, now_mono_ns, self.udp_log.as_mut());
+        state.handle_datagrams(flow, &d, now_mono_ns, self.udp_log.as_mut());
         Taken::Metered(flow)
     }
 
@@ -331,8 +352,8 @@ impl Shard {
             .and_then(|s| s.state.as_deref_mut())
     }
 
-    /// Meter a datagram another shard took for a flow at home here; false when the
-    /// flow has been finished meanwhile (the datagram is late).
+    /// Meter the datagrams another shard took for a flow at home here; false when the
+    /// flow has been finished meanwhile (they are late).
     fn handle_forward(&mut self, fwd: &Forward, now_mono_ns: u64) -> bool {
         let Some(slot) = self
             .flows
@@ -345,13 +366,7 @@ impl Shard {
         let state = slot
             .state
             .get_or_insert_with(|| Box::new(FlowState::new(flow)));
-        state.handle_datagram(
-            flow,
-            fwd.seq,
-            fwd.record,
-            now_mono_ns,
-            self.udp_log.as_mut(),
-        );
+        state.handle_datagrams(flow, &fwd.datagrams, now_mono_ns, self.udp_log.as_mut());
         true
     }
 
@@ -543,7 +558,7 @@ impl Flows {
             let mut shard = self.shard(group[0].home);
             for fwd in group {
                 if !shard.handle_forward(fwd, now_mono_ns) {
-                    late += 1;
+                    late += u64::from(fwd.datagrams.n);
                 }
             }
             if let Some(log) = log {
@@ -708,7 +723,12 @@ mod tests {
         src: SocketAddr,
     ) -> (&'static str, Option<Forward>) {
         let mut shard = flows.shard(me);
-        match shard.take(me, id, seq, src, record(id, seq), 0) {
+        let d = Datagrams {
+            seq,
+            n: 1,
+            record: record(id, seq),
+        };
+        match shard.take(me, id, src, d, 0) {
             Taken::Metered(f) => {
                 assert_eq!(f.id, id);
                 ("metered", None)
@@ -895,5 +915,72 @@ mod tests {
         let err = flows.register(1, PEER, many, |_| {}).unwrap_err();
         assert!(err.contains("full"), "{err}");
         assert!(flows.open_ids().is_empty(), "nothing half registered");
+    }
+    /// Runs of one coalesced receive, handed over by another shard or metered at home,
+    /// across the 32-bit wrap, late ones among them: the flow's figures are those of
+    /// the same datagrams taken one at a time.
+    #[test]
+    fn runs_meter_as_their_datagrams_one_by_one() {
+        let start = u32::MAX - 100;
+        // (first number, datagrams): in order across the wrap, a gap, a late run (below
+        // the highest: taken one by one), a duplicate run, a run after it.
+        let runs: [(u32, u32); 7] = [
+            (start, 46),
+            (start.wrapping_add(46), 46),
+            (start.wrapping_add(92), 46),
+            (start.wrapping_add(150), 20),
+            (start.wrapping_add(140), 10),
+            (start.wrapping_add(150), 3),
+            (start.wrapping_add(170), 46),
+        ];
+        let figures = |batched: bool| {
+            let flows = Flows::new(2);
+            let grants = flows
+                .register(1, PEER, vec![announce(0, Protocol::Udp, None)], |_| {})
+                .unwrap();
+            let id = grants[0].id;
+            // The flow's home is shard 1; shard 0 hands its runs over.
+            assert_eq!(
+                take(&flows, 1, id, start.wrapping_sub(1), from(9)).0,
+                "metered"
+            );
+            for (k, &(seq, n)) in runs.iter().enumerate() {
+                let me = k % 2;
+                let one = |seq: u32, n: u32| Datagrams {
+                    seq,
+                    n,
+                    // One send stamp for the run: its first datagram's.
+                    record: record(id, seq),
+                };
+                let parts: Vec<Datagrams> = if batched {
+                    vec![one(seq, n)]
+                } else {
+                    (0..n)
+                        .map(|j| Datagrams {
+                            seq: seq.wrapping_add(j),
+                            ..one(seq, 1)
+                        })
+                        .collect()
+                };
+                let mut fwds = Vec::new();
+                for d in parts {
+                    match flows.shard(me).take(me, id, from(9), d, 0) {
+                        Taken::Metered(_) => {}
+                        Taken::Forward(fwd) => fwds.push(fwd),
+                        _ => panic!("refused"),
+                    }
+                }
+                assert_eq!(flows.forward(&mut fwds, 0, None), 0);
+            }
+            let flow = flows.flow(id).unwrap();
+            flows
+                .with_state(&flow, |s| (s.meter.clone(), s.summary(None)))
+                .unwrap()
+        };
+        let (batched, singles) = (figures(true), figures(false));
+        assert_eq!(batched, singles);
+        let loss = batched.1.loss;
+        assert_eq!((loss.duplicates, loss.reordered), (3, 10));
+        assert_eq!(batched.1.packets, 1 + 46 * 4 + 20 + 10 + 3);
     }
 }

@@ -38,6 +38,121 @@ struct Echo {
     marking: netio::Marking,
 }
 
+/// Datagrams side by side in one buffer that the meter takes as one run: one flow,
+/// numbered one after another, with one send stamp and one size, no RTP header.
+struct Run {
+    repr: Repr,
+    n: u32,
+    probe_at: usize,
+    /// Where the first lies in the buffer, and each one's length.
+    data_at: usize,
+    len: usize,
+    rtp_ts: Option<u32>,
+}
+
+impl Run {
+    /// Whether the datagram of `len` bytes at `data_at` in the buffer, its probe `next`
+    /// at `probe_at`, is the run's next one.
+    fn extends(&self, next: &Repr, probe_at: usize, data_at: usize, len: usize) -> bool {
+        self.probe_at == 0
+            && probe_at == 0
+            && data_at == self.data_at + self.len * self.n as usize
+            && next.flow == self.repr.flow
+            && next.seq == self.repr.seq.wrapping_add(self.n)
+            && next.tx_ns == self.repr.tx_ns
+            && len == self.len
+    }
+
+    /// Its datagrams, in the buffer `whole` they came in.
+    fn datagrams<'a>(&self, whole: &'a [u8]) -> impl Iterator<Item = &'a [u8]> {
+        let all = &whole[self.data_at..self.data_at + self.len * self.n as usize];
+        all.chunks(self.len.max(1)).take(self.n as usize)
+    }
+}
+
+/// What the datagrams of one received buffer share.
+struct Arrival<'a> {
+    meta: &'a netio::RecvMeta,
+    /// The source, canonical.
+    src: SocketAddr,
+    rx_ns: u64,
+    whole: &'a [u8],
+    now_mono: u64,
+}
+
+impl Arrival<'_> {
+    /// Hand run `r` to its flow's shard (`shard`, this thread's, or its home via
+    /// `forwards`) and queue the echoes of a round-trip flow; count what is refused.
+    fn deliver(
+        &self,
+        r: &Run,
+        shard: &mut super::shard::Shard,
+        me: usize,
+        counters: &super::Counters,
+        forwards: &mut Vec<super::shard::Forward>,
+        echoes: &mut Vec<Echo>,
+    ) {
+        let meta = self.meta;
+        let record = RxRecord {
+            flow: u32::from(r.repr.flow),
+            // The flow's home unwraps `repr.seq`.
+            seq: 0,
+            size_bytes: r.len as u32,
+            tx_ns: r.repr.tx_ns,
+            rx_ns: self.rx_ns,
+            tos: meta.tos,
+            hop_limit: meta.hop_limit,
+            flow_label: meta.flow_label,
+            kernel_ts: meta.kernel_ts_ns.is_some(),
+            rtp_ts: r.rtp_ts,
+        };
+        let n = u64::from(r.n);
+        // Round-trip probes are echoed with their flow's marking.
+        let echo_marking =
+            |flow: &Flow| (flow.announce.meter == Meter::Rtt).then(|| flow.marking());
+        let d = super::shard::Datagrams {
+            seq: r.repr.seq,
+            n: r.n,
+            record,
+        };
+        let taken = shard.take(me, r.repr.flow, self.src, d, self.now_mono);
+        let echo = match taken {
+            Taken::Metered(flow) => echo_marking(flow),
+            Taken::Forward(fwd) => {
+                let echo = echo_marking(fwd.flow());
+                forwards.push(fwd);
+                echo
+            }
+            Taken::Late => {
+                counters.late_after_finish.fetch_add(n, Ordering::Relaxed);
+                return;
+            }
+            Taken::Unknown => {
+                counters.unknown_flow.fetch_add(n, Ordering::Relaxed);
+                return;
+            }
+            Taken::WrongSource => {
+                counters.wrong_source.fetch_add(n, Ordering::Relaxed);
+                return;
+            }
+        };
+        if let Some(marking) = echo {
+            // Echo exactly what arrived, never more, to the registered source only
+            // (checked by `take`), from the socket it came in on.
+            for data in r.datagrams(self.whole) {
+                echoes.push(Echo {
+                    data: data.to_vec(),
+                    probe_at: r.probe_at,
+                    dst: meta.src,
+                    src_ip: meta.dst_ip,
+                    rx_ns: self.rx_ns,
+                    marking,
+                });
+            }
+        }
+    }
+}
+
 /// Receive on `socket`, shard `me` of the table, until the stop flag is set.
 pub(super) fn run(shared: &Shared, me: usize, socket: &netio::UdpSocket) {
     // Each buffer allocated zeroed on its own (`vec![…; BATCH]` would copy the first
@@ -106,20 +221,28 @@ pub(super) fn run(shared: &Shared, me: usize, socket: &netio::UdpSocket) {
             // Each buffer is one datagram, or several the kernel coalesced (UDP GRO):
             // those arrived together and share the first one's metadata and arrival
             // time, as the segments of one GSO send share it without GRO.
-            let gro_buffers = metas[..n].iter().filter(|m| m.gro_size.is_some()).count();
-            coalesced = gro_buffers > 0;
-            let (mut datagrams, mut gro_datagrams) = (0u64, 0u64);
+            let (mut datagrams, mut gro_buffers, mut gro_datagrams) = (0u64, 0u64, 0u64);
             for (buf, meta) in bufs.iter().zip(&metas).take(n) {
                 // What the datagrams of one buffer share, worked out once for all of them.
                 let src = SocketAddr::new(canonical(meta.src.ip()), meta.src.port());
                 let rx_ns = meta.kernel_ts_ns.unwrap_or(fallback_rx_ns);
                 let whole = &buf[..meta.len.min(buf.len())];
-                let segments = netio::gro_segments(whole, meta.gro_size);
-                for data in segments {
+                let at_arrival = Arrival {
+                    meta,
+                    src,
+                    rx_ns,
+                    whole,
+                    now_mono,
+                };
+                let before = datagrams;
+                // Datagrams of one flow numbered one after another, sent together, go
+                // to the meter as one run.
+                let mut run: Option<Run> = None;
+                let mut offset = 0;
+                for data in netio::gro_segments(whole, meta.gro_size) {
+                    let data_at = offset;
+                    offset += data.len();
                     datagrams += 1;
-                    if meta.gro_size.is_some() {
-                        gro_datagrams += 1;
-                    }
                     // The probe starts the payload, or follows a real RTP header.
                     let at = probe::find(data).unwrap_or(0);
                     let repr = match Packet::new_checked(&data[at..]).and_then(|p| Repr::parse(&p))
@@ -130,66 +253,50 @@ pub(super) fn run(shared: &Shared, me: usize, socket: &netio::UdpSocket) {
                             continue;
                         }
                     };
-                    let record = RxRecord {
-                        flow: u32::from(repr.flow),
-                        // The flow's home unwraps `repr.seq`.
-                        seq: 0,
-                        size_bytes: data.len() as u32,
-                        tx_ns: repr.tx_ns,
-                        rx_ns,
-                        tos: meta.tos,
-                        hop_limit: meta.hop_limit,
-                        flow_label: meta.flow_label,
-                        kernel_ts: meta.kernel_ts_ns.is_some(),
+                    if let Some(r) = run.as_mut() {
+                        if r.extends(&repr, at, data_at, data.len()) {
+                            r.n += 1;
+                            continue;
+                        }
+                    }
+                    if let Some(r) = run.take() {
+                        at_arrival.deliver(
+                            &r,
+                            &mut shard,
+                            me,
+                            counters,
+                            &mut forwards,
+                            &mut echoes,
+                        );
+                    }
+                    run = Some(Run {
+                        repr,
+                        n: 1,
+                        probe_at: at,
+                        data_at,
+                        len: data.len(),
                         // The RTP timestamp of a probe that follows an RTP header: meter
                         // computes the RFC 3550 jitter from the records after the loop.
                         rtp_ts: (at > 0)
                             .then(|| wire::rtp::Packet::new_checked(data).ok())
                             .flatten()
                             .map(|rtp| rtp.timestamp()),
-                    };
-                    // Round-trip probes are echoed with their flow's marking.
-                    let echo_marking =
-                        |flow: &Flow| (flow.announce.meter == Meter::Rtt).then(|| flow.marking());
-                    let echo = match shard.take(me, repr.flow, repr.seq, src, record, now_mono) {
-                        Taken::Metered(flow) => echo_marking(flow),
-                        Taken::Forward(fwd) => {
-                            let echo = echo_marking(fwd.flow());
-                            forwards.push(fwd);
-                            echo
-                        }
-                        Taken::Late => {
-                            counters.late_after_finish.fetch_add(1, Ordering::Relaxed);
-                            continue;
-                        }
-                        Taken::Unknown => {
-                            counters.unknown_flow.fetch_add(1, Ordering::Relaxed);
-                            continue;
-                        }
-                        Taken::WrongSource => {
-                            counters.wrong_source.fetch_add(1, Ordering::Relaxed);
-                            continue;
-                        }
-                    };
-                    if let Some(marking) = echo {
-                        // Echo exactly what arrived, never more, to the registered source
-                        // only (checked by `take`), from the socket it came in on.
-                        echoes.push(Echo {
-                            data: data.to_vec(),
-                            probe_at: at,
-                            dst: meta.src,
-                            src_ip: meta.dst_ip,
-                            rx_ns,
-                            marking,
-                        });
-                    }
+                    });
+                }
+                if let Some(r) = run.take() {
+                    at_arrival.deliver(&r, &mut shard, me, counters, &mut forwards, &mut echoes);
+                }
+                if meta.gro_size.is_some() {
+                    gro_buffers += 1;
+                    gro_datagrams += datagrams - before;
                 }
             }
+            coalesced = gro_buffers > 0;
             counters.datagrams.fetch_add(datagrams, Ordering::Relaxed);
             if gro_buffers > 0 {
                 counters
                     .gro_buffers
-                    .fetch_add(gro_buffers as u64, Ordering::Relaxed);
+                    .fetch_add(gro_buffers, Ordering::Relaxed);
                 counters
                     .gro_datagrams
                     .fetch_add(gro_datagrams, Ordering::Relaxed);

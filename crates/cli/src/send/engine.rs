@@ -230,6 +230,15 @@ impl Engine<'_> {
 
     /// Count every flow's deadlines from `origin`.
     fn start(&mut self, origin: Instant) {
+        // An unpaced UDP flow's burst at one instant is one batch (a whole number of GSO
+        // runs): bursts of 64 sent 1,400-byte datagrams as calls of 46 and 18, a third
+        // more calls through the stack than whole runs of 46.
+        for (i, flow) in self.flows.iter().enumerate() {
+            if let Out::Udp(k) = flow.out {
+                let batch = u32::try_from(self.udp[k].capacity()).unwrap_or(u32::MAX);
+                self.sched.set_unpaced_burst(i, batch);
+            }
+        }
         self.sched.delay(origin - Instant::ZERO);
     }
 
@@ -360,12 +369,14 @@ impl Engine<'_> {
     fn send_due(&mut self, now: Instant) {
         let mut staged = 0;
         while staged < ROUND {
-            let Some((i, t)) = self.sched.poll_transmit(now) else {
+            let (flows, udp) = (&self.flows, &self.udp);
+            let room = |i: usize| u32::try_from(flows[i].out.room(udp)).unwrap_or(u32::MAX);
+            let Some((i, t, n)) = self.sched.poll_transmits(now, room) else {
                 break;
             };
-            staged += 1;
+            staged += n as usize;
             let start = self.sched.schedule(i).start();
-            self.flows[i].stage(i, &t, start, &mut self.udp);
+            self.flows[i].stage(i, &t, n, start, &mut self.udp);
             match &self.flows[i].out {
                 Out::Udp(k) => {
                     let k = *k;
@@ -376,7 +387,8 @@ impl Engine<'_> {
                 Out::Tcp(out) => {
                     if out.is_full() {
                         self.flush_tcp(i);
-                    } else if out.staged.len() == 1 {
+                    } else if out.staged.len() == n as usize {
+                        // The batch began with this run.
                         self.tcp_staged.push(i);
                     }
                 }

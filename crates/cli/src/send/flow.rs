@@ -151,6 +151,16 @@ impl UdpOut {
         self.staged.len() >= self.capacity
     }
 
+    /// Datagrams per batch.
+    pub(super) fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Slots left in the batch.
+    pub(super) fn room(&self) -> usize {
+        self.capacity.saturating_sub(self.staged.len())
+    }
+
     /// The next slot, `len` bytes long.
     fn prepare(&mut self, len: usize) -> &mut [u8] {
         let i = self.staged.len();
@@ -210,6 +220,11 @@ pub(super) struct TcpOut {
 impl TcpOut {
     pub(super) fn is_full(&self) -> bool {
         self.staged.len() >= self.capacity
+    }
+
+    /// Messages left in the batch.
+    fn room(&self) -> usize {
+        self.capacity.saturating_sub(self.staged.len())
     }
 
     fn prepare(&mut self, len: usize) -> &mut [u8] {
@@ -273,6 +288,16 @@ pub(super) enum Out {
     /// Index of the engine's shared UDP socket.
     Udp(usize),
     Tcp(Box<TcpOut>),
+}
+
+impl Out {
+    /// Packets the batch can still take (`udp` holds the engine's shared sockets).
+    pub(super) fn room(&self, udp: &[UdpOut]) -> usize {
+        match self {
+            Out::Udp(k) => udp[*k].room(),
+            Out::Tcp(out) => out.room(),
+        }
+    }
 }
 
 /// A round-trip flow's echoes: the round trips as they arrived, the receiver's hold
@@ -381,9 +406,28 @@ impl FlowState {
         })))
     }
 
-    /// Write packet `t` of this flow (engine index `index`) into the next slot of its out
+    /// Write packet `t` of this flow (engine index `index`) and the `n − 1` after it
+    /// (a run of [`traffic::Scheduler::poll_transmits`]) into the next slots of its out
     /// (`udp` holds the engine's shared sockets), unstamped.
-    pub(super) fn stage(&mut self, index: usize, t: &Transmit, start: Instant, udp: &mut [UdpOut]) {
+    pub(super) fn stage(
+        &mut self,
+        index: usize,
+        t: &Transmit,
+        n: u32,
+        start: Instant,
+        udp: &mut [UdpOut],
+    ) {
+        for k in 0..u64::from(n) {
+            let t = Transmit {
+                seq: t.seq + k,
+                marker: t.marker && k == 0,
+                ..*t
+            };
+            self.stage_one(index, &t, start, udp);
+        }
+    }
+
+    fn stage_one(&mut self, index: usize, t: &Transmit, start: Instant, udp: &mut [UdpOut]) {
         let len = t.size_bytes as usize;
         let slot = match &mut self.out {
             Out::Udp(k) => udp[*k].prepare(len),
