@@ -159,8 +159,10 @@ impl Scheduler {
                 return None;
             }
             // An unpaced flow in the middle of its burst at `now` is keyed `now` and would
-            // be keyed `now` again: it stays on top, and the heap is left alone (popping,
-            // requeueing and pushing it per packet took 7 % of a bulk sender's time).
+            // be keyed `now` again: its entry stays on top, untouched (popping and pushing
+            // it per packet took 7 % of a bulk sender's time). `requeue` keeps an entry
+            // whose key is unchanged, and ends the flow after its last packet (the entry
+            // left behind is stale).
             let slot = &mut self.flows[i];
             if at == now
                 && slot.burst.0 == now
@@ -170,14 +172,7 @@ impl Scheduler {
                 // A packet is served this way while `burst.1 + 1 < burst_len` before it.
                 let most = room(i).clamp(1, slot.burst_len - 1 - slot.burst.1);
                 if let Some((t, n)) = slot.sched.poll_transmits(now, most) {
-                    if slot.sched.poll_timeout().is_some_and(|due| due <= now) {
-                        slot.burst.1 += n;
-                        return Some((i, t, n));
-                    }
-                    // Its last packet: off the heap as below.
-                    slot.burst.1 += n - 1;
-                    self.heap.pop();
-                    self.flows[i].key = None;
+                    slot.burst.1 += n;
                     self.requeue(i, Some(now));
                     return Some((i, t, n));
                 }
