@@ -23,7 +23,7 @@ use wire::time::Duration;
 use crate::args::Prefix;
 use crate::control::{canonical, write_msg, MsgReader};
 use crate::recv::{RecvArgs, SendService, ServeError};
-use crate::send::{run_session, PartialReport, RunCaps, SendConfig};
+use crate::send::{run_session, Hold, PartialReport, RunCaps, SendConfig};
 
 /// Run as a measurement agent: receive as `dualperf recv` does, and on an authenticated
 /// request send flows too (to the asker for `send --reverse`/`--bidir`, or to a
@@ -131,6 +131,10 @@ pub(crate) struct Policy {
 
 /// Longest an asker may let the agent take to reach a destination's receiver.
 const MAX_CONNECT_TIMEOUT: StdDuration = StdDuration::from_secs(120);
+
+/// Longest a held request's flows wait for the asker's `Go` (an asker that neither says
+/// go nor leaves frees the agent's slot after this).
+const MAX_HOLD: StdDuration = StdDuration::from_secs(600);
 
 /// Most flows one request may ask for.
 const MAX_FLOWS: usize = 10_000;
@@ -301,6 +305,7 @@ impl SendService for Agent {
             threads,
             connect_timeout_ns,
             cdf,
+            hold,
         } = request
         else {
             return refuse(&mut stream, "expected a request to send".into());
@@ -355,8 +360,41 @@ impl SendService for Agent {
                 })
             }
         };
+        // A held request: once the session is set up, `Ready` to the asker, and its
+        // `Go` (which the watcher hands over) starts the flows.
+        let (go_tx, go) = std::sync::mpsc::channel::<()>();
+        let hold = match hold {
+            true => {
+                let asker = stream
+                    .try_clone()
+                    .map_err(|e| ServeError::Failed(e.into()))?;
+                let go = std::sync::Mutex::new(go);
+                let hold: Arc<Hold> = Arc::new(move |halt: &AtomicBool| {
+                    let Ok(mut asker) = asker.try_clone() else {
+                        return false;
+                    };
+                    if write_msg(&mut asker, &Msg::Ready {}).is_err() {
+                        return false;
+                    }
+                    let go = go.lock().unwrap_or_else(|e| e.into_inner());
+                    let until = std::time::Instant::now() + MAX_HOLD;
+                    loop {
+                        match go.recv_timeout(StdDuration::from_millis(50)) {
+                            Ok(()) => return true,
+                            Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+                                if !halt.load(Ordering::SeqCst)
+                                    && std::time::Instant::now() < until => {}
+                            Err(_) => return false,
+                        }
+                    }
+                });
+                Some(hold)
+            }
+            false => None,
+        };
         let config = SendConfig {
             prover: Some(Arc::new(prover)),
+            hold,
             // As the asker's --connect-timeout (across a congested link a lost SYN
             // waits out TCP's retries), within reason.
             connect_timeout: connect_timeout_ns
@@ -396,6 +434,9 @@ impl SendService for Agent {
                         Err(e) if crate::control::is_timeout_error(&e) => {}
                         Ok(Msg::AuthAnswer { mac }) => {
                             let _ = answers_tx.send(mac);
+                        }
+                        Ok(Msg::Go {}) => {
+                            let _ = go_tx.send(());
                         }
                         _ => {
                             halt.store(true, Ordering::SeqCst);

@@ -7,7 +7,7 @@
 //! it; the plan starts by asking every agent for its clock (`dualperf clock --peer`).
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -424,7 +424,7 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
                         let from = b.from.as_deref().unwrap_or(BG_FROM);
                         let to = b.to.as_deref().unwrap_or(BG_TO);
                         let inv = placed(hosts.send(from, to, run.family, b.args(), bg_ns, true))?;
-                        spawn_send(&config.exe, &inv)?
+                        spawn_send(&config.exe, &inv, true)?
                     }
                     Target::Local(main) => {
                         let bg_place = main.background().ok_or_else(|| RunError::Lab {
@@ -446,29 +446,17 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
                             &mut local_sender(&config.exe, place, &argv),
                             &config.exe,
                             "send",
+                            true,
                         )?
                     }
                 };
                 bg_procs.push(proc);
             }
-            // The lead counts from when every background flow has begun: their control
-            // connections may cross a saturated link and take seconds.
-            let connect_by = std::time::Instant::now() + BACKGROUND_START;
-            for p in &bg_procs {
-                if !p.wait_started(connect_by) {
-                    break;
-                }
-            }
-            let until =
-                std::time::Instant::now() + std::time::Duration::from_nanos(lead.as_nanos());
-            while std::time::Instant::now() < until && !config.stop.load(Ordering::SeqCst) {
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
         }
         let duration_ns = plan.duration.as_nanos();
-        let started_unix_ns = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
+        // The measured flow's session is set up beside the background ones (a STAMP
+        // flow has no session: it starts when the others have begun).
+        let held = matches!(config.target, Target::Hosts(_)) || plan.stamp.is_none();
         let (argv, fg) = match &config.target {
             Target::Hosts(hosts) => {
                 let from = point.from.as_deref().unwrap_or(SENDER);
@@ -478,8 +466,7 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
                 let mut args = plan.measured_args(point);
                 args.push("--cdf".into());
                 let inv = placed(hosts.send(from, to, run.family, args, duration_ns, false))?;
-                let fg = spawn_send(&config.exe, &inv)?;
-                (inv.argv, fg)
+                (inv.argv.clone(), Foreground::Hosts(inv))
             }
             Target::Local(place) => {
                 // A STAMP plan's measured flow goes to the reflector instead.
@@ -498,13 +485,54 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
                     }
                 };
                 let argv = send_argv(None, place.dest(run.family), port, args, duration_ns, false);
-                let fg = Output::spawn(
-                    &mut local_sender(&config.exe, place, &argv),
-                    &config.exe,
-                    "send",
-                )?;
-                (argv, fg)
+                (argv.clone(), Foreground::Local(place, argv))
             }
+        };
+        let spawn_fg = |hold: bool| match &fg {
+            Foreground::Hosts(inv) => spawn_send(&config.exe, inv, hold),
+            Foreground::Local(place, argv) => Output::spawn(
+                &mut local_sender(&config.exe, place, argv),
+                &config.exe,
+                "send",
+                hold,
+            ),
+        };
+        let held_fg = if held { Some(spawn_fg(true)?) } else { None };
+        // Every session of the run is set up before any flow starts: a control
+        // connection that crosses a link the flows saturate loses segments, which wait
+        // out TCP's retransmission timeouts (and fail the handshake when they add up).
+        let ready_by = std::time::Instant::now() + BACKGROUND_START;
+        for p in bg_procs.iter().chain(&held_fg) {
+            if !p.wait_ready(ready_by) {
+                break;
+            }
+        }
+        if !bg_procs.is_empty() {
+            for p in &mut bg_procs {
+                p.go();
+            }
+            // The lead counts from when every background flow has begun.
+            let begun_by = std::time::Instant::now() + BACKGROUND_START;
+            for p in &bg_procs {
+                if !p.wait_started(begun_by) {
+                    break;
+                }
+            }
+            let until =
+                std::time::Instant::now() + std::time::Duration::from_nanos(lead.as_nanos());
+            while std::time::Instant::now() < until && !config.stop.load(Ordering::SeqCst) {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+        let started_unix_ns = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let fg = match held_fg {
+            Some(mut p) => {
+                p.go();
+                p
+            }
+            None => spawn_fg(false)?,
         };
         // A sender gets its duration and a generous margin; a wedged one is killed and
         // its run counts as failed.
@@ -617,11 +645,11 @@ fn local_sender(exe: &PathBuf, place: &Place, argv: &[String]) -> Command {
 }
 
 /// A local `dualperf` child with the invocation's arguments and environment.
-fn spawn_send(exe: &std::path::Path, inv: &Invocation) -> Result<Output, RunError> {
+fn spawn_send(exe: &std::path::Path, inv: &Invocation, hold: bool) -> Result<Output, RunError> {
     let mut cmd = Command::new(exe);
     cmd.args(&inv.argv);
     inv.apply_env(&mut cmd);
-    Output::spawn(&mut cmd, exe, "send")
+    Output::spawn(&mut cmd, exe, "send", hold)
 }
 
 /// How long a host's agent may take to answer `dualperf clock --peer`.
@@ -649,7 +677,7 @@ fn ask_hosts(
         let mut cmd = Command::new(exe);
         cmd.args(&inv.argv);
         inv.apply_env(&mut cmd);
-        let out = Output::spawn(&mut cmd, exe, "clock --peer")?;
+        let out = Output::spawn(&mut cmd, exe, "clock --peer", false)?;
         let (status, stdout, stderr) = out.wait(std::time::Instant::now() + CLOCK_TIMEOUT)?;
         let doc = peer_clock(status, &stdout, &stderr).map_err(|m| failed(agent.to_string(), m))?;
         store.put_host_clock(name, &doc)?;
@@ -714,11 +742,20 @@ fn stalls(routers: &BTreeMap<String, RouterStats>) -> BTreeMap<String, u64> {
 /// (they are interrupted half a second after the measured flow ends).
 const BACKGROUND_BACKSTOP_NS: u64 = 60_000_000_000;
 
-/// How long background flows may take to begin (their control connections).
+/// How long a run's senders may take to set up their sessions (their control
+/// connections), and its background flows to begin once told.
 const BACKGROUND_START: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// How long background flows run before the measured flow starts, by default.
 const DEFAULT_LEAD: wire::time::Duration = wire::time::Duration::from_secs(2);
+
+/// The measured flow's sender, before it is started.
+enum Foreground<'a> {
+    /// `dualperf send --from AGENT`, here.
+    Hosts(Invocation),
+    /// `dualperf send` here or in the lab's sender node.
+    Local(&'a Place, Vec<String>),
+}
 
 /// A `dualperf send` child with its stdout and stderr read on threads (so a full pipe
 /// never blocks it).
@@ -728,12 +765,27 @@ struct Output {
     err: std::thread::JoinHandle<String>,
     /// Told when the sender says "dualperf send: started" (`--announce-start`).
     started: std::sync::mpsc::Receiver<()>,
+    /// Told when a held sender says "dualperf send: ready" (`--wait-for-go`).
+    ready: std::sync::mpsc::Receiver<()>,
+    /// A held sender's stdin: a line starts its flows, closing it halts them unsent.
+    go: Option<std::process::ChildStdin>,
 }
 
 impl Output {
-    fn spawn(cmd: &mut Command, exe: &std::path::Path, what: &str) -> Result<Self, RunError> {
+    /// Start `cmd`; `hold` adds `--wait-for-go`: it sets its session up and waits for
+    /// [`Output::go`] (the run's record keeps the command without it, which measures
+    /// the same when run by hand).
+    fn spawn(
+        cmd: &mut Command,
+        exe: &std::path::Path,
+        what: &str,
+        hold: bool,
+    ) -> Result<Self, RunError> {
+        if hold {
+            cmd.arg("--wait-for-go");
+        }
         let mut child = cmd
-            .stdin(Stdio::null())
+            .stdin(if hold { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -750,6 +802,7 @@ impl Output {
             s
         });
         let (tell, started) = std::sync::mpsc::channel();
+        let (tell_ready, ready) = std::sync::mpsc::channel();
         let err_pipe = child.stderr.take();
         let err = std::thread::spawn(move || {
             let mut s = String::new();
@@ -760,18 +813,39 @@ impl Output {
                         let _ = tell.send(());
                         continue;
                     }
+                    if line == "dualperf send: ready" {
+                        let _ = tell_ready.send(());
+                        continue;
+                    }
                     s.push_str(&line);
                     s.push('\n');
                 }
             }
             s
         });
+        let go = child.stdin.take();
         Ok(Self {
             child,
             out,
             err,
             started,
+            ready,
+            go,
         })
+    }
+
+    /// Start a held sender's flows (one that is gone ignores it).
+    fn go(&mut self) {
+        if let Some(mut stdin) = self.go.take() {
+            let _ = stdin.write_all(b"go\n");
+        }
+    }
+
+    /// Wait until a held sender says its session is set up, until `deadline`; `false`
+    /// if it did not (it failed, or is still connecting).
+    fn wait_ready(&self, deadline: std::time::Instant) -> bool {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        self.ready.recv_timeout(left).is_ok()
     }
 
     /// Ask it to stop (SIGINT: `dualperf send` reports what it measured, then exits).
@@ -950,6 +1024,7 @@ mod tests {
 
     /// A stand-in for `dualperf`: logs each call's arguments and key variables, and
     /// answers `clock` and `send` from files (or fails `clock` for the host at `fail`).
+    /// A held `send` logs "ready" in `events` when it says so, and "go" once told.
     fn fake_dualperf(dir: &std::path::Path, fail: Option<&str>) -> PathBuf {
         use std::os::unix::fs::PermissionsExt;
         let d = dir.display();
@@ -958,7 +1033,7 @@ mod tests {
         });
         let script = format!(
             "#!/bin/sh\necho \"$* | agent=${{DUALPERF_AGENT_KEY-unset}} key=${{DUALPERF_KEY-unset}}\" >> {d}/calls\n{fail}\
-             case \"$1\" in\n  clock) cat {d}/clock.json ;;\n  send) for a; do [ \"$a\" = --announce-start ] && echo 'dualperf send: started' >&2; done; cat {d}/send.json ;;\nesac\n"
+             case \"$1\" in\n  clock) cat {d}/clock.json ;;\n  send) hold=; ann=\n    for a; do [ \"$a\" = --wait-for-go ] && hold=1; [ \"$a\" = --announce-start ] && ann=1; done\n    if [ -n \"$hold\" ]; then echo ready >> {d}/events; echo 'dualperf send: ready' >&2; read go || exit 1; echo go >> {d}/events; fi\n    [ -n \"$ann\" ] && echo 'dualperf send: started' >&2\n    cat {d}/send.json ;;\nesac\n"
         );
         let exe = dir.join("dualperf");
         std::fs::write(&exe, script).unwrap();
@@ -1034,10 +1109,16 @@ port = 5000
         assert_eq!(
             sends,
             [
-                "send --from [2001:2:0:1::2]:4646 2001:2:0:4::2 --port 5000 --udp --cdf --duration 1000000000ns --json --connect-timeout 30s | agent=s-secret key=unset",
-                "send --from [2001:2:0:1::2]:4646 2001:2:0:4::2 --port 5000 --udp --duration 61000000000ns --json --announce-start --connect-timeout 30s | agent=s-secret key=unset",
-                "send --from [2001:2:0:4::2]:5000 2001:2:0:1::2 --port 4646 --tcp --duration 61000000000ns --json --announce-start --connect-timeout 30s | agent=unset key=s-secret",
+                "send --from [2001:2:0:1::2]:4646 2001:2:0:4::2 --port 5000 --udp --cdf --duration 1000000000ns --json --connect-timeout 30s --wait-for-go | agent=s-secret key=unset",
+                "send --from [2001:2:0:1::2]:4646 2001:2:0:4::2 --port 5000 --udp --duration 61000000000ns --json --announce-start --connect-timeout 30s --wait-for-go | agent=s-secret key=unset",
+                "send --from [2001:2:0:4::2]:5000 2001:2:0:1::2 --port 4646 --tcp --duration 61000000000ns --json --announce-start --connect-timeout 30s --wait-for-go | agent=unset key=s-secret",
             ]
+        );
+        // Every session was set up before any flow started.
+        let events = std::fs::read_to_string(dir.join("events")).unwrap();
+        assert_eq!(
+            events.lines().collect::<Vec<_>>(),
+            ["ready", "ready", "ready", "go", "go", "go"]
         );
         let runs = store.runs().unwrap();
         assert_eq!(runs.len(), 1);
@@ -1045,6 +1126,8 @@ port = 5000
             runs[0].argv[..3],
             ["send", "--from", "[2001:2:0:1::2]:4646"]
         );
+        // The record keeps the command that measures the same by hand: no hold.
+        assert!(!runs[0].argv.iter().any(|a| a == "--wait-for-go"));
         assert_eq!(runs[0].background.len(), 2);
         assert!(runs[0].background.iter().all(|b| b.report().is_some()));
         let clocks = store.host_clocks().unwrap();

@@ -25,6 +25,8 @@
 //!                               ◀──      SendAccepted{} | Error{message}
 //!                               ◀──      AuthQuery{nonce}   (the destination's challenge)
 //!   AuthAnswer{mac}             ──▶      (the asker holds the destination's key)
+//!                               ◀──      Ready{}            (only if asked to `hold`)
+//!   Go{}                        ──▶
 //!                               ◀──      SendDone{report, error}
 //!   ```
 //!   Anything else the asker sends, or its closing, halts the agent's flows.
@@ -311,9 +313,21 @@ pub enum Msg {
         /// predates it ignores the key and reports none).
         #[serde(default)]
         cdf: bool,
+        /// Set the session up (reach the destination, authenticate, register the flows,
+        /// open their TCP connections), say [`Msg::Ready`], and start the flows only on
+        /// [`Msg::Go`]: a plan sets up every session of a run before any flow loads the
+        /// path its control connections cross. An agent that predates it ignores the
+        /// key and starts at once (the asker then sees `SendDone` without `Ready`).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        hold: bool,
     },
     /// The agent accepted a [`Msg::SendRequest`] and is starting its flows.
     SendAccepted {},
+    /// The held session of a [`Msg::SendRequest`] with `hold` is set up; its flows wait
+    /// for [`Msg::Go`].
+    Ready {},
+    /// Start the held flows.
+    Go {},
     /// The agent asks the asker to prove the destination receiver's key for it: the
     /// receiver's challenge. Keys never cross the wire; the asker answers with the MAC.
     AuthQuery {

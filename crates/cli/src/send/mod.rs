@@ -21,6 +21,7 @@ mod zerocopy;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration as StdDuration;
 
 use anyhow::Result;
@@ -130,6 +131,13 @@ pub(crate) struct SendArgs {
     /// background flows have begun).
     #[arg(long, hide = true)]
     announce_start: bool,
+    /// Set the session up (connect, authenticate, register the flows, open their TCP
+    /// connections), say "dualperf send: ready" on stderr, and start the flows only when
+    /// a line arrives on stdin; its end halts them unsent (for `dualperf run`, which sets
+    /// up every session of a run before any flow loads the path their control
+    /// connections cross).
+    #[arg(long, hide = true, conflicts_with_all = ["bidir", "stamp"])]
+    wait_for_go: bool,
     /// No UDP GSO: every datagram goes through the stack on its own. By default, to a
     /// receiver on loopback, runs of equal-sized datagrams that leave in one
     /// batch go as one GSO send (`UDP_SEGMENT`): each keeps its own probe, sequence
@@ -472,6 +480,37 @@ pub(crate) struct SendConfig {
     pub(crate) caps: Option<RunCaps>,
     /// UDP GSO to a loopback receiver (`--no-gso` turns it off).
     pub(crate) gso: bool,
+    /// Holds the set-up session's flows until they may start (`--wait-for-go`, an
+    /// agent's held request).
+    pub(crate) hold: Option<std::sync::Arc<Hold>>,
+}
+
+/// Holds a set-up session's flows until they may start: `true` starts them, `false`
+/// halts them unsent (stopped, or whoever holds them went away). Called with the
+/// session's stop flag.
+pub(crate) type Hold = dyn Fn(&AtomicBool) -> bool + Send + Sync;
+
+/// `--wait-for-go`: say "dualperf send: ready" on stderr, then start on a line on
+/// stdin; the end of stdin (the runner gone) or Ctrl-C halts the flows unsent.
+fn stdin_hold() -> std::sync::Arc<Hold> {
+    std::sync::Arc::new(|stop: &AtomicBool| {
+        eprintln!("dualperf send: ready");
+        let (tx, rx) = std::sync::mpsc::channel();
+        // Left blocked on stdin if Ctrl-C comes first: the process is ending.
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let go = matches!(std::io::stdin().read_line(&mut line), Ok(n) if n > 0);
+            let _ = tx.send(go);
+        });
+        loop {
+            match rx.recv_timeout(StdDuration::from_millis(50)) {
+                Ok(go) => return go,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) if !stop.load(Ordering::SeqCst) => {
+                }
+                Err(_) => return false,
+            }
+        }
+    })
 }
 
 /// Hard limits on one running session (an agent's `--max-bytes`, `--max-duration`).
@@ -503,6 +542,7 @@ impl SendConfig {
             caps: None,
             gso: true,
             cdf: false,
+            hold: None,
         }
     }
 }
@@ -573,6 +613,7 @@ pub(crate) fn run(mut args: SendArgs) -> Result<()> {
         connect_timeout: args.connect_timeout,
         cdf: args.cdf,
         gso: !args.no_gso,
+        hold: args.wait_for_go.then(stdin_hold),
         ..SendConfig::new(dest, flows)
     };
     let stop = crate::interrupt::flag();

@@ -72,6 +72,7 @@ pub(crate) fn request_send(
         threads: config.threads.and_then(|t| u16::try_from(t).ok()),
         connect_timeout_ns: u64::try_from(config.connect_timeout.as_nanos()).ok(),
         cdf: config.cdf,
+        hold: config.hold.is_some(),
     };
     write_msg(&mut ctrl, &request)?;
     match reader.read(&mut ctrl)? {
@@ -79,24 +80,53 @@ pub(crate) fn request_send(
         Msg::Error { message } => bail!("{message}"),
         other => bail!("unexpected reply from the agent: {other:?}"),
     }
-    if announce {
+    // A held request starts on our `Go`, announced then.
+    if announce && config.hold.is_none() {
         eprintln!("dualperf send: started");
     }
-    wait_done(&mut ctrl, &mut reader, key.as_deref(), stop)
+    let hold = config.hold.as_deref();
+    wait_done(&mut ctrl, &mut reader, key.as_deref(), hold, announce, stop)
 }
 
-/// The agent's `SendDone`, answering its challenges with `key` (the destination's) and
+/// The agent's `SendDone`, answering its challenges with `key` (the destination's),
+/// its `Ready` with `Go` once `hold` lets the flows start (saying so if `announce`), and
 /// asking it to halt once `stop` is set.
 fn wait_done(
     ctrl: &mut TcpStream,
     reader: &mut MsgReader,
     key: Option<&str>,
+    hold: Option<&super::Hold>,
+    announce: bool,
     stop: &AtomicBool,
 ) -> Result<SendReport> {
     ctrl.set_read_timeout(Some(StdDuration::from_millis(200)))?;
     let mut halted = false;
+    // Held flows let go of unstarted, not by Ctrl-C: an error beside the report.
+    let mut unstarted = false;
     loop {
         match reader.read(ctrl) {
+            Ok(Msg::SendDone { report, error }) if unstarted && !stop.load(Ordering::SeqCst) => {
+                let error = error.map_or(String::new(), |e| format!(" (the agent: {e})"));
+                let error =
+                    format!("halted before the flows started: whoever held them went away{error}");
+                return match report.map(serde_json::from_value::<SendReport>) {
+                    Some(Ok(report)) => Err(anyhow::Error::new(PartialReport { report, error })),
+                    _ => Err(anyhow::anyhow!(error)),
+                };
+            }
+            Ok(Msg::Ready {}) => {
+                if hold.is_none_or(|hold| hold(stop)) {
+                    write_msg(ctrl, &Msg::Go {})?;
+                    if announce {
+                        eprintln!("dualperf send: started");
+                    }
+                } else if !halted {
+                    // Any other message halts the held flows unsent; the agent reports.
+                    halted = true;
+                    unstarted = true;
+                    write_msg(ctrl, &Msg::Finish { flows: Vec::new() })?;
+                }
+            }
             Ok(Msg::SendDone { report, error }) => {
                 let report = match report.map(serde_json::from_value::<SendReport>) {
                     Some(Ok(r)) => r,

@@ -209,6 +209,11 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
             break;
         }
     }
+    // A held session is now set up: its flows start when told, or are halted unsent.
+    let unstarted = config.hold.as_ref().is_some_and(|hold| !hold(stop));
+    if unstarted {
+        halt.store(true, Ordering::SeqCst);
+    }
     let origin = Instant::from_nanos(netio::clock::mono_ns() + START_MARGIN_NS);
     for tx in origin_txs {
         let _ = tx.send(origin);
@@ -300,6 +305,9 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
         .collect();
 
     let mut errors: Vec<String> = capped.into_iter().collect();
+    if unstarted && !stop.load(Ordering::SeqCst) {
+        errors.push("halted before the flows started: whoever held them went away".into());
+    }
     errors.extend(
         results
             .iter()

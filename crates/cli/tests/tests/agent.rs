@@ -2,7 +2,8 @@
 //! and TCP, each direction measured; every refusal (no key, a destination outside
 //! `--allow`, rate, bytes and duration caps, a plain receiver asked to send, a flood of
 //! junk connections) with its reason, the agent serving well-formed sessions afterwards;
-//! and the clock offset of an agent whose clock is faked off by a known amount.
+//! the clock offset of an agent whose clock is faked off by a known amount; and held
+//! sessions (`--wait-for-go`), here and through an agent, that start only when told.
 
 use std::io::Write;
 use std::net::TcpStream;
@@ -418,4 +419,75 @@ fn from_an_agent_to_a_keyed_receiver_the_key_stays_with_the_controller() {
     let recv = rx.interrupt_and_finish();
     assert_eq!(u(&recv.counters, "/auth_failures"), 1);
     assert_eq!(recv.flows.len(), 1);
+}
+
+#[test]
+fn a_held_session_sends_nothing_before_go_and_nothing_at_all_when_let_go() {
+    // `send --wait-for-go` (what `dualperf run` starts every sender with): the session
+    // is set up, "ready" is said, and the flows start on a line on stdin; its end
+    // halts them unsent. Here and through an agent (`--from`), whose session holds on
+    // the asker's `Go`.
+    let agent = Agent::start(&[]);
+    let rx = Receiver::start(&["--key", "dest-key", "--json"]);
+    let at = format!("127.0.0.1:{}", agent.port);
+    let port = rx.port.to_string();
+    let held = |from: bool| {
+        let mut args = vec!["send"];
+        if from {
+            args.extend(["--from", &at, "--agent-key", "k"]);
+        }
+        args.extend([
+            "127.0.0.1",
+            "--port",
+            &port,
+            "--key",
+            "dest-key",
+            "--count",
+            "50",
+            "--rate",
+            "1000pps",
+            "--json",
+            "--wait-for-go",
+        ]);
+        let p = Proc::spawn_piped(&args);
+        p.wait_stderr_line(|l| l == "dualperf send: ready");
+        p
+    };
+    let wall_ns = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64
+    };
+    for from in [false, true] {
+        let what = if from { "through the agent" } else { "here" };
+        // Held for longer than the 50 packets take: none may leave before the go.
+        let mut p = held(from);
+        std::thread::sleep(Duration::from_millis(300));
+        let go_ns = wall_ns();
+        p.write_stdin(b"go\n");
+        let out = p.finish();
+        out.assert_success();
+        let r = out.json();
+        assert_whole(&r, 50, what);
+        let first = u(&r["flows"][0], "/received/first_rx_ns");
+        assert!(
+            first >= go_ns,
+            "{what}: first arrival {first} before go {go_ns}"
+        );
+        // Let go of (stdin closed): nothing sent, and said.
+        let mut p = held(from);
+        p.close_stdin();
+        let out = p.finish();
+        assert_eq!(out.code(), Some(1), "{what}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("halted before the flows started"),
+            "{what}: {}",
+            out.stderr
+        );
+        assert_eq!(u(&out.json()["flows"][0], "/sent/packets"), 0, "{what}");
+    }
+    let recv = rx.interrupt_and_finish();
+    assert_eq!(recv.flows.len(), 4);
+    drop(agent);
 }

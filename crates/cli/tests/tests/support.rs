@@ -29,6 +29,8 @@ pub struct Proc {
     stderr_thread: Option<JoinHandle<()>>,
     stderr_all: Arc<Mutex<String>>,
     stderr_lines: Channel<String>,
+    /// Its stdin, if piped ([`Proc::spawn_piped`]).
+    stdin: Option<std::process::ChildStdin>,
 }
 
 /// What a finished process left.
@@ -47,11 +49,32 @@ impl Proc {
 
     /// As [`Proc::spawn`], with extra environment variables.
     pub fn spawn_with_env<S: AsRef<OsStr>>(args: &[S], env: &[(&str, &str)]) -> Self {
+        Self::start(args, env, false)
+    }
+
+    /// As [`Proc::spawn`], with stdin a pipe: [`Proc::write_stdin`], [`Proc::close_stdin`].
+    pub fn spawn_piped<S: AsRef<OsStr>>(args: &[S]) -> Self {
+        Self::start(args, &[], true)
+    }
+
+    /// Write `bytes` to its stdin.
+    pub fn write_stdin(&mut self, bytes: &[u8]) {
+        use std::io::Write;
+        let stdin = self.stdin.as_mut().expect("spawned with a piped stdin");
+        stdin.write_all(bytes).expect("writing to its stdin");
+    }
+
+    /// Close its stdin (end of file).
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    fn start<S: AsRef<OsStr>>(args: &[S], env: &[(&str, &str)], piped: bool) -> Self {
         let mut child = Command::new(BIN)
             .args(args)
             .env_remove("DUALPERF_KEY")
             .envs(env.iter().copied())
-            .stdin(Stdio::null())
+            .stdin(if piped { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -78,12 +101,14 @@ impl Proc {
                 let _ = tx.send(line);
             }
         });
+        let stdin = child.stdin.take();
         Self {
             child,
             stdout: Some(stdout),
             stderr_thread: Some(stderr_thread),
             stderr_all,
             stderr_lines,
+            stdin,
         }
     }
 

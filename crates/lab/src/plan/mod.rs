@@ -737,7 +737,8 @@ fn specials(
                         // What the runner gives every send it starts (a background
                         // flow gets no --interval, --cdf or --stamp from it).
                         "duration" | "time" | "port" | "json" | "announce_start"
-                        | "announce-start" | "connect_timeout" | "connect-timeout" => {
+                        | "announce-start" | "wait_for_go" | "wait-for-go" | "connect_timeout"
+                        | "connect-timeout" => {
                             let why = runner_owned(key).unwrap_or_default();
                             return Err(PlanError::at(line, format!("background: {why}")));
                         }
@@ -1117,6 +1118,12 @@ duration = "1s"
                 "its own --connect-timeout",
             ),
             ("udp = true\n", "udp = true\nport = 9\n", 8, "its own --port"),
+            (
+                "udp = true\n",
+                "udp = true\nwait_for_go = true\n",
+                8,
+                "its own --wait-for-go",
+            ),
             ("udp = true\n", "udp = true\ncdf = true\n", 8, "delay distribution"),
             ("udp = true\n", "udp = true\nstamp = true\n", 8, "[stamp] table"),
             (

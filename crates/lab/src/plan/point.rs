@@ -211,7 +211,7 @@ pub(crate) fn runner_owned(key: &str) -> Option<String> {
             "{key} is the runner's, not a flow's: it asks every measured flow for its \
              delay distribution"
         ),
-        "port" | "json" | "announce-start" | "connect-timeout" => format!(
+        "port" | "json" | "announce-start" | "wait-for-go" | "connect-timeout" => format!(
             "{key} is the runner's, not a flow's: it gives every send it starts its own \
              --{dashed}"
         ),
@@ -239,7 +239,8 @@ pub(crate) fn key_line(text: &str, span: std::ops::Range<usize>, key: &str) -> O
 
 /// `send [--from AGENT] DEST --port PORT ARGS --duration Dns --json [--announce-start]
 /// --connect-timeout 30s`: every sender the runner starts (`announce` for background
-/// flows, whose start the measured flow waits for).
+/// flows, whose start the measured flow waits for). The runner adds `--wait-for-go`
+/// when it starts one, not here: the run's record keeps this command.
 pub(crate) fn send_argv(
     from: Option<String>,
     dest: String,
