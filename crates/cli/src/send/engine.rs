@@ -251,7 +251,10 @@ impl Engine<'_> {
             }
             let now = Instant::from_nanos(netio::clock::mono_ns());
             self.expire_parked(now);
-            if self.sched.is_finished() {
+            // A flow's last packets may still wait for room when its schedule is done
+            // (a count's last TCP message on a full window): they are sent, or expire
+            // with the flow's time.
+            if self.sched.is_finished() && self.parked.is_empty() {
                 return;
             }
             // Only parked flows left: wait for their sockets (or their ends).
@@ -739,4 +742,74 @@ enum Waiter {
     Udp,
     /// A flow's TCP connection (the flow's index).
     Tcp(usize),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::net::TcpStream;
+    use wire::control::Protocol;
+    use wire::frame;
+
+    #[test]
+    fn the_last_message_of_a_count_waits_out_a_full_window_and_is_sent() {
+        // A TCP flow of 8 messages of 64 KiB to a peer that reads nothing for 300 ms:
+        // the window fills long before the last message, which is handed out, finds no
+        // room, and must still be written once the peer reads (a sender that ended with
+        // its schedule sent 7).
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let stream = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut peer, _) = listener.accept().unwrap();
+        netio::tcp::set_send_buffer(&stream, 16 << 10).unwrap();
+        netio::tcp::set_recv_buffer(&peer, 16 << 10).unwrap();
+        let spec = FlowSpec {
+            protocol: Protocol::Tcp,
+            bulk: true,
+            unpaced: true,
+            size_bytes: 64 << 10,
+            stop: traffic::StopSpec {
+                count: Some(8),
+                ..Default::default()
+            },
+            ..FlowSpec::default()
+        };
+        let run = EngineRun {
+            pacing: Pacing {
+                spin: None,
+                batch_window: Duration::ZERO,
+            },
+            halt: Arc::new(AtomicBool::new(false)),
+            progress: Arc::new(AtomicU64::new(0)),
+            progress_bytes: Arc::new(AtomicU64::new(0)),
+            log: None,
+        };
+        let (ready, ready_rx) = mpsc::channel();
+        let (origin_tx, origin) = mpsc::channel();
+        let (results, read) = std::thread::scope(|s| {
+            let reader = s.spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(300));
+                let mut all = Vec::new();
+                peer.read_to_end(&mut all).map(|_| all.len())
+            });
+            let engine = s.spawn(|| {
+                let plan = FlowPlan {
+                    id: 1,
+                    spec,
+                    conn: Conn::Tcp(stream),
+                };
+                run_engine(&run, vec![plan], StartGate { ready, origin })
+            });
+            ready_rx.recv().unwrap();
+            origin_tx
+                .send(Instant::from_nanos(netio::clock::mono_ns()))
+                .unwrap();
+            (engine.join().unwrap(), reader.join().unwrap().unwrap())
+        });
+        assert_eq!(results.len(), 1);
+        assert_eq!(results[0].error, None);
+        assert_eq!(results[0].sent_total(), (8, 8 * (64 << 10)));
+        // Every message whole on the wire: its frame prefix and its payload.
+        assert_eq!(read, 8 * (frame::PREFIX_LEN + (64 << 10)));
+    }
 }
