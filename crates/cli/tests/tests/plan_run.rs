@@ -183,8 +183,15 @@ fn a_killed_run_resumes_without_measuring_twice() {
     for (_, unit) in &titles[1..] {
         assert!(["ns)", "µs)", "ms)"].contains(unit), "{md}");
     }
-    // About 400 kbit/s: five significant digits, two decimals, then the bootstrap interval.
-    let kbit = format!("| 256 | {:.2} [", mean / 1e3);
+    // About 400 kbit/s, then the bootstrap interval: the mean to the place of the
+    // interval's second digit, as every figure of the page (two decimals while its
+    // half-width is under 1 kbit/s, one up to 10).
+    let (low, high) = (
+        tp["ipv4"]["ci_low"].as_f64().unwrap() / 1e3,
+        tp["ipv4"]["ci_high"].as_f64().unwrap() / 1e3,
+    );
+    let d = report::units::decimals(mean / 1e3, Some((low, high)));
+    let kbit = format!("| 256 | {:.d$} [", mean / 1e3);
     assert!(md.contains(&kbit), "want {kbit}: {md}");
     // CSV: the same table row in its unit.
     let csv = run(&["report", path_str(&dir), "--csv"])
