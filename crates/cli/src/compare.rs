@@ -199,6 +199,7 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
                 // One flow at a time: one UDP thread, as the receiver always had.
                 threads: 1,
                 gro: true,
+                skip_rx_copy: false,
                 service: None,
             },
             Arc::new(AtomicBool::new(false)),

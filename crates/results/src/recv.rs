@@ -118,6 +118,11 @@ pub struct CounterSnapshot {
     /// See `gro_buffers`.
     #[serde(default)]
     pub gro_datagrams: u64,
+    /// Datagrams taken by their head alone (`recv --skip-rx-copy`; counted in `datagrams`
+    /// too): their length came from the kernel (`MSG_TRUNC`), the payload after the head
+    /// was not copied.
+    #[serde(default)]
+    pub head_only_datagrams: u64,
     /// The STAMP reflector's counters (`recv --stamp`); `None` without one.
     #[serde(default)]
     pub stamp: Option<StampCounters>,

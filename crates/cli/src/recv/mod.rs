@@ -102,6 +102,17 @@ pub(crate) struct RecvArgs {
     /// they share one arrival time, the first one's (`gro_datagrams` in the counters).
     #[arg(long)]
     no_gro: bool,
+    /// Copy only the head of each UDP datagram out of the kernel, as iperf3's
+    /// `--skip-rx-copy`: its first 256 bytes, which hold the probe (after an RTP header,
+    /// if any), with its full length from `MSG_TRUNC`. Every datagram is still counted
+    /// and measured at its full size; the payload after the head is never read. Saves
+    /// the receiver a copy per datagram, and on loopback the sender some cache traffic.
+    /// Implies `--no-gro`: a coalesced buffer cut short would hide the datagrams after
+    /// its first. A round-trip echo keeps the datagram's length: its head, then zeros.
+    /// A datagram whose probe lies beyond the head (an RTP header over 208 bytes) counts
+    /// as malformed. The counters' `head_only_datagrams` says how many were taken so.
+    #[arg(long)]
+    skip_rx_copy: bool,
     /// Stop when standard input closes: a receiver started by `dualperf run` ends with
     /// its parent, even one killed with SIGKILL.
     #[arg(long, hide = true)]
@@ -229,7 +240,8 @@ pub(crate) fn serve(
         handshake_timeout: args.handshake_timeout,
         busy_poll: args.busy_poll,
         threads: args.threads.map_or_else(default_threads, usize::from),
-        gro: !args.no_gro,
+        gro: !args.no_gro && !args.skip_rx_copy,
+        skip_rx_copy: args.skip_rx_copy,
         service,
     };
     let reflector = match args.stamp.config(bind_ip, args.busy_poll)? {
@@ -300,6 +312,9 @@ pub(crate) struct ReceiverConfig {
     pub(crate) threads: usize,
     /// Receive UDP with GRO where the kernel has it (`netio::UdpSocket::enable_gro`).
     pub(crate) gro: bool,
+    /// Copy only each UDP datagram's head out of the kernel (`recv --skip-rx-copy`);
+    /// turns GRO off.
+    pub(crate) skip_rx_copy: bool,
     /// What serves requests to send (`dualperf agent`); `None`: such requests are
     /// refused, as a plain `recv` never sends.
     pub(crate) service: Option<Arc<dyn SendService>>,
@@ -350,6 +365,7 @@ pub(crate) struct Counters {
     pub(crate) send_refusals: AtomicU64,
     pub(crate) gro_buffers: AtomicU64,
     pub(crate) gro_datagrams: AtomicU64,
+    pub(crate) head_only_datagrams: AtomicU64,
 }
 
 impl Counters {
@@ -369,6 +385,7 @@ impl Counters {
             send_refusals: g(&self.send_refusals),
             gro_buffers: g(&self.gro_buffers),
             gro_datagrams: g(&self.gro_datagrams),
+            head_only_datagrams: g(&self.head_only_datagrams),
             stamp: None,
         }
     }
@@ -379,6 +396,8 @@ pub(crate) struct Shared {
     pub(crate) handshake_timeout: Duration,
     /// The UDP loop polls while datagrams come closer than this.
     pub(crate) busy_poll: Duration,
+    /// Copy only each UDP datagram's head (`recv --skip-rx-copy`).
+    pub(crate) skip_rx_copy: bool,
     /// Every registered flow, sharded per UDP thread.
     pub(crate) flows: Flows,
     pub(crate) counters: Counters,
@@ -547,7 +566,8 @@ impl Receiver {
             .with_context(|| format!("cannot listen on TCP {bind}"))?;
             let local = listener.local_addr()?;
             tries -= 1;
-            match bind_udp(local, dual_stack, config.threads, config.gro) {
+            let gro = config.gro && !config.skip_rx_copy;
+            match bind_udp(local, dual_stack, config.threads, gro) {
                 Ok(sockets) => break (listener, local, sockets),
                 Err(e) if tries > 0 && is_addr_in_use(&e) => continue,
                 Err(e) => return Err(e),
@@ -575,6 +595,7 @@ impl Receiver {
             key: config.key,
             handshake_timeout: config.handshake_timeout,
             busy_poll: config.busy_poll,
+            skip_rx_copy: config.skip_rx_copy,
             flows,
             counters: Counters::default(),
             stop,
@@ -791,6 +812,7 @@ mod tests {
             busy_poll: Duration::ZERO,
             threads,
             gro: true,
+            skip_rx_copy: false,
             service: None,
         };
         Receiver::start(config, Arc::new(AtomicBool::new(false))).unwrap()

@@ -21,6 +21,10 @@ const BATCH: usize = 64;
 /// 2, 4 and 16 the same within the noise).
 const GRO_BATCH: usize = 8;
 const BUF_LEN: usize = 65_536;
+/// What `recv --skip-rx-copy` copies of each datagram: room for the probe with its
+/// extension (48 bytes) after an RTP header of up to 208 bytes (the 12-byte header, 15
+/// CSRCs and an extension of 34 words).
+const HEAD_LEN: usize = 256;
 
 /// How long the loop naps between reads while polling one-way traffic: at 300,000
 /// datagrams a second, a batch of a few per read, with the CPU free between reads.
@@ -63,9 +67,11 @@ impl Run {
             && len == self.len
     }
 
-    /// Its datagrams, in the buffer `whole` they came in.
+    /// Its datagrams, in the buffer `whole` they came in: only the head of one taken by
+    /// its head (`recv --skip-rx-copy`), which is all the buffer holds.
     fn datagrams<'a>(&self, whole: &'a [u8]) -> impl Iterator<Item = &'a [u8]> {
-        let all = &whole[self.data_at..self.data_at + self.len * self.n as usize];
+        let end = (self.data_at + self.len * self.n as usize).min(whole.len());
+        let all = &whole[self.data_at.min(end)..end];
         all.chunks(self.len.max(1)).take(self.n as usize)
     }
 }
@@ -140,8 +146,12 @@ impl Arrival<'_> {
             // Echo exactly what arrived, never more, to the registered source only
             // (checked by `take`), from the socket it came in on.
             for data in r.datagrams(self.whole) {
+                let mut data = data.to_vec();
+                // A datagram taken by its head goes back as long as it came: its head,
+                // then zeros (`recv --skip-rx-copy`).
+                data.resize(r.len, 0);
                 echoes.push(Echo {
-                    data: data.to_vec(),
+                    data,
                     probe_at: r.probe_at,
                     dst: meta.src,
                     src_ip: meta.dst_ip,
@@ -158,7 +168,14 @@ pub(super) fn run(shared: &Shared, me: usize, socket: &netio::UdpSocket) {
     // Each buffer allocated zeroed on its own (`vec![…; BATCH]` would copy the first
     // into the others, touching 4 MiB per thread): only the pages datagrams write to
     // become resident, which matters with a thread per core.
-    let mut bufs: Vec<Vec<u8>> = (0..BATCH).map(|_| vec![0u8; BUF_LEN]).collect();
+    // With --skip-rx-copy only each datagram's head: the kernel copies what fits and
+    // reports the whole length (MSG_TRUNC).
+    let buf_len = if shared.skip_rx_copy {
+        HEAD_LEN
+    } else {
+        BUF_LEN
+    };
+    let mut bufs: Vec<Vec<u8>> = (0..BATCH).map(|_| vec![0u8; buf_len]).collect();
     let mut metas = vec![netio::RecvMeta::default(); BATCH];
     let mut echoes: Vec<Echo> = Vec::new();
     // Datagrams of flows at home in another shard (module docs of `shard`).
@@ -222,11 +239,16 @@ pub(super) fn run(shared: &Shared, me: usize, socket: &netio::UdpSocket) {
             // those arrived together and share the first one's metadata and arrival
             // time, as the segments of one GSO send share it without GRO.
             let (mut datagrams, mut gro_buffers, mut gro_datagrams) = (0u64, 0u64, 0u64);
+            let mut head_only = 0u64;
             for (buf, meta) in bufs.iter().zip(&metas).take(n) {
                 // What the datagrams of one buffer share, worked out once for all of them.
                 let src = SocketAddr::new(canonical(meta.src.ip()), meta.src.port());
                 let rx_ns = meta.kernel_ts_ns.unwrap_or(fallback_rx_ns);
                 let whole = &buf[..meta.len.min(buf.len())];
+                // Taken by its head (--skip-rx-copy, where GRO is off): one datagram, as
+                // long as the kernel said.
+                let head_only_len = (meta.truncated && meta.gro_size.is_none()).then_some(meta.len);
+                head_only += u64::from(head_only_len.is_some());
                 let at_arrival = Arrival {
                     meta,
                     src,
@@ -243,6 +265,7 @@ pub(super) fn run(shared: &Shared, me: usize, socket: &netio::UdpSocket) {
                     let data_at = offset;
                     offset += data.len();
                     datagrams += 1;
+                    let len = head_only_len.unwrap_or(data.len());
                     // The probe starts the payload, or follows a real RTP header.
                     let at = probe::find(data).unwrap_or(0);
                     let repr = match Packet::new_checked(&data[at..]).and_then(|p| Repr::parse(&p))
@@ -254,7 +277,7 @@ pub(super) fn run(shared: &Shared, me: usize, socket: &netio::UdpSocket) {
                         }
                     };
                     if let Some(r) = run.as_mut() {
-                        if r.extends(&repr, at, data_at, data.len()) {
+                        if r.extends(&repr, at, data_at, len) {
                             r.n += 1;
                             continue;
                         }
@@ -274,7 +297,7 @@ pub(super) fn run(shared: &Shared, me: usize, socket: &netio::UdpSocket) {
                         n: 1,
                         probe_at: at,
                         data_at,
-                        len: data.len(),
+                        len,
                         // The RTP timestamp of a probe that follows an RTP header: meter
                         // computes the RFC 3550 jitter from the records after the loop.
                         rtp_ts: (at > 0)
@@ -293,6 +316,11 @@ pub(super) fn run(shared: &Shared, me: usize, socket: &netio::UdpSocket) {
             }
             coalesced = gro_buffers > 0;
             counters.datagrams.fetch_add(datagrams, Ordering::Relaxed);
+            if head_only > 0 {
+                counters
+                    .head_only_datagrams
+                    .fetch_add(head_only, Ordering::Relaxed);
+            }
             if gro_buffers > 0 {
                 counters
                     .gro_buffers

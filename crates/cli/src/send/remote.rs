@@ -183,6 +183,7 @@ pub(crate) fn reverse(
                 .unwrap_or_default(),
             threads: crate::recv::default_threads(),
             gro: true,
+            skip_rx_copy: false,
             service: None,
         },
         Arc::new(AtomicBool::new(false)),

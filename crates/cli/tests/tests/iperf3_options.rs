@@ -1,5 +1,5 @@
-//! iperf3's throughput options on `send`: `--cport`, `-O/--omit`, `-Z/--zerocopy`
-//! (issue 22), end to end on loopback.
+//! iperf3's throughput options: `send`'s `--cport`, `-O/--omit`, `-Z/--zerocopy` and
+//! `recv --skip-rx-copy` (issue 22), end to end on loopback.
 
 use std::net::{TcpListener, UdpSocket};
 use std::process::Command;
@@ -265,4 +265,66 @@ fn zerocopy_sends_complete_and_every_message_arrives_intact() {
         );
     }
     drop(rx);
+}
+
+/// `recv --skip-rx-copy` takes only each datagram's head out of the kernel: every
+/// datagram is still counted and measured at its full size, a round-trip flow's echoes go
+/// back as long as its probes came, and the counters say how many were taken by their
+/// head (a datagram shorter than the head is taken whole).
+#[test]
+fn skip_rx_copy_takes_heads_only_and_keeps_every_size_and_echo() {
+    for dest in ["127.0.0.1", "::1"] {
+        let rx = Receiver::start(&["--json", "--sessions", "2", "--skip-rx-copy"]);
+        // 1000-byte round-trip probes: longer than the 256-byte head.
+        let out = send(
+            dest,
+            rx.port,
+            &[
+                "--udp", "--rate", "2000pps", "--size", "1000", "--count", "400", "--meter", "rtt",
+                "--json",
+            ],
+        );
+        out.assert_success();
+        let j = out.json();
+        crate::schema::assert_valid("send", &j);
+        let f = &j["flows"][0];
+        assert_eq!(u(f, "/received/packets"), 400, "{f:#}");
+        assert_eq!(u(f, "/received/bytes"), 400 * 1000, "{f:#}");
+        assert_eq!(u(f, "/received/loss/lost"), 0, "{f:#}");
+        assert_eq!(u(f, "/malformed_at_receiver"), 0, "{f:#}");
+        assert_eq!(u(f, "/rtt/packets"), 400, "{f:#}");
+        assert_eq!(u(f, "/rtt/bytes"), 400 * 1000, "{f:#}");
+        // 200-byte one-way probes: shorter than the head, copied whole.
+        let out = send(
+            dest,
+            rx.port,
+            &[
+                "--udp", "--rate", "2000pps", "--size", "200", "--count", "300", "--json",
+            ],
+        );
+        out.assert_success();
+        let f = &out.json()["flows"][0];
+        assert_eq!(u(f, "/received/packets"), 300, "{f:#}");
+        assert_eq!(u(f, "/received/bytes"), 300 * 200, "{f:#}");
+        let recv = rx.finish();
+        recv.finished.assert_success();
+        crate::schema::assert_valid(
+            "recv",
+            &serde_json::json!({"type": "counters", "data": recv.counters}),
+        );
+        assert_eq!(u(&recv.counters, "/datagrams"), 700, "{}", recv.counters);
+        assert_eq!(
+            u(&recv.counters, "/head_only_datagrams"),
+            400,
+            "{}",
+            recv.counters
+        );
+        assert_eq!(
+            u(&recv.counters, "/malformed_datagrams"),
+            0,
+            "{}",
+            recv.counters
+        );
+        assert_eq!(u(&recv.counters, "/gro_buffers"), 0, "{}", recv.counters);
+    }
 }

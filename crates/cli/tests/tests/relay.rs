@@ -467,9 +467,19 @@ impl Forwarder {
     }
 }
 
-/// One flow of `COUNT` × 64 B UDP probes through the relay to a receiver, logging with
-/// `log`; every view of the flow must show the counts [`SCHEDULE`] implies.
-fn relay_counts_match_the_schedule(ip: IpAddr, coalesce: bool, log: bool) {
+/// How the receiver takes each datagram.
+#[derive(Clone, Copy, PartialEq)]
+enum RxCopy {
+    /// Whole, 64-byte datagrams.
+    Whole,
+    /// `recv --skip-rx-copy`, 1000-byte datagrams: only each one's 256-byte head leaves
+    /// the kernel.
+    Head,
+}
+
+/// One flow of `COUNT` UDP probes through the relay to a receiver, logging with `log`;
+/// every view of the flow must show the counts [`SCHEDULE`] implies.
+fn relay_counts_match_the_schedule(ip: IpAddr, coalesce: bool, log: bool, copy: RxCopy) {
     let spans = SCHEDULE.spans();
     assert!(spans[0].0 > 0, "no event at position 0");
     assert!(
@@ -488,15 +498,24 @@ fn relay_counts_match_the_schedule(ip: IpAddr, coalesce: bool, log: bool) {
 
     let family = if ip.is_ipv4() { "v4" } else { "v6" };
     let mode = if coalesce { "gro" } else { "plain" };
-    let dir = TempDir::new(&format!("relay-{family}-{mode}-{log}"));
+    let head = if copy == RxCopy::Head { "-head" } else { "" };
+    let dir = TempDir::new(&format!("relay-{family}-{mode}{head}-{log}"));
     let log = log.then(|| dir.path("recv.dplog"));
     let mut rx_args = vec!["--json", "--sessions", "1"];
+    let size: u64 = match copy {
+        RxCopy::Whole => 64,
+        RxCopy::Head => {
+            rx_args.push("--skip-rx-copy");
+            1000
+        }
+    };
     if let Some(log) = &log {
         rx_args.extend(["--log", path_str(log)]);
     }
     let rx = Receiver::start(&rx_args);
     let relay = Relay::start(ip, rx.port, coalesce);
     let count = COUNT.to_string();
+    let size_arg = size.to_string();
     // Coalesced: the sender too sends in batches (GSO to the relay, which takes them one
     // by one), 50 datagrams every 500 µs.
     let rate: &[&str] = if coalesce {
@@ -504,7 +523,7 @@ fn relay_counts_match_the_schedule(ip: IpAddr, coalesce: bool, log: bool) {
     } else {
         &["--rate", "2000pps"]
     };
-    let mut args = vec!["--udp", "--count", &count, "--size", "64", "--json"];
+    let mut args = vec!["--udp", "--count", &count, "--size", &size_arg, "--json"];
     args.extend_from_slice(rate);
     let out = send(&ip.to_string(), relay.port, &args);
     out.assert_success();
@@ -536,6 +555,8 @@ fn relay_counts_match_the_schedule(ip: IpAddr, coalesce: bool, log: bool) {
     assert_eq!(u(flow, "/sent/packets"), COUNT);
     assert_eq!(u(flow, "/malformed_at_receiver"), 0);
     assert_eq!(counts_of(&flow["received"]), expected, "send --json");
+    // Each datagram at its full size, also those taken by their head.
+    assert_eq!(u(flow, "/received/bytes"), received * size);
 
     // 2. The receiver's own line.
     assert_eq!(recv.flows.len(), 1, "{:?}", recv.flows);
@@ -558,12 +579,20 @@ fn relay_counts_match_the_schedule(ip: IpAddr, coalesce: bool, log: bool) {
     );
 
     // Coalesced: the receiver split GRO buffers, so the counts above held through it.
+    // Taken by their heads: GRO is off, the kernel split the GSO sends itself.
     let gro = u(&recv.counters, "/gro_datagrams");
-    if coalesce {
+    let head_only = u(&recv.counters, "/head_only_datagrams");
+    if copy == RxCopy::Head {
+        assert_eq!(head_only, received);
+        assert_eq!(gro, 0);
+    } else if coalesce {
         assert!(gro > received / 2, "GRO datagrams {gro} of {received}");
         assert!(u(&recv.counters, "/gro_buffers") > 0);
     } else {
         assert_eq!(gro, 0);
+    }
+    if copy == RxCopy::Whole {
+        assert_eq!(head_only, 0);
     }
 
     // 3. The receiver's log, decoded.
@@ -581,16 +610,17 @@ fn relay_counts_match_the_schedule(ip: IpAddr, coalesce: bool, log: bool) {
         .collect();
     assert_eq!(logged.len(), 1, "one flow with records: {doc:#}");
     assert_eq!(counts_of(logged[0]), expected, "decode --json");
+    assert_eq!(u(logged[0], "/bytes"), received * size, "decode --json");
 }
 
 #[test]
 fn relay_loss_duplicates_and_reordering_are_counted_exactly_over_ipv4() {
-    relay_counts_match_the_schedule(IpAddr::V4(Ipv4Addr::LOCALHOST), false, true);
+    relay_counts_match_the_schedule(IpAddr::V4(Ipv4Addr::LOCALHOST), false, true, RxCopy::Whole);
 }
 
 #[test]
 fn relay_loss_duplicates_and_reordering_are_counted_exactly_over_ipv6() {
-    relay_counts_match_the_schedule(IpAddr::V6(Ipv6Addr::LOCALHOST), false, true);
+    relay_counts_match_the_schedule(IpAddr::V6(Ipv6Addr::LOCALHOST), false, true, RxCopy::Whole);
 }
 
 /// The same schedule with every hop coalesced: the sender's GSO sends, the relay's GSO
@@ -598,12 +628,12 @@ fn relay_loss_duplicates_and_reordering_are_counted_exactly_over_ipv6() {
 /// uncoalesced runs above, exactly.
 #[test]
 fn relay_counts_hold_through_gso_and_gro_over_ipv4() {
-    relay_counts_match_the_schedule(IpAddr::V4(Ipv4Addr::LOCALHOST), true, true);
+    relay_counts_match_the_schedule(IpAddr::V4(Ipv4Addr::LOCALHOST), true, true, RxCopy::Whole);
 }
 
 #[test]
 fn relay_counts_hold_through_gso_and_gro_over_ipv6() {
-    relay_counts_match_the_schedule(IpAddr::V6(Ipv6Addr::LOCALHOST), true, true);
+    relay_counts_match_the_schedule(IpAddr::V6(Ipv6Addr::LOCALHOST), true, true, RxCopy::Whole);
 }
 
 /// Coalesced again, to a receiver that does not log: it meters each GRO buffer's runs
@@ -611,10 +641,24 @@ fn relay_counts_hold_through_gso_and_gro_over_ipv6() {
 /// same counts.
 #[test]
 fn relay_counts_hold_through_gro_runs_metered_at_once_over_ipv4() {
-    relay_counts_match_the_schedule(IpAddr::V4(Ipv4Addr::LOCALHOST), true, false);
+    relay_counts_match_the_schedule(IpAddr::V4(Ipv4Addr::LOCALHOST), true, false, RxCopy::Whole);
 }
 
 #[test]
 fn relay_counts_hold_through_gro_runs_metered_at_once_over_ipv6() {
-    relay_counts_match_the_schedule(IpAddr::V6(Ipv6Addr::LOCALHOST), true, false);
+    relay_counts_match_the_schedule(IpAddr::V6(Ipv6Addr::LOCALHOST), true, false, RxCopy::Whole);
+}
+
+/// The same schedule to a receiver that copies only each datagram's head
+/// (`recv --skip-rx-copy`), from a plain sender and from a coalescing one (its GSO sends
+/// split by the kernel, as the receiver takes no GRO buffers): the same counts, and
+/// every datagram at its full size.
+#[test]
+fn relay_counts_hold_when_the_receiver_copies_heads_only_over_ipv4() {
+    relay_counts_match_the_schedule(IpAddr::V4(Ipv4Addr::LOCALHOST), false, true, RxCopy::Head);
+}
+
+#[test]
+fn relay_counts_hold_through_gso_when_the_receiver_copies_heads_only_over_ipv6() {
+    relay_counts_match_the_schedule(IpAddr::V6(Ipv6Addr::LOCALHOST), true, false, RxCopy::Head);
 }
