@@ -11,17 +11,32 @@
 #     dualperf  dualperf recv --port P  +  dualperf send ADDR --port P --tcp --bulk
 #               [--parallel N] --congestion CC --size SIZE --duration Ds --json [--rate Ngbit]
 #   UDP, each configuration in UDP_CONFIGS (default: 1400- and 64-byte datagrams,
-#   each without and with GSO), one flow, unpaced (as fast as the sender can):
+#   each without and with GSO, and 1400 bytes without GSO, the receiver skipping the
+#   copy of the payload), one flow, unpaced (as fast as the sender can):
 #     iperf3    iperf3 -s -p P -1  +  iperf3 -c ADDR -p P -u -b 0 -l BYTES -t D -J [--gsro]
-#     dualperf  dualperf recv --port P  +  dualperf send ADDR --port P --udp --bulk
-#               --size BYTES --duration Ds --json [--no-gso]
+#     dualperf  dualperf recv --port P [--skip-rx-copy]  +  dualperf send ADDR --port P
+#               --udp --bulk --size BYTES --duration Ds --json [--no-gso]
 #   GSO: dualperf turns UDP GSO on by default in bulk mode and off with --no-gso;
 #   a build whose `send --help` has no --no-gso has no GSO: its "GSO" rows then run
 #   it without (the cell is marked *, so the row still shows how far it is from
 #   iperf3 with GSO), or, when no iperf3 has --gsro either, not at all (n/a).
 #   iperf3 uses GSO only with --gsro (3.21 on; it also turns on GRO in its
 #   receiver); an iperf3 whose --help has no --gsro is not run in the GSO rows
-#   (n/a: its figure without GSO is in the row above).  A dualperf that
+#   (n/a: its figure without GSO is in the row above).  The skip-rx-copy rows
+#   (@skip) run dualperf without GSO, its receiver copying only the head of each
+#   datagram out of the kernel (recv --skip-rx-copy, MSG_TRUNC).  iperf3 is not
+#   run there (n/a): its UDP --skip-rx-copy miscounts (3.21+: the receiver counts
+#   12 bytes and no datagram for each datagram, as net.c's Nrecv_no_select
+#   returns the bytes copied, not the datagram's length).  No goal: the report
+#   prints dualperf's rate there against each iperf3's copying row instead.
+#   The loopback ceiling: in every UDP row without GSO (size up to 2048 B), each
+#   repetition also runs bench/ceiling/ceiling.c (built with cc -O2): one C
+#   process, a sendmmsg sender and a recvmmsg receiver thread, batches of 64,
+#   connected socket, no metering, -s BYTES, for DURATION s after a 0.5 s
+#   warm-up (-T in the skip-rx-copy rows: its receiver too copies only each
+#   datagram's head).  It is what batching alone gets through this host's
+#   loopback; the report prints it beside the table, against each tool.
+#   A dualperf that
 #   refuses --udp --bulk without --rate (no unpaced UDP yet) is given
 #   --rate UDP_PACED_RATE, a rate beyond what loopback carries (cell marked +).
 #   The tools alternate (iperf3, [iperf3 of IPERF3,] dualperf, iperf3, ...) REPS
@@ -68,8 +83,9 @@
 #                  @GBITg caps each stream (iperf3 -b NG, dualperf --rate Ngbit), so the
 #                  row compares what both tools deliver, and the CPU they spend, for the
 #                  same offered rate; empty: no TCP rows
-#   UDP_CONFIGS ["1400 1400@gso 64 64@gso"]  UDP: BYTES[@gso], payload bytes per
-#                  datagram (16-65000), @gso with GSO (see above); empty: no UDP rows
+#   UDP_CONFIGS ["1400 1400@skip 1400@gso 64 64@gso"]  UDP: BYTES[@gso|@skip], payload
+#                  bytes per datagram (16-65000), @gso with GSO, @skip with the
+#                  receivers' skip-rx-copy (see above); empty: no UDP rows
 #   SIZE [131072]  TCP bytes per write (iperf3 -l, dualperf --size; iperf3's default)
 #   INTERVAL []    e.g. 1s: also pass --interval to dualperf (per-interval
 #                  min-max is shown in its run lines)
@@ -79,6 +95,7 @@
 #   DUALPERF [$CARGO_TARGET_DIR or <repo>/target, then /release/dualperf]
 #                  copied to the temp dir at start, so that a rebuild during
 #                  the bench does not affect it (build it first yourself)
+#   CEILING [1]    0: no loopback ceiling runs
 #   STRICT [0]     1: a failed verdict makes the exit status 1
 #   KEEP_WORK [0]  1: keep the temp dir (raw JSON, stderr of every command);
 #                  it is always kept when a run failed
@@ -98,13 +115,14 @@ DURATION=${DURATION:-10}
 REPS=${REPS:-3}
 FAMILIES=${FAMILIES:-4 6}
 CONFIGS=${CONFIGS-1:cubic 1:bbr 1:cubic@10g 4:cubic}
-UDP_CONFIGS=${UDP_CONFIGS-1400 1400@gso 64 64@gso}
+UDP_CONFIGS=${UDP_CONFIGS-1400 1400@skip 1400@gso 64 64@gso}
 SIZE=${SIZE:-131072}
 INTERVAL=${INTERVAL:-}
 IPERF3=${IPERF3:-}
 UDP_PACED_RATE=${UDP_PACED_RATE:-100gbit}
 DUALPERF=${DUALPERF:-${CARGO_TARGET_DIR:-$HERE/../target}/release/dualperf}
 STRICT=${STRICT:-0}
+CEILING=${CEILING:-1}
 KEEP_WORK=${KEEP_WORK:-0}
 
 exec 3>&2 # progress, also from traps while a command's stderr is redirected
@@ -117,7 +135,7 @@ is_posint "$REPS" || usage_die "REPS must be a positive integer, got '$REPS'"
 is_posint "$SIZE" || usage_die "SIZE must be a positive integer (bytes), got '$SIZE'"
 [[ -z $INTERVAL || $INTERVAL =~ ^[0-9]+(\.[0-9]+)?(ms|s)$ ]] || usage_die "INTERVAL like 1s or 500ms, got '$INTERVAL'"
 [[ $UDP_PACED_RATE =~ ^[1-9][0-9]*(gbit|mbit|pps)$ ]] || usage_die "UDP_PACED_RATE like 100gbit, got '$UDP_PACED_RATE'"
-[[ $STRICT == [01] && $KEEP_WORK == [01] ]] || usage_die "STRICT and KEEP_WORK are 0 or 1"
+[[ $STRICT == [01] && $KEEP_WORK == [01] && $CEILING == [01] ]] || usage_die "STRICT, KEEP_WORK and CEILING are 0 or 1"
 [[ -n ${FAMILIES// /} ]] || usage_die "FAMILIES is empty"
 for f in $FAMILIES; do [[ $f == [46] ]] || usage_die "FAMILIES: 4 and/or 6, got '$f'"; done
 [[ -n ${CONFIGS// /}${UDP_CONFIGS// /} ]] || usage_die "CONFIGS and UDP_CONFIGS are both empty"
@@ -132,8 +150,8 @@ for c in $CONFIGS; do
     fi
 done
 for c in $UDP_CONFIGS; do
-    if ! [[ $c =~ ^([1-9][0-9]*)(@gso)?$ ]] || ((BASH_REMATCH[1] < 16 || BASH_REMATCH[1] > 65000)); then
-        usage_die "UDP_CONFIGS entries are BYTES[@gso] with 16 <= BYTES <= 65000, like 1400 or 64@gso, got '$c'"
+    if ! [[ $c =~ ^([1-9][0-9]*)(@gso|@skip)?$ ]] || ((BASH_REMATCH[1] < 16 || BASH_REMATCH[1] > 65000)); then
+        usage_die "UDP_CONFIGS entries are BYTES[@gso|@skip] with 16 <= BYTES <= 65000, like 1400, 64@gso or 1400@skip, got '$c'"
     fi
 done
 [[ -x $DUALPERF ]] || usage_die "DUALPERF=$DUALPERF is not an executable file"
@@ -189,6 +207,7 @@ ensure_iperf3() {
 DP=$WORK/bin/dualperf
 DP_GSO=0     # 1: `send --no-gso` exists, i.e. bulk UDP uses GSO unless given it
 DP_UNPACED=0 # 1: `send --udp --bulk` runs without --rate (unpaced)
+DP_SKIPRX=0  # 1: `recv --skip-rx-copy` exists
 prepare_dualperf() {
     mkdir -p "$WORK/bin"
     cp "$DUALPERF" "$DP" || { log "cannot copy $DUALPERF"; exit 1; }
@@ -197,6 +216,7 @@ prepare_dualperf() {
         exit 1
     fi
     "$DP" send --help 2>&1 | grep -q -- '--no-gso' && DP_GSO=1
+    "$DP" recv --help 2>&1 | grep -q -- '--skip-rx-copy' && DP_SKIPRX=1
     [[ -n ${UDP_CONFIGS// /} ]] || return 0
     # Whether unpaced UDP bulk is accepted: its option check refuses it at once
     # otherwise.  Accepted, it tries a port where nothing listens, on loopback.
@@ -227,7 +247,8 @@ setup_tools() {
     BIN[dualperf]=$DP
     v="$("$DP" --version 2>/dev/null) (copy of $DUALPERF; UDP GSO: "
     v+="$( ((DP_GSO)) && echo "on, --no-gso to turn it off" || echo "not in this build")"
-    v+="; unpaced UDP bulk: $( ((DP_UNPACED)) && echo yes || echo "no, --rate $UDP_PACED_RATE"))"
+    v+="; unpaced UDP bulk: $( ((DP_UNPACED)) && echo yes || echo "no, --rate $UDP_PACED_RATE")"
+    v+="; recv --skip-rx-copy: $( ((DP_SKIPRX)) && echo yes || echo no))"
     LABEL[dualperf]=$v
 }
 
@@ -236,8 +257,9 @@ setup_tools() {
 
 # The configuration of run_one, set by the main loop:
 #   C_PROTO tcp|udp; TCP: C_N streams, C_CC, C_CAP (Gbit/s per stream or empty);
-#   UDP: C_USIZE payload bytes, C_GSO 0|1.  C_LABEL names the row, C_SLUG its files.
-C_PROTO='' C_N=1 C_CC='' C_CAP='' C_USIZE='' C_GSO=0 C_LABEL='' C_SLUG=''
+#   UDP: C_USIZE payload bytes, C_GSO 0|1, C_SKIP 0|1 (the receivers' skip-rx-copy).
+#   C_LABEL names the row, C_SLUG its files.
+C_PROTO='' C_N=1 C_CC='' C_CAP='' C_USIZE='' C_GSO=0 C_SKIP=0 C_LABEL='' C_SLUG=''
 
 # run_one tool family rep: one receiver, one sender, one result row.
 run_one() {
@@ -263,6 +285,11 @@ run_one() {
                 fi
                 cli+=(--gsro)
             fi
+            if ((C_SKIP)); then
+                "${BULK[@]}" skip-row "${err[@]}" --message \
+                    "iperf3's UDP --skip-rx-copy counts 12 bytes and no datagram per datagram"
+                return 0
+            fi
         fi
     else
         srv=("$DP" recv --port PORT)
@@ -274,6 +301,13 @@ run_one() {
         else
             cli+=(--udp --bulk --size "$C_USIZE" --duration "${DURATION}s" --json)
             ((DP_UNPACED)) || { cli+=(--rate "$UDP_PACED_RATE"); marks+=(--mark paced); }
+            if ((C_SKIP)); then
+                if ((!DP_SKIPRX)); then
+                    "${BULK[@]}" skip-row "${err[@]}" --message "this dualperf has no recv --skip-rx-copy"
+                    return 0
+                fi
+                srv+=(--skip-rx-copy)
+            fi
             if ((DP_GSO)); then
                 ((C_GSO)) || cli+=(--no-gso)
             elif ((C_GSO)); then
@@ -335,12 +369,37 @@ run_one() {
     return 0
 }
 
+# run_ceiling family rep: the loopback ceiling of the current UDP config (see the
+# header), as a "ceiling" result row; nothing for GSO configs or larger datagrams.
+CEILING_BIN=
+run_ceiling() {
+    local fam=$1 rep=$2 d args=()
+    [[ -n $CEILING_BIN ]] && ((!C_GSO && C_USIZE <= 2048)) || return 0
+    d=$WORK/v$fam-$C_SLUG-$rep-ceiling
+    args=("-$fam" -s "$C_USIZE" -d "$DURATION" -w 0.5)
+    ((C_SKIP)) && args+=(-T)
+    log "IPv$fam $C_LABEL rep $rep: ceiling ${args[*]}"
+    if ! run_limited $((DURATION + 30)) "$CEILING_BIN" "${args[@]}" >"$d.out" 2>"$d.err"; then
+        tail_of "$d.err"
+        "${BULK[@]}" error-row --tool ceiling --family "$fam" --proto udp --config "$C_LABEL" \
+            --rep "$rep" --results "$RESULTS" --message "ceiling program failed (stderr: $d.err)"
+        FAIL=1
+        return 0
+    fi
+    "${BULK[@]}" ceiling-row --family "$fam" --config "$C_LABEL" --rep "$rep" \
+        --results "$RESULTS" --size "$C_USIZE" --line-file "$d.out" || FAIL=1
+}
+
 # ---------------------------------------------------------------------------
 # main
 
 ensure_iperf3
 prepare_dualperf
 setup_tools
+if ((CEILING)) && [[ -n ${UDP_CONFIGS// /} ]]; then
+    CEILING_BIN=$WORK/bin/ceiling
+    compile_ceiling "$CEILING_BIN" "$WORK/cc.log" || { CEILING_BIN=; FAIL=1; }
+fi
 log "work dir: $WORK; DURATION=${DURATION}s REPS=$REPS FAMILIES=($FAMILIES) CONFIGS=($CONFIGS) UDP_CONFIGS=($UDP_CONFIGS) SIZE=$SIZE"
 for t in "${TOOLS[@]}"; do log "$t: ${LABEL[$t]}"; done
 read -ra fams <<<"$FAMILIES"
@@ -360,12 +419,14 @@ for fam in $FAMILIES; do
         done
     done
     for c in $UDP_CONFIGS; do
-        C_PROTO=udp C_N=1 C_CC='' C_CAP='' C_USIZE=${c%@gso} C_GSO=0
+        C_PROTO=udp C_N=1 C_CC='' C_CAP='' C_USIZE=${c%@*} C_GSO=0 C_SKIP=0
         [[ $c == *@gso ]] && C_GSO=1
-        C_LABEL="$C_USIZE B$( ((C_GSO)) && echo ' GSO')"
-        C_SLUG=udp-$C_USIZE$( ((C_GSO)) && echo '-gso')
+        [[ $c == *@skip ]] && C_SKIP=1
+        C_LABEL="$C_USIZE B$( ((C_GSO)) && echo ' GSO')$( ((C_SKIP)) && echo ' skip-rx-copy')"
+        C_SLUG=udp-$C_USIZE$( ((C_GSO)) && echo '-gso')$( ((C_SKIP)) && echo '-skip')
         for ((rep = 1; rep <= REPS; rep++)); do
             for t in "${TOOLS[@]}"; do run_one "$t" "$fam" "$rep"; done
+            run_ceiling "$fam" "$rep"
         done
     done
 done

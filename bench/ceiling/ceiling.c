@@ -22,11 +22,13 @@
  * -G sends each batch as one UDP GSO message (UDP_SEGMENT, Linux >= 4.18;
  * batch <= 64): the sender crosses the stack once per batch, and the
  * receiving socket still gets one datagram each.
+ * -T makes the receiver copy only the first 64 bytes of each datagram out of
+ * the kernel (MSG_TRUNC, as a receiver that reads only a header would).
  *
- * Usage: ceiling [-4|-6] [-S] [-G] [-d SECONDS] [-w WARMUP_S] [-b BATCH] [-s SIZE]
+ * Usage: ceiling [-4|-6] [-S] [-G] [-T] [-d SECONDS] [-w WARMUP_S] [-b BATCH] [-s SIZE]
  * Output (one line on stdout, machine readable):
  *   ceiling family=4 rx=block tx=mmsg size=64 batch=64 duration_s=3.000 sent_pps=...
- *           recv_pps=... sent=N received=N dropped=N
+ *           recv_pps=... sent=N received=N dropped=N copy=whole
  * Exit status 0 on success, 1 on any error (message on stderr).
  *
  * Build: cc -O2 -Wall -Wextra -pthread -o ceiling ceiling.c
@@ -64,6 +66,7 @@ static int g_batch = 64;
 static int g_size = 64;
 static int g_spin = 0; /* -S: busy-poll receiver (MSG_DONTWAIT) instead of blocking */
 static int g_gso = 0;  /* -G: each batch as one UDP GSO sendmsg (UDP_SEGMENT) */
+static int g_head = 0; /* -T: the receiver copies only each datagram's head (MSG_TRUNC) */
 
 static atomic_int g_stop_send;
 static atomic_int g_stop_recv;
@@ -116,14 +119,15 @@ static void *recv_main(void *arg)
 
 	for (int i = 0; i < g_batch; i++) {
 		iovs[i].iov_base = bufs[i];
-		iovs[i].iov_len = sizeof(bufs[i]);
+		iovs[i].iov_len = g_head ? 64 : sizeof(bufs[i]);
 		memset(&msgs[i], 0, sizeof(msgs[i]));
 		msgs[i].msg_hdr.msg_iov = &iovs[i];
 		msgs[i].msg_hdr.msg_iovlen = 1;
 	}
 	while (!atomic_load_explicit(&g_stop_recv, memory_order_relaxed)) {
 		int n = recvmmsg(fd, msgs, (unsigned)g_batch,
-				 g_spin ? MSG_DONTWAIT : MSG_WAITFORONE, NULL);
+				 (g_spin ? MSG_DONTWAIT : MSG_WAITFORONE) |
+				 (g_head ? MSG_TRUNC : 0), NULL);
 		if (n < 0) {
 			/* Nothing queued (spin) or SO_RCVTIMEO expiry (blocking):
 			 * loop to re-check the stop flag. */
@@ -207,19 +211,20 @@ static void *send_main(void *arg)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: ceiling [-4|-6] [-S] [-G] [-d SECONDS] [-w WARMUP_S] [-b BATCH] [-s SIZE]\n");
+		"usage: ceiling [-4|-6] [-S] [-G] [-T] [-d SECONDS] [-w WARMUP_S] [-b BATCH] [-s SIZE]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
 	int opt;
-	while ((opt = getopt(argc, argv, "46SGd:w:b:s:h")) != -1) {
+	while ((opt = getopt(argc, argv, "46SGTd:w:b:s:h")) != -1) {
 		switch (opt) {
 		case '4': g_family = 4; break;
 		case '6': g_family = 6; break;
 		case 'S': g_spin = 1; break;
 		case 'G': g_gso = 1; break;
+		case 'T': g_head = 1; break;
 		case 'd': g_duration = atof(optarg); break;
 		case 'w': g_warmup = atof(optarg); break;
 		case 'b': g_batch = atoi(optarg); break;
@@ -326,11 +331,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("ceiling family=%d rx=%s tx=%s size=%d batch=%d duration_s=%.3f "
-	       "sent_pps=%.0f recv_pps=%.0f sent=%llu received=%llu dropped=%llu\n",
+	       "sent_pps=%.0f recv_pps=%.0f sent=%llu received=%llu dropped=%llu copy=%s\n",
 	       g_family, g_spin ? "spin" : "block", g_gso ? "gso" : "mmsg",
 	       g_size, g_batch, dt,
 	       (double)(s1 - s0) / dt, (double)(r1 - r0) / dt, sent, recvd,
-	       sent >= recvd ? sent - recvd : 0ULL);
+	       sent >= recvd ? sent - recvd : 0ULL, g_head ? "head" : "whole");
 	if (fflush(stdout) != 0)
 		die("fflush");
 	return 0;

@@ -10,7 +10,8 @@ Result rows are JSON lines appended to a results file, one per run:
   {"tool", "family", "proto", "config", "rep", "rx_bps", "tx_bps",
    "rx_bytes", "rx_seconds", "rx_pps", "loss_pct", "per_flow_bps",
    "cpu_snd", "cpu_rcv", "marks", "notes", "error", "skipped"}
-tool is iperf3 (the one on PATH), iperf3-alt (IPERF3=path) or dualperf.
+tool is iperf3 (the one on PATH), iperf3-alt (IPERF3=path), dualperf, or
+ceiling (bench/ceiling/ceiling.c in a UDP row: rx_pps, and rx_bps from it).
 rx_bps is the receiver-side payload rate each tool reports itself:
   iperf3 TCP: end.sum_received.bits_per_second (bytes / test duration)
   iperf3 UDP: end.sum_received.bits_per_second (the same definition)
@@ -36,6 +37,7 @@ UDP_PLAIN_GOAL = 1.5    # 1400 B without GSO: dualperf >= 1.5x iperf3
 UDP_GSO_GOAL = 1.0      # 1400 B with GSO: dualperf >= 1.0x iperf3 --gsro
 OTHER_GOAL = 0.90       # rows the issue sets no goal for: at least 90 %
 TOOLS = ("iperf3", "iperf3-alt", "dualperf")
+ROW_TOOLS = TOOLS + ("ceiling",)
 SHORT = {"iperf3": "A", "iperf3-alt": "B", "dualperf": "dp"}
 MARKS = {  # mark -> (symbol, footnote)
     "nogso": ("*", "dualperf ran without GSO: this build has no --no-gso, i.e. no UDP "
@@ -227,6 +229,28 @@ def cmd_error_row(a):
     return emit(row, a.results)
 
 
+def cmd_ceiling_row(a):
+    """A row from ceiling.c's one line: received datagrams per second over its
+    window, as payload bit/s at --size bytes each."""
+    row = base_row(a)
+    try:
+        with open(a.line_file) as f:
+            line = next((x for x in f if x.startswith("ceiling ")), None)
+        if line is None:
+            raise ValueError(f"no 'ceiling ...' line in {a.line_file}")
+        kv = dict(x.split("=", 1) for x in line.split()[1:] if "=" in x)
+        pps = float(kv["recv_pps"])
+        sent, dropped = int(kv["sent"]), int(kv["dropped"])
+        row.update(rx_pps=pps, rx_bps=pps * a.size * 8,
+                   tx_bps=float(kv["sent_pps"]) * a.size * 8,
+                   rx_seconds=float(kv["duration_s"]), per_flow_bps=[pps * a.size * 8],
+                   loss_pct=100.0 * dropped / sent if sent else None,
+                   cpu_snd=None, cpu_rcv=None, copy=kv.get("copy", "whole"))
+    except (OSError, ValueError, KeyError) as e:
+        row["error"] = f"ceiling: {e}"
+    return emit(row, a.results)
+
+
 def cmd_skip_row(a):
     row = base_row(a)
     row["skipped"] = a.message
@@ -300,7 +324,7 @@ def goal_of(proto, cfg):
         if streams != "1":
             return "ahead", 1.0, "GOAL ahead of every iperf3"
         return "ratio", TCP_SINGLE_GOAL, f"GOAL >= {TCP_SINGLE_GOAL:.1f}x every iperf3"
-    if cfg.startswith("1400 "):
+    if cfg.startswith("1400 ") and not cfg.endswith("skip-rx-copy"):
         if cfg.endswith("GSO"):
             return "ratio", UDP_GSO_GOAL, f"GOAL >= {UDP_GSO_GOAL:.1f}x iperf3 --gsro"
         return "ratio", UDP_PLAIN_GOAL, f"GOAL >= {UDP_PLAIN_GOAL:.1f}x iperf3"
@@ -395,6 +419,51 @@ def build_table(groups, tools, proto, used_marks):
     return hdr, table, bad
 
 
+def ceiling_lines(groups, tools):
+    """Lines putting each UDP row's loopback ceiling beside the tools that ran it."""
+    lines = []
+    med = lambda rs: statistics.median(r["rx_bps"] for r in rs)  # noqa: E731
+    for (fam, p, cfg), rs in groups.items():
+        ceil = [r for r in rs if r["tool"] == "ceiling" and not r["error"]]
+        if p != "udp" or not ceil:
+            continue
+        c = med(ceil)
+        pps = statistics.median(r["rx_pps"] for r in ceil) / 1e6
+        cells = []
+        for t in tools:
+            ok = [r for r in rs if r["tool"] == t and not r["error"] and not r["skipped"]]
+            if ok:
+                cells.append(f"{SHORT[t]} {med(ok) / c:.2f}")
+        lines.append(f"  IPv{fam} {cfg}: {c / 1e9:.2f} Gbit/s ({pps:.3f} Mpkt/s), "
+                     f"{min(r['rx_bps'] for r in ceil) / 1e9:.2f}-"
+                     f"{max(r['rx_bps'] for r in ceil) / 1e9:.2f}; of it: "
+                     + (", ".join(cells) or "-"))
+    return lines
+
+
+def skip_vs_copy(groups, tools):
+    """Lines comparing dualperf's skip-rx-copy rows with each iperf3's copying row
+    of the same size and family: what a user of an iperf3 without --skip-rx-copy
+    gets by moving to dualperf with it."""
+    lines = []
+    med = lambda rs: statistics.median(r["rx_bps"] for r in rs)  # noqa: E731
+    for (fam, p, cfg), rs in groups.items():
+        if p != "udp" or not cfg.endswith(" skip-rx-copy"):
+            continue
+        dp = [r for r in rs if r["tool"] == "dualperf" and not r["error"]
+              and not r["skipped"]]
+        plain = groups.get((fam, p, cfg[:-len(" skip-rx-copy")]), [])
+        cells = []
+        for t in tools:
+            theirs = [r for r in plain if r["tool"] == t and not r["error"]
+                      and not r["skipped"]]
+            if t != "dualperf" and dp and theirs:
+                cells.append(f"x{med(dp) / med(theirs):.2f} {SHORT[t]}")
+        if cells:
+            lines.append(f"  IPv{fam} {cfg[:-len(' skip-rx-copy')]}: " + ", ".join(cells))
+    return lines
+
+
 def cmd_report(a):
     with open(a.results) as f:
         rows = [json.loads(line) for line in f if line.strip()]
@@ -417,6 +486,17 @@ def cmd_report(a):
         bad += b
         print(f"\n-- {title} --")
         print_table(hdr, table)
+        cross = skip_vs_copy(groups, tools) if proto == "udp" else []
+        if cross:
+            print("\ndualperf with recv --skip-rx-copy / each iperf3 copying the payload "
+                  "(its row without it):")
+            print("\n".join(cross))
+        ceil = ceiling_lines(groups, tools) if proto == "udp" else []
+        if ceil:
+            print("\nloopback ceiling (bench/ceiling/ceiling.c: sendmmsg and recvmmsg, "
+                  "batches of 64,\nno metering; median, min-max) and each tool's median "
+                  "as a share of it:")
+            print("\n".join(ceil))
     print(f"""
 Throughput (Gbit/s) = receiver-side payload bits per second (headers excluded),
 median of the runs, min-max in brackets when there are several.  iperf3:
@@ -431,14 +511,18 @@ shell's `times` and /proc/PID/stat.
 verdict: issue 22's goal for the row, against every iperf3 X that ran it:
 one TCP stream dp/X >= {TCP_SINGLE_GOAL:.1f}; a paced stream (@G) the same rate (dp/X >=
 0.99) for no more sender CPU; several streams dp/X > 1 (ahead); UDP 1400 B
-dp/X >= {UDP_PLAIN_GOAL:.1f} without GSO and >= {UDP_GSO_GOAL:.1f} with it; other UDP sizes have no goal
-(shown: dp/X >= {OTHER_GOAL:.2f}).
+dp/X >= {UDP_PLAIN_GOAL:.1f} without GSO and >= {UDP_GSO_GOAL:.1f} with it; other UDP sizes and the
+skip-rx-copy rows have no goal (shown: dp/X >= {OTHER_GOAL:.2f}).
 UDP: one unpaced flow of datagrams of the given payload size; GSO = with UDP
-GSO in the sender (iperf3 --gsro, which also turns on GRO in its receiver).
+GSO in the sender (iperf3 --gsro, which also turns on GRO in its receiver);
+skip-rx-copy = dualperf without GSO, its receiver copying only the head of
+each datagram (recv --skip-rx-copy, MSG_TRUNC); iperf3 is not run there, as its
+UDP --skip-rx-copy miscounts (12 bytes and no datagram for each datagram).
 loss = datagrams sent but not received / sent (receiver socket overflow,
 mostly); Mpkt/s = datagrams delivered per second.
-n/a = that tool cannot run that config (an iperf3 without --gsro; a dualperf
-without GSO when no iperf3 has --gsro either) and was not run.
+n/a = that tool cannot run that config (an iperf3 without --gsro, or with a
+miscounting --skip-rx-copy; a dualperf without GSO when no iperf3 has --gsro
+either) and was not run.
 Sender and receiver of each tool share this machine's cores: loopback rates
 here move by 10-20 % from run to run; compare rows of one invocation.""")
     for m in sorted(used_marks):
@@ -456,10 +540,18 @@ here move by 10-20 % from run to run; compare rows of one invocation.""")
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("ceiling-row")
+    s.add_argument("--family", type=int, required=True)
+    s.add_argument("--config", required=True)
+    s.add_argument("--rep", type=int, required=True)
+    s.add_argument("--results", required=True)
+    s.add_argument("--size", type=float, required=True)
+    s.add_argument("--line-file", required=True)
+    s.set_defaults(fn=cmd_ceiling_row, tool="ceiling", proto="udp", mark=None)
     for name, fn in (("row", cmd_row), ("error-row", cmd_error_row),
                      ("skip-row", cmd_skip_row)):
         s = sub.add_parser(name)
-        s.add_argument("--tool", choices=TOOLS, required=True)
+        s.add_argument("--tool", choices=ROW_TOOLS, required=True)
         s.add_argument("--family", type=int, required=True)
         s.add_argument("--proto", choices=["tcp", "udp"], default="tcp")
         s.add_argument("--config", required=True)
