@@ -23,7 +23,7 @@ use wire::time::Duration;
 use crate::args::Prefix;
 use crate::control::{canonical, write_msg, MsgReader};
 use crate::recv::{RecvArgs, SendService, ServeError};
-use crate::send::{run_session, Hold, PartialReport, RunCaps, SendConfig};
+use crate::send::{run_session, wait_for_go, Hold, PartialReport, RunCaps, SendConfig};
 
 /// Run as a measurement agent: receive as `dualperf recv` does, and on an authenticated
 /// request send flows too (to the asker for `send --reverse`/`--bidir`, or to a
@@ -378,15 +378,7 @@ impl SendService for Agent {
                     }
                     let go = go.lock().unwrap_or_else(|e| e.into_inner());
                     let until = std::time::Instant::now() + MAX_HOLD;
-                    loop {
-                        match go.recv_timeout(StdDuration::from_millis(50)) {
-                            Ok(()) => return true,
-                            Err(std::sync::mpsc::RecvTimeoutError::Timeout)
-                                if !halt.load(Ordering::SeqCst)
-                                    && std::time::Instant::now() < until => {}
-                            Err(_) => return false,
-                        }
-                    }
+                    wait_for_go(&go, halt, Some(until)).is_some()
                 });
                 Some(hold)
             }

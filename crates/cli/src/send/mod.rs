@@ -502,15 +502,26 @@ fn stdin_hold() -> std::sync::Arc<Hold> {
             let go = matches!(std::io::stdin().read_line(&mut line), Ok(n) if n > 0);
             let _ = tx.send(go);
         });
-        loop {
-            match rx.recv_timeout(StdDuration::from_millis(50)) {
-                Ok(go) => return go,
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) if !stop.load(Ordering::SeqCst) => {
-                }
-                Err(_) => return false,
-            }
-        }
+        wait_for_go(&rx, stop, None).unwrap_or(false)
     })
+}
+
+/// What a [`Hold`] waits for: the word on `go`, checking `stop` every 50 ms, until
+/// `until` if given. `None` when stopped, past `until`, or the word's sender gone.
+pub(crate) fn wait_for_go<T>(
+    go: &std::sync::mpsc::Receiver<T>,
+    stop: &AtomicBool,
+    until: Option<std::time::Instant>,
+) -> Option<T> {
+    loop {
+        match go.recv_timeout(StdDuration::from_millis(50)) {
+            Ok(word) => return Some(word),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+                if !stop.load(Ordering::SeqCst)
+                    && until.is_none_or(|u| std::time::Instant::now() < u) => {}
+            Err(_) => return None,
+        }
+    }
 }
 
 /// Hard limits on one running session (an agent's `--max-bytes`, `--max-duration`).
