@@ -138,6 +138,10 @@ pub(crate) struct SendArgs {
     /// connections cross).
     #[arg(long, hide = true, conflicts_with_all = ["bidir", "stamp"])]
     wait_for_go: bool,
+    /// iperf3's `--skip-rx-copy`, which its client passes to its server: here the
+    /// receiver's own option (`recv --skip-rx-copy`), refused with that hint.
+    #[arg(long, hide = true)]
+    skip_rx_copy: bool,
     /// No UDP GSO: every datagram goes through the stack on its own. By default, to a
     /// receiver on loopback, runs of equal-sized datagrams that leave in one
     /// batch go as one GSO send (`UDP_SEGMENT`): each keeps its own probe, sequence
@@ -564,6 +568,9 @@ pub(crate) fn run(mut args: SendArgs) -> Result<()> {
         (_, true) => Family::V6,
         _ => Family::Any,
     };
+    if args.skip_rx_copy {
+        usage!("--skip-rx-copy is the receiver's option here: start it as `dualperf recv --skip-rx-copy` (each UDP datagram's head copied, for every sender it serves)");
+    }
     if args.stamp {
         return run_stamp(&args, family);
     }

@@ -328,3 +328,16 @@ fn skip_rx_copy_takes_heads_only_and_keeps_every_size_and_echo() {
         assert_eq!(u(&recv.counters, "/gro_buffers"), 0, "{}", recv.counters);
     }
 }
+
+/// An iperf3 user writes `--skip-rx-copy` on the sending side (iperf3's client passes it
+/// to its server): refused with the receiver's option named.
+#[test]
+fn skip_rx_copy_on_the_sender_names_the_receivers_option() {
+    let out = crate::support::run(&["send", "::1", "--skip-rx-copy"]);
+    assert_eq!(out.status.code(), Some(2), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("dualperf recv --skip-rx-copy"),
+        "{}",
+        out.stderr
+    );
+}
