@@ -110,7 +110,9 @@ pub(crate) struct RecvArgs {
     /// Implies `--no-gro`: a coalesced buffer cut short would hide the datagrams after
     /// its first. A round-trip echo keeps the datagram's length: its head, then zeros.
     /// A datagram whose probe lies beyond the head (an RTP header over 208 bytes) counts
-    /// as malformed. The counters' `head_only_datagrams` says how many were taken so.
+    /// as malformed. The counters' `head_only_datagrams` (docs/output.md) says how many
+    /// were taken so. Example: `dualperf recv --skip-rx-copy`, then `dualperf send HOST
+    /// --udp --bulk --no-gso --size 1400` from the sender.
     #[arg(long)]
     skip_rx_copy: bool,
     /// Stop when standard input closes: a receiver started by `dualperf run` ends with
@@ -240,7 +242,7 @@ pub(crate) fn serve(
         handshake_timeout: args.handshake_timeout,
         busy_poll: args.busy_poll,
         threads: args.threads.map_or_else(default_threads, usize::from),
-        gro: !args.no_gro && !args.skip_rx_copy,
+        gro: !args.no_gro,
         skip_rx_copy: args.skip_rx_copy,
         service,
     };
