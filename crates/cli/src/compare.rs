@@ -252,6 +252,7 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
             .collect();
         let total = tests.len() * 2 * repetitions as usize;
         let mut done = 0;
+        let started = std::time::Instant::now();
         // Every pass runs every test over both families back to back; which family goes
         // first alternates from test to test and from pass to pass, so neither always
         // runs on a host the other has just warmed (or disturbed).
@@ -275,10 +276,12 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
                     let family = if v6 { "IPv6" } else { "IPv4" };
                     let ip = if v6 { dest_v6 } else { dest_v4 };
                     if progress {
+                        let left = time_left(duration.into(), total, done - 1, started.elapsed());
                         eprint!(
-                            "\r[{done}/{total}] run {}/{repetitions} {family} {} …          ",
+                            "\r[{done}/{total}] run {}/{repetitions} {family} {} … about {} left          ",
                             rep + 1,
-                            spec.label
+                            spec.label,
+                            crate::human::span(left)
                         );
                     }
                     let config = SendConfig::new(SocketAddr::new(ip, port), vec![spec.clone()]);
@@ -336,7 +339,7 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
         })?,
     };
     if progress {
-        eprint!("\r{}\r", " ".repeat(72));
+        eprint!("\r{}\r", " ".repeat(100));
     }
     drop(receiver.shutdown());
     let verdicts = verdicts::assess(&mut points);
@@ -414,6 +417,23 @@ fn battery_tests(args: &CompareArgs, protocols: &[Protocol], base: &FlowSpec) ->
     tests
 }
 
+/// How long a battery of `total` runs of `planned` each has left once `finished` of them
+/// took `elapsed`: the plan of the runs left, each with the mean overhead the finished
+/// ones had beyond their plan (receiver set-up, handshake, results; never below none).
+fn time_left(
+    planned: std::time::Duration,
+    total: usize,
+    finished: usize,
+    elapsed: std::time::Duration,
+) -> std::time::Duration {
+    let left = u32::try_from(total.saturating_sub(finished)).unwrap_or(u32::MAX);
+    let overhead = match u32::try_from(finished) {
+        Ok(n) if n > 0 => elapsed.saturating_sub(planned.saturating_mul(n)) / n,
+        _ => std::time::Duration::ZERO,
+    };
+    planned.saturating_add(overhead).saturating_mul(left)
+}
+
 /// Why a run does not count, if it fell behind: it sent nothing, or, on a constant-rate
 /// schedule (whose plan is exact, unlike a model's random gaps), less than 90 % of the
 /// packets it planned: its sender did not get the CPU (`dualperf doctor` may say why).
@@ -451,5 +471,41 @@ fn side_of(flow: FlowOutcome) -> Side {
         sent_packets: flow.sent.packets,
         received_packets: flow.received.as_ref().map(|r| r.packets),
         flow,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn the_time_left_is_the_plan_of_the_runs_left_plus_their_measured_overhead() {
+        let half = Duration::from_millis(500);
+        // Nothing finished: the plan alone, 220 runs of 0.5 s.
+        assert_eq!(
+            time_left(half, 220, 0, Duration::ZERO),
+            Duration::from_secs(110)
+        );
+        // 20 runs took 14 s, 4 s over their plan: 0.2 s each; 200 left take 0.7 s each.
+        assert_eq!(
+            time_left(half, 220, 20, Duration::from_secs(14)),
+            Duration::from_secs(140)
+        );
+        // Runs that took less than planned (stopped early) add no negative overhead.
+        assert_eq!(
+            time_left(half, 10, 4, Duration::from_secs(1)),
+            Duration::from_secs(3)
+        );
+        // All done: nothing left.
+        assert_eq!(
+            time_left(half, 10, 10, Duration::from_secs(9)),
+            Duration::ZERO
+        );
+        assert_eq!(
+            crate::human::span(time_left(half, 220, 20, Duration::from_secs(14))),
+            "2 min 20 s"
+        );
     }
 }

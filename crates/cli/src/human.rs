@@ -70,6 +70,34 @@ pub(crate) fn duration(ns: f64) -> String {
     scaled(ns, &[(1.0, "ns"), (1e3, "µs"), (1e6, "ms")])
 }
 
+/// A span of time for people, in the two largest units that matter: `850 ms`, `45 s`,
+/// `2 min 10 s`, `19 h 43 min`, `3 d 4 h` (a zero second part left out: `2 min`, `1 h`).
+/// Rounded to the smallest unit shown; for delays, whose digits matter, see [`duration`].
+pub(crate) fn span(d: std::time::Duration) -> String {
+    if d.as_nanos() < 999_500_000 {
+        return duration(d.as_nanos() as f64);
+    }
+    let two = |big: u64, big_unit: &str, small: u64, small_unit: &str| match small {
+        0 => format!("{big} {big_unit}"),
+        _ => format!("{big} {big_unit} {small} {small_unit}"),
+    };
+    // Whole seconds (half up), then whole minutes, then whole hours.
+    let s = (d.as_millis() + 500) / 1000;
+    let s = u64::try_from(s).unwrap_or(u64::MAX);
+    if s < 60 {
+        return format!("{s} s");
+    }
+    if s < 3600 {
+        return two(s / 60, "min", s % 60, "s");
+    }
+    let m = s.saturating_add(30) / 60;
+    if m < 24 * 60 {
+        return two(m / 60, "h", m % 60, "min");
+    }
+    let h = s.saturating_add(1800) / 3600;
+    two(h / 24, "d", h % 24, "h")
+}
+
 /// A bit rate given in bit/s, in powers of 1000: `4.10 Mbit/s`.
 pub(crate) fn bitrate(bps: f64) -> String {
     scaled(
@@ -205,6 +233,33 @@ mod tests {
             assert_eq!(duration(ns), want, "{ns} ns");
         }
         assert_eq!(duration(-1.5e9), "-1.500 s");
+    }
+
+    #[test]
+    fn spans_show_the_two_largest_units_rounded_to_the_smaller() {
+        let cases: [(f64, &str); 14] = [
+            (0.0, "0 ns"),
+            (0.25, "250 ms"),
+            (0.9996, "1 s"),
+            (45.4, "45 s"),
+            (59.6, "1 min"),
+            (130.0, "2 min 10 s"),
+            (3599.4, "59 min 59 s"),
+            (3599.6, "1 h"),
+            (3629.0, "1 h"),
+            (3631.0, "1 h 1 min"),
+            (71_019.0, "19 h 44 min"),
+            (86_369.0, "23 h 59 min"),
+            (86_371.0, "1 d"),
+            (3.0 * 86_400.0 + 4.0 * 3600.0 + 1799.0, "3 d 4 h"),
+        ];
+        for (secs, want) in cases {
+            assert_eq!(
+                span(std::time::Duration::from_secs_f64(secs)),
+                want,
+                "{secs} s"
+            );
+        }
     }
 
     #[test]
