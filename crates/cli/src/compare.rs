@@ -287,22 +287,22 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
                     let config = SendConfig::new(SocketAddr::new(ip, port), vec![spec.clone()]);
                     // One failed run does not end the battery: keep what it measured and
                     // say what went wrong.
-                    let (report, error) = match run_session(&config, &stop) {
-                        Ok(r) => (Some(r), None),
+                    let attempt = || match run_session(&config, &stop) {
+                        Ok(r) => (r.flows.into_iter().next().map(side_of), None),
                         Err(e) => match e.downcast::<crate::send::PartialReport>() {
-                            Ok(p) => (Some(p.report), Some(p.error)),
+                            Ok(p) => (
+                                p.report.flows.into_iter().next().map(side_of),
+                                Some(p.error),
+                            ),
                             Err(e) => (None, Some(format!("{e:#}"))),
                         },
                     };
-                    let side = report.and_then(|r| r.flows.into_iter().next()).map(side_of);
-                    // A run that fell behind its schedule measured the host, not the
-                    // stacks: say so (the statistics leave it out; --json keeps it). One
-                    // cut short by Ctrl-C is left out too, without the blame.
-                    let error = error.or_else(|| {
-                        if stop.load(Ordering::SeqCst) {
-                            return None;
-                        }
-                        side.as_ref().and_then(fell_behind)
+                    let (side, error) = measure(&stop, attempt, |n, why| {
+                        crate::out::note!(
+                            "\rdualperf compare: run {} {family} {}: {why}; measuring it again ({n} of {ATTEMPTS})",
+                            rep + 1,
+                            spec.label
+                        );
                     });
                     if let Some(e) = &error {
                         eprintln!(
@@ -434,6 +434,45 @@ fn time_left(
     planned.saturating_add(overhead).saturating_mul(left)
 }
 
+/// How many times in all a run is measured while it falls behind its schedule: a busy
+/// moment of the host passes, a host that cannot keep up stays behind every time.
+const ATTEMPTS: u32 = 3;
+
+/// A run measured by `attempt` (its side, and the error that ended it if any), again at
+/// once while it falls behind its schedule ([`fell_behind`]), at most [`ATTEMPTS`] times
+/// in all; `retrying(n, why)` is told before attempt `n`. The last attempt is kept, with
+/// how many it took in `attempts`, and why it does not count if it does not. A run that
+/// failed, or that Ctrl-C cut short, is not measured again.
+fn measure(
+    stop: &AtomicBool,
+    mut attempt: impl FnMut() -> (Option<Side>, Option<String>),
+    mut retrying: impl FnMut(u32, &str),
+) -> (Option<Side>, Option<String>) {
+    let mut n = 1;
+    loop {
+        let (mut side, error) = attempt();
+        if let Some(s) = side.as_mut() {
+            s.attempts = n;
+        }
+        if error.is_some() || stop.load(Ordering::SeqCst) {
+            return (side, error);
+        }
+        match side.as_ref().and_then(fell_behind) {
+            None => return (side, None),
+            Some(why) if n == ATTEMPTS => {
+                return (
+                    side,
+                    Some(format!("{why} (behind in each of {n} attempts)")),
+                )
+            }
+            Some(why) => {
+                n += 1;
+                retrying(n, &why);
+            }
+        }
+    }
+}
+
 /// Why a run does not count, if it fell behind: it sent nothing, or, on a constant-rate
 /// schedule (whose plan is exact, unlike a model's random gaps), less than 90 % of the
 /// packets it planned: its sender did not get the CPU (`dualperf doctor` may say why).
@@ -470,6 +509,7 @@ fn side_of(flow: FlowOutcome) -> Side {
         loss_pct: flow.received.as_ref().and_then(|r| r.loss.loss_pct),
         sent_packets: flow.sent.packets,
         received_packets: flow.received.as_ref().map(|r| r.packets),
+        attempts: 1,
         flow,
     }
 }
@@ -479,6 +519,65 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+
+    /// A run of 1000 planned packets that sent `sent`.
+    fn run_that_sent(sent: u64) -> (Option<Side>, Option<String>) {
+        let flow: FlowOutcome = serde_json::from_value(serde_json::json!({
+            "id": 1,
+            "spec": FlowSpec::default(),
+            "sent": {"packets": sent, "bytes": sent * 512, "planned_packets": 1000},
+        }))
+        .expect("a minimal flow outcome");
+        (Some(side_of(flow)), None)
+    }
+
+    /// A run that fell behind its schedule is measured again while it does, at most
+    /// three times in all; the one kept says how many it took.
+    #[test]
+    fn a_run_that_fell_behind_is_measured_again_a_bounded_number_of_times() {
+        let stop = AtomicBool::new(false);
+        let measured = |sent: &[u64]| {
+            let mut left = sent.iter();
+            let mut told = Vec::new();
+            let (side, error) = measure(
+                &stop,
+                || run_that_sent(*left.next().expect("no more attempts than planned")),
+                |n, why| told.push(format!("{n}: {why}")),
+            );
+            let side = side.unwrap();
+            (side.sent_packets, side.attempts, error, told)
+        };
+        // On schedule at once: measured once.
+        assert_eq!(measured(&[1000]), (1000, 1, None, vec![]));
+        // Behind once, then on schedule: the second is kept, and the retry was said.
+        let (sent, attempts, error, told) = measured(&[584, 1000]);
+        assert_eq!((sent, attempts, error), (1000, 2, None));
+        assert_eq!(told.len(), 1);
+        assert!(
+            told[0].starts_with("2: sent 584 of 1000 planned packets"),
+            "{told:?}"
+        );
+        // Behind every time: the third is kept, and does not count.
+        let (sent, attempts, error, told) = measured(&[584, 700, 899]);
+        assert_eq!((sent, attempts, told.len()), (899, 3, 2));
+        assert_eq!(
+            error.as_deref(),
+            Some("sent 899 of 1000 planned packets: the host fell behind (dualperf doctor may say why); not counted (behind in each of 3 attempts)")
+        );
+        // A run that failed, or was cut short by Ctrl-C, is not measured again.
+        let (side, error) = measure(
+            &stop,
+            || (run_that_sent(10).0, Some("refused".to_owned())),
+            |_, _| panic!("measured again"),
+        );
+        assert_eq!(
+            (side.unwrap().attempts, error.as_deref()),
+            (1, Some("refused"))
+        );
+        stop.store(true, Ordering::SeqCst);
+        let (_, error) = measure(&stop, || run_that_sent(10), |_, _| panic!("measured again"));
+        assert_eq!(error, None);
+    }
 
     #[test]
     fn the_time_left_is_the_plan_of_the_runs_left_plus_their_measured_overhead() {

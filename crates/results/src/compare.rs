@@ -31,8 +31,18 @@ pub struct Side {
     pub sent_packets: u64,
     /// Packets received; `None` if the receiver did not report.
     pub received_packets: Option<u64>,
+    /// How many times the run was measured: 1, or more when the attempts before fell
+    /// behind their schedule (each measured again at once, at most 3 times in all; this
+    /// is the last).
+    #[serde(default = "one")]
+    pub attempts: u32,
     /// The flow's whole `send --json` result.
     pub flow: FlowOutcome,
+}
+
+/// A document written before [`Side::attempts`] measured each run once.
+fn one() -> u32 {
+    1
 }
 
 /// One repetition of a test: its run over each family, back to back.

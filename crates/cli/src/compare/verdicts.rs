@@ -452,6 +452,7 @@ mod tests {
             loss_pct: Some(loss_pct),
             sent_packets: 1000,
             received_packets: Some(1000),
+            attempts: 1,
             flow,
         }
     }

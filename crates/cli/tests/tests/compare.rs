@@ -26,15 +26,33 @@ fn quick_battery_measures_both_families_five_times_for_every_test_and_gives_verd
     assert_eq!(names[..2], ["UDP 64 B", "UDP 1472 B"]);
     assert_eq!(names[2], "VoIP g711.1");
     assert_eq!(names[7..], ["game quake3", "game csa", "game csi"]);
+    // What this host did to the runs: a run that fell behind its schedule in each of its
+    // attempts is flagged in its test's errors and left out of the statistics. Nothing
+    // else may go wrong.
+    let mut tested = 0;
     for (t, p) in points.iter().enumerate() {
-        assert!(p["errors"].as_array().unwrap().is_empty(), "{p:#}");
+        let flagged: Vec<String> = p["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                let e = e.as_str().unwrap();
+                assert!(
+                    e.contains("the host fell behind")
+                        && e.ends_with("(behind in each of 3 attempts)"),
+                    "{p:#}"
+                );
+                // "run 2 IPv6: …"
+                e.split(':').next().unwrap().to_owned()
+            })
+            .collect();
         let runs = p["runs"].as_array().unwrap();
         assert_eq!(runs.len(), 5, "{p:#}");
         for (rep, r) in runs.iter().enumerate() {
             assert_eq!(r["repetition"], rep + 1);
             // Interleaved: the family that goes first alternates by test and by pass.
             assert_eq!(r["ipv6_first"], (rep + t) % 2 == 1, "{r:#}");
-            for side in ["ipv4", "ipv6"] {
+            for (side, family) in [("ipv4", "IPv4"), ("ipv6", "IPv6")] {
                 let sent = u(r, &format!("/{side}/sent_packets"));
                 assert!(sent > 0, "{r:#}");
                 assert_eq!(
@@ -43,25 +61,69 @@ fn quick_battery_measures_both_families_five_times_for_every_test_and_gives_verd
                     "{side} {r:#}"
                 );
                 assert!(r[side]["rtt_median_ns"].as_f64().unwrap() > 0.0);
+                // Flagged exactly when its last attempt sent under 90 % of its constant-
+                // rate schedule; measured again only while it did.
+                let attempts = u(r, &format!("/{side}/attempts"));
+                let behind = match r[side]["flow"]["sent"]["planned_packets"].as_u64() {
+                    Some(planned) if t < 7 => sent * 10 < planned * 9,
+                    _ => false,
+                };
+                let name = format!("run {} {family}", rep + 1);
+                assert_eq!(flagged.contains(&name), behind, "{name}: {p:#}");
+                assert!((1..=3).contains(&attempts), "{r:#}");
+                assert!(!behind || attempts == 3, "{r:#}");
             }
         }
-        // A verdict per metric from five runs a family: its medians are medians of the
-        // runs, its interval holds its difference, and "significant" means the interval
-        // leaves out 0.
+        // A verdict per metric from the runs that count: its medians are medians of
+        // those runs, its interval holds its difference, and "significant" means the
+        // interval leaves out 0.
         for metric in ["throughput_bps", "rtt_median_ns", "jitter_ns", "loss_pct"] {
             let s = &p["stats"][metric];
+            let counted = |side: &str, family: &str| -> Vec<f64> {
+                let mut v: Vec<f64> = runs
+                    .iter()
+                    .filter(|r| !flagged.contains(&format!("run {} {family}", r["repetition"])))
+                    .map(|r| r[side][metric].as_f64().unwrap())
+                    .collect();
+                v.sort_by(f64::total_cmp);
+                v
+            };
+            let (v4, v6) = (counted("ipv4", "IPv4"), counted("ipv6", "IPv6"));
+            if v4.is_empty() || v6.is_empty() {
+                // A family with no run that counts: no comparison.
+                assert!(s.is_null(), "{metric} {s:#}");
+                continue;
+            }
             assert_eq!(
                 (s["n_a"].as_u64(), s["n_b"].as_u64()),
-                (Some(5), Some(5)),
+                (Some(v4.len() as u64), Some(v6.len() as u64)),
                 "{metric} {s:#}"
             );
-            let mut v4: Vec<f64> = runs
+            let n = v4.len();
+            let median = if n % 2 == 1 {
+                v4[n / 2]
+            } else {
+                (v4[n / 2 - 1] + v4[n / 2]) / 2.0
+            };
+            let got = s["median_a"].as_f64().unwrap();
+            assert!(
+                (got - median).abs() <= median.abs() * 1e-12,
+                "{metric}: {got} vs {median}"
+            );
+            let pairs = runs
                 .iter()
-                .map(|r| r["ipv4"][metric].as_f64().unwrap())
-                .collect();
-            v4.sort_by(f64::total_cmp);
-            assert_eq!(s["median_a"].as_f64().unwrap(), v4[2], "{metric}");
+                .filter(|r| {
+                    ["IPv4", "IPv6"].iter().all(|family| {
+                        !flagged.contains(&format!("run {} {family}", r["repetition"]))
+                    })
+                })
+                .count();
+            assert_eq!(s["n_pairs"].as_u64(), Some(pairs as u64), "{metric} {s:#}");
             let verdict = s["verdict"].as_str().unwrap();
+            if pairs < 2 {
+                continue;
+            }
+            tested += 1;
             assert!(
                 verdict == "significant" || verdict == "not_significant",
                 "{metric} {s:#}"
@@ -73,23 +135,26 @@ fn quick_battery_measures_both_families_five_times_for_every_test_and_gives_verd
             assert!(low <= high, "{s:#}");
             assert_eq!(verdict == "significant", low > 0.0 || high < 0.0, "{s:#}");
         }
-        // The game models run with one seed over both families: the same packets.
+        // The game models run with one seed over both families: the same packets (the
+        // same bytes wherever both sent as many).
         if t >= 7 {
             for r in runs {
                 assert_eq!(
                     r["ipv4"]["flow"]["spec"]["seed"],
                     r["ipv6"]["flow"]["spec"]["seed"]
                 );
-                assert_eq!(
-                    u(r, "/ipv4/flow/sent/bytes"),
-                    u(r, "/ipv6/flow/sent/bytes"),
-                    "{r:#}"
-                );
+                if u(r, "/ipv4/sent_packets") == u(r, "/ipv6/sent_packets") {
+                    assert_eq!(
+                        u(r, "/ipv4/flow/sent/bytes"),
+                        u(r, "/ipv6/flow/sent/bytes"),
+                        "{r:#}"
+                    );
+                }
             }
         }
     }
-    // Ten tests × four metrics, all tested at one level.
-    assert_eq!(doc["verdicts"]["tested"], 40);
+    // Ten tests × four metrics (on a host that kept up), all tested at one level.
+    assert_eq!(doc["verdicts"]["tested"], tested);
     let level = doc["verdicts"]["level"].as_f64().unwrap();
     assert!((0.95..1.0).contains(&level));
     assert!(!doc["summary"].as_array().unwrap().is_empty());
