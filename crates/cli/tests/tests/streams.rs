@@ -113,12 +113,20 @@ fn bulk_tcp_streams_report_per_interval_and_in_sum() {
         assert_eq!(u(f, "/spec/size_bytes"), 128 * 1024);
         assert_eq!(f["spec"]["unpaced"], true);
         let sent = u(f, "/sent/packets");
-        assert!(sent > 10, "{sent} messages in 1 s");
+        assert!(sent > 0, "{f:#}");
         // TCP loses nothing: every message sent is received and counted.
         assert_eq!(u(f, "/received/packets"), sent);
         assert_eq!(u(f, "/received/bytes"), u(f, "/sent/bytes"));
+        // 250 ms windows from the first arrival to the last, as the receiver saw them (a
+        // busy host may read the last bytes well after the sender's second is up), each
+        // starting where the one before ended, and every byte in one of them.
         let series = f["intervals"].as_array().unwrap();
-        assert!((4..=6).contains(&series.len()), "{} windows", series.len());
+        let span = f["received"]["duration_ns"].as_u64().unwrap_or(0);
+        assert_eq!(series.len() as u64, span / 250_000_000 + 1, "{f:#}");
+        let first = u(f, "/received/first_rx_ns");
+        for (k, i) in series.iter().enumerate() {
+            assert_eq!(u(i, "/start_ns"), first + k as u64 * 250_000_000, "{i:#}");
+        }
         let in_series: u64 = series.iter().map(|i| u(i, "/bytes")).sum();
         assert_eq!(in_series, u(f, "/received/bytes"));
         received += u(f, "/received/bytes");
