@@ -123,8 +123,21 @@ impl LabRun {
             Ok(t) => t,
             Err(e) => usage!("topology: {e}"),
         };
+        // Checked before anything is built.
+        if let Err(e) = lab::runner::Place::of_lab(&t) {
+            usage!("topology: {e}");
+        }
+        let exe = std::env::current_exe().context("cannot find the dualperf binary")?;
+        // A lab of its own, under a name no other process uses: a lab up under the
+        // topology's name (a user's, with agents in it) is left alone.
+        crate::out::note!(
+            "dualperf compare: building lab '{}' (topology '{}') …",
+            lab::netlab::job_name(&t.name, std::process::id()),
+            t.name
+        );
+        let (own, guard) = lab::netlab::up_own(&t, &exe)?;
         let (sender_ns, receiver_ns, receiver_v4, receiver_v6) =
-            match lab::runner::Place::of_lab(&t) {
+            match lab::runner::Place::of_lab(&own) {
                 Ok(lab::runner::Place::Lab {
                     sender_ns,
                     receiver_ns,
@@ -135,16 +148,13 @@ impl LabRun {
                 Ok(lab::runner::Place::Loopback) => usage!("topology: not a lab"),
                 Err(e) => usage!("topology: {e}"),
             };
-        let exe = std::env::current_exe().context("cannot find the dualperf binary")?;
-        crate::out::note!("dualperf compare: building lab '{}' …", t.name);
-        lab::netlab::up(&t, &exe, None)?;
         Ok(Self {
-            name: t.name.clone(),
+            name: own.name,
             sender_ns,
             receiver_ns,
             receiver_v4,
             receiver_v6,
-            _guard: lab::netlab::Guard(t.name.clone()),
+            _guard: guard,
         })
     }
 }

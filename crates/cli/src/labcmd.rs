@@ -18,7 +18,9 @@ use crate::usage;
 ///
 /// `down` removes the lab's processes, namespaces (and with them the veths) and state
 /// file, also after a crash; the routers' logs and final counters stay in
-/// /run/dualperf/labs/LAB/. `up` on a lab that is already up rebuilds it.
+/// /run/dualperf/labs/LAB/. `up` never touches a lab that is there: it refuses, and
+/// `--replace` removes it first. `down`, `status` and `exec` of a lab that is not up
+/// fail and list the labs that are.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   sudo dualperf lab up plans/topologies/two-hop.toml
@@ -26,6 +28,7 @@ use crate::usage;
   sudo dualperf lab exec two-hop sender -- dualperf send 198.18.4.2 --rate 1000pps
   sudo dualperf lab status two-hop
   sudo dualperf lab down two-hop
+  sudo dualperf lab up plans/topologies/two-hop.toml --replace  # remove the lab up as two-hop, rebuild
   sudo dualperf lab up plans/topologies/two-hop.toml --json   # namespaces, routers, addresses
 
 Topology format (every key, addresses, routes): docs/topology.md. A router's QoS file:
@@ -37,7 +40,8 @@ pub(crate) struct LabArgs {
 
 #[derive(Debug, clap::Subcommand)]
 enum Action {
-    /// Build the topology (removing a lab of the same name first).
+    /// Build the topology; a lab of the same name already up is left as it is, and an
+    /// error (`--replace` removes it first).
     Up {
         /// The topology (TOML, docs/topology.md), e.g. plans/topologies/two-hop.toml or
         /// one-router.toml. A router node may take `qos = "FILE"` (its service policies,
@@ -50,6 +54,10 @@ enum Action {
         /// and routers (process id, configuration, counters and log files).
         #[arg(long)]
         json: bool,
+        /// Remove a lab of the topology's name first, if one is up (its processes,
+        /// namespaces and state file, as `lab down` does), then build it afresh.
+        #[arg(long)]
+        replace: bool,
     },
     /// Remove the lab: its processes, namespaces, veths and state file.
     Down {
@@ -64,7 +72,9 @@ enum Action {
         #[arg(long)]
         json: bool,
     },
-    /// Run a command inside a node's namespace.
+    /// Run a command inside a node's namespace, and exit with its status. SIGINT,
+    /// SIGTERM and SIGHUP sent to `lab exec` go on to the command, and `lab exec` waits
+    /// for it; killed outright (SIGKILL), `lab exec` takes the command with it.
     Exec {
         /// The lab's name.
         name: String,
@@ -95,6 +105,7 @@ pub(crate) fn run(args: LabArgs) -> Result<()> {
             topology,
             pcap,
             json,
+            replace,
         } => {
             let text = crate::args::read_input(&topology, "the topology")?;
             let t = match Topology::parse_at(&text, topology.parent()) {
@@ -107,7 +118,25 @@ pub(crate) fn run(args: LabArgs) -> Result<()> {
                 ),
             };
             let exe = std::env::current_exe().context("cannot find the dualperf binary")?;
-            let state = netlab::up(&t, &exe, pcap.as_deref())?;
+            if replace {
+                let r = netlab::down(&t.name)?;
+                if !r.namespaces.is_empty() {
+                    crate::out::note!(
+                        "dualperf lab: removed the lab up as '{}' ({} namespaces, {} processes stopped)",
+                        t.name,
+                        r.namespaces.len(),
+                        r.processes.len()
+                    );
+                }
+            }
+            let state = match netlab::up(&t, &exe, pcap.as_deref()) {
+                Ok(s) => s,
+                Err(e @ netlab::LabError::Exists { .. }) => anyhow::bail!(
+                    "{e}, and `dualperf lab up {} --replace` rebuilds it",
+                    topology.display()
+                ),
+                Err(e) => return Err(e.into()),
+            };
             if json {
                 crate::out::print_json(&serde_json::json!({
                     "topology": state.topology,
@@ -127,9 +156,11 @@ pub(crate) fn run(args: LabArgs) -> Result<()> {
             Ok(())
         }
         Action::Down { name } => {
-            let r = match netlab::down(&name) {
+            let r = match netlab::down_existing(&name) {
                 Ok(r) => r,
-                Err(e @ netlab::LabError::NotFound(_)) => usage!("{e}"),
+                Err(e @ (netlab::LabError::NotFound(_) | netlab::LabError::NoSuchLab { .. })) => {
+                    usage!("{e}")
+                }
                 Err(e) => return Err(e.into()),
             };
             crate::out::note!(
@@ -140,13 +171,12 @@ pub(crate) fn run(args: LabArgs) -> Result<()> {
             Ok(())
         }
         Action::Status { name, json } => {
-            let state = match netlab::state(&name) {
+            let state = match netlab::state_of(&name) {
                 Ok(s) => s,
-                Err(e @ netlab::LabError::NotFound(_)) => usage!("{e}"),
+                Err(e @ (netlab::LabError::NotFound(_) | netlab::LabError::NoSuchLab { .. })) => {
+                    usage!("{e}")
+                }
                 Err(e) => return Err(e.into()),
-            };
-            let Some(state) = state else {
-                usage!("no lab '{name}' is up");
             };
             // Fresh counters: each running router rewrites its file on SIGUSR1.
             let running = |pid: u32| std::path::Path::new(&format!("/proc/{pid}")).exists();
@@ -202,21 +232,66 @@ pub(crate) fn run(args: LabArgs) -> Result<()> {
         } => {
             let ns = match netlab::namespace_of(&name, &node) {
                 Ok(ns) => ns,
-                Err(e @ netlab::LabError::NotFound(_)) => usage!("{e}"),
+                Err(e @ (netlab::LabError::NotFound(_) | netlab::LabError::NoSuchLab { .. })) => {
+                    usage!("{e}")
+                }
                 Err(e) => return Err(e.into()),
             };
-            let status = std::process::Command::new("ip")
-                .args(["netns", "exec", &ns])
-                .args(&command)
-                .status()
-                .context("cannot run ip netns exec")?;
-            std::process::exit(status.code().unwrap_or(1));
+            let code = exec(&ns, &command)?;
+            std::process::exit(code);
         }
         Action::NodeSetup {
             sysctls,
             offloads_off,
         } => node_setup(&sysctls, &offloads_off),
     }
+}
+
+/// `lab exec`: run `command` in namespace `ns` (`ip netns exec`, which becomes the
+/// command) and give its exit status: its code, or 128 + the signal that ended it, as a
+/// shell gives it. SIGINT, SIGTERM and SIGHUP sent to this process are passed on to the
+/// command and this process waits for it; those a terminal sends (Ctrl-C, a hang-up)
+/// are not, as sudo does: they reach the command, in this process's group, already, and
+/// a dualperf command takes a second one as "stop at once". Killed outright, this
+/// process takes the command with it (SIGKILL on its parent's death).
+fn exec(ns: &str, command: &[String]) -> Result<i32> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGKILL, SIGTERM};
+    use signal_hook::iterator::exfiltrator::WithOrigin;
+    use signal_hook::iterator::SignalsInfo;
+    use signal_hook::low_level::siginfo::Cause;
+    use std::os::unix::process::ExitStatusExt;
+    use std::sync::{Arc, Mutex};
+    // Taken before the command starts: one that comes at once is passed on too.
+    let mut signals = SignalsInfo::<WithOrigin>::new([SIGINT, SIGTERM, SIGHUP])
+        .context("cannot take SIGINT, SIGTERM and SIGHUP")?;
+    let mut cmd = std::process::Command::new("ip");
+    cmd.args(["netns", "exec", ns]).args(command);
+    netio::process::die_with_parent(&mut cmd, SIGKILL);
+    let mut child = cmd.spawn().context("cannot run ip netns exec")?;
+    let pid = child.id();
+    // Set once the command has ended and before it is reaped, so no signal goes to a
+    // process that took its number since.
+    let ended = Arc::new(Mutex::new(false));
+    let forwarder = ended.clone();
+    std::thread::spawn(move || {
+        for origin in signals.forever() {
+            if origin.cause == Cause::Kernel {
+                continue;
+            }
+            let ended = forwarder.lock().unwrap_or_else(|e| e.into_inner());
+            if !*ended {
+                // Only fails when it has just ended.
+                let _ = netio::process::signal(pid, origin.signal);
+            }
+        }
+    });
+    netio::process::wait_exited(pid).context("cannot wait for the command")?;
+    *ended.lock().unwrap_or_else(|e| e.into_inner()) = true;
+    let status = child.wait().context("cannot wait for the command")?;
+    Ok(status
+        .code()
+        .or(status.signal().map(|s| 128 + s))
+        .unwrap_or(1))
 }
 
 /// `lab node-setup`: write `sysctls` under /proc/sys, then turn the offloads of

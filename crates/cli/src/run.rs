@@ -187,7 +187,7 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
     let exe = std::env::current_exe().context("cannot find the dualperf binary")?;
     // A lab target: build it, and keep its topology and router configurations with the
     // results. A hosts target: read the hosts' keys.
-    let (target, topology) = target_of(&plan, &args.plan, true)?;
+    let (mut target, topology) = target_of(&plan, &args.plan, true)?;
     let qos_files = match qos_files(&plan, &args.plan, topology.as_ref().map(|(t, _)| t)) {
         Ok(q) => q,
         Err(e) => usage!("{}: {e}", args.plan.display()),
@@ -195,9 +195,18 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
     let _lab = match &topology {
         None => None,
         Some((t, text)) => {
-            crate::out::note!("dualperf run: building lab '{}' …", t.name);
-            lab::netlab::up(t, &exe, None)?;
-            let guard = lab::netlab::Guard(t.name.clone());
+            // A lab of its own, under a name no other process uses (a lab up under the
+            // topology's name is left alone); the run directory keeps the topology.
+            crate::out::note!(
+                "dualperf run: building lab '{}' (topology '{}') …",
+                lab::netlab::job_name(&t.name, std::process::id()),
+                t.name
+            );
+            let (own, guard) = lab::netlab::up_own(t, &exe)?;
+            target = match Place::of_lab(&own) {
+                Ok(p) => Target::Local(p),
+                Err(e) => usage!("{}: {e}", args.plan.display()),
+            };
             let lab_dir = dir.join("lab");
             std::fs::create_dir_all(&lab_dir)
                 .with_context(|| format!("cannot create {}", lab_dir.display()))?;

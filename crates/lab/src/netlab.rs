@@ -4,8 +4,11 @@
 //! Every name carries the lab's prefix: namespaces are `dp-LAB.NODE`, and the veths live
 //! only inside them, so deleting the namespaces deletes the links. The state file
 //! (`/run/dualperf/labs/LAB/state.json`) records what `up` made; `down` also finds the
-//! namespaces by prefix, so it leaves nothing behind after a crash or a `kill -9`, and
-//! `up` on a dirty lab cleans up first.
+//! namespaces by prefix, so it leaves nothing behind after a crash or a `kill -9`. `up`
+//! never touches a lab it finds: a name already taken (namespaces or a state file) is
+//! [`LabError::Exists`]. A job that builds a lab for itself (`compare --lab`, a plan's
+//! `lab:` target) names it [`job_name`], its topology's name and its process id, through
+//! [`up_own`], and removes only that one.
 //!
 //! From the machine the lab needs Linux, root (`CAP_NET_ADMIN`, with `CAP_NET_RAW` for
 //! the routers and `CAP_SYS_ADMIN` for `ip netns`) and iproute2's `ip`, nothing else: [`preflight`] checks them before `up`
@@ -75,6 +78,25 @@ pub enum LabError {
     /// No such lab or node.
     #[error("{0}")]
     NotFound(String),
+    /// `up` found a lab of this name already there, and left it as it was.
+    #[error(
+        "lab '{name}' already exists ({found}); dualperf leaves it as it is: \
+         `dualperf lab down {name}` removes it"
+    )]
+    Exists {
+        /// The lab's name.
+        name: String,
+        /// What is there: its namespaces, its state file.
+        found: String,
+    },
+    /// No lab of this name is up.
+    #[error("no lab '{name}' is up; {}", labs_up(.up))]
+    NoSuchLab {
+        /// The name asked for.
+        name: String,
+        /// The labs that are up ([`labs`]).
+        up: Vec<String>,
+    },
     /// The machine lacks something the lab needs (a tool, a privilege, a kernel
     /// feature), found by [`preflight`] before anything was made.
     #[error("the lab needs {need}: {fix}")]
@@ -184,15 +206,137 @@ pub fn namespaces_of(name: &str) -> Result<Vec<String>, LabError> {
         .collect())
 }
 
+/// The labs up on this machine: each name with a namespace `dp-NAME.NODE` or a state
+/// file, sorted.
+pub fn labs() -> Result<Vec<String>, LabError> {
+    let netns = run(&["ip", "netns", "list"])?;
+    let with_state = std::fs::read_dir(STATE_ROOT)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().join("state.json").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned());
+    Ok(lab_names(&netns, with_state))
+}
+
+/// The lab names in `ip netns list`'s output `netns` (namespaces `dp-NAME.NODE`) and
+/// `with_state` (state directories that hold a state file), sorted, each once.
+fn lab_names(netns: &str, with_state: impl Iterator<Item = String>) -> Vec<String> {
+    let mut names: Vec<String> = netns
+        .lines()
+        .filter_map(|l| l.split_whitespace().next()?.strip_prefix("dp-"))
+        .filter_map(|n| n.split_once('.').map(|(lab, _)| lab.to_owned()))
+        .chain(with_state)
+        .filter(|n| crate::topology::valid_lab_name(n))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// [`LabError::NoSuchLab`]'s list of the labs that are up.
+fn labs_up(up: &[String]) -> String {
+    match up {
+        [] => "no lab is up here".to_owned(),
+        [one] => format!("the lab up here is '{one}'"),
+        _ => format!(
+            "the labs up here are {}",
+            up.iter()
+                .map(|n| format!("'{n}'"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// What is there of lab `name` (its namespaces, its state file), if anything.
+fn found(name: &str) -> Result<Option<String>, LabError> {
+    let namespaces = namespaces_of(name)?;
+    let state_file = state_dir(name).join("state.json");
+    let mut what = Vec::new();
+    match namespaces.len() {
+        0 => {}
+        1 => what.push(format!("namespace {}", namespaces[0])),
+        n => what.push(format!("{n} namespaces {}", namespaces.join(", "))),
+    }
+    if state_file.exists() {
+        what.push(format!("state file {}", state_file.display()));
+    }
+    Ok((!what.is_empty()).then(|| what.join(", ")))
+}
+
+/// [`LabError::NoSuchLab`] unless lab `name` is there (its namespaces or state file).
+pub fn check_exists(name: &str) -> Result<(), LabError> {
+    check_name(name)?;
+    if found(name)?.is_some() {
+        return Ok(());
+    }
+    Err(LabError::NoSuchLab {
+        name: name.to_owned(),
+        up: labs()?,
+    })
+}
+
+/// The name of the lab one job of process `pid` builds for itself from a topology named
+/// `base`: `BASE-PID`, BASE cut (and any `-` it then ends with) so the whole is a lab
+/// name of at most 16 characters. No other process of this machine gives the same name
+/// while this one runs.
+pub fn job_name(base: &str, pid: u32) -> String {
+    let suffix = format!("-{pid}");
+    let keep = 16usize.saturating_sub(suffix.len());
+    let cut: String = base.chars().take(keep).collect();
+    let cut = cut.trim_end_matches('-');
+    let cut = if cut.is_empty() { "lab" } else { cut };
+    format!("{cut}{suffix}")
+}
+
+/// Build `topology` as a lab of this process's own, named [`job_name`] (its name and
+/// this process's id), for one job: the topology as built (under that name), and the
+/// guard that removes the lab when dropped. A lab already there under that name is
+/// left alone and is [`LabError::Exists`].
+pub fn up_own(topology: &Topology, exe: &Path) -> Result<(Topology, Guard), LabError> {
+    let mut own = topology.clone();
+    own.name = job_name(&topology.name, std::process::id());
+    up(&own, exe, None)?;
+    let guard = Guard(own.name.clone());
+    Ok((own, guard))
+}
+
 /// Build `topology`; `exe` is the `dualperf` binary the routers run, and that sets up
 /// each namespace (`lab node-setup`). What the machine lacks is found by [`preflight`]
-/// before anything is made; a lab of the same name is removed first, and a lab that
-/// fails half-way is removed again.
+/// before anything is made. A lab already there under the same name (namespaces or a
+/// state file) is [`LabError::Exists`], and left as it is; the state file is claimed
+/// with `O_EXCL`, so of two `up`s of one name at once, one builds and the other
+/// refuses. A lab that fails half-way is removed again.
 pub fn up(topology: &Topology, exe: &Path, pcap: Option<&Path>) -> Result<LabState, LabError> {
+    check_name(&topology.name)?;
     preflight()?;
-    down(&topology.name)?;
+    let exists = |found: String| LabError::Exists {
+        name: topology.name.clone(),
+        found,
+    };
+    if let Some(what) = found(&topology.name)? {
+        return Err(exists(what));
+    }
     let dir = state_dir(&topology.name);
     std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+    let claim = dir.join("state.json");
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&claim)
+    {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Err(exists(format!("state file {}", claim.display())));
+        }
+        Err(e) => {
+            return Err(LabError::Io {
+                path: claim,
+                source: e,
+            })
+        }
+    }
     let mut state = LabState {
         topology: topology.clone(),
         namespaces: (0..topology.nodes.len())
@@ -636,8 +780,7 @@ pub fn set_qos(name: &str, node: &str, text: Option<&str>) -> Result<(), LabErro
 
 /// Router `node` of running lab `name`.
 fn router(name: &str, node: &str) -> Result<RouterProc, LabError> {
-    let state = state(name)?.ok_or_else(|| LabError::NotFound(format!("no lab '{name}' is up")))?;
-    state
+    state_of(name)?
         .routers
         .into_iter()
         .find(|r| r.node == node)
@@ -706,7 +849,9 @@ pub fn down(name: &str) -> Result<DownReport, LabError> {
     let mut report = DownReport::default();
     let mut namespaces = namespaces_of(name)?;
     let mut pids: Vec<u32> = Vec::new();
-    if let Some(s) = state(name)? {
+    // A state file that does not read (cut by a crash) is removed all the same: the
+    // namespaces are found by their prefix.
+    if let Some(s) = state(name).ok().flatten() {
         for ns in s.namespaces {
             if !namespaces.contains(&ns) {
                 namespaces.push(ns);
@@ -759,9 +904,27 @@ pub fn down(name: &str) -> Result<DownReport, LabError> {
     Ok(report)
 }
 
+/// Lab `name`'s state; [`LabError::NoSuchLab`], listing the labs up, when it has none.
+pub fn state_of(name: &str) -> Result<LabState, LabError> {
+    match state(name)? {
+        Some(s) => Ok(s),
+        None => Err(LabError::NoSuchLab {
+            name: name.to_owned(),
+            up: labs()?,
+        }),
+    }
+}
+
+/// Remove lab `name` as `lab down NAME` does: [`down`], when the lab is there;
+/// [`LabError::NoSuchLab`] (listing the labs up) when it is not.
+pub fn down_existing(name: &str) -> Result<DownReport, LabError> {
+    check_exists(name)?;
+    down(name)
+}
+
 /// The namespace of `node` in a running lab.
 pub fn namespace_of(name: &str, node: &str) -> Result<String, LabError> {
-    let s = state(name)?.ok_or_else(|| LabError::NotFound(format!("no lab '{name}' is up")))?;
+    let s = state_of(name)?;
     let i = s.topology.node(node).ok_or_else(|| {
         LabError::NotFound(format!(
             "lab '{name}' has no node '{node}' (it has {})",
@@ -839,6 +1002,142 @@ mod tests {
             assert!(router.contains(&want.to_owned()), "{want}: {router:?}");
         }
         assert!(router.iter().all(|s| s.starts_with("net.")));
+    }
+
+    #[test]
+    fn a_jobs_lab_is_its_topologys_name_and_the_pid_within_sixteen_characters() {
+        assert_eq!(job_name("two-hop", 4242), "two-hop-4242");
+        assert_eq!(job_name("two-hop", 4_194_304), "two-hop-4194304");
+        // Cut to fit, and never ending in a '-' before the pid's.
+        assert_eq!(job_name("tcmp-12345", 4_194_304), "tcmp-123-4194304");
+        assert_eq!(job_name("abcdefg-hijk", 4_194_304), "abcdefg-4194304");
+        assert_eq!(job_name("dumbbell", 1), "dumbbell-1");
+        assert_eq!(job_name("a", u32::MAX), "a-4294967295");
+        for (base, pid) in [
+            ("two-hop", 1),
+            ("sixteen-chars-ab", 99_999),
+            ("x-------", 4_194_304),
+            ("a", u32::MAX),
+            ("abcdefghijklmnop", u32::MAX),
+        ] {
+            let n = job_name(base, pid);
+            assert!(crate::topology::valid_lab_name(&n), "{base} {pid}: {n}");
+            assert!(n.ends_with(&format!("-{pid}")), "{n}");
+            assert_ne!(n, base);
+        }
+        // Two processes, two names.
+        assert_ne!(
+            job_name("sixteen-chars-ab", 12),
+            job_name("sixteen-chars-ab", 1)
+        );
+    }
+
+    #[test]
+    fn the_labs_up_are_read_from_namespaces_and_state_files() {
+        let netns = "dp-two-hop.sender (id: 3)\ndp-two-hop.r1\nblue\ndp-tq-1.receiver (id: 7)\n\
+                     dp-.x\ndp-NoDots\n";
+        let state = ["half-built".to_owned(), "two-hop".to_owned()];
+        assert_eq!(
+            lab_names(netns, state.into_iter()),
+            ["half-built", "tq-1", "two-hop"]
+        );
+        assert_eq!(lab_names("", std::iter::empty()), Vec::<String>::new());
+        let err = |up: &[&str]| {
+            LabError::NoSuchLab {
+                name: "twohop".into(),
+                up: up.iter().map(|s| s.to_string()).collect(),
+            }
+            .to_string()
+        };
+        assert_eq!(err(&[]), "no lab 'twohop' is up; no lab is up here");
+        assert_eq!(
+            err(&["two-hop"]),
+            "no lab 'twohop' is up; the lab up here is 'two-hop'"
+        );
+        assert_eq!(
+            err(&["a", "two-hop"]),
+            "no lab 'twohop' is up; the labs up here are 'a', 'two-hop'"
+        );
+    }
+
+    /// A test lab: one-router under `name`, removed on drop.
+    fn one_router(name: &str) -> Topology {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../plans/topologies/one-router.toml"
+        ))
+        .unwrap()
+        .replace("name = \"one-router\"", &format!("name = \"{name}\""));
+        Topology::parse(&text).unwrap()
+    }
+
+    /// Whether the lab tests here may run (root, iproute2); under CI they must.
+    fn privileged() -> bool {
+        match preflight() {
+            Ok(()) => true,
+            Err(e) => {
+                assert!(
+                    std::env::var("CI").as_deref() != Ok("true"),
+                    "under CI=true this test must run: {e}"
+                );
+                eprintln!("skipped: {e}");
+                false
+            }
+        }
+    }
+
+    #[test]
+    fn up_refuses_a_lab_that_is_there_and_leaves_it_as_it_was() {
+        if !privileged() {
+            return;
+        }
+        let name = format!("tex-{}", std::process::id() % 100_000);
+        let t = one_router(&name);
+        let _guard = Guard(name.clone());
+        // A namespace of the lab's (as a crashed `up` leaves), with a process in it.
+        let ns = format!("dp-{name}.sender");
+        run(&["ip", "netns", "add", &ns]).unwrap();
+        let mut sleeper = Command::new("ip")
+            .args(["netns", "exec", &ns, "sleep", "600"])
+            .spawn()
+            .unwrap();
+        let err = up(&t, Path::new("/bin/false"), None).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "lab '{name}' already exists (namespace {ns}); dualperf leaves it as it is: \
+                 `dualperf lab down {name}` removes it"
+            )
+        );
+        assert_eq!(namespaces_of(&name).unwrap(), [ns.clone()]);
+        assert!(
+            sleeper.try_wait().unwrap().is_none(),
+            "its process is untouched"
+        );
+        assert!(!state_dir(&name).join("state.json").exists());
+        // A state file alone (a lab whose namespaces are gone) is a lab there too.
+        let _ = sleeper.kill();
+        let _ = sleeper.wait();
+        run(&["ip", "netns", "del", &ns]).unwrap();
+        std::fs::create_dir_all(state_dir(&name)).unwrap();
+        std::fs::write(state_dir(&name).join("state.json"), "{}").unwrap();
+        let err = up(&t, Path::new("/bin/false"), None).unwrap_err();
+        assert!(matches!(&err, LabError::Exists { found, .. } if found.contains("state file")));
+        assert_eq!(
+            std::fs::read_to_string(state_dir(&name).join("state.json")).unwrap(),
+            "{}"
+        );
+        assert!(labs().unwrap().contains(&name));
+        check_exists(&name).unwrap();
+        down_existing(&name).unwrap();
+        // Gone: `lab down` of it again is an error that lists the labs up, internal
+        // removal stays idempotent.
+        let err = down_existing(&name).unwrap_err();
+        assert!(
+            matches!(&err, LabError::NoSuchLab { up, .. } if !up.contains(&name)),
+            "{err}"
+        );
+        down(&name).unwrap();
     }
 
     #[test]

@@ -88,6 +88,11 @@
 //! `/var/run/netns/NAME` for the **calling thread only**; spawn a thread for
 //! it. Sockets keep the namespace they were created in.
 //!
+//! **Processes** ([`process`]): `die_with_parent(&mut Command, sig)`: the
+//! child gets `sig` when the spawning thread ends, also on the parent's
+//! SIGKILL (`PR_SET_PDEATHSIG`); `signal(pid, sig)`: kill(2) to one process;
+//! `wait_exited(pid)`: a child's end, left to be reaped (`WNOWAIT`).
+//!
 //! **Marking** ([`Marking`]): `tos` is the whole DS byte (`DSCP << 2 | ECN`,
 //! the traffic class on IPv6), `ttl` the TTL or unicast hop limit,
 //! `flow_label` 20 bits, IPv6 only. Misuse is an [`io::Error`](std::io::Error)
@@ -131,6 +136,7 @@ mod marking;
 pub mod netns;
 pub mod packet;
 pub mod poll;
+pub mod process;
 pub mod rlimit;
 mod sys;
 pub mod tcp;

@@ -236,8 +236,17 @@ fn lab_up_then_down_leaves_nothing_even_after_a_router_is_killed() {
         !links.contains("to-r1") && !links.contains("to-sender"),
         "{links}"
     );
-    // Down again is a no-op; up on a dirty lab rebuilds it.
-    lab.down();
+    // Down again: no lab of that name is up, which is an error (a typo removes
+    // nothing); up again builds it afresh.
+    let twice = run(&["lab", "down", &lab.name]);
+    assert_eq!(twice.status.code(), Some(2), "{}", twice.stderr);
+    assert!(
+        twice
+            .stderr
+            .contains(&format!("no lab '{}' is up", lab.name)),
+        "{}",
+        twice.stderr
+    );
     let again = Lab::up("ud", None);
     assert_eq!(again.namespaces().len(), 6);
     again.down();
@@ -512,12 +521,8 @@ fn compare_runs_its_battery_through_the_lab_and_removes_it() {
     let text = two_hop_named(&name);
     let topo = dir.path("topo.toml");
     std::fs::write(&topo, text).unwrap();
-    let _guard = Lab {
-        name: name.clone(),
-        _dir: TempDir::new("lab-compare-guard"),
-    };
     // 1000 pkt/s of 512 B (4.1 Mbit/s of payload) fits the 10 Mbit/s bottleneck.
-    let out = run(&[
+    let compare = Proc::spawn(&[
         "compare",
         "--lab",
         "--topology",
@@ -536,9 +541,19 @@ fn compare_runs_its_battery_through_the_lab_and_removes_it() {
         "1000pps",
         "--json",
     ]);
+    // Compare builds the lab under a name of its own: the topology's and its pid.
+    let own = ::lab::netlab::job_name(&name, compare.pid() as u32);
+    let _guard = Lab::guard(&own);
+    let out = compare.finish_within(std::time::Duration::from_secs(300));
     out.assert_success();
+    assert!(
+        out.stderr
+            .contains(&format!("building lab '{own}' (topology '{name}')")),
+        "{}",
+        out.stderr
+    );
     let doc = out.json();
-    assert_eq!(doc["target"], format!("lab:{name}"));
+    assert_eq!(doc["target"], format!("lab:{own}"));
     let p = &doc["points"][0];
     let runs = p["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2, "{p:#}");
@@ -561,7 +576,7 @@ fn compare_runs_its_battery_through_the_lab_and_removes_it() {
     assert_ne!(p["stats"]["rtt_median_ns"]["verdict"], "undefined", "{p:#}");
     let ns = Command::new("ip").args(["netns", "list"]).output().unwrap();
     assert!(
-        !String::from_utf8_lossy(&ns.stdout).contains(&name),
+        !String::from_utf8_lossy(&ns.stdout).contains(&format!("dp-{own}.")),
         "the lab is removed"
     );
 }
@@ -582,12 +597,19 @@ fn a_plan_with_a_lab_target_runs_its_flows_through_the_lab_and_keeps_its_configu
          [flow]\nudp = true\nrate = \"200pps\"\n[factors]\nsize = [512]\n",
     )
     .unwrap();
-    let _guard = Lab {
-        name: name.clone(),
-        _dir: TempDir::new("lab-plan-guard"),
-    };
     let out = dir.path("results");
-    run(&["run", path_str(&plan), "--dir", path_str(&out)]).assert_success();
+    let running = Proc::spawn(&["run", path_str(&plan), "--dir", path_str(&out)]);
+    // The plan builds its lab under a name of its own: the topology's and its pid.
+    let own = ::lab::netlab::job_name(&name, running.pid() as u32);
+    let _guard = Lab::guard(&own);
+    let ran = running.finish_within(std::time::Duration::from_secs(300));
+    ran.assert_success();
+    assert!(
+        ran.stderr
+            .contains(&format!("building lab '{own}' (topology '{name}')")),
+        "{}",
+        ran.stderr
+    );
     let mut dests = Vec::new();
     for entry in std::fs::read_dir(out.join("runs")).unwrap() {
         let rec: serde_json::Value =
@@ -610,12 +632,16 @@ fn a_plan_with_a_lab_target_runs_its_flows_through_the_lab_and_keeps_its_configu
     ] {
         assert!(out.join(f).is_file(), "{f}");
     }
+    // The run directory keeps the topology as written, under its own name.
+    let kept: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("lab/topology.json")).unwrap()).unwrap();
+    assert_eq!(kept["name"], name.as_str());
     let host: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("host.json")).unwrap()).unwrap();
     assert_eq!(host["target"], "lab:lab.toml");
     let ns = Command::new("ip").args(["netns", "list"]).output().unwrap();
     assert!(
-        !String::from_utf8_lossy(&ns.stdout).contains(&name),
+        !String::from_utf8_lossy(&ns.stdout).contains(&format!("dp-{own}.")),
         "the lab is removed"
     );
 }
@@ -706,4 +732,229 @@ fn lab_up_and_route_print_their_documents_as_json() {
     // The flow's packets and the session's TCP control segments crossed r1.
     assert!(forwarded >= received, "{forwarded} < {received}");
     lab.down();
+}
+
+/// The processes in namespace `ns` (`ip netns pids`) whose command is `comm`.
+fn pids_in(ns: &str, comm: &str) -> Vec<u64> {
+    let out = Command::new("ip")
+        .args(["netns", "pids", ns])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == comm)
+        })
+        .filter(|p| alive(*p))
+        .collect()
+}
+
+/// Wait until `done` holds; a test failure naming `what` after [`HANG_GUARD`], a guard
+/// against hangs only.
+///
+/// [`HANG_GUARD`]: crate::support::HANG_GUARD
+fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + crate::support::HANG_GUARD;
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "never: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// A child process this test started, killed and reaped on drop.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `lab exec LAB receiver -- sleep 600`, and the sleep's pid once it runs in the
+/// receiver's namespace `ns`.
+fn exec_sleep(lab: &str, ns: &str) -> (Reaped, u64) {
+    let exec = Reaped(
+        Command::new(BIN)
+            .args(["lab", "exec", lab, "receiver", "--", "sleep", "600"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut sleeps = Vec::new();
+    eventually(&format!("a sleep in {ns}"), || {
+        sleeps = pids_in(ns, "sleep");
+        !sleeps.is_empty()
+    });
+    assert_eq!(sleeps.len(), 1, "{sleeps:?}");
+    (exec, sleeps[0])
+}
+
+/// `lab exec` passes SIGTERM, SIGINT and SIGHUP on to its command, waits for it and
+/// exits with its status (128 + the signal, as a shell gives it); killed with SIGKILL,
+/// it takes the command with it. The command is found where it runs, by `ip netns pids`.
+#[test]
+fn lab_exec_passes_signals_to_its_command_and_never_leaves_it_behind() {
+    use std::os::unix::process::ExitStatusExt;
+    if !privileged() {
+        return;
+    }
+    let lab = Lab::up_shipped("xs", "one-router.toml");
+    let ns = format!("dp-{}.receiver", lab.name);
+    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGKILL] {
+        let (mut exec, sleep) = exec_sleep(&lab.name, &ns);
+        // SAFETY: kill(2) on `lab exec`, which this test started and has not reaped.
+        assert_eq!(unsafe { libc::kill(exec.0.id() as i32, sig) }, 0);
+        let mut status = None;
+        eventually("lab exec to end", || {
+            status = exec.0.try_wait().unwrap();
+            status.is_some()
+        });
+        let status = status.unwrap();
+        if sig == libc::SIGKILL {
+            assert_eq!(status.signal(), Some(libc::SIGKILL), "{status}");
+        } else {
+            assert_eq!(status.code(), Some(128 + sig), "signal {sig}: {status}");
+        }
+        eventually(&format!("the sleep to end after signal {sig}"), || {
+            !alive(sleep)
+        });
+        assert_eq!(pids_in(&ns, "sleep"), Vec::<u64>::new(), "signal {sig}");
+    }
+    lab.down();
+}
+
+/// `lab up` of a lab that is up refuses and leaves it as it was (namespaces, state,
+/// routers); `--replace` rebuilds it. `lab down`, `status` and `exec` of a name no lab
+/// is up under fail (usage, 2) and list the labs that are.
+#[test]
+fn lab_up_leaves_a_lab_that_is_up_alone_and_an_unknown_lab_lists_those_up() {
+    if !privileged() {
+        return;
+    }
+    let lab = Lab::up_shipped("rf", "one-router.toml");
+    let topo = lab._dir.path("topo.toml");
+    let state = std::fs::read(format!("/run/dualperf/labs/{}/state.json", lab.name)).unwrap();
+    let namespaces = lab.namespaces();
+    let routers = router_pids(&lab.state());
+    assert_eq!((namespaces.len(), routers.len()), (3, 1));
+    let again = run(&["lab", "up", path_str(&topo)]);
+    assert_eq!(again.status.code(), Some(1), "{}", again.stderr);
+    assert!(
+        again.stderr.contains(&format!(
+            "lab '{}' already exists (3 namespaces dp-{0}.",
+            lab.name
+        )) && again.stderr.contains(&format!(
+            "`dualperf lab down {}` removes it, and `dualperf lab up {} --replace` rebuilds it",
+            lab.name,
+            topo.display()
+        )),
+        "{}",
+        again.stderr
+    );
+    assert_eq!(lab.namespaces(), namespaces);
+    assert_eq!(
+        std::fs::read(format!("/run/dualperf/labs/{}/state.json", lab.name)).unwrap(),
+        state
+    );
+    assert!(routers.iter().all(|p| alive(*p)), "a router was stopped");
+    // A typo removes nothing, shows nothing and runs nothing: it lists what is up.
+    let typo = format!("{}x", lab.name);
+    for args in [
+        vec!["lab", "down", &typo],
+        vec!["lab", "status", &typo],
+        vec!["lab", "exec", &typo, "sender", "--", "true"],
+    ] {
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", out.stderr);
+        assert!(
+            out.stderr
+                .contains(&format!("no lab '{typo}' is up; the lab"))
+                && out.stderr.contains(&format!("'{}'", lab.name)),
+            "{args:?}: {}",
+            out.stderr
+        );
+    }
+    assert_eq!(lab.namespaces(), namespaces);
+    assert!(routers.iter().all(|p| alive(*p)), "a router was stopped");
+    // --replace: the old lab removed, a new one built.
+    let replaced = run(&["lab", "up", path_str(&topo), "--replace"]);
+    replaced.assert_success();
+    assert!(
+        replaced.stderr.contains(&format!(
+            "removed the lab up as '{}' (3 namespaces",
+            lab.name
+        )),
+        "{}",
+        replaced.stderr
+    );
+    assert!(routers.iter().all(|p| !alive(*p)), "the old router runs on");
+    let now = router_pids(&lab.state());
+    assert!(now.len() == 1 && alive(now[0]), "{now:?}");
+    lab.down();
+}
+
+/// The acceptance test of "nothing destroyed": `compare --lab` beside a lab up as
+/// `two-hop` (the name of the topology compare builds) with a process in it builds a
+/// lab of its own, and leaves `two-hop`, its routers and the process as they were.
+#[test]
+fn compare_lab_leaves_a_two_hop_lab_and_its_process_untouched() {
+    if !privileged() {
+        return;
+    }
+    let shipped = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../plans/topologies/two-hop.toml"
+    );
+    let up = run(&["lab", "up", shipped]);
+    // One up as two-hop already is not this test's to remove.
+    assert!(
+        up.status.success(),
+        "a lab 'two-hop' must not be up when this test runs: {}",
+        up.stderr
+    );
+    let lab = Lab::guard("two-hop");
+    let state_file = "/run/dualperf/labs/two-hop/state.json";
+    let state = std::fs::read(state_file).unwrap();
+    let namespaces = lab.namespaces();
+    let routers = router_pids(&lab.state());
+    assert_eq!((namespaces.len(), routers.len()), (6, 2));
+    let (_exec, sleep) = exec_sleep("two-hop", "dp-two-hop.receiver");
+    let compare = Proc::spawn(&[
+        "compare",
+        "--lab",
+        "--quick",
+        "--sizes",
+        "64",
+        "--protocols",
+        "udp",
+        "--no-voip",
+        "--no-games",
+        "--repeat",
+        "2",
+        "--duration",
+        "200ms",
+        "--json",
+    ]);
+    let own = ::lab::netlab::job_name("two-hop", compare.pid() as u32);
+    let _own = Lab::guard(&own);
+    let out = compare.finish_within(std::time::Duration::from_secs(300));
+    out.assert_success();
+    assert_eq!(out.json()["target"], format!("lab:{own}"));
+    // two-hop as it was: its namespaces, its state file, its routers, the process.
+    assert_eq!(lab.namespaces(), namespaces);
+    assert_eq!(std::fs::read(state_file).unwrap(), state);
+    assert!(
+        routers.iter().all(|p| alive(*p)),
+        "a router of two-hop was stopped"
+    );
+    assert!(alive(sleep), "the process in two-hop was stopped");
+    assert_eq!(pids_in("dp-two-hop.receiver", "sleep"), [sleep]);
+    // And compare's own lab is gone.
+    let mine = Lab::guard(&own);
+    assert_eq!(mine.namespaces(), Vec::<String>::new());
+    assert!(!Path::new(&format!("/run/dualperf/labs/{own}/state.json")).exists());
 }
