@@ -32,6 +32,22 @@ const POOL_MAX: usize = 8192;
 /// A turn or a gap between turns longer than this is a stall (counted).
 const STALL_NS: u64 = 1_000_000;
 
+/// When a frame the kernel stamped `stamp_ns` (wall clock) arrived, on the monotonic clock
+/// of a turn at `now_ns` (whose wall time is `wall_now_ns`): the time its egress link or
+/// policy is offered it. A router that falls behind its RX rings (on a busy host) so
+/// still queues what arrived over 90 ms as spread over those 90 ms, as the traffic was,
+/// not as one burst at the turn that overflows a queue the traffic never filled. Never
+/// before `last_ns`, the frame offered before (in ring order, so the links' clocks do not
+/// go back), nor after `now_ns`; `now_ns` for a frame without a stamp.
+fn arrival_ns(stamp_ns: u64, wall_now_ns: u64, now_ns: u64, last_ns: u64) -> u64 {
+    let at = if stamp_ns == 0 {
+        now_ns
+    } else {
+        now_ns.saturating_sub(wall_now_ns.saturating_sub(stamp_ns))
+    };
+    at.max(last_ns).min(now_ns)
+}
+
 /// Reusable frame buffers: a frame that must wait in a link is copied into one, and it
 /// comes back once sent. In a steady state no frame allocates.
 #[derive(Default)]
@@ -157,6 +173,8 @@ pub(super) struct Engine {
     kick: Vec<bool>,
     pool: Pool,
     readable: Vec<bool>,
+    /// When the last frame offered to a link arrived (monotonic ns): see [`arrival_ns`].
+    last_arrival_ns: u64,
 }
 
 impl Engine {
@@ -183,6 +201,7 @@ impl Engine {
             kick: vec![false; n],
             pool: Pool::default(),
             readable: vec![false; n],
+            last_arrival_ns: 0,
         }
     }
 
@@ -197,6 +216,9 @@ impl Engine {
     /// Returns the frames received and sent.
     pub(super) fn turn(&mut self, now_ns: u64) -> u64 {
         let now = Instant::from_nanos(now_ns);
+        // The wall clock of the kernel's stamps at `now`.
+        let wall_now_ns = netio::clock::wall_ns();
+        let mut last_arrival_ns = self.last_arrival_ns;
         let mut handled = 0u64;
         let n = self.socks.len();
         let capture = self.aux.capturing();
@@ -225,9 +247,12 @@ impl Engine {
                     io[i].rx_truncated += 1;
                     return;
                 }
+                last_arrival_ns =
+                    arrival_ns(info.timestamp_ns, wall_now_ns, now_ns, last_arrival_ns);
+                let at = Instant::from_nanos(last_arrival_ns);
                 match fwd.handle_frame_in_place(i, frame) {
                     Action::Drop => {}
-                    Action::Reply(out) => links[out.iface].enqueue(out.frame, now, cpu),
+                    Action::Reply(out) => links[out.iface].enqueue(out.frame, at, cpu),
                     Action::Forward { iface: o, len } => {
                         let f = &frame[..len];
                         // The egress TX ring, unless the frame goes back out where it
@@ -242,7 +267,7 @@ impl Engine {
                             // to its egress's capture before frames that came in on that
                             // interface earlier in the turn.
                             Some(tx)
-                                if !capture && pending[o].is_empty() && links[o].pass(len, now) =>
+                                if !capture && pending[o].is_empty() && links[o].pass(len, at) =>
                             {
                                 match tx.send(f) {
                                     Ok(true) => {
@@ -259,7 +284,7 @@ impl Engine {
                                     Err(e) => io_error(&mut io[o], &names[o], &e, aux),
                                 }
                             }
-                            _ => links[o].enqueue(pool.copy(f), now, cpu),
+                            _ => links[o].enqueue(pool.copy(f), at, cpu),
                         }
                     }
                 }
@@ -278,6 +303,7 @@ impl Engine {
             self.readable[i] = false;
             handled += sent;
         }
+        self.last_arrival_ns = last_arrival_ns;
         for o in 0..n {
             while let Some(f) = self.links[o].dequeue(now) {
                 if self.pending[o].len() >= MAX_PENDING {
@@ -433,5 +459,35 @@ impl Engine {
             writer: self.aux.writer_stats(),
             interfaces,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::arrival_ns;
+
+    /// Frames that waited in the ring are offered at the times they arrived, in order,
+    /// never after the turn and never back before a frame offered already.
+    #[test]
+    fn a_frame_is_offered_when_it_arrived_not_when_the_router_got_to_it() {
+        // A turn at mono 1,000 ms, wall 5,000 ms, 90 ms behind its ring.
+        let (now, wall) = (1_000_000_000, 5_000_000_000);
+        let mut last = 900_000_000;
+        let mut offered = Vec::new();
+        for stamp in [4_910_000_000, 4_911_600_000, 4_913_200_000, 4_999_000_000] {
+            last = arrival_ns(stamp, wall, now, last);
+            offered.push(last);
+        }
+        assert_eq!(
+            offered,
+            [910_000_000, 911_600_000, 913_200_000, 999_000_000]
+        );
+        // One from another ring that arrived before the last offered: not before it.
+        assert_eq!(arrival_ns(4_950_000_000, wall, now, last), 999_000_000);
+        // Stamped after the turn's wall time (a clock step), or not stamped: the turn.
+        assert_eq!(arrival_ns(5_000_000_007, wall, now, 0), now);
+        assert_eq!(arrival_ns(0, wall, now, 0), now);
+        // Older than the monotonic clock itself: from the last one offered.
+        assert_eq!(arrival_ns(1, wall, now, 7), 7);
     }
 }
