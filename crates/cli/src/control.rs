@@ -28,16 +28,214 @@ impl std::fmt::Display for PeerClosed {
 
 impl std::error::Error for PeerClosed {}
 
+/// The peer answered with something that is not dualperf's control protocol (an HTTP
+/// server, sshd, a TLS port), or with nothing at all: what it sent, for the error.
+#[derive(Debug)]
+pub(crate) struct NotDualperf {
+    /// Whom we connected to: "receiver", "agent", "peer".
+    pub(crate) who: String,
+    pub(crate) addr: Option<SocketAddr>,
+    /// The first bytes the peer sent (at most [`HEAD_LEN`]).
+    pub(crate) head: Vec<u8>,
+    /// How its answer ended, when it sent nothing: closed, or silent until the timeout.
+    pub(crate) silence: Option<Silence>,
+}
+
+/// How a peer that sent nothing ended its answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Silence {
+    Closed,
+    Timeout,
+}
+
+/// Bytes of a peer's first answer kept to tell what it is.
+pub(crate) const HEAD_LEN: usize = 48;
+
+impl std::fmt::Display for NotDualperf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let at = match self.addr {
+            Some(a) => format!("the {} at {a}", self.who),
+            None => format!("the {}", self.who),
+        };
+        let question = match self.who.as_str() {
+            "agent" => "is `dualperf agent` listening there?",
+            _ => "is `dualperf recv` or `agent` listening there?",
+        };
+        match (self.silence, stranger(&self.head)) {
+            (Some(Silence::Closed), _) if self.head.is_empty() => write!(
+                f,
+                "{at} closed the connection without answering: {question}"
+            ),
+            (Some(Silence::Timeout), _) if self.head.is_empty() => write!(
+                f,
+                "{at} accepted the connection but never answered: {question} (an iperf3 \
+                 server, for one, waits silently for its own client)"
+            ),
+            (_, Some(Stranger::Known(proto))) => write!(
+                f,
+                "{at} answered with what looks like {proto}: {question} It sent \"{}\"",
+                escaped(&self.head)
+            ),
+            (_, Some(Stranger::Text)) => write!(
+                f,
+                "{at} answered with text, not dualperf's control protocol: {question} It \
+                 sent \"{}\"",
+                escaped(&self.head)
+            ),
+            _ => write!(
+                f,
+                "{at} answered with bytes that are not dualperf's control protocol: \
+                 {question} It sent \"{}\"",
+                escaped(&self.head)
+            ),
+        }
+    }
+}
+
+impl std::error::Error for NotDualperf {}
+
+/// What a peer's first bytes say it is, when they are not a dualperf control message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stranger {
+    /// A protocol recognised by its opening bytes ("HTTP", "SSH", "TLS").
+    Known(&'static str),
+    /// Printable text of no protocol recognised.
+    Text,
+    /// Bytes that are neither.
+    Binary,
+}
+
+/// Opening bytes of the protocols a mistyped port most often reaches, by name.
+const OPENINGS: &[(&[u8], &str)] = &[
+    (b"HTTP/", "HTTP"),
+    (b"<!DOCTYPE", "HTML"),
+    (b"<html", "HTML"),
+    (b"SSH-", "SSH"),
+    // A TLS record: handshake (22) or alert (21), then version 3.x.
+    (b"\x16\x03", "TLS"),
+    (b"\x15\x03", "TLS"),
+    (b"220 ", "an SMTP or FTP greeting"),
+    (b"220-", "an SMTP or FTP greeting"),
+    (b"+OK", "POP3"),
+    (b"* OK", "IMAP"),
+    (b"RFB ", "VNC"),
+    (b"-ERR", "Redis"),
+    (b"AMQP", "AMQP"),
+];
+
+/// What the first bytes a peer sent say it is: `None` when they may be dualperf's (a
+/// frame whose length is within the limit and whose body starts as JSON, or nothing
+/// yet), else the protocol they open, or whether they are text or binary.
+pub(crate) fn stranger(head: &[u8]) -> Option<Stranger> {
+    if head.is_empty() {
+        return None;
+    }
+    if let Some(&(_, name)) = OPENINGS
+        .iter()
+        .find(|(open, _)| head.len() >= open.len() && head[..open.len()].eq_ignore_ascii_case(open))
+    {
+        return Some(Stranger::Known(name));
+    }
+    // MySQL's greeting: a 3-byte length, sequence 0, protocol version 10.
+    if head.len() >= 5 && head[3] == 0 && head[4] == 10 {
+        return Some(Stranger::Known("MySQL"));
+    }
+    let len = head
+        .get(..4)
+        .map(|p| u32::from_be_bytes([p[0], p[1], p[2], p[3]]) as usize);
+    let framed = match (len, head.get(4)) {
+        // A length within the session's limit and a JSON object after it.
+        (Some(len), Some(&b'{')) => len <= control::MAX_SESSION_MSG_LEN,
+        // A length alone, within the limit, may be ours.
+        (Some(len), None) => len <= control::MAX_SESSION_MSG_LEN,
+        (None, _) => false,
+        (Some(_), Some(_)) => false,
+    };
+    if framed {
+        return None;
+    }
+    if head
+        .iter()
+        .all(|&b| b.is_ascii_graphic() || matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+    {
+        return Some(Stranger::Text);
+    }
+    Some(Stranger::Binary)
+}
+
+/// `bytes` as a Rust-style escaped string: `HTTP/1.0 400\r\n`, `\x16\x03\x01`.
+fn escaped(bytes: &[u8]) -> String {
+    let mut s: String = bytes
+        .iter()
+        .flat_map(|&b| std::ascii::escape_default(b))
+        .map(char::from)
+        .collect();
+    if bytes.len() >= HEAD_LEN {
+        s.push('…');
+    }
+    s
+}
+
 /// Reads framed control messages from a stream.
 pub(crate) struct MsgReader {
     decoder: FrameDecoder,
+    /// The first bytes the peer sent, kept until a message of it has read (to tell what
+    /// it is if none does).
+    head: Vec<u8>,
+    /// Whether a whole message has read.
+    spoke: bool,
 }
 
 impl MsgReader {
     pub(crate) fn new() -> Self {
         Self {
             decoder: FrameDecoder::new(MAX_MSG_LEN),
+            head: Vec::new(),
+            spoke: false,
         }
+    }
+
+    /// `err`, from reading the first answer of a peer we connected to as `who`, in
+    /// words that say what the peer seems to be when nothing it sent was dualperf's
+    /// ([`NotDualperf`]): bytes of another protocol, an immediate close, or silence.
+    pub(crate) fn explain_first_answer(
+        &self,
+        addr: Option<SocketAddr>,
+        who: &str,
+        err: anyhow::Error,
+    ) -> anyhow::Error {
+        if self.spoke {
+            return err;
+        }
+        let reset = err.chain().any(|c| {
+            c.downcast_ref::<std::io::Error>().is_some_and(|e| {
+                matches!(
+                    e.kind(),
+                    std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted
+                )
+            })
+        });
+        let silence = if err.is::<PeerClosed>() || reset {
+            Some(Silence::Closed)
+        } else if is_timeout_error(&err) {
+            Some(Silence::Timeout)
+        } else {
+            None
+        };
+        let not_ours = match stranger(&self.head) {
+            Some(_) => true,
+            // Nothing at all before the close or the timeout.
+            None => self.head.is_empty() && silence.is_some(),
+        };
+        if !not_ours {
+            return err;
+        }
+        anyhow::Error::new(NotDualperf {
+            who: who.to_owned(),
+            addr,
+            head: self.head.clone(),
+            silence,
+        })
     }
 
     /// The next message; an error on EOF, timeout, oversized or malformed input.
@@ -65,7 +263,10 @@ impl MsgReader {
         let mut buf = [0u8; 4096];
         loop {
             if let Some(body) = self.decoder.poll_frame()? {
-                return parse(body);
+                let msg = parse(body)?;
+                self.spoke = true;
+                self.head = Vec::new();
+                return Ok(msg);
             }
             if let Some(deadline) = deadline {
                 let left = deadline.saturating_duration_since(std::time::Instant::now());
@@ -80,6 +281,10 @@ impl MsgReader {
                 .context("reading from the control connection")?;
             if n == 0 {
                 return Err(anyhow::Error::new(PeerClosed));
+            }
+            if !self.spoke && self.head.len() < HEAD_LEN {
+                let take = n.min(HEAD_LEN - self.head.len());
+                self.head.extend_from_slice(&buf[..take]);
             }
             self.decoder.handle_bytes(&buf[..n]);
         }
@@ -206,13 +411,18 @@ pub(crate) fn handshake_with(
     prove: &dyn Fn(&str) -> Result<String>,
     who: &str,
 ) -> Result<()> {
+    // Asked now: a peer that resets the connection takes its address with it.
+    let addr = ctrl.peer_addr().ok();
     write_msg(
         ctrl,
         &Msg::Hello {
             version: control::PROTOCOL_VERSION,
         },
     )?;
-    let nonce = match reader.read(ctrl)? {
+    let first = reader
+        .read(ctrl)
+        .map_err(|e| reader.explain_first_answer(addr, who, e))?;
+    let nonce = match first {
         Msg::Challenge { nonce, .. } => nonce,
         Msg::Error { message } => bail!("{who} refused: {message}"),
         other => bail!("unexpected reply from {who}: {other:?}"),
@@ -406,6 +616,78 @@ mod tests {
         assert_eq!(
             resolve("localhost:5", 9, Family::V4).unwrap(),
             "127.0.0.1:5".parse().unwrap()
+        );
+    }
+
+    #[test]
+    fn a_peer_that_is_not_dualperf_is_told_by_its_first_bytes() {
+        use Stranger::{Binary, Known, Text};
+        let cases: [(&[u8], Option<Stranger>); 17] = [
+            (b"HTTP/1.0 400 Bad Request\r\n\r\n", Some(Known("HTTP"))),
+            (b"http/1.1 200 OK", Some(Known("HTTP"))),
+            (b"<!doctype html>", Some(Known("HTML"))),
+            (b"SSH-2.0-OpenSSH_9.2p1 Debian\r\n", Some(Known("SSH"))),
+            (b"\x16\x03\x03\x00\x7a\x02", Some(Known("TLS"))),
+            (b"\x15\x03\x01\x00\x02\x02\x46", Some(Known("TLS"))),
+            (
+                b"220 mail.example ESMTP\r\n",
+                Some(Known("an SMTP or FTP greeting")),
+            ),
+            (b"+OK POP3 ready\r\n", Some(Known("POP3"))),
+            (b"-ERR unknown command 'x'\r\n", Some(Known("Redis"))),
+            (b"J\x00\x00\x00\x0a8.0.36\x00", Some(Known("MySQL"))),
+            (b"hello there\n", Some(Text)),
+            (b"OK", Some(Text)),
+            (b"\x00\x01\x02\xff\xfe", Some(Binary)),
+            (b"\xff", Some(Binary)),
+            // dualperf's own frames, whole or begun, and nothing at all.
+            (b"\x00\x00\x00\x2a{\"type\":\"challenge\"", None),
+            (b"\x00\x00\x00\x2a", None),
+            (b"", None),
+        ];
+        for (head, want) in cases {
+            assert_eq!(stranger(head), want, "{}", escaped(head));
+        }
+        // A frame too long even for a session, or not JSON, is not ours.
+        assert_eq!(stranger(b"\x01\x00\x00\x01{"), Some(Binary));
+        assert_eq!(stranger(b"\x00\x00\x00\x05hello"), Some(Binary));
+    }
+
+    #[test]
+    fn a_stranger_is_named_with_what_it_sent_and_the_question_to_ask() {
+        let addr = Some("127.0.0.1:8080".parse().unwrap());
+        let e = |who: &str, head: &[u8], silence| {
+            NotDualperf {
+                who: who.into(),
+                addr,
+                head: head.to_vec(),
+                silence,
+            }
+            .to_string()
+        };
+        assert_eq!(
+            e(
+                "receiver",
+                b"HTTP/1.0 400 Bad Request\r\n\r\n",
+                Some(Silence::Closed)
+            ),
+            "the receiver at 127.0.0.1:8080 answered with what looks like HTTP: is `dualperf \
+             recv` or `agent` listening there? It sent \"HTTP/1.0 400 Bad Request\\r\\n\\r\\n\""
+        );
+        assert_eq!(
+            e("agent", b"\x00\xff", None),
+            "the agent at 127.0.0.1:8080 answered with bytes that are not dualperf's control \
+             protocol: is `dualperf agent` listening there? It sent \"\\x00\\xff\""
+        );
+        assert_eq!(
+            e("peer", b"", Some(Silence::Closed)),
+            "the peer at 127.0.0.1:8080 closed the connection without answering: is `dualperf \
+             recv` or `agent` listening there?"
+        );
+        let long = e("receiver", &[b'a'; HEAD_LEN], Some(Silence::Timeout));
+        assert!(
+            long.contains("answered with text") && long.ends_with("aaaa…\""),
+            "{long}"
         );
     }
 

@@ -100,3 +100,146 @@ fn refused_handshakes_are_not_also_counted_as_bad_connections() {
         ]
     );
 }
+
+/// A TCP listener on 127.0.0.1 that is not dualperf: to each connection it answers
+/// `reply` once the client has said something (nothing, and closes at once, when `reply`
+/// is `None`), then waits for the client to close. Dropping it stops its thread.
+struct Stranger {
+    port: u16,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Stranger {
+    fn start(reply: Option<&[u8]>) -> Self {
+        use std::io::Read;
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let reply = reply.map(<[u8]>::to_vec);
+        let thread = std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                if flag.load(Ordering::SeqCst) {
+                    return;
+                }
+                let (Ok(mut conn), Some(reply)) = (conn, reply.as_deref()) else {
+                    continue;
+                };
+                conn.set_read_timeout(Some(crate::support::HANG_GUARD))
+                    .unwrap();
+                let mut buf = [0u8; 4096];
+                if matches!(conn.read(&mut buf), Ok(n) if n > 0) {
+                    let _ = conn.write_all(reply);
+                    let _ = conn.shutdown(std::net::Shutdown::Write);
+                    // Read to the client's close, so ours sends no reset.
+                    while matches!(conn.read(&mut buf), Ok(n) if n > 0) {}
+                }
+            }
+        });
+        Self {
+            port,
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Stranger {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let _ = std::net::TcpStream::connect(("127.0.0.1", self.port));
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// `dualperf ARGS`, which must fail (exit 1) saying `want`, and never a frame length.
+fn fails_saying(args: &[String], want: &str) {
+    let out = crate::support::run(args);
+    assert_eq!(out.code(), Some(1), "{args:?}: {}", out.stderr);
+    assert!(
+        out.stderr.contains(want) && !out.stderr.contains("exceeds"),
+        "{args:?}: wanted {want:?} in\n{}",
+        out.stderr
+    );
+}
+
+fn argv(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| (*a).to_owned()).collect()
+}
+
+#[test]
+fn a_send_to_an_http_server_says_it_looks_like_http_not_a_frame_length() {
+    let http = Stranger::start(Some(b"HTTP/1.0 400 Bad Request\r\n\r\n"));
+    let port = http.port.to_string();
+    let question =
+        "answered with what looks like HTTP: is `dualperf recv` or `agent` listening there?";
+    for proto in ["--udp", "--tcp"] {
+        let out = send("127.0.0.1", http.port, &[proto]);
+        assert_eq!(out.code(), Some(1), "{proto}: {}", out.stderr);
+        assert!(
+            out.stderr
+                .contains(&format!("the receiver at 127.0.0.1:{port} {question}"))
+                && out
+                    .stderr
+                    .contains(r#"It sent "HTTP/1.0 400 Bad Request\r\n\r\n""#)
+                && !out.stderr.contains("exceeds"),
+            "{proto}: {}",
+            out.stderr
+        );
+    }
+    // Every client of the control channel: the agent's askers and the clock's.
+    let agent = "answered with what looks like HTTP: is `dualperf agent` listening there?";
+    fails_saying(
+        &argv(&["send", "127.0.0.1", "-p", &port, "--reverse", "-t", "1s"]),
+        agent,
+    );
+    fails_saying(
+        &argv(&["send", "127.0.0.1", "-p", &port, "--bidir", "-t", "1s"]),
+        agent,
+    );
+    let from = format!("127.0.0.1:{port}");
+    fails_saying(
+        &argv(&["send", "--from", &from, "127.0.0.1", "-t", "1s"]),
+        agent,
+    );
+    fails_saying(
+        &argv(&["clock", "--peer", &from]),
+        &format!("the peer at {from} {question}"),
+    );
+}
+
+#[test]
+fn a_peer_that_closes_at_once_or_sends_junk_is_said_not_to_be_dualperf() {
+    let closer = Stranger::start(None);
+    let out = send("127.0.0.1", closer.port, &[]);
+    assert_eq!(out.code(), Some(1), "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!(
+            "the receiver at 127.0.0.1:{} closed the connection without answering: is `dualperf recv` or `agent` listening there?",
+            closer.port
+        )),
+        "{}",
+        out.stderr
+    );
+    // A length within the limit and a body that is not JSON, then the close; and a
+    // length far beyond it.
+    for junk in [
+        &b"\x00\x00\x10\x00\xde\xad\xbe\xef"[..],
+        &b"\xde\xad\xbe\xef\x00"[..],
+    ] {
+        let stranger = Stranger::start(Some(junk));
+        let out = send("127.0.0.1", stranger.port, &["--tcp"]);
+        assert_eq!(out.code(), Some(1), "{}", out.stderr);
+        assert!(
+            out.stderr.contains("answered with bytes that are not dualperf's control protocol: is `dualperf recv` or `agent` listening there? It sent \"")
+                && out.stderr.contains(r"\xde\xad\xbe\xef")
+                && !out.stderr.contains("exceeds"),
+            "{}",
+            out.stderr
+        );
+    }
+}
