@@ -14,6 +14,7 @@ mod control;
 mod decode;
 mod doctor;
 mod export;
+mod habits;
 mod hostinfo;
 mod human;
 mod interop;
@@ -85,7 +86,7 @@ enum Command {
 }
 
 fn main() {
-    let cli = Cli::parse();
+    let cli = parse();
     out::set_quiet(cli.quiet);
     // A socket per TCP flow: thousands of flows need more descriptors than the usual
     // soft limit of 1,024. Failing to raise it only matters once that many are open.
@@ -122,6 +123,21 @@ fn main() {
         };
         std::process::exit(code);
     }
+}
+
+/// The command line, or clap's error (exit code 2) with a tip for each of iperf3's
+/// spellings in it, in dualperf's words (`habits.rs`).
+fn parse() -> Cli {
+    Cli::try_parse().unwrap_or_else(|mut err| {
+        if err.use_stderr() {
+            let args: Vec<String> = std::env::args_os()
+                .skip(1)
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            habits::explain(&mut err, &args);
+        }
+        err.exit()
+    })
 }
 
 /// An error in what the user asked for (exit code 2), as opposed to a runtime failure.

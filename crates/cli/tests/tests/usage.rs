@@ -174,3 +174,103 @@ fn no_color_turns_colour_off_even_when_forced() {
     assert!(!off.stderr.contains('\u{1b}'), "{:?}", off.stderr);
     assert!(off.stderr.contains("--no-such-flag"), "{}", off.stderr);
 }
+
+/// `dualperf ARGS` must be refused as a usage error (exit 2, before any socket) with
+/// each of `tips` on a `tip:` line, and none of `not`.
+fn hinted(args: &[&str], tips: &[&str], not: &[&str]) {
+    let out = run(args);
+    assert_eq!(out.code(), Some(2), "{args:?}: {}", out.stderr);
+    assert!(out.stdout.is_empty(), "{args:?}: {}", out.stdout);
+    for tip in tips {
+        assert!(
+            out.stderr.contains(&format!("tip: {tip}\n")),
+            "{args:?}: wanted the tip {tip:?} in\n{}",
+            out.stderr
+        );
+    }
+    for n in not {
+        assert!(
+            !out.stderr.contains(n),
+            "{args:?}: {n:?} in\n{}",
+            out.stderr
+        );
+    }
+}
+
+/// iperf3's habits get dualperf's words for them: its modes, and the client and server
+/// options dualperf spells otherwise, with the whole command rewritten to try.
+#[test]
+fn iperf3_habits_get_a_tip_naming_the_dualperf_equivalent() {
+    hinted(
+        &["-c", "127.0.0.1", "-u", "-b", "10M", "-t", "10"],
+        &[
+            "iperf3's `-c HOST` is `dualperf send HOST`",
+            "try `dualperf send 127.0.0.1 -u -b 10M -t 10`",
+        ],
+        &[],
+    );
+    hinted(
+        &["-s", "-p", "5201"],
+        &[
+            "iperf3's `-s` is `dualperf recv`",
+            "try `dualperf recv -p 5201`",
+        ],
+        &[],
+    );
+    hinted(
+        &["server"],
+        &["iperf3's server is `dualperf recv`", "try `dualperf recv`"],
+        &[],
+    );
+    // clap's guess for `client` would be `agent`: the tip names `send` alone.
+    hinted(
+        &["client", "::1", "-R"],
+        &[
+            "iperf3's client is `dualperf send`",
+            "try `dualperf send ::1 -R`",
+        ],
+        &["'agent'"],
+    );
+    hinted(
+        &["recv", "-s", "-D"],
+        &[
+            "drop `-s`: `recv` is already the server",
+            "try `dualperf recv`",
+        ],
+        &[],
+    );
+    // clap's own tip on an unknown short flag (pass it after `--`) is beside the point.
+    hinted(
+        &["send", "127.0.0.1", "-N", "-S", "0xb8", "-C", "cubic"],
+        &[
+            "iperf3's `-N` is `--nodelay`",
+            "iperf3's `-S 0xb8` (the TOS byte) is `--dscp 46` (DSCP is its upper six bits, ECN its lower two)",
+            "iperf3's `-C cubic` is `--congestion cubic`",
+            "try `dualperf send 127.0.0.1 --nodelay --dscp 46 --congestion cubic`",
+        ],
+        &["use '-- -N'"],
+    );
+    hinted(
+        &["send", "127.0.0.1", "-n", "10M"],
+        &[
+            "`-n` counts packets here (`--count`): iperf3's `-n 10M` is `--bytes 10M`",
+            "try `dualperf send 127.0.0.1 --bytes 10M`",
+        ],
+        &[],
+    );
+}
+
+/// clap's own suggestions stay, and a mistake with no iperf3 spelling gets no iperf3 tip.
+#[test]
+fn clap_suggestions_stay_where_no_iperf3_habit_is_seen() {
+    hinted(
+        &["sned", "127.0.0.1"],
+        &["a similar subcommand exists: 'send'"],
+        &["iperf3", "try `"],
+    );
+    hinted(
+        &["send", "127.0.0.1", "--no-such-flag"],
+        &[],
+        &["iperf3", "try `"],
+    );
+}
