@@ -292,13 +292,16 @@ pub fn job_name(base: &str, pid: u32) -> String {
 
 /// Build `topology` as a lab of this process's own, named [`job_name`] (its name and
 /// this process's id), for one job: the topology as built (under that name), and the
-/// guard that removes the lab when dropped. A lab already there under that name is
-/// left alone and is [`LabError::Exists`].
+/// guard that removes the lab and its state directory when dropped. A lab already
+/// there under that name is left alone and is [`LabError::Exists`].
 pub fn up_own(topology: &Topology, exe: &Path) -> Result<(Topology, Guard), LabError> {
     let mut own = topology.clone();
     own.name = job_name(&topology.name, std::process::id());
     up(&own, exe, None)?;
-    let guard = Guard(own.name.clone());
+    let guard = Guard {
+        name: own.name.clone(),
+        state_dir: true,
+    };
     Ok((own, guard))
 }
 
@@ -721,12 +724,39 @@ fn check_name(name: &str) -> Result<(), LabError> {
 
 /// A lab built for one job (a plan, a `compare --lab`), removed when dropped: also on
 /// an error or Ctrl-C.
-pub struct Guard(pub String);
+pub struct Guard {
+    name: String,
+    /// Whether its state directory goes too ([`up_own`]'s: no later `up` reuses it).
+    state_dir: bool,
+}
+
+impl Guard {
+    /// A guard for lab `name`, which the caller built: removed as [`down`] removes it,
+    /// its state directory (the routers' logs and final counters) left.
+    pub fn new(name: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            state_dir: false,
+        }
+    }
+
+    /// The lab's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        if let Err(e) = down(&self.0) {
-            eprintln!("dualperf: warning: removing lab '{}': {e}", self.0);
+        if let Err(e) = down(&self.name) {
+            eprintln!("dualperf: warning: removing lab '{}': {e}", self.name);
+            return;
+        }
+        let dir = state_dir(&self.name);
+        if self.state_dir && dir.exists() {
+            if let Err(e) = std::fs::remove_dir_all(&dir) {
+                eprintln!("dualperf: warning: removing {}: {e}", dir.display());
+            }
         }
     }
 }
@@ -1093,7 +1123,7 @@ mod tests {
         }
         let name = format!("tex-{}", std::process::id() % 100_000);
         let t = one_router(&name);
-        let _guard = Guard(name.clone());
+        let _guard = Guard::new(&name);
         // A namespace of the lab's (as a crashed `up` leaves), with a process in it.
         let ns = format!("dp-{name}.sender");
         run(&["ip", "netns", "add", &ns]).unwrap();
@@ -1109,7 +1139,7 @@ mod tests {
                  `dualperf lab down {name}` removes it"
             )
         );
-        assert_eq!(namespaces_of(&name).unwrap(), [ns.clone()]);
+        assert_eq!(namespaces_of(&name).unwrap(), std::slice::from_ref(&ns));
         assert!(
             sleeper.try_wait().unwrap().is_none(),
             "its process is untouched"
@@ -1158,7 +1188,7 @@ mod tests {
         .unwrap()
         .replace("name = \"one-router\"", &format!("name = \"{name}\""));
         let t = Topology::parse(&text).unwrap();
-        let _guard = Guard(name.clone());
+        let _guard = Guard::new(&name);
         // `/bin/false` stands in for dualperf: every `lab node-setup` fails, after the
         // namespaces and veths exist.
         let err = up(&t, Path::new("/bin/false"), None).unwrap_err();

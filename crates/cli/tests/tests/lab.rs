@@ -579,6 +579,7 @@ fn compare_runs_its_battery_through_the_lab_and_removes_it() {
         !String::from_utf8_lossy(&ns.stdout).contains(&format!("dp-{own}.")),
         "the lab is removed"
     );
+    assert!(!Path::new(&format!("/run/dualperf/labs/{own}")).exists());
 }
 
 #[test]
@@ -644,6 +645,7 @@ fn a_plan_with_a_lab_target_runs_its_flows_through_the_lab_and_keeps_its_configu
         !String::from_utf8_lossy(&ns.stdout).contains(&format!("dp-{own}.")),
         "the lab is removed"
     );
+    assert!(!Path::new(&format!("/run/dualperf/labs/{own}")).exists());
 }
 
 /// `lab up --json` prints the lab it built, and `route --json` its final counters on
@@ -956,5 +958,5 @@ fn compare_lab_leaves_a_two_hop_lab_and_its_process_untouched() {
     // And compare's own lab is gone.
     let mine = Lab::guard(&own);
     assert_eq!(mine.namespaces(), Vec::<String>::new());
-    assert!(!Path::new(&format!("/run/dualperf/labs/{own}/state.json")).exists());
+    assert!(!Path::new(&format!("/run/dualperf/labs/{own}")).exists());
 }

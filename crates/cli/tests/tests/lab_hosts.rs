@@ -355,15 +355,16 @@ fn a_seed_plan_runs_across_agents_from_a_controller_node_with_the_lab_runs_table
     let plan = dir.path("single.toml");
     std::fs::write(&plan, seed_plan("lab:lab.toml")).unwrap();
     let single = dir.path("single");
-    let _down = scopeguard(&name);
-    let ran = Proc::spawn(&[
+    let running = Proc::spawn(&[
         "run",
         crate::support::path_str(&plan),
         "--quick",
         "--dir",
         crate::support::path_str(&single),
-    ])
-    .finish_within(std::time::Duration::from_secs(600));
+    ]);
+    // The plan builds a lab of its own, named after the topology and its pid.
+    let _down = scopeguard(&::lab::netlab::job_name(&name, running.pid() as u32));
+    let ran = running.finish_within(std::time::Duration::from_secs(600));
     say_why_runs_failed(&ran, &single);
     ran.assert_success();
     let across = report_shape(&out);

@@ -371,23 +371,28 @@ fn a_lab_plan_measures_the_path_to_stamp_suites_reflector_as_to_a_dualperf_recei
     let stamp = format!(
         "{base}[stamp]\nport = 8620\nreflectors = [[\"{ss}\", \"-i\", \"-S\", \"198.18.4.2\", \"-o\", \"8620\", \"--stateful-reflector\"], [\"{ss}\", \"-i\", \"-S\", \"2001:2:0:4::2\", \"-o\", \"8620\", \"--stateful-reflector\"]]\n"
     );
-    let down = |n: &str| {
-        let _ = Command::new(crate::support::BIN)
-            .args(["lab", "down", n])
-            .output();
-    };
+    struct Down(String);
+    impl Drop for Down {
+        fn drop(&mut self) {
+            let _ = Command::new(crate::support::BIN)
+                .args(["lab", "down", &self.0])
+                .output();
+        }
+    }
     let mut shapes = Vec::new();
     for (file, text) in [("dualperf.toml", base.to_owned()), ("stamp.toml", stamp)] {
         let plan = dir.path(file);
         std::fs::write(&plan, text).unwrap();
         let out = dir.path(&format!("{file}.d"));
-        let ran = crate::support::run(&[
+        let running = Proc::spawn(&[
             "run",
             crate::support::path_str(&plan),
             "--dir",
             crate::support::path_str(&out),
         ]);
-        down(&name);
+        // The plan builds a lab of its own, named after the topology and its pid.
+        let _down = Down(::lab::netlab::job_name(&name, running.pid() as u32));
+        let ran = running.finish();
         ran.assert_success();
         for entry in std::fs::read_dir(out.join("runs")).unwrap() {
             let rec: Value =
