@@ -16,7 +16,10 @@
 //! closes first). That is the reordering window: this sparse list is the bitmap of
 //! recent sequence numbers with only its holes stored.
 //!
-//! Within the window every count is exact. A packet whose number lies below the window
+//! Within the window every count is exact, and so is the loss against a sender's count
+//! (`sent`) unless that count falls among the closed runs (below NextExp by more than the
+//! window, or below a run closed early: a count that does not match what arrived); then
+//! the loss is an upper bound, never above the count. A packet whose number lies below the window
 //! (older than every open run and more than [`WINDOW_PACKETS`] below `NextExp`, or below
 //! a run closed early) cannot be told apart: a duplicate, or an original arriving after
 //! its loss was final. It is counted in [`Loss::outside_window`], is neither a duplicate
@@ -72,7 +75,9 @@ struct Run {
 /// Streaming sequence state of one flow; see the module doc.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SeqState {
-    next_expected: u64,
+    /// NextExp, the largest number received + 1: up to 2^64, once `u64::MAX` itself
+    /// arrived (then another `u64::MAX` is a duplicate, not in order).
+    next_expected: u128,
     /// Delay of the packet numbered `next_expected − 1`.
     top_delay_ns: Option<i64>,
     open: VecDeque<Run>,
@@ -82,6 +87,9 @@ pub struct SeqState {
     position: u64,
     closed_lost: u64,
     closed_periods: BTreeMap<u64, u64>,
+    /// The lowest number of the closed runs (the first closed: they close in ascending
+    /// order), to tell a sender's count below them all ([`Self::loss`]).
+    closed_from: Option<u64>,
     duplicates: u64,
     reordered: u64,
     max_extent: Option<u64>,
@@ -159,8 +167,10 @@ impl SeqState {
             sums.add(v);
             ipdv(v);
         };
-        if seq >= self.next_expected {
-            let revealed = seq - self.next_expected;
+        if u128::from(seq) >= self.next_expected {
+            // At most `seq`, so below 2^64.
+            let next_expected = saturate(self.next_expected);
+            let revealed = seq - next_expected;
             if revealed == 0 {
                 if let Some(prev) = self.top_delay_ns {
                     pair(&mut self.ipdv, delay_ns.saturating_sub(prev));
@@ -168,7 +178,7 @@ impl SeqState {
             } else {
                 self.make_room();
                 self.open.push_back(Run {
-                    start: self.next_expected,
+                    start: next_expected,
                     end: seq,
                     before_ns: self.top_delay_ns,
                     after_ns: delay_ns,
@@ -176,7 +186,7 @@ impl SeqState {
                     window,
                 });
             }
-            self.next_expected = seq.saturating_add(1);
+            self.next_expected = u128::from(seq) + 1;
             self.top_delay_ns = Some(delay_ns);
             self.position += 1;
             self.close_old_runs();
@@ -265,7 +275,12 @@ impl SeqState {
             let arrival = self.handle(seq.saturating_add(k), delay_ns, window, |v| ipdv(v, 1));
             arrived(arrival);
             k += 1;
-            if matches!(arrival, Arrival::InOrder { .. }) && self.ditg.recv >= 2 {
+            // The rest each raise NextExp by one, unless the numbers pass u64::MAX
+            // (`seq + k` saturates there: the rest are duplicates, taken one by one).
+            if matches!(arrival, Arrival::InOrder { .. })
+                && self.ditg.recv >= 2
+                && seq.checked_add(n - 1).is_some()
+            {
                 break;
             }
         }
@@ -277,7 +292,7 @@ impl SeqState {
         // D(i) − D(i−1) = 0: the same delay as the packet before.
         self.ipdv.add_n(0, rest);
         ipdv(0, rest);
-        self.next_expected = self.next_expected.saturating_add(rest);
+        self.next_expected += u128::from(rest);
         self.top_delay_ns = Some(delay_ns);
         self.position += rest;
         self.close_old_runs();
@@ -285,7 +300,10 @@ impl SeqState {
 
     /// Closes runs that fell out of the window.
     fn close_old_runs(&mut self) {
-        let window_floor = self.next_expected.saturating_sub(WINDOW_PACKETS);
+        let window_floor = saturate(
+            self.next_expected
+                .saturating_sub(u128::from(WINDOW_PACKETS)),
+        );
         self.floor = self.floor.max(window_floor);
         while self.open.front().is_some_and(|r| r.end <= window_floor) {
             self.close_front();
@@ -304,6 +322,7 @@ impl SeqState {
         if let Some(run) = self.open.pop_front() {
             self.floor = self.floor.max(run.end);
             self.closed_lost += run.end - run.start;
+            self.closed_from.get_or_insert(run.start);
             *self.closed_periods.entry(run.end - run.start).or_insert(0) += 1;
         }
     }
@@ -322,10 +341,10 @@ impl SeqState {
     /// [`Loss`] for each definition). Open runs count as lost: a packet still on its way
     /// is, at this instant, missing.
     pub fn loss(&self, sent: Option<u64>) -> Loss {
-        let expected = sent.unwrap_or(self.next_expected);
-        let mut periods = self.closed_periods.clone();
-        let mut lost = self.closed_lost;
-        let mut holes_beyond = 0;
+        // As the batch's `max + 1`, 2^64 is taken as u64::MAX.
+        let next_expected = saturate(self.next_expected);
+        let expected = sent.unwrap_or(next_expected);
+        let (mut periods, mut lost, mut holes_beyond) = self.closed_loss(expected);
         let mut add = |len: u64, periods: &mut BTreeMap<u64, u64>| {
             if len > 0 {
                 lost += len;
@@ -339,7 +358,7 @@ impl SeqState {
             );
             holes_beyond += run.end - run.start.max(expected).min(run.end);
         }
-        add(expected.saturating_sub(self.next_expected), &mut periods);
+        add(expected.saturating_sub(next_expected), &mut periods);
         let bursts: u64 = periods.values().sum();
         Loss {
             sent,
@@ -353,19 +372,60 @@ impl SeqState {
             duplicates: self.duplicates,
             reordered: self.reordered,
             max_reorder_extent: self.max_extent,
-            beyond_expected: self
-                .next_expected
-                .saturating_sub(expected)
-                .saturating_sub(holes_beyond),
+            // Numbers from `expected` to NextExp, less the holes among them.
+            beyond_expected: saturate(
+                self.next_expected
+                    .saturating_sub(u128::from(expected))
+                    .saturating_sub(u128::from(holes_beyond)),
+            ),
             outside_window: self.outside_window,
             ditg: self.ditg.result(),
         }
+    }
+
+    /// The closed runs' loss periods, lost numbers and holes at or above `expected`.
+    ///
+    /// Closed runs at or above a sender's count below numbers received are holes beyond
+    /// it, not losses, as open runs are. Their places are not kept: exact when the count
+    /// lies above every closed run or below them all. When it falls among them, the
+    /// numbers from the lowest up to the count bound what is lost there: the periods are
+    /// taken shortest first up to that bound.
+    fn closed_loss(&self, expected: u64) -> (BTreeMap<u64, u64>, u64, u64) {
+        let Some(lowest) = self.closed_from.filter(|_| expected < self.floor) else {
+            return (self.closed_periods.clone(), self.closed_lost, 0);
+        };
+        let bound = expected.saturating_sub(lowest);
+        if bound >= self.closed_lost {
+            return (self.closed_periods.clone(), self.closed_lost, 0);
+        }
+        let mut periods = BTreeMap::new();
+        let mut lost = 0;
+        for (&len, &count) in &self.closed_periods {
+            let whole = count.min((bound - lost) / len);
+            if whole > 0 {
+                periods.insert(len, whole);
+                lost += whole * len;
+            }
+            if whole < count {
+                break;
+            }
+        }
+        if lost < bound {
+            *periods.entry(bound - lost).or_insert(0) += 1;
+            lost = bound;
+        }
+        (periods, lost, self.closed_lost - lost)
     }
 
     /// Heap bytes held.
     pub fn heap_bytes(&self) -> usize {
         self.open.capacity() * size_of::<Run>() + self.closed_periods.len() * 3 * size_of::<u64>()
     }
+}
+
+/// `v` as a u64, `u64::MAX` when larger (NextExp can be 2^64).
+fn saturate(v: u128) -> u64 {
+    u64::try_from(v).unwrap_or(u64::MAX)
 }
 
 /// ITGDec's `setline()` loss accounting replayed packet by packet (see [`DitgLoss`]).
@@ -485,6 +545,66 @@ mod tests {
             s.handle(newest, 0, None, |_| {}),
             Arrival::Reordered { window: None }
         );
+    }
+
+    /// Found by the `meter_diff` fuzz target: a logged flow (`decode`) that reaches
+    /// u64::MAX itself. NextExp is then 2^64, so that number again is a duplicate (it
+    /// was taken as in order and paired with itself for IPDV) and, as in the batch
+    /// computation, lies beyond the expected count (max + 1, saturated); a run that
+    /// would pass u64::MAX is taken as the calls one by one with saturated numbers.
+    #[test]
+    fn the_largest_number_again_is_a_duplicate() {
+        let top = u64::MAX;
+        let seqs = [top - 3, top - 1, top, top, top - 2, top];
+        let mut pairs = 0;
+        let mut s = SeqState::new();
+        let arrivals: Vec<Arrival> = seqs
+            .iter()
+            .map(|&q| s.handle(q, 0, None, |_| pairs += 1))
+            .collect();
+        assert_eq!(arrivals[3], Arrival::Duplicate);
+        assert_eq!(arrivals[5], Arrival::Duplicate);
+        let loss = s.loss(None);
+        assert_eq!(loss, Loss::from_seqs(&seqs, None));
+        assert_eq!((loss.duplicates, loss.reordered), (2, 1));
+        assert_eq!((loss.expected, loss.beyond_expected), (top, 1));
+        assert_eq!(s.unique(), 4);
+        // (top − 1, top) in order; top − 2 fills its run between top − 3 and top − 1.
+        assert_eq!((pairs, s.ipdv().pairs), (3, 3));
+
+        let (mut run, mut one) = (SeqState::new(), SeqState::new());
+        one.handle(top - 5, 0, None, |_| {});
+        run.handle(top - 5, 0, None, |_| {});
+        for q in [top - 1, top, top] {
+            one.handle(q, 0, None, |_| {});
+        }
+        run.handle_run(top - 1, 3, 0, None, |_, _| {}, |_| {});
+        assert_eq!(run, one);
+        assert_eq!(run.loss(None).duplicates, 1);
+    }
+
+    /// Found by the `meter_diff` fuzz target: a sender's count below numbers that
+    /// arrived, with loss runs above it already closed (here by the open-run limit).
+    /// Those runs are holes beyond the count, not losses: they were counted as lost
+    /// (22 of an expected 2, 1,100 %) and left in `beyond_expected`.
+    #[test]
+    fn closed_runs_above_the_senders_count_are_not_lost() {
+        // Every other number lost: 149 runs, the oldest 21 closed.
+        let seqs: Vec<u64> = (0..150).map(|k| 2 * k).collect();
+        let (state, _) = run(&seqs, None);
+        assert_eq!(state.open.len(), MAX_OPEN_RUNS);
+        for sent in [0, 1, 2, 500] {
+            let loss = state.loss(Some(sent));
+            assert_eq!(loss, Loss::from_seqs(&seqs, Some(sent)), "sent {sent}");
+            assert!(loss.lost <= sent);
+        }
+        let loss = state.loss(Some(2));
+        assert_eq!((loss.lost, loss.bursts, loss.beyond_expected), (1, 1, 149));
+        // A count among the closed runs: the numbers from the lowest (1) to it bound the
+        // loss (19 of the 10 lost), never above the count.
+        let loss = state.loss(Some(20));
+        assert_eq!((loss.lost, loss.bursts), (19, 19));
+        assert_eq!(Loss::from_seqs(&seqs, Some(20)).lost, 10);
     }
 
     #[test]
