@@ -146,7 +146,7 @@ pub fn try_intervals(
                 a.jitter_pairs += 1;
             }
             a.rfc3550_ns = rfc3550.value_ns();
-            a.lost += revealed;
+            a.lost += u128::from(revealed);
         }
         prev_delay = Some(delay);
     }
@@ -249,8 +249,9 @@ impl IntervalSeries {
     /// Charges `n` newly revealed missing numbers to window `w`.
     pub fn charge_lost(&mut self, w: u64, n: u64) {
         if let Some(a) = self.windows.get_mut(w as usize) {
-            // Sequence numbers from untrusted logs may jump by nearly 2^64, in two flows.
-            a.lost = a.lost.saturating_add(n);
+            // Sequence numbers from untrusted logs may jump by nearly 2^64, in two flows:
+            // the count is wide enough for them all (saturated when reported).
+            a.lost += u128::from(n);
         }
     }
 
@@ -300,7 +301,8 @@ struct Accumulator {
     jitter_sum_ns: u128,
     jitter_pairs: u64,
     rfc3550_ns: Option<f64>,
-    lost: u64,
+    /// Wider than the reported count: gaps of nearly 2^64 in several flows add up.
+    lost: u128,
 }
 
 impl Accumulator {
@@ -337,7 +339,7 @@ impl Accumulator {
         interval.jitter_ditg_ns =
             (self.jitter_pairs > 0).then(|| self.jitter_sum_ns as f64 / self.jitter_pairs as f64);
         interval.jitter_rfc3550_ns = self.rfc3550_ns;
-        interval.lost = Some(self.lost);
+        interval.lost = Some(u64::try_from(self.lost).unwrap_or(u64::MAX));
         interval
     }
 }
@@ -487,6 +489,25 @@ mod tests {
         let series = intervals(&records, 1_000, BASE_NS);
         assert_eq!(series[0].lost, Some(1));
         assert_eq!(series[1].lost, Some(2));
+    }
+
+    /// Found by the `meter_diff` fuzz target: gaps of nearly 2^64 in two flows, revealed
+    /// in one window, overflowed the batch count (a panic), and the streaming count,
+    /// saturated as it was charged, came out one lower for each late packet after.
+    #[test]
+    fn huge_gaps_in_two_flows_add_up_then_saturate() {
+        let records = [
+            rx(1, u64::MAX - 1, 0, 10, 1),
+            rx(2, 10, 10, 10, 1),
+            rx(2, 3, 20, 10, 1),
+        ];
+        let batch = try_intervals(&records, MS, BASE_NS).unwrap();
+        assert_eq!(batch[0].lost, Some(u64::MAX));
+        let mut meter = crate::SummaryMeter::new().with_intervals(IntervalSeries::new(MS).unwrap());
+        for r in &records {
+            meter.handle_record(r);
+        }
+        assert_eq!(meter.intervals().unwrap().unwrap(), batch);
     }
 
     #[test]
