@@ -44,10 +44,13 @@ pub struct Arrivals {
     delay_sum_ns: i128,
     /// The first delay, and Σ (D_i − that)²: the variance exactly, in integers (the
     /// shift keeps the squares small). Welford's one-pass update, used before, cost a
-    /// division per packet in a dependency chain through every packet. The sum
-    /// saturates only for deviations of seconds over trillions of packets.
+    /// division per packet in a dependency chain through every packet. The sum is 192
+    /// bits wide (`delay_sq_carry` counts its overflows of 128 bits): deviations of
+    /// decades, as between a sender's clock and a stamp of 0, pass 2^128 within a few
+    /// hundred packets.
     delay_ref_ns: i64,
     delay_sq_sum: u128,
+    delay_sq_carry: u64,
     delay: Histogram,
     prev_delay_ns: Option<i64>,
     /// Σ |D_i − D_{i−1}| (D-ITG, `ITGDecod.cpp` lines 1092–1093).
@@ -79,9 +82,7 @@ impl Arrivals {
             self.delay_ref_ns = delay_ns;
         }
         let dev = u128::from(delay_ns.abs_diff(self.delay_ref_ns));
-        self.delay_sq_sum = self
-            .delay_sq_sum
-            .saturating_add((dev * dev).saturating_mul(u128::from(n)));
+        self.add_squares(dev * dev, n);
         self.delay.record_n(delay_ns, n);
         // The pair with the record before; the n − 1 pairs within add 0.
         if let Some(prev) = self.prev_delay_ns.replace(delay_ns) {
@@ -92,6 +93,26 @@ impl Arrivals {
         self.kernel_ts_packets += u64::from(r.kernel_ts) * n;
     }
 
+    /// Adds `n` times `square` (below 2^128) to the 192-bit sum of squares.
+    fn add_squares(&mut self, square: u128, n: u64) {
+        let n = u128::from(n);
+        if let Some(sum) = square
+            .checked_mul(n)
+            .and_then(|x| self.delay_sq_sum.checked_add(x))
+        {
+            self.delay_sq_sum = sum;
+            return;
+        }
+        // square · n = high · 2^64 + low, each product below 2^128.
+        let low = (square & u128::from(u64::MAX)) * n;
+        let high = (square >> 64) * n;
+        let (sum, c1) = self.delay_sq_sum.overflowing_add(low);
+        let (sum, c2) = sum.overflowing_add(high << 64);
+        self.delay_sq_sum = sum;
+        // Below 2^64: at most 2^64 packets of squares below 2^128.
+        self.delay_sq_carry += (high >> 64) as u64 + u64::from(c1) + u64::from(c2);
+    }
+
     /// Records taken.
     pub fn packets(&self) -> u64 {
         self.packets
@@ -99,8 +120,9 @@ impl Arrivals {
 
     /// The population variance of the delay (as `stats::Stats::stddev_population`
     /// squared): with S1 = Σ (D − ref) and S2 = Σ (D − ref)², it is (n·S2 − S1²) / n²,
-    /// exact in integers up to the one division, unless n·S2 overflows (delays that vary
-    /// by seconds over billions of packets), then in floating point.
+    /// exact in integers up to the one division, unless n·S2 overflows 128 bits (delays
+    /// that vary by seconds over billions of packets, or by years), then in floating
+    /// point.
     fn delay_variance(&self) -> f64 {
         let n = self.packets;
         if n == 0 {
@@ -112,12 +134,14 @@ impl Arrivals {
             .unsigned_abs()
             .checked_mul(s1.unsigned_abs())
             .zip(s2.checked_mul(u128::from(n)))
+            .filter(|_| self.delay_sq_carry == 0)
             .map(|(s1_sq, n_s2)| n_s2.saturating_sub(s1_sq));
         let var = match exact {
             Some(numerator) => numerator as f64 / (n as f64 * n as f64),
             None => {
                 let mean = s1 as f64 / n as f64;
-                s2 as f64 / n as f64 - mean * mean
+                let s2 = self.delay_sq_carry as f64 * 2f64.powi(128) + s2 as f64;
+                s2 / n as f64 - mean * mean
             }
         };
         var.max(0.0)
@@ -903,6 +927,44 @@ mod tests {
         let var = arrivals(&wide).delay_variance();
         assert!((var / 1e30 - 1.0).abs() < 1e-12, "{var}");
     }
+    /// Found by the `meter_diff` fuzz target: delays decades apart (a sender's stamps
+    /// stepping between real time and 0) passed 2^128 in the sum of squares within a
+    /// few hundred packets; it saturated there and the deviation came out 0.
+    #[test]
+    fn delays_decades_apart_keep_their_deviation() {
+        let decades = 1_700_000_000_000_000_000;
+        let delays: Vec<i64> = (0..1_000)
+            .map(|i| {
+                if i % 4 == 0 {
+                    -3_600_000_000_000
+                } else {
+                    decades
+                }
+            })
+            .collect();
+        let (mut one, mut runs) = (Arrivals::default(), Arrivals::default());
+        for (seq, &d) in delays.iter().enumerate() {
+            let r = RxRecord {
+                seq: seq as u64,
+                tx_ns: BASE_NS,
+                rx_ns: BASE_NS.checked_add_signed(d).unwrap(),
+                ..RxRecord::default()
+            };
+            one.handle(&r, d);
+        }
+        for chunk in delays.chunks(4) {
+            runs.handle(&RxRecord::default(), chunk[0]);
+            runs.handle_run(&RxRecord::default(), chunk[1], 3);
+        }
+        let want = crate::stats::Stats::from_i64(&delays)
+            .unwrap()
+            .stddev_population;
+        for a in [&one, &runs] {
+            let got = a.delay_stats().unwrap().stddev_ns;
+            assert!((got / want - 1.0).abs() < 1e-9, "{got} vs {want}");
+        }
+    }
+
     /// Datagrams of coalesced receives: runs of consecutive numbers that share every
     /// other field, in order, after gaps (a few past the reordering window, many past
     /// the open-run limit), late, or again. Taken a run at a time they leave the meter
