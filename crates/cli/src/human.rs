@@ -170,6 +170,55 @@ pub(crate) fn window(origin_ns: u64, from_ns: u64, to_ns: u64, decimals: usize) 
     format!("{:.decimals$}-{:.decimals$} s", s(from_ns), s(to_ns))
 }
 
+/// What a flow's counts count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Counted {
+    /// Datagrams (UDP, STAMP).
+    Packets,
+    /// TCP messages, a write of the flow's size each.
+    Messages,
+    /// Bytes alone: a TCP bulk flow's messages are only how its writes were cut.
+    Bytes,
+}
+
+/// [`interval_table`] of a flow whose counts count `counted`: TCP messages, and for a
+/// TCP bulk flow bytes alone, with no column of lost numbers (TCP loses none).
+pub(crate) fn interval_table_of(
+    series: &[meter::Interval],
+    window_ns: u64,
+    counted: Counted,
+) -> String {
+    if counted == Counted::Packets {
+        return interval_table(series, window_ns);
+    }
+    let origin = series.first().map_or(0, |i| i.start_ns);
+    let decimals = window_decimals(window_ns);
+    let mut header = vec!["interval", "messages", "received", "rx rate"];
+    if counted == Counted::Bytes {
+        header.remove(1);
+    }
+    header.extend(["delay mean", "delay max", "jitter"]);
+    let mut t = report::text_table::Table::new(&header);
+    for i in series {
+        let mut row = vec![
+            window(origin, i.start_ns, i.end_ns, decimals),
+            i.packets.to_string(),
+            bytes(i.bytes),
+            or_missing(i.bitrate_bps, bitrate),
+            or_missing(i.delay_mean_ns, duration),
+            or_missing(i.delay_max_ns.map(|d| d as f64), duration),
+            or_missing(i.jitter_ditg_ns, duration),
+        ];
+        if counted == Counted::Bytes {
+            row.remove(1);
+        }
+        t.row(row);
+    }
+    t.render()
+        + "rx rate: payload bits over the whole window; jitter: D-ITG's mean |ΔD| of its arrivals;\n\
+           -: an empty window\n"
+}
+
 /// A receiver's interval series (`decode --interval`, `send --interval`) as an aligned
 /// table, then a legend: times in seconds since the first window's start, every figure
 /// in its unit, `-` where an empty window has none (never 0: a stall is not zero delay).
@@ -352,6 +401,46 @@ interval     packets  received      rx rate  delay mean  delay max  jitter  lost
 rx rate: payload bits over the whole window; jitter: D-ITG's mean |ΔD| of its arrivals;
 lost pkt: numbers skipped by an arrival in the window, never received; -: an empty window
 "
+        );
+    }
+
+    #[test]
+    fn a_tcp_flows_interval_table_counts_messages_or_for_bulk_bytes_alone() {
+        let origin = 1_795_656_970_929_588_027;
+        let window = meter::Interval {
+            start_ns: origin,
+            end_ns: origin + 1_000_000_000,
+            packets: 12_893,
+            bytes: 12_893 * 131_072,
+            bitrate_bps: Some(13.5e9),
+            rate_pps: Some(12_893.0),
+            delay_mean_ns: Some(697_000.0),
+            delay_min_ns: Some(20_000),
+            delay_max_ns: Some(15_400_000),
+            jitter_ditg_ns: Some(76_700.0),
+            jitter_rfc3550_ns: None,
+            lost: Some(0),
+        };
+        assert_eq!(
+            interval_table_of(&[window], 1_000_000_000, Counted::Bytes),
+            "\
+interval     received      rx rate  delay mean  delay max   jitter
+------------------------------------------------------------------
+0.00-1.00 s  1.57 GiB  13.5 Gbit/s      697 µs    15.4 ms  76.7 µs
+rx rate: payload bits over the whole window; jitter: D-ITG's mean |ΔD| of its arrivals;
+-: an empty window
+"
+        );
+        let messages = interval_table_of(&[window], 1_000_000_000, Counted::Messages);
+        assert!(
+            messages.starts_with("interval     messages  received")
+                && messages.contains(" 12893  1.57 GiB")
+                && !messages.contains("lost"),
+            "{messages}"
+        );
+        assert_eq!(
+            interval_table_of(&[window], 1_000_000_000, Counted::Packets),
+            interval_table(&[window], 1_000_000_000)
         );
     }
 

@@ -179,6 +179,8 @@ enum Msg {
 
 struct Shared {
     queued_bytes: AtomicUsize,
+    /// Records handed to the writer.
+    records: std::sync::atomic::AtomicU64,
     failed: AtomicBool,
     pool: Mutex<Vec<Vec<u8>>>,
 }
@@ -220,6 +222,7 @@ impl LogSink {
         let (tx, rx) = mpsc::channel();
         let shared = Arc::new(Shared {
             queued_bytes: AtomicUsize::new(0),
+            records: std::sync::atomic::AtomicU64::new(0),
             failed: AtomicBool::new(false),
             pool: Mutex::new(Vec::new()),
         });
@@ -256,6 +259,18 @@ impl LogSink {
             .join()
             .map_err(|_| anyhow!("the log writer panicked"))?
             .with_context(|| format!("writing log {}", self.path.display()))
+    }
+}
+
+impl LogSink {
+    /// What the log holds, for the note naming it once it is finished:
+    /// `recv.dplog (12345 records, 1.21 MiB)`.
+    pub(crate) fn written(&self) -> String {
+        let records = self.producer.shared.records.load(Ordering::Relaxed);
+        let size = std::fs::metadata(&self.path)
+            .map(|m| format!(", {}", crate::human::bytes(m.len())))
+            .unwrap_or_default();
+        format!("{} ({records} records{size})", self.path.display())
     }
 }
 
@@ -312,9 +327,13 @@ impl LogProducer {
         }
         self.shared.queued_bytes.fetch_add(len, Ordering::Relaxed);
         let buf = std::mem::replace(&mut chunk.buf, self.chunk().buf);
+        let records: u64 = chunk.counts.iter().map(|(_, n)| n).sum();
         chunk.counts.clear();
         match self.tx.send(Msg::Data(buf)) {
-            Ok(()) => None,
+            Ok(()) => {
+                self.shared.records.fetch_add(records, Ordering::Relaxed);
+                None
+            }
             Err(mpsc::SendError(Msg::Data(buf))) => {
                 // The writer has stopped.
                 self.shared

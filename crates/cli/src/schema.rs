@@ -106,6 +106,12 @@ pub(crate) fn run(args: SchemaArgs) -> Result<()> {
             std::fs::write(&path, pretty(d)?)
                 .with_context(|| format!("cannot write {}", path.display()))?;
         }
+        crate::out::note!(
+            "dualperf schema: wrote {} schemas into {} (NAME.schema.json: {})",
+            DOCS.len(),
+            dir.display(),
+            DOCS.iter().map(|d| d.name).collect::<Vec<_>>().join(", ")
+        );
         return Ok(());
     }
     match &args.document {

@@ -14,7 +14,8 @@ pub const SEND_FORMAT_VERSION: u32 = 1;
 /// Sender-side figures of one flow.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SentStats {
-    /// Packets sent.
+    /// Packets sent: UDP datagrams, or TCP messages (a write of the flow's size each; a
+    /// TCP bulk flow's are only how its writes were cut: its `bytes` count).
     pub packets: u64,
     /// Payload bytes sent.
     pub bytes: u64,

@@ -197,7 +197,12 @@ pub(crate) fn run(args: PortcheckArgs) -> Result<()> {
     };
     match &args.output {
         Some(path) => {
-            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?
+            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+            crate::out::note!(
+                "dualperf portcheck: wrote {} ({} findings)",
+                path.display(),
+                scan.findings().count()
+            );
         }
         None => crate::out::print(text)?,
     }

@@ -691,6 +691,7 @@ impl Receiver {
         self.shared.finish_flows(&open);
         if let Some(log) = &self.shared.log {
             log.finish()?;
+            crate::out::note!("dualperf: wrote {}", log.written());
         }
         Ok(ReceiverReport {
             reports: self.take_reports(),
@@ -774,6 +775,29 @@ fn print_report(r: &FlowReport, json: bool) {
         return;
     }
     let s = &r.summary;
+    if r.protocol == wire::control::Protocol::Tcp {
+        // TCP carries messages, a write each, in order and whole: their bytes count.
+        let lost = match s.loss.lost {
+            0 => String::new(),
+            n => format!(", {n} lost"),
+        };
+        let _ = crate::out::print(format!(
+            "flow {} from {} (tcp/{}{}): {} in {} messages{lost}, {}, delay mean {}\n",
+            r.id,
+            r.peer,
+            format!("{:?}", r.meter).to_lowercase(),
+            if r.label.is_empty() {
+                String::new()
+            } else {
+                format!(", {}", r.label)
+            },
+            crate::human::bytes(s.bytes),
+            s.packets,
+            crate::human::or_missing(s.bitrate_bps, crate::human::bitrate),
+            crate::human::or_missing(s.delay.as_ref().map(|d| d.mean_ns), crate::human::duration),
+        ));
+        return;
+    }
     let _ = crate::out::print(format!(
         "flow {} from {} ({:?}/{:?}{}): {} packets, {} lost ({} %), {} dup, {} reordered, {} bit/s, delay mean {}\n",
         r.id,

@@ -222,6 +222,7 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
         eprintln!("dualperf send: started");
     }
     let total_planned: Option<u64> = config.flows.iter().map(FlowSpec::planned_packets).sum();
+    let all_tcp = config.flows.iter().all(|f| f.protocol == Protocol::Tcp);
     let mut last_print = std::time::Instant::now();
     let mut capped: Option<String> = None;
     let mut tcp = TcpStats::new(origin.as_nanos(), config.interval.is_some(), tcp_streams);
@@ -267,6 +268,11 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
             last_print = std::time::Instant::now();
             let sent = progress.load(Ordering::Relaxed);
             match total_planned {
+                // TCP carries bytes: its messages are only how its writes were cut.
+                _ if all_tcp => eprint!(
+                    "\rdualperf send: {} sent   ",
+                    crate::human::bytes(progress_bytes.load(Ordering::Relaxed))
+                ),
                 Some(t) if t > 0 => eprint!(
                     "\rdualperf send: {sent}/{t} packets ({:.0} %)   ",
                     sent as f64 * 100.0 / t as f64
@@ -325,8 +331,9 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
                 errors.push(format!("{e:#}"));
             }
         }
-        if let Err(e) = log.finish() {
-            errors.push(format!("{e:#}"));
+        match log.finish() {
+            Ok(()) => crate::out::note!("dualperf: wrote {}", log.written()),
+            Err(e) => errors.push(format!("{e:#}")),
         }
     }
     let sent: Vec<FlowSent> = grants

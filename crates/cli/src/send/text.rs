@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use meter::FlowSummary;
 use results::send::{FlowOutcome, SendReport, StampOutcome};
-use wire::control::Meter;
+use wire::control::{Meter, Protocol};
 use wire::ds::{Dscp, Ecn};
 
 use crate::human;
@@ -77,17 +77,17 @@ pub(crate) fn send_text(report: &SendReport, per_flow: bool, wide: bool) -> Stri
     for f in report.flows.iter().filter(|_| rows) {
         // -O: what the figures above leave out, on each side.
         if let (Some(p), Some(b)) = (f.sent.omitted_packets, f.sent.omitted_bytes) {
+            let what = |n: u64, bytes: u64| match counted(f) {
+                human::Counted::Packets => format!("{n} packets ({})", human::bytes(bytes)),
+                _ => format!("{} ({n} messages)", human::bytes(bytes)),
+            };
             let received = f.received_omitted.map_or(String::new(), |r| {
-                format!(
-                    ", received {} packets ({})",
-                    r.omitted_packets,
-                    human::bytes(r.omitted_bytes)
-                )
+                format!(", received {}", what(r.omitted_packets, r.omitted_bytes))
             });
             s.push_str(&format!(
-                "flow {}: omitted warm-up (-O): sent {p} packets ({}){received}\n",
+                "flow {}: omitted warm-up (-O): sent {}{received}\n",
                 f.id,
-                human::bytes(b)
+                what(p, b)
             ));
         }
         if let Some(e) = &f.intervals_error {
@@ -104,7 +104,7 @@ pub(crate) fn send_text(report: &SendReport, per_flow: bool, wide: bool) -> Stri
             f.id,
             human::duration(window_ns as f64)
         ));
-        s.push_str(&human::interval_table(series, window_ns));
+        s.push_str(&human::interval_table_of(series, window_ns, counted(f)));
     }
     for f in report.flows.iter().filter(|_| rows) {
         if let Some(st) = &f.stamp {
@@ -157,6 +157,28 @@ fn tcp_text(id: u16, t: &results::send::TcpInfoSummary, wide: bool) -> String {
     s
 }
 
+/// What a flow's counts count: UDP datagrams, TCP messages (a write each, with its
+/// length), or, for a TCP bulk flow, whose messages are only how its writes were cut,
+/// bytes alone.
+fn counted(f: &FlowOutcome) -> human::Counted {
+    match (f.spec.protocol, f.spec.bulk) {
+        (Protocol::Tcp, true) if f.stamp.is_none() => human::Counted::Bytes,
+        (Protocol::Tcp, false) if f.stamp.is_none() => human::Counted::Messages,
+        _ => human::Counted::Packets,
+    }
+}
+
+/// A flow's count of `n` packets or messages carrying `bytes`, in what it counts:
+/// `100 pkt`, `100 msg`, `1.55 GiB` (with `exact`, `1664090112 B`).
+fn count_cell(f: &FlowOutcome, n: u64, bytes: u64, exact: bool) -> String {
+    match counted(f) {
+        human::Counted::Packets => format!("{n} pkt"),
+        human::Counted::Messages => format!("{n} msg"),
+        human::Counted::Bytes if exact => format!("{bytes} B"),
+        human::Counted::Bytes => human::bytes(bytes),
+    }
+}
+
 /// The figure a flow's delay columns show: the round trip of the echoes for
 /// `--meter rtt`, else the receiver's one-way delay.
 fn delay_summary(f: &FlowOutcome) -> Option<&FlowSummary> {
@@ -183,8 +205,8 @@ fn table(flows: &[FlowOutcome]) -> String {
         "flow",
         "proto",
         "size",
-        "sent pkt",
-        "recv pkt",
+        "sent",
+        "recv",
         "lost",
         "rx rate",
         "delay",
@@ -199,8 +221,8 @@ fn table(flows: &[FlowOutcome]) -> String {
             format!("{} {}", f.id, f.spec.label),
             proto(f),
             human::bytes(u64::from(f.spec.size_bytes)),
-            f.sent.packets.to_string(),
-            or_missing(rx, |r| r.packets.to_string()),
+            count_cell(f, f.sent.packets, f.sent.bytes, false),
+            or_missing(rx, |r| count_cell(f, r.packets, r.bytes, false)),
             or_missing(rx.and_then(|r| r.loss.loss_pct), |p| format!("{p:.2} %")),
             // Payload bits over the first to the last arrival (D-ITG's definition).
             or_missing(rx.and_then(|r| r.bitrate_bps), human::bitrate),
@@ -271,8 +293,8 @@ fn wide_table(flows: &[FlowOutcome]) -> String {
             format!("{} {}", f.id, f.spec.label),
             proto(f),
             f.spec.size_bytes.to_string(),
-            f.sent.packets.to_string(),
-            rx.map_or_else(dash, |r| r.packets.to_string()),
+            count_cell(f, f.sent.packets, f.sent.bytes, true),
+            rx.map_or_else(dash, |r| count_cell(f, r.packets, r.bytes, true)),
             rx.and_then(|r| r.loss.loss_pct)
                 .map_or_else(dash, |p| format!("{p:.3}")),
             f.sent.rate_pps.map_or_else(dash, |r| format!("{r:.1}")),

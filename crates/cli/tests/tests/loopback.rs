@@ -298,8 +298,8 @@ fn send_text_fits_100_columns_and_wide_prints_every_column() {
             "flow",
             "proto",
             "size",
-            "sent pkt",
-            "recv pkt",
+            "sent",
+            "recv",
             "lost",
             "rx rate",
             "delay",
@@ -310,7 +310,10 @@ fn send_text_fits_100_columns_and_wide_prints_every_column() {
     let row = cells(lines[head + 2]);
     assert_eq!(row.len(), 10, "{}", lines[head + 2]);
     assert!(row[0].ends_with(" flow 0"), "{row:?}");
-    assert_eq!(&row[1..6], ["udp/owd", "64 B", "100", "100", "0.00 %"]);
+    assert_eq!(
+        &row[1..6],
+        ["udp/owd", "64 B", "100 pkt", "100 pkt", "0.00 %"]
+    );
     assert!(row[6].ends_with("bit/s"), "{row:?}");
     // A loopback delay is microseconds (milliseconds on a loaded host).
     assert!(
@@ -346,6 +349,106 @@ fn send_text_fits_100_columns_and_wide_prints_every_column() {
         ]
     );
     rx.finish().finished.assert_success();
+}
+
+/// A TCP bulk flow's text counts bytes, at both ends: its 128 KiB messages are only how
+/// its writes were cut. A paced TCP flow counts messages; UDP, packets. The logs that
+/// `--log` wrote are named on stderr with their records.
+#[test]
+fn tcp_bulk_text_counts_bytes_and_each_log_written_is_named() {
+    let dir = crate::support::TempDir::new("bulk-text");
+    let recv_log = dir.path("recv.dplog");
+    let send_log = dir.path("send.dplog");
+    let rx = Receiver::start(&[
+        "--sessions",
+        "2",
+        "--log",
+        crate::support::path_str(&recv_log),
+    ]);
+    // 32 messages of 128 KiB: 4 MiB, however fast the host.
+    let bulk = send(
+        "127.0.0.1",
+        rx.port,
+        &[
+            "--tcp",
+            "--bulk",
+            "--bytes",
+            "4MiB",
+            "-i",
+            "10s",
+            "--log",
+            crate::support::path_str(&send_log),
+        ],
+    );
+    let text = &bulk.assert_success().stdout;
+    let lines: Vec<&str> = text.lines().collect();
+    let head = lines
+        .iter()
+        .position(|l| l.starts_with("flow "))
+        .unwrap_or_else(|| panic!("no table in\n{text}"));
+    let row = cells(lines[head + 2]);
+    assert_eq!(
+        &row[1..6],
+        ["tcp/owd", "128 KiB", "4.00 MiB", "4.00 MiB", "0.00 %"],
+        "{text}"
+    );
+    // The series counts bytes alone, with no column of packets or lost ones.
+    let series = lines
+        .iter()
+        .find(|l| l.starts_with("interval "))
+        .unwrap_or_else(|| panic!("no series in\n{text}"));
+    assert_eq!(
+        cells(series),
+        [
+            "interval",
+            "received",
+            "rx rate",
+            "delay mean",
+            "delay max",
+            "jitter"
+        ]
+    );
+    assert!(
+        !text.contains("packets") && !text.contains(" pkt"),
+        "{text}"
+    );
+    assert!(
+        bulk.stderr.contains(&format!(
+            "dualperf: wrote {} (32 records, ",
+            send_log.display()
+        )),
+        "{}",
+        bulk.stderr
+    );
+    let paced = send(
+        "127.0.0.1",
+        rx.port,
+        &[
+            "--tcp", "--rate", "1000pps", "--size", "100", "--count", "20",
+        ],
+    );
+    let text = &paced.assert_success().stdout;
+    assert!(text.contains("  20 msg  "), "{text}");
+    // The receiver's lines: bytes in messages for TCP, and its log named.
+    let recv = rx.proc.finish();
+    recv.assert_success();
+    assert!(
+        recv.stdout
+            .contains("(tcp/owd, bulk tcp): 4.00 MiB in 32 messages, ")
+            && recv
+                .stdout
+                .contains("(tcp/owd, flow 0): 1.95 KiB in 20 messages, "),
+        "{}",
+        recv.stdout
+    );
+    assert!(
+        recv.stderr.contains(&format!(
+            "dualperf: wrote {} (52 records, ",
+            recv_log.display()
+        )),
+        "{}",
+        recv.stderr
+    );
 }
 
 /// With `--interval`, each interval's line reaches stdout as the interval ends, on a
