@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use lab::plan::{Plan, SendOption};
+use lab::plan::{Overrides, Plan, SendOption};
 use lab::runner::{execute, Place, RunConfig, RunError, Target};
 use lab::store::{HostInfo, Resolved, Store};
 use traffic::options::{canonical, NamedOptions};
@@ -18,14 +18,19 @@ use crate::usage;
 /// loopback (or in a lab's namespaces); with `target = "hosts"`, one `dualperf send
 /// --from AGENT` that has a host's `dualperf agent` send to another's, the hosts' keys
 /// (`key_file`, `key_env`) passed in environment variables, never recorded. Its result
-/// is stored as soon as it ends. Ctrl-C (or a kill) loses nothing finished, and
-/// `--resume` measures only what is missing. The plan format is described in
-/// docs/plans.md and the shipped plans are in `plans/`.
+/// is stored as soon as it ends. The run directory is named when the run starts;
+/// Ctrl-C (or a kill) loses nothing finished, Ctrl-C names the command that goes on, and
+/// `--resume` measures only what is missing. Every random traffic model of a point is
+/// seeded from the plan's name and the point (the same over IPv4 and IPv6; `seed` in a
+/// flow sets its own). The plan format is described in docs/plans.md and the shipped
+/// plans are in `plans/`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   dualperf run plans/sharma2013.toml --quick --dry-run
   dualperf run plans/sharma2013.toml --dir results/sharma
   dualperf run plans/sharma2013.toml --dir results/sharma --resume
+  dualperf run plans/sharma2013.toml --resume       # the newest unfinished run in results/
+  dualperf run plans/sharma2013.toml --repetitions 5 --duration 10s
   dualperf run plans/sharma2013.toml --quick --dry-run --json   # every run's send arguments
   dualperf run plans/sharma2013.toml --json > run.json          # counts, directory, index
 
@@ -36,12 +41,23 @@ pub(crate) struct RunArgs {
     /// The run directory (default: results/NAME-UNIXTIME).
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
-    /// Go on with an interrupted run directory: measure only the runs it lacks.
-    #[arg(long, requires = "dir")]
+    /// Go on with an interrupted run: measure only the runs it lacks. With --dir, that
+    /// directory; without, the newest unfinished run of this plan in results/. It goes
+    /// on with the --quick, --repetitions and --duration it was started with (giving
+    /// others is refused).
+    #[arg(long)]
     resume: bool,
     /// Apply the plan's [quick] table (fewer repetitions, shorter runs).
     #[arg(long)]
     quick: bool,
+    /// Repetitions of every point and family instead of the plan's (or its [quick]
+    /// table's): between --quick and the full plan.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    repetitions: Option<u32>,
+    /// The length of each run instead of the plan's (or its [quick] table's): 10s,
+    /// 500ms, 2min.
+    #[arg(long, value_name = "DURATION", value_parser = run_duration)]
+    duration: Option<wire::time::Duration>,
     /// Print the runs and the estimated time; measure nothing.
     #[arg(long)]
     dry_run: bool,
@@ -63,15 +79,48 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
     };
     // The whole plan is checked even under --quick, so a mistake in a table or a
     // factor the quick variant leaves out is found before the long run.
-    if args.quick {
-        if let Err(e) = Plan::parse(&text, false) {
-            usage!("{}: {}", at(e.line), e.message);
-        }
-    }
-    let plan = match Plan::parse(&text, args.quick) {
+    let whole = match Plan::parse(&text, false) {
         Ok(p) => p,
         Err(e) => usage!("{}: {}", at(e.line), e.message),
     };
+    let given = Settings {
+        quick: args.quick,
+        overrides: Overrides {
+            repetitions: args.repetitions,
+            duration: args.duration,
+        },
+    };
+    // Where the run goes, and, for a resume, what it was started with.
+    let (dir, settings, resumed) = match (args.dry_run, args.resume, &args.dir) {
+        (true, ..) => (PathBuf::new(), given, None),
+        (false, true, dir) => {
+            let (dir, found) = match dir {
+                Some(d) => (d.clone(), None),
+                None => match lab::store::latest_unfinished(Path::new(DEFAULT_PARENT), &whole.name) {
+                    Some(u) => (u.dir.clone(), Some(u)),
+                    None => usage!(
+                        "--resume without --dir: no unfinished run of plan '{}' in {DEFAULT_PARENT}/ (a run started with --dir DIR goes on with --dir DIR --resume)",
+                        whole.name
+                    ),
+                },
+            };
+            let settings = resumed_settings(&dir, given)?;
+            (dir, settings, Some(found))
+        }
+        (false, false, Some(d)) => (d.clone(), given, None),
+        (false, false, None) => (default_dir(&whole.name), given, None),
+    };
+    let mut plan = if settings.quick {
+        match Plan::parse(&text, true) {
+            Ok(p) => p,
+            Err(e) => usage!("{}: {}", at(e.line), e.message),
+        }
+    } else {
+        whole
+    };
+    if let Err(e) = plan.override_with(&settings.overrides) {
+        usage!("{}: {}", args.plan.display(), e.message);
+    }
     // Every point's options are checked as send reads them before anything runs.
     for point in &plan.points {
         if let Err((e, line)) = check_flow(&point.options()) {
@@ -97,14 +146,6 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         }
         return crate::out::print(dry_run(&plan, &target));
     }
-    let dir = args.dir.clone().unwrap_or_else(|| {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        // The name comes from the plan: only safe characters reach the path.
-        let name = lab::plan::file_safe(&plan.name);
-        PathBuf::from("results").join(format!("{name}-{now}"))
-    });
     let store = Store::create(&dir)?;
     if store.has_runs()? && !args.resume {
         usage!(
@@ -112,7 +153,7 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
             dir.display()
         );
     }
-    let resolved = Resolved::new(&plan, args.quick);
+    let resolved = Resolved::new(&plan, settings.quick).with_overrides(settings.overrides);
     if args.resume {
         // Resuming under another plan would mix two experiments in one directory (a
         // file that no longer reads counts as another plan).
@@ -121,10 +162,22 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
             .map(|b| Resolved::parse(&b).map(|(r, _)| r));
         if before.is_some_and(|b| !b.is_ok_and(|b| b.same_measurement(&resolved))) {
             usage!(
-                "{} was started with another plan (or without/with --quick): resume it with the same one",
+                "{} was started with another plan: resume it with the same one",
                 dir.display()
             );
         }
+    }
+    let resume_with = resume_command(&args.plan, &dir, &settings, args.index.as_deref());
+    match &resumed {
+        None => crate::out::note!("dualperf run: run directory {}", dir.display()),
+        Some(None) => crate::out::note!("dualperf run: resuming {}", dir.display()),
+        Some(Some(u)) => crate::out::note!(
+            "dualperf run: resuming {}, the newest unfinished run of plan '{}' in {DEFAULT_PARENT}/ ({} of {} runs done)",
+            dir.display(),
+            plan.name,
+            u.done,
+            u.total
+        ),
     }
     store.write_file("plan.toml", text.as_bytes())?;
     store.write_json("resolved.json", &crate::out::sorted_json(&resolved)?)?;
@@ -179,8 +232,8 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
             crate::out::note!(
                 "dualperf run: {}/{total} {what} (about {} left, {} so far)",
                 done + 1,
-                clock(left),
-                clock(elapsed)
+                crate::human::span(left),
+                crate::human::span(elapsed)
             );
         }
     };
@@ -265,7 +318,9 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         crate::out::print_json(&serde_json::json!({
             "plan": plan.name,
             "dir": dir,
-            "quick": args.quick,
+            "quick": settings.quick,
+            "repetitions": plan.repetitions,
+            "run_duration_ns": plan.duration.as_nanos(),
             "runs_planned": plan.runs.len(),
             "runs_measured": o.measured,
             "runs_already_there": o.skipped,
@@ -285,16 +340,152 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
                 dir.display()
             );
             if o.failed > 0 {
+                // Each reason once, from what the failed runs recorded.
+                for line in lab::failures::summary(&o.failures, o.measured + o.failed) {
+                    eprintln!("dualperf run: {line}");
+                }
                 anyhow::bail!(
-                    "{} runs reported errors (see their stderr in {}/runs)",
+                    "{} of {} runs failed (each kept in {}/runs as ID.failed; `{resume_with}` measures them again)",
                     o.failed,
+                    o.measured + o.failed,
                     dir.display()
                 );
             }
             Ok(())
         }
+        Err(RunError::Interrupted { done, total }) => {
+            // Said even under --quiet: where the results are and how to go on.
+            eprintln!(
+                "dualperf run: interrupted after {done} of {total} runs; they are in {}",
+                dir.display()
+            );
+            eprintln!("dualperf run: to go on: {resume_with}");
+            anyhow::bail!("interrupted after {done} of {total} runs")
+        }
         Err(e @ RunError::Usage { .. }) => Err(crate::UsageError(format!("{e}")).into()),
         Err(e) => Err(e.into()),
+    }
+}
+
+/// Where run directories go when `--dir` is not given (`results/NAME-UNIXTIME`), and
+/// where `--resume` without `--dir` looks for one.
+const DEFAULT_PARENT: &str = "results";
+
+/// A new run directory of plan `name`: `results/NAME-UNIXTIME`.
+fn default_dir(name: &str) -> PathBuf {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    // The name comes from the plan: only safe characters reach the path.
+    let name = lab::plan::file_safe(name);
+    PathBuf::from(DEFAULT_PARENT).join(format!("{name}-{now}"))
+}
+
+/// What a run measures beside its plan: `--quick`, `--repetitions`, `--duration`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Settings {
+    quick: bool,
+    overrides: Overrides,
+}
+
+/// The settings a resume of `dir` goes on with: those it was started with (its
+/// `resolved.json`), which a resume need not repeat; one given otherwise is refused. A
+/// directory without `resolved.json` takes what is given.
+fn resumed_settings(dir: &Path, given: Settings) -> Result<Settings> {
+    let Some(Ok((before, _))) = std::fs::read(dir.join("resolved.json"))
+        .ok()
+        .map(|b| Resolved::parse(&b))
+    else {
+        return Ok(given);
+    };
+    let started = Settings {
+        quick: before.quick,
+        overrides: before.overrides,
+    };
+    let o = (given.overrides, started.overrides);
+    let differs = (given.quick && !started.quick)
+        || o.0.repetitions.is_some_and(|r| Some(r) != o.1.repetitions)
+        || o.0.duration.is_some_and(|d| Some(d) != o.1.duration);
+    if differs {
+        let flags = settings_flags(&started);
+        usage!(
+            "{} was started with {}: a resume goes on with the same (give them or leave them out)",
+            dir.display(),
+            if flags.is_empty() {
+                "the plan's own repetitions and duration, without --quick".to_owned()
+            } else {
+                flags.join(" ")
+            }
+        );
+    }
+    Ok(started)
+}
+
+/// `--quick --repetitions N --duration D`, as far as they are set.
+fn settings_flags(s: &Settings) -> Vec<String> {
+    let mut flags = Vec::new();
+    if s.quick {
+        flags.push("--quick".to_owned());
+    }
+    if let Some(r) = s.overrides.repetitions {
+        flags.extend(["--repetitions".to_owned(), r.to_string()]);
+    }
+    if let Some(d) = s.overrides.duration {
+        flags.extend(["--duration".to_owned(), duration_arg(d)]);
+    }
+    flags
+}
+
+/// A duration as `--duration` reads it, exactly: `10s`, `500ms`, `250us`, `7ns`.
+fn duration_arg(d: wire::time::Duration) -> String {
+    let ns = d.as_nanos();
+    match ns {
+        _ if ns % 1_000_000_000 == 0 => format!("{}s", ns / 1_000_000_000),
+        _ if ns % 1_000_000 == 0 => format!("{}ms", ns / 1_000_000),
+        _ if ns % 1_000 == 0 => format!("{}us", ns / 1_000),
+        _ => format!("{ns}ns"),
+    }
+}
+
+/// `--duration`: a length above 0.
+fn run_duration(s: &str) -> std::result::Result<wire::time::Duration, String> {
+    traffic::units::parse_duration(s)
+        .ok()
+        .filter(|d| *d > wire::time::Duration::ZERO)
+        .ok_or_else(|| format!("'{s}' is not a length above 0 (e.g. 10s, 500ms, 2min)"))
+}
+
+/// The command that goes on with this run: `dualperf run PLAN --dir DIR --resume`, with
+/// the settings it was started with and its `--index`, each word quoted for a shell
+/// when it needs it.
+fn resume_command(plan: &Path, dir: &Path, settings: &Settings, index: Option<&Path>) -> String {
+    let mut words = vec![
+        "dualperf".to_owned(),
+        "run".to_owned(),
+        plan.display().to_string(),
+        "--dir".to_owned(),
+        dir.display().to_string(),
+        "--resume".to_owned(),
+    ];
+    words.extend(settings_flags(settings));
+    if let Some(i) = index {
+        words.extend(["--index".to_owned(), i.display().to_string()]);
+    }
+    words
+        .iter()
+        .map(|w| shell_word(w))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `w` as one word for a POSIX shell: as it is when it holds only safe characters,
+/// else in single quotes.
+fn shell_word(w: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "_-./=,:@%+".contains(c);
+    if !w.is_empty() && w.chars().all(safe) {
+        w.to_owned()
+    } else {
+        format!("'{}'", w.replace('\'', "'\\''"))
     }
 }
 
@@ -461,18 +652,18 @@ fn dry_run_json(plan: &Plan, target: &Target) -> serde_json::Value {
                     serde_json::json!({
                         "from": from,
                         "to": to,
-                        "command": hosts_send(hosts, from, to, r.family, p.args().join(" ")),
+                        "command": hosts_send(hosts, from, to, r.family, plan.measured_args(p).join(" ")),
                     })
                 }
                 Target::Local(place) => serde_json::json!({
                     "dest": place.dest(r.family),
-                    "args": p.args(),
+                    "args": plan.measured_args(p),
                 }),
             };
             let background: Vec<serde_json::Value> = p
                 .background
                 .iter()
-                .map(|b| serde_json::json!({"label": b.label, "args": b.args()}))
+                .map(|b| serde_json::json!({"label": b.label, "args": plan.background_args(p, b)}))
                 .collect();
             serde_json::json!({
                 "id": r.id,
@@ -504,8 +695,8 @@ fn dry_run(plan: &Plan, target: &Target) -> String {
         plan.families.len(),
         plan.repetitions,
         plan.runs.len(),
-        plan.duration,
-        plan.estimated(plan.runs.len())
+        crate::human::span(plan.duration.into()),
+        crate::human::span(plan.estimated(plan.runs.len()).into())
     );
     let quoted = |args: Vec<String>| {
         args.iter()
@@ -535,14 +726,14 @@ fn dry_run(plan: &Plan, target: &Target) -> String {
                 s.push_str(&format!(
                     "{}  {from} → {to}: {}\n",
                     r.id,
-                    hosts_send(hosts, from, to, r.family, quoted(p.args()))
+                    hosts_send(hosts, from, to, r.family, quoted(plan.measured_args(p)))
                 ));
             }
             Target::Local(place) => s.push_str(&format!(
                 "{}  dualperf send {} {}\n",
                 r.id,
                 place.dest(r.family),
-                quoted(p.args())
+                quoted(plan.measured_args(p))
             )),
         }
         for (node, file) in &p.qos {
@@ -556,7 +747,13 @@ fn dry_run(plan: &Plan, target: &Target) -> String {
                     s.push_str(&format!(
                         "    beside it, {} from {from} to {to}: {}\n",
                         b.label,
-                        hosts_send(hosts, from, to, r.family, b.args().join(" "))
+                        hosts_send(
+                            hosts,
+                            from,
+                            to,
+                            r.family,
+                            plan.background_args(p, b).join(" ")
+                        )
                     ));
                 }
                 Target::Local(place) => {
@@ -574,7 +771,7 @@ fn dry_run(plan: &Plan, target: &Target) -> String {
                     s.push_str(&format!(
                         "    beside it, {}{from}: dualperf send {to} {}\n",
                         b.label,
-                        b.args().join(" ")
+                        plan.background_args(p, b).join(" ")
                     ));
                 }
             }
@@ -703,6 +900,111 @@ mod tests {
     }
 
     #[test]
+    fn the_resume_command_repeats_what_the_run_was_started_with_as_shell_words() {
+        let plain = Settings {
+            quick: false,
+            overrides: Overrides::default(),
+        };
+        assert_eq!(
+            resume_command(
+                Path::new("plans/tiny.toml"),
+                Path::new("results/tiny-17"),
+                &plain,
+                None
+            ),
+            "dualperf run plans/tiny.toml --dir results/tiny-17 --resume"
+        );
+        let all = Settings {
+            quick: true,
+            overrides: Overrides {
+                repetitions: Some(5),
+                duration: Some(wire::time::Duration::from_millis(2500)),
+            },
+        };
+        assert_eq!(
+            resume_command(
+                Path::new("my plans/it's.toml"),
+                Path::new("/r/x"),
+                &all,
+                Some(Path::new("i.sqlite"))
+            ),
+            "dualperf run 'my plans/it'\\''s.toml' --dir /r/x --resume --quick --repetitions 5 --duration 2500ms --index i.sqlite"
+        );
+        // A duration reads back exactly as it was.
+        for (ns, text) in [
+            (10_000_000_000, "10s"),
+            (2_500_000_000, "2500ms"),
+            (250_000, "250us"),
+            (7, "7ns"),
+        ] {
+            let d = wire::time::Duration::from_nanos(ns);
+            assert_eq!(duration_arg(d), text);
+            assert_eq!(run_duration(text), Ok(d));
+        }
+        assert!(run_duration("0s").is_err() && run_duration("soon").is_err());
+    }
+
+    #[test]
+    fn a_resume_goes_on_with_the_settings_it_was_started_with() {
+        let dir =
+            std::env::temp_dir().join(format!("dualperf-run-settings-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let none = Settings {
+            quick: false,
+            overrides: Overrides::default(),
+        };
+        // No resolved.json yet: what is given.
+        assert_eq!(resumed_settings(&dir, none).unwrap(), none);
+        let text = "version = 1\nname = \"x\"\nduration = \"1s\"\n[flow]\nudp = true\n[quick]\nduration = \"100ms\"\n";
+        let started = Settings {
+            quick: true,
+            overrides: Overrides {
+                repetitions: Some(3),
+                duration: None,
+            },
+        };
+        let mut plan = Plan::parse(text, true).unwrap();
+        plan.override_with(&started.overrides).unwrap();
+        let resolved = Resolved::new(&plan, true).with_overrides(started.overrides);
+        std::fs::write(
+            dir.join("resolved.json"),
+            serde_json::to_vec(&resolved).unwrap(),
+        )
+        .unwrap();
+        // Nothing given, or the same given: the recorded ones.
+        assert_eq!(resumed_settings(&dir, none).unwrap(), started);
+        assert_eq!(resumed_settings(&dir, started).unwrap(), started);
+        // Others are refused, naming what it was started with.
+        for other in [
+            Overrides {
+                repetitions: Some(4),
+                duration: None,
+            },
+            Overrides {
+                repetitions: None,
+                duration: Some(wire::time::Duration::from_secs(1)),
+            },
+        ] {
+            let e = resumed_settings(
+                &dir,
+                Settings {
+                    quick: false,
+                    overrides: other,
+                },
+            )
+            .unwrap_err();
+            assert!(
+                e.to_string().contains(
+                    "was started with --quick --repetitions 3: a resume goes on with the same"
+                ),
+                "{e}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn the_progress_bar_fills_with_the_runs_done() {
         assert_eq!(
             progress_bar(0, 4, "size=64 · IPv4", Duration::from_secs(7), 8),
@@ -752,18 +1054,27 @@ agent4 = "198.18.4.2"
         let out = dry_run(&plan, &target);
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(
+            lines[0],
+            "plan across: 1 points × 2 families × 1 repetitions = 2 runs of 2 s, about 9 s in all"
+        );
+        // Each flow with its seed, the same over both families.
+        let (seed, bg) = (
+            lab::plan::flow_seed("across", "back", None),
+            lab::plan::flow_seed("across", "back", Some("bg1")),
+        );
+        assert_eq!(
             lines[1..6],
             [
-                "hosts (each runs `dualperf agent`; nothing is started on them):",
-                "  receiver  IPv4 198.18.4.2, IPv6 2001:2:0:4::2, port 4646, no key",
-                "  sender    IPv4 198.18.1.2, IPv6 2001:2:0:1::2, port 4646, key from $NOT_READ_BY_A_DRY_RUN",
-                "rep001-back-ipv4  receiver → sender: dualperf send --from 198.18.4.2:4646 198.18.1.2 --port 4646 --udp --label back",
-                "    beside it, bg1 from receiver to sender: dualperf send --from 198.18.4.2:4646 198.18.1.2 --port 4646 --udp",
+                "hosts (each runs `dualperf agent`; nothing is started on them):".to_owned(),
+                "  receiver  IPv4 198.18.4.2, IPv6 2001:2:0:4::2, port 4646, no key".to_owned(),
+                "  sender    IPv4 198.18.1.2, IPv6 2001:2:0:1::2, port 4646, key from $NOT_READ_BY_A_DRY_RUN".to_owned(),
+                format!("rep001-back-ipv4  receiver → sender: dualperf send --from 198.18.4.2:4646 198.18.1.2 --port 4646 --udp --label back --seed {seed}"),
+                format!("    beside it, bg1 from receiver to sender: dualperf send --from 198.18.4.2:4646 198.18.1.2 --port 4646 --udp --seed {bg}"),
             ]
         );
         assert_eq!(
             lines[6],
-            "rep001-back-ipv6  receiver → sender: dualperf send --from [2001:2:0:4::2]:4646 2001:2:0:1::2 --port 4646 --udp --label back"
+            format!("rep001-back-ipv6  receiver → sender: dualperf send --from [2001:2:0:4::2]:4646 2001:2:0:1::2 --port 4646 --udp --label back --seed {seed}")
         );
         // Running it reads the keys: a missing variable is a usage error naming it.
         let e = target_of(&plan, Path::new("plans/x.toml"), true).unwrap_err();

@@ -53,6 +53,8 @@ mod marking;
 mod overhead;
 #[path = "tests/plan_run.rs"]
 mod plan_run;
+#[path = "tests/plan_resume.rs"]
+mod plan_resume;
 #[path = "tests/portcheck.rs"]
 mod portcheck;
 #[path = "tests/presets.rs"]

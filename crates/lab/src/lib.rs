@@ -1,5 +1,6 @@
 //! dualperf's experiment runner: plans, run lists and result directories.
 //!
+//! - [`failures`]: why runs failed, each reason once with the runs it hit;
 //! - [`hosts`]: plans across real hosts (`target = "hosts"`): their agents, keys, and
 //!   the `dualperf send --from` and `clock --peer` commands that drive them;
 //! - [`index`]: the SQLite index of run directories, for queries across runs;
@@ -17,6 +18,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod failures;
 pub mod hosts;
 #[cfg(feature = "index")]
 pub mod index;

@@ -222,15 +222,17 @@ pub struct RunConfig<'a> {
 const SEND_MARGIN: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// What a plan measured.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Outcome {
     /// Runs measured now.
     pub measured: usize,
     /// Runs found already stored (with `--resume`).
     pub skipped: usize,
-    /// Runs whose sender failed (kept as `runs/ID.failed.json`, measured again on
+    /// Runs whose sender failed (kept as `runs/ID.failed`, measured again on
     /// `--resume`).
     pub failed: usize,
+    /// Each failed run and why ([`crate::failures::summary`] words them).
+    pub failures: Vec<crate::failures::Failure>,
 }
 
 /// The receiver process, stopped when dropped. It holds the write end of the receiver's
@@ -363,13 +365,16 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
     // The background flows' receiver, started with the first run that has them.
     let mut bg_receiver: Option<Receiver> = None;
     let mut outcome = Outcome::default();
-    let todo: Vec<&Run> = plan
+    // Each run to measure with its number in the plan's order (from 1).
+    let todo: Vec<(usize, &Run)> = plan
         .runs
         .iter()
-        .filter(|r| !(config.resume && store.has_run(&r.id)))
+        .enumerate()
+        .filter(|(_, r)| !(config.resume && store.has_run(&r.id)))
+        .map(|(i, r)| (i + 1, r))
         .collect();
     outcome.skipped = plan.runs.len() - todo.len();
-    for (i, run) in todo.iter().enumerate() {
+    for (i, &(number, run)) in todo.iter().enumerate() {
         if config.stop.load(Ordering::SeqCst) {
             return Err(RunError::Interrupted {
                 done: outcome.skipped + outcome.measured,
@@ -423,7 +428,8 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
                     Target::Hosts(hosts) => {
                         let from = b.from.as_deref().unwrap_or(BG_FROM);
                         let to = b.to.as_deref().unwrap_or(BG_TO);
-                        let inv = placed(hosts.send(from, to, run.family, b.args(), bg_ns, true))?;
+                        let args = plan.background_args(point, b);
+                        let inv = placed(hosts.send(from, to, run.family, args, bg_ns, true))?;
                         spawn_send(&config.exe, &inv, true)?
                     }
                     Target::Local(main) => {
@@ -440,8 +446,8 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
                             }
                             (&bg_place, bg_receiver.as_ref().map_or(0, |r| r.port))
                         };
-                        let argv =
-                            send_argv(None, place.dest(run.family), port, b.args(), bg_ns, true);
+                        let args = plan.background_args(point, b);
+                        let argv = send_argv(None, place.dest(run.family), port, args, bg_ns, true);
                         Output::spawn(
                             &mut local_sender(&config.exe, place, &argv),
                             &config.exe,
@@ -472,7 +478,7 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
                 // A STAMP plan's measured flow goes to the reflector instead.
                 let (port, args) = match &plan.stamp {
                     Some(st) => {
-                        let mut args = point.args();
+                        let mut args = plan.flow_args(point);
                         args.push("--stamp".into());
                         args.push("--cdf".into());
                         (st.port, args)
@@ -610,6 +616,11 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
         let finished = code == 0 && report.is_some();
         if !finished {
             outcome.failed += 1;
+            outcome.failures.push(crate::failures::Failure {
+                number,
+                id: run.id.clone(),
+                reason: crate::failures::reason(code, &stderr),
+            });
         }
         let record = RunRecord {
             format_version: FORMAT_VERSION,
@@ -1106,12 +1117,14 @@ port = 5000
         );
         let mut sends = calls[2..].to_vec();
         sends.sort_unstable();
+        // Each flow with its seed: the point's, and each background flow's by label.
+        let seed = |bg| crate::plan::flow_seed("across", "flow", bg);
         assert_eq!(
             sends,
             [
-                "send --from [2001:2:0:1::2]:4646 2001:2:0:4::2 --port 5000 --udp --cdf --duration 1000000000ns --json --connect-timeout 30s --wait-for-go | agent=s-secret key=unset",
-                "send --from [2001:2:0:1::2]:4646 2001:2:0:4::2 --port 5000 --udp --duration 61000000000ns --json --announce-start --connect-timeout 30s --wait-for-go | agent=s-secret key=unset",
-                "send --from [2001:2:0:4::2]:5000 2001:2:0:1::2 --port 4646 --tcp --duration 61000000000ns --json --announce-start --connect-timeout 30s --wait-for-go | agent=unset key=s-secret",
+                format!("send --from [2001:2:0:1::2]:4646 2001:2:0:4::2 --port 5000 --udp --seed {} --cdf --duration 1000000000ns --json --connect-timeout 30s --wait-for-go | agent=s-secret key=unset", seed(None)),
+                format!("send --from [2001:2:0:1::2]:4646 2001:2:0:4::2 --port 5000 --udp --seed {} --duration 61000000000ns --json --announce-start --connect-timeout 30s --wait-for-go | agent=s-secret key=unset", seed(Some("bg1"))),
+                format!("send --from [2001:2:0:4::2]:5000 2001:2:0:1::2 --port 4646 --tcp --seed {} --duration 61000000000ns --json --announce-start --connect-timeout 30s --wait-for-go | agent=unset key=s-secret", seed(Some("bg2"))),
             ]
         );
         // Every session was set up before any flow started.

@@ -29,7 +29,7 @@ use router::stats::RouterStats;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::plan::{Plan, Run};
+use crate::plan::{Overrides, Plan, Run};
 use crate::tables::{Column, MetricKind, TableSpec, Unit};
 
 /// Version of the files in a run directory.
@@ -113,6 +113,11 @@ pub struct Resolved {
     pub plan: Plan,
     /// Each point's `dualperf send` arguments, in point order.
     pub point_args: Vec<Vec<String>>,
+    /// `dualperf run --repetitions`, `--duration`: what the run was started with
+    /// instead of the plan's values (the plan above has them already); a resume goes
+    /// on with the same.
+    #[serde(default, skip_serializing_if = "Overrides::is_none")]
+    pub overrides: Overrides,
 }
 
 impl Resolved {
@@ -123,7 +128,14 @@ impl Resolved {
             quick,
             plan: plan.clone(),
             point_args: plan.points.iter().map(|p| p.args()).collect(),
+            overrides: Overrides::default(),
         }
+    }
+
+    /// The same, recording the overrides `plan` was run with.
+    pub fn with_overrides(mut self, overrides: Overrides) -> Self {
+        self.overrides = overrides;
+        self
     }
 
     /// Read one back. The declared tables are read one by one, as a plan's would be
@@ -488,9 +500,106 @@ impl Store {
     }
 }
 
+/// A run directory whose plan has runs it does not hold yet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unfinished {
+    /// The directory.
+    pub dir: PathBuf,
+    /// Its finished runs.
+    pub done: usize,
+    /// The runs its plan lists.
+    pub total: usize,
+}
+
+/// The newest unfinished run directory of the plan named `plan` under `parent`, among
+/// those named as `dualperf run` names one it picks (`NAME-UNIXTIME`, the name made
+/// file-safe; the newest has the largest time): one whose `resolved.json` names the
+/// plan and lists a run without a result. `None` when there is none.
+pub fn latest_unfinished(parent: &Path, plan: &str) -> Option<Unfinished> {
+    let prefix = format!("{}-", crate::plan::file_safe(plan));
+    let entries = std::fs::read_dir(parent).ok()?;
+    let mut found: Option<(u64, Unfinished)> = None;
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(time) = name
+            .strip_prefix(&prefix)
+            .filter(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|t| t.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        if found.as_ref().is_some_and(|(t, _)| *t >= time) {
+            continue;
+        }
+        let dir = e.path();
+        let Some((resolved, _)) = std::fs::read(dir.join("resolved.json"))
+            .ok()
+            .and_then(|b| Resolved::parse(&b).ok())
+        else {
+            continue;
+        };
+        if resolved.plan.name != plan {
+            continue;
+        }
+        let store = Store { dir: dir.clone() };
+        let total = resolved.plan.runs.len();
+        let done = resolved
+            .plan
+            .runs
+            .iter()
+            .filter(|r| store.has_run(&r.id))
+            .count();
+        if done < total {
+            found = Some((time, Unfinished { dir, done, total }));
+        }
+    }
+    found.map(|(_, u)| u)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_latest_unfinished_run_of_a_plan_is_found_by_its_directory_name() {
+        let parent = temp("unfinished");
+        std::fs::create_dir_all(&parent).unwrap();
+        let plan = tiny_plan(false);
+        assert_eq!(plan.runs.len(), 4);
+        // x-100: unfinished (1 of 4); x-300: finished; x-200: unfinished (0 of 4);
+        // x-400: another plan's; x-500: no resolved.json; y-900, x-9z: not this
+        // plan's names.
+        let make = |name: &str, plan: &Plan, done: usize| {
+            let s = Store::create(&parent.join(name)).unwrap();
+            s.write_json("resolved.json", &Resolved::new(plan, false))
+                .unwrap();
+            for r in &plan.runs[..done] {
+                std::fs::write(s.dir().join(format!("runs/{}.json", r.id)), b"{}").unwrap();
+            }
+        };
+        make("x-100", &plan, 1);
+        assert_eq!(
+            latest_unfinished(&parent, "x"),
+            Some(Unfinished {
+                dir: parent.join("x-100"),
+                done: 1,
+                total: 4
+            })
+        );
+        make("x-300", &plan, 4);
+        make("x-200", &plan, 0);
+        let mut other = plan.clone();
+        other.name = "y".into();
+        make("x-400", &other, 0);
+        Store::create(&parent.join("x-500")).unwrap();
+        make("y-900", &plan, 0);
+        make("x-9z", &plan, 0);
+        let got = latest_unfinished(&parent, "x").unwrap();
+        assert_eq!((got.dir, got.done), (parent.join("x-200"), 0));
+        assert_eq!(latest_unfinished(&parent, "z"), None);
+        assert_eq!(latest_unfinished(&parent.join("nowhere"), "x"), None);
+        let _ = std::fs::remove_dir_all(&parent);
+    }
 
     fn temp(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("dualperf-store-{name}-{}", std::process::id()));

@@ -649,14 +649,71 @@ impl Plan {
         })
     }
 
-    /// The measured flow's `send` arguments at `point`: its options, and the plan's
-    /// `interval`.
+    /// The measured flow's `send` arguments at `point`: its options with its seed
+    /// ([`Plan::flow_args`]), and the plan's `interval`.
     pub fn measured_args(&self, point: &Point) -> Vec<String> {
-        let mut args = point.args();
+        let mut args = self.flow_args(point);
         if let Some(i) = self.interval {
             args.extend(["--interval".to_owned(), format!("{}ns", i.as_nanos())]);
         }
         args
+    }
+
+    /// The point's flow options and `--seed` ([`Plan::seed`]): the same over both
+    /// families, so IPv4 and IPv6 carry the same packet sequences.
+    pub fn flow_args(&self, point: &Point) -> Vec<String> {
+        seeded(point.args(), &point.settings, || {
+            self.point_seed(point, None)
+        })
+    }
+
+    /// A background flow's options and its own `--seed`, the same over both families.
+    pub fn background_args(&self, point: &Point, flow: &Background) -> Vec<String> {
+        seeded(flow.args(), &flow.settings, || {
+            self.point_seed(point, Some(&flow.label))
+        })
+    }
+
+    /// The seed of the random models (`--idt`, `--size-dist`, `--voip`'s talk spurts,
+    /// `--app`, on/off periods) of a point's measured flow (`background`: of its
+    /// background flow of that label), unless the flow sets `seed` itself: drawn from
+    /// the plan's name and the point's id (and the label), so every run of the point,
+    /// over either family and in every repetition, sends the same sequence.
+    pub fn point_seed(&self, point: &Point, background: Option<&str>) -> u64 {
+        flow_seed(&self.name, &point.id, background)
+    }
+
+    /// Run `repetitions` times and/or for `duration` each instead of the plan's values
+    /// (`dualperf run --repetitions N --duration D`): the runs are ordered afresh.
+    pub fn override_with(&mut self, o: &Overrides) -> Result<(), PlanError> {
+        if let Some(r) = o.repetitions {
+            if r == 0 {
+                return Err(PlanError::at(None, "repetitions must be at least 1"));
+            }
+            let total = (self.points.len() as u64) * (self.families.len() as u64) * u64::from(r);
+            if total > MAX_RUNS {
+                return Err(PlanError::at(
+                    None,
+                    format!("{total} runs: a plan may have at most {MAX_RUNS}"),
+                ));
+            }
+            self.repetitions = r;
+            self.runs = order_runs(
+                self.points.len(),
+                &self.families,
+                r,
+                self.order,
+                self.seed,
+                &self.points,
+            );
+        }
+        if let Some(d) = o.duration {
+            if d == Duration::ZERO {
+                return Err(PlanError::at(None, "the duration must be above 0"));
+            }
+            self.duration = d;
+        }
+        Ok(())
     }
 
     /// The topology file of a lab target, as written in the plan.
@@ -851,6 +908,55 @@ fn order_runs(
     runs
 }
 
+/// `args` with `--seed S` added, unless `settings` set `seed`.
+fn seeded(mut args: Vec<String>, settings: &[Setting], seed: impl FnOnce() -> u64) -> Vec<String> {
+    if !settings.iter().any(|s| s.key == "seed") {
+        args.extend(["--seed".to_owned(), seed().to_string()]);
+    }
+    args
+}
+
+/// The seed of a plan's flow: FNV-1a (64-bit) over the plan's name, the point's id and
+/// a background flow's label (each ended by a 0 byte), mixed by splitmix64. Stable
+/// across builds and hosts: a plan sends the same sequences wherever it runs.
+pub fn flow_seed(plan: &str, point: &str, background: Option<&str>) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let parts = [Some(plan), Some(point), background];
+    for part in parts.into_iter().flatten() {
+        for b in part.bytes().chain([0]) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    splitmix64(&mut h)
+}
+
+/// What `dualperf run --repetitions N --duration D` changes of a plan (over its
+/// `[quick]` table under `--quick`); kept in `resolved.json`, and a resume goes on with
+/// the same.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+pub struct Overrides {
+    /// `--repetitions`: repetitions of every point and family.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repetitions: Option<u32>,
+    /// `--duration`: the length of each run.
+    #[serde(
+        rename = "duration_ns",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub duration: Option<Duration>,
+}
+
+impl Overrides {
+    /// Whether it changes nothing.
+    pub fn is_none(&self) -> bool {
+        self.repetitions.is_none() && self.duration.is_none()
+    }
+}
+
 /// A file-name-safe run id.
 fn run_id(repetition: u32, point: &str, family: u8) -> String {
     let safe = file_safe(point);
@@ -875,12 +981,13 @@ mod tests {
         let flow = "[flow]\nudp = true\n";
         let p = Plan::parse(&format!("{base}interval = \"250ms\"\n{flow}"), false).unwrap();
         assert_eq!(p.interval, Some(Duration::from_millis(250)));
+        let seed = flow_seed("s", "flow", None).to_string();
         assert_eq!(
             p.measured_args(&p.points[0]),
-            ["--udp", "--interval", "250000000ns"]
+            ["--udp", "--seed", &seed, "--interval", "250000000ns"]
         );
         let p = Plan::parse(&format!("{base}{flow}"), false).unwrap();
-        assert_eq!(p.measured_args(&p.points[0]), ["--udp"]);
+        assert_eq!(p.measured_args(&p.points[0]), ["--udp", "--seed", &seed]);
         for (text, why) in [
             (
                 format!("{base}interval = \"5ms\"\n{flow}"),
@@ -953,6 +1060,103 @@ voip = "g711.1"
 repetitions = 1
 duration = "1s"
 "#;
+
+    #[test]
+    fn every_flow_of_a_point_is_seeded_alike_over_both_families_unless_it_sets_a_seed() {
+        let text = r#"version = 1
+name = "seeds"
+duration = "1s"
+
+[flow]
+udp = true
+idt = "exp:10"
+background = [{ label = "noise", udp = true, idt = "exp:5" }, { udp = true, seed = 3 }]
+
+[factors]
+size = [64, 512]
+
+[[points]]
+label = "fixed"
+seed = 7
+"#;
+        let p = Plan::parse(text, false).unwrap();
+        // Stable across builds and hosts: FNV-1a of the names, mixed by splitmix64
+        // (the value computed apart from this code).
+        assert_eq!(flow_seed("seeds", "size=64", None), 0xfdd7_b02c_bfab_7554);
+        let s64 = flow_seed("seeds", "size=64", None);
+        let s512 = flow_seed("seeds", "size=512", None);
+        let noise = flow_seed("seeds", "size=64", Some("noise"));
+        assert!(s64 != s512 && s64 != noise && s512 != noise);
+        // Another plan's point of the same id draws another sequence.
+        assert_ne!(flow_seed("other", "size=64", None), s64);
+        // The plan's name and the point's id are kept apart: no two splits collide.
+        assert_ne!(flow_seed("ab", "c", None), flow_seed("a", "bc", None));
+        let (a, b, fixed) = (&p.points[0], &p.points[1], &p.points[2]);
+        assert_eq!(p.point_seed(a, None), s64);
+        let tail = |args: Vec<String>| args[args.len() - 2..].to_vec();
+        assert_eq!(tail(p.measured_args(a)), ["--seed", &s64.to_string()]);
+        assert_eq!(tail(p.measured_args(b)), ["--seed", &s512.to_string()]);
+        // A point's own seed is kept, and no second one is given.
+        let own = p.measured_args(fixed);
+        assert_eq!(own.iter().filter(|a| *a == "--seed").count(), 1);
+        assert!(own.windows(2).any(|w| w == ["--seed", "7"]), "{own:?}");
+        // Background flows: their own seed by label, or the one they set.
+        assert_eq!(
+            tail(p.background_args(a, &a.background[0])),
+            ["--seed", &noise.to_string()]
+        );
+        assert_eq!(
+            p.background_args(a, &a.background[1]),
+            ["--udp", "--seed", "3"]
+        );
+        // The runs of a point over IPv4 and IPv6, in every repetition, are one point:
+        // the arguments do not depend on the run.
+        assert!(p.runs.iter().all(|r| r.point < p.points.len()));
+    }
+
+    #[test]
+    fn repetitions_and_duration_can_be_overridden_and_the_runs_follow() {
+        let mut p = Plan::parse(PLAN, false).unwrap();
+        assert_eq!((p.repetitions, p.runs.len()), (2, 20));
+        p.override_with(&Overrides {
+            repetitions: Some(3),
+            duration: Some(Duration::from_millis(1500)),
+        })
+        .unwrap();
+        assert_eq!((p.repetitions, p.runs.len()), (3, 30));
+        assert_eq!(p.duration, Duration::from_millis(1500));
+        assert_eq!(p.runs[29].id, "rep003-g711-ipv6");
+        // Over --quick's values too; nothing given changes nothing.
+        let mut q = Plan::parse(PLAN, true).unwrap();
+        let before = q.clone();
+        q.override_with(&Overrides::default()).unwrap();
+        assert_eq!(q, before);
+        q.override_with(&Overrides {
+            repetitions: Some(5),
+            duration: None,
+        })
+        .unwrap();
+        assert_eq!(
+            (q.repetitions, q.runs.len(), q.duration),
+            (5, 50, before.duration)
+        );
+        for bad in [
+            Overrides {
+                repetitions: Some(0),
+                duration: None,
+            },
+            Overrides {
+                repetitions: None,
+                duration: Some(Duration::ZERO),
+            },
+            Overrides {
+                repetitions: Some(u32::MAX),
+                duration: None,
+            },
+        ] {
+            assert!(p.clone().override_with(&bad).is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn names_from_plans_cannot_leave_their_directory() {
