@@ -252,7 +252,8 @@ pub(crate) fn run(args: LabArgs) -> Result<()> {
 /// shell gives it. SIGINT, SIGTERM and SIGHUP sent to this process are passed on to the
 /// command and this process waits for it; those a terminal sends (Ctrl-C, a hang-up)
 /// are not, as sudo does: they reach the command, in this process's group, already, and
-/// a dualperf command takes a second one as "stop at once". Killed outright, this
+/// a dualperf command takes a second one as "stop at once". A signal this process
+/// ignores (`nohup`) is left to the command to ignore too. Killed outright, this
 /// process takes the command with it (SIGKILL on its parent's death).
 fn exec(ns: &str, command: &[String]) -> Result<i32> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGKILL, SIGTERM};
@@ -261,9 +262,15 @@ fn exec(ns: &str, command: &[String]) -> Result<i32> {
     use signal_hook::low_level::siginfo::Cause;
     use std::os::unix::process::ExitStatusExt;
     use std::sync::{Arc, Mutex};
-    // Taken before the command starts: one that comes at once is passed on too.
-    let mut signals = SignalsInfo::<WithOrigin>::new([SIGINT, SIGTERM, SIGHUP])
-        .context("cannot take SIGINT, SIGTERM and SIGHUP")?;
+    // Taken before the command starts: one that comes at once is passed on too. One
+    // this process was started ignoring (`nohup` ignores SIGHUP) stays ignored, and the
+    // command inherits that.
+    let taken: Vec<i32> = [SIGINT, SIGTERM, SIGHUP]
+        .into_iter()
+        .filter(|s| !netio::process::ignored(*s).unwrap_or(false))
+        .collect();
+    let mut signals =
+        SignalsInfo::<WithOrigin>::new(taken).context("cannot take SIGINT, SIGTERM and SIGHUP")?;
     let mut cmd = std::process::Command::new("ip");
     cmd.args(["netns", "exec", ns]).args(command);
     netio::process::die_with_parent(&mut cmd, SIGKILL);

@@ -91,7 +91,8 @@
 //! **Processes** ([`process`]): `die_with_parent(&mut Command, sig)`: the
 //! child gets `sig` when the spawning thread ends, also on the parent's
 //! SIGKILL (`PR_SET_PDEATHSIG`); `signal(pid, sig)`: kill(2) to one process;
-//! `wait_exited(pid)`: a child's end, left to be reaped (`WNOWAIT`).
+//! `wait_exited(pid)`: a child's end, left to be reaped (`WNOWAIT`);
+//! `ignored(sig)`: whether this process ignores `sig` (`nohup`'s SIGHUP).
 //!
 //! **Marking** ([`Marking`]): `tos` is the whole DS byte (`DSCP << 2 | ECN`,
 //! the traffic class on IPv6), `ttl` the TTL or unicast hop limit,

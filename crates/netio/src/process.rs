@@ -66,6 +66,17 @@ pub fn wait_exited(pid: u32) -> io::Result<()> {
     }
 }
 
+/// Whether this process ignores signal `sig` (`SIG_IGN`, as `nohup` leaves SIGHUP for
+/// the program it runs), read with sigaction(2) without changing it.
+pub fn ignored(sig: i32) -> io::Result<bool> {
+    // SAFETY: an all-zero sigaction is a valid value of the plain C struct.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: a null new action makes sigaction only write the current one to `old`,
+    // a valid, writable sigaction.
+    crate::sys::cvt(unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) })?;
+    Ok(old.sa_sigaction == libc::SIG_IGN)
+}
+
 fn pid_t(pid: u32) -> io::Result<libc::pid_t> {
     match libc::pid_t::try_from(pid) {
         Ok(p) if p > 0 => Ok(p),
@@ -107,6 +118,17 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(10));
         };
         assert_eq!(status.signal(), Some(libc::SIGKILL), "{status}");
+    }
+
+    #[test]
+    fn an_ignored_signal_is_seen_as_ignored() {
+        // SAFETY: signal(2) with SIG_IGN for SIGTTOU, which no test here handles.
+        unsafe { libc::signal(libc::SIGTTOU, libc::SIG_IGN) };
+        assert!(ignored(libc::SIGTTOU).unwrap());
+        // SAFETY: as above, back to the default.
+        unsafe { libc::signal(libc::SIGTTOU, libc::SIG_DFL) };
+        assert!(!ignored(libc::SIGTTOU).unwrap());
+        assert!(ignored(1000).is_err());
     }
 
     #[test]

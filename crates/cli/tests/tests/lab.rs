@@ -807,6 +807,11 @@ fn lab_exec_passes_signals_to_its_command_and_never_leaves_it_behind() {
     let lab = Lab::up_shipped("xs", "one-router.toml");
     let ns = format!("dp-{}.receiver", lab.name);
     for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGKILL] {
+        if netio::process::ignored(sig).unwrap() {
+            // Started ignoring it (`nohup cargo test`): so are `lab exec` and its command.
+            eprintln!("signal {sig} is ignored here: not sent");
+            continue;
+        }
         let (mut exec, sleep) = exec_sleep(&lab.name, &ns);
         // SAFETY: kill(2) on `lab exec`, which this test started and has not reaped.
         assert_eq!(unsafe { libc::kill(exec.0.id() as i32, sig) }, 0);
@@ -826,6 +831,35 @@ fn lab_exec_passes_signals_to_its_command_and_never_leaves_it_behind() {
         });
         assert_eq!(pids_in(&ns, "sleep"), Vec::<u64>::new(), "signal {sig}");
     }
+    // Under nohup, SIGHUP stays ignored by lab exec and by its command: the SIGTERM
+    // after it is what ends them.
+    let mut exec = Reaped(
+        Command::new("nohup")
+            .args([
+                BIN, "lab", "exec", &lab.name, "receiver", "--", "sleep", "600",
+            ])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut sleeps = Vec::new();
+    eventually("the sleep under nohup", || {
+        sleeps = pids_in(&ns, "sleep");
+        !sleeps.is_empty()
+    });
+    for sig in [libc::SIGHUP, libc::SIGTERM] {
+        // SAFETY: kill(2) on `lab exec` (nohup execs it), started here, not reaped.
+        assert_eq!(unsafe { libc::kill(exec.0.id() as i32, sig) }, 0);
+    }
+    let mut status = None;
+    eventually("lab exec under nohup to end", || {
+        status = exec.0.try_wait().unwrap();
+        status.is_some()
+    });
+    assert_eq!(status.unwrap().code(), Some(128 + libc::SIGTERM));
+    eventually("the sleep under nohup to end", || !alive(sleeps[0]));
     lab.down();
 }
 
