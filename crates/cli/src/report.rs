@@ -3,7 +3,7 @@
 //! The report crate reads the directories and renders; this reads the arguments and
 //! writes the files and stdout.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
@@ -65,35 +65,50 @@ pub(crate) fn run(args: ReportArgs) -> Result<()> {
         Err(e) => return Err(e.into()),
     };
     let report = report::Report::new(&runs);
+    // Machine-read output has no room for it: a partial report says so on stderr.
+    if args.json || args.csv {
+        if let Some(head) = report.completeness.lines().first() {
+            eprintln!("dualperf report: warning: {head}");
+        }
+    }
 
     let plots = if args.html.is_some() || args.svg.is_some() || args.png.is_some() {
         report.plots()
     } else {
-        Vec::new()
+        report::Plots::default()
     };
-    if let Some(dir) = &args.svg {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        for p in &plots {
-            let path = dir.join(format!("{}.svg", p.file));
-            std::fs::write(&path, &p.svg)
-                .with_context(|| format!("cannot write {}", path.display()))?;
+    // Every file written is named; every plot not drawn is said, with why.
+    if args.svg.is_some() || args.png.is_some() {
+        for n in &plots.not_drawn {
+            eprintln!("dualperf report: not drawn: {}: {}", n.title, n.why);
         }
     }
+    if let Some(dir) = &args.svg {
+        let written = write_plots(dir, "SVG", &plots, |p| Ok(p.svg.clone().into_bytes()))?;
+        eprintln!("{written}");
+    }
     if let Some(dir) = &args.png {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         let fonts = report::png::Fonts::system()?;
-        for p in &plots {
-            let path = dir.join(format!("{}.png", p.file));
-            let png = fonts
+        let written = write_plots(dir, "PNG", &plots, |p| {
+            fonts
                 .render(&p.svg)
-                .with_context(|| format!("cannot draw {}", path.display()))?;
-            std::fs::write(&path, png)
-                .with_context(|| format!("cannot write {}", path.display()))?;
-        }
+                .with_context(|| format!("cannot draw {}", p.file))
+        })?;
+        eprintln!("{written}");
     }
     if let Some(path) = &args.html {
         let page = report.html(&args.dirs, &plots);
         std::fs::write(path, page).with_context(|| format!("cannot write {}", path.display()))?;
+        eprintln!(
+            "dualperf report: wrote {} ({} plot{}{})",
+            path.display(),
+            plots.drawn.len(),
+            if plots.drawn.len() == 1 { "" } else { "s" },
+            match plots.not_drawn.len() {
+                0 => String::new(),
+                n => format!("; {n} with nothing to show said in words"),
+            }
+        );
     }
     if args.json {
         return crate::out::print_json(&crate::out::sorted_json(&report.into_doc())?);
@@ -102,4 +117,33 @@ pub(crate) fn run(args: ReportArgs) -> Result<()> {
         return crate::out::print(report.csv());
     }
     crate::out::print(report.text(args.markdown))
+}
+
+/// Writes every drawn plot into `dir` as `FILE.EXT` (`kind` SVG or PNG), and returns
+/// what it wrote: a line naming the directory and count, then one per file.
+fn write_plots(
+    dir: &Path,
+    kind: &str,
+    plots: &report::Plots,
+    bytes: impl Fn(&report::Plot) -> Result<Vec<u8>>,
+) -> Result<String> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let ext = kind.to_lowercase();
+    let mut names = Vec::new();
+    for p in &plots.drawn {
+        let path = dir.join(format!("{}.{ext}", p.file));
+        std::fs::write(&path, bytes(p)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        names.push(path);
+    }
+    let mut out = format!(
+        "dualperf report: wrote {} {kind} plot{} in {}",
+        names.len(),
+        if names.len() == 1 { "" } else { "s" },
+        dir.display()
+    );
+    for n in names {
+        out.push_str(&format!("\n  {}", n.display()));
+    }
+    Ok(out)
 }

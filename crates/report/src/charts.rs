@@ -80,14 +80,79 @@ fn plot_title(t: &Table, c: &Column) -> String {
     }
 }
 
+/// Where a plot sits on the HTML page.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// Right after this table (its index): the table's own plots, and a point's plots
+    /// under the first table that shows the point and their metric (its delay
+    /// distribution under a delay's table, its throughput over time under a
+    /// throughput's).
+    Table(usize),
+    /// In a section of its own naming the point (its name): a point's plot whose
+    /// metric no table of the point shows.
+    Point(String),
+}
+
 /// A plot and the file name it is saved under.
 pub struct Plot {
     /// Its file name without extension, numbered (`01-Table_3-throughput`).
     pub file: String,
+    /// Its title, unique among a report's plots (a point's plots name the point).
+    pub title: String,
     /// The SVG document.
     pub svg: String,
-    /// Index of its table.
-    pub table: usize,
+    /// Where it sits on the page.
+    pub place: Place,
+}
+
+/// A plot that is not drawn, and why in words (an all-zero series: "no loss in any
+/// run"), said where it would have been.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NotDrawn {
+    /// The title it would have had.
+    pub title: String,
+    /// Why, in words.
+    pub why: String,
+    /// Where it would have sat.
+    pub place: Place,
+}
+
+/// A report's plots: those drawn, in page order, and those said in words instead.
+#[derive(Default)]
+pub struct Plots {
+    /// The plots drawn.
+    pub drawn: Vec<Plot>,
+    /// The plots with nothing to show.
+    pub not_drawn: Vec<NotDrawn>,
+}
+
+impl Plots {
+    /// Adds a plot, numbered, so two names alike never overwrite each other; its title
+    /// is made unique by [`Plots::title`] before it is drawn.
+    fn push(&mut self, name: &str, title: String, svg: String, place: Place) {
+        let file = format!("{:02}-{name}", self.drawn.len() + 1);
+        self.drawn.push(Plot {
+            file,
+            title,
+            svg,
+            place,
+        });
+    }
+
+    /// `title`, or `title (2)`, `(3)`… when a plot already has it: every plot's title
+    /// is unique on the page.
+    fn title(&self, title: String) -> String {
+        let taken = |t: &str| {
+            self.drawn.iter().any(|p| p.title == t) || self.not_drawn.iter().any(|n| n.title == t)
+        };
+        if !taken(&title) {
+            return title;
+        }
+        (2..)
+            .map(|i| format!("{title} ({i})"))
+            .find(|t| !taken(t))
+            .unwrap_or(title)
+    }
 }
 
 fn estimate(s: Option<&Sample>, scale: f64) -> Option<plot::Estimate> {
@@ -97,177 +162,306 @@ fn estimate(s: Option<&Sample>, scale: f64) -> Option<plot::Estimate> {
     })
 }
 
+/// Why a metric's plots have nothing to draw: no run measured it, or every run
+/// measured 0 (said in words, not drawn empty); `None` when they have something.
+fn nothing_to_draw(t: &Table, results: &Results, c: &Column) -> Option<String> {
+    let values: Vec<f64> = t
+        .rows
+        .iter()
+        .filter_map(|r| results.run_values(&r.point, c))
+        .flat_map(|(a, b)| a.iter().chain(b).copied())
+        .collect();
+    if values.is_empty() {
+        return Some(format!(
+            "{}: no run measured it, so there is nothing to plot",
+            c.heading()
+        ));
+    }
+    if values.iter().any(|v| *v != 0.0) {
+        return None;
+    }
+    let what = match c.metric {
+        MetricKind::Loss => "no loss in any run".to_owned(),
+        m => format!("{} 0 in every run", m.title().to_lowercase()),
+    };
+    Some(format!(
+        "{}: {what} (0 {} at every point, IPv4 and IPv6), so it is not plotted",
+        c.heading(),
+        c.unit
+    ))
+}
+
+/// A point's name for a plot's title and a section's heading: its label, else its
+/// factors (`UDP, size 64`), else its id.
+pub fn point_name(results: &Results, point: &str) -> String {
+    let Some(factors) = results
+        .rows
+        .iter()
+        .find(|r| r.point == point)
+        .map(|r| &r.factors)
+    else {
+        return point.to_owned();
+    };
+    if let Some(label) = factors.get("point") {
+        return label.clone();
+    }
+    let mut parts: Vec<String> = factors
+        .iter()
+        .filter(|(k, _)| k.as_str() != "group")
+        .map(|(k, v)| match k.as_str() {
+            "protocol" => v.to_uppercase(),
+            _ => format!("{} {v}", k.replace('_', " ")),
+        })
+        .collect();
+    // The protocol first: "UDP, size 64".
+    parts.sort_by_key(|p| !p.chars().all(|c| c.is_ascii_uppercase()));
+    if parts.is_empty() {
+        point.to_owned()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// Where a point's plot of `metric` goes: the first table that holds the point and
+/// shows the metric of its measured flow, else a section of the point's own.
+fn home(tables: &[Table], point: &str, shows: impl Fn(MetricKind) -> bool) -> Place {
+    tables
+        .iter()
+        .position(|t| {
+            t.rows.iter().any(|r| r.point == point)
+                && t.metrics
+                    .iter()
+                    .any(|c| c.flow == 0 && c.router.is_none() && shows(c.metric))
+        })
+        .map_or_else(|| Place::Point(point.to_owned()), Place::Table)
+}
+
 /// One plot per table and metric: a line chart against the table's numeric factor (the
-/// payload size) with confidence bands, else bars per row with error bars. Each carries
+/// payload size) with confidence bands, else bars per row with error bars, and a box
+/// plot of the runs; an all-zero metric is said in words instead. Each carries
 /// `provenance` (plan, host, date, version) under its title, and says so when its
-/// points have one run: no bands, no bars, no statistics.
-pub fn plots(
-    tables: &[Table],
-    results: &Results,
-    units: &PageUnits,
-    provenance: &str,
-) -> Vec<Plot> {
-    let mut out = Vec::new();
-    let mut timed: Vec<&str> = Vec::new();
+/// points have one run: no bands, no bars, no statistics. After a table's plots, the
+/// plots of each point it is the home of ([`home`]): its delay distribution and its
+/// throughput over time, titled with the point's name.
+pub fn plots(tables: &[Table], results: &Results, units: &PageUnits, provenance: &str) -> Plots {
+    let mut out = Plots::default();
+    let mut points: Vec<&str> = Vec::new();
+    for t in tables {
+        for r in &t.rows {
+            if !points.contains(&r.point.as_str()) {
+                points.push(&r.point);
+            }
+        }
+    }
+    let cdf_home = |p: &str| home(tables, p, |m| m.covers(MetricKind::Delay));
+    let series_home = |p: &str| home(tables, p, |m| m == MetricKind::Throughput);
     for (ti, t) in tables.iter().enumerate() {
         for c in &t.metrics {
-            let title = plot_title(t, c);
-            let pick = |point: &str, family: u8| {
-                results.row(point, c).and_then(|r| {
-                    if family == 4 {
-                        r.ipv4.as_ref()
-                    } else {
-                        r.ipv6.as_ref()
-                    }
-                })
-            };
-            let svg = match &t.x {
-                Some(xs) => {
-                    let line = |name: &str, family: u8| {
-                        let mut points: Vec<(f64, plot::Estimate)> = t
-                            .rows
-                            .iter()
-                            .zip(xs)
-                            .filter_map(|(r, x)| {
-                                estimate(pick(&r.point, family), c.unit.scale).map(|e| (*x, e))
-                            })
-                            .collect();
-                        points.sort_by(|a, b| a.0.total_cmp(&b.0));
-                        plot::Line {
-                            name: name.into(),
-                            points,
-                        }
-                    };
-                    plot::line_chart(
-                        &title,
-                        &t.label_heading,
-                        &c.heading(),
-                        &[line("IPv4", 4), line("IPv6", 6)],
-                        &marks(t, results, c, Some(xs)),
-                    )
-                }
-                None => {
-                    let cats: Vec<String> = t.rows.iter().map(|r| r.label.clone()).collect();
-                    let bars = |name: &str, family: u8| plot::Bars {
-                        name: name.into(),
-                        values: t
-                            .rows
-                            .iter()
-                            .map(|r| estimate(pick(&r.point, family), c.unit.scale))
-                            .collect(),
-                    };
-                    plot::bar_chart(
-                        &title,
-                        &c.heading(),
-                        &cats,
-                        &[bars("IPv4", 4), bars("IPv6", 6)],
-                        &marks(t, results, c, None),
-                    )
-                }
-            };
-            let one_run = t.rows.iter().all(|r| {
-                [pick(&r.point, 4), pick(&r.point, 6)]
-                    .into_iter()
-                    .flatten()
-                    .all(|s| s.n < 2)
-            });
-            let subtitle = if one_run {
-                // First, so a long provenance cut short never hides it.
-                format!("{} · {provenance}", crate::render::ONE_RUN)
+            table_plots(&mut out, ti, t, c, results, provenance);
+        }
+        for p in points
+            .iter()
+            .filter(|p| t.rows.iter().any(|r| r.point == **p))
+        {
+            if cdf_home(p) == Place::Table(ti) {
+                cdf_plot(&mut out, p, results, units, provenance, Place::Table(ti));
+            }
+            if series_home(p) == Place::Table(ti) {
+                series_plot(&mut out, p, results, units, provenance, Place::Table(ti));
+            }
+        }
+    }
+    // A point whose delay or throughput no table of it shows: a section of its own.
+    for p in &points {
+        if let place @ Place::Point(_) = cdf_home(p) {
+            cdf_plot(&mut out, p, results, units, provenance, place);
+        }
+        if let place @ Place::Point(_) = series_home(p) {
+            series_plot(&mut out, p, results, units, provenance, place);
+        }
+    }
+    out
+}
+
+/// A table's plots of one metric: its means with their intervals, and its runs as
+/// boxes; or, with nothing to show, why in words.
+fn table_plots(
+    out: &mut Plots,
+    ti: usize,
+    t: &Table,
+    c: &Column,
+    results: &Results,
+    provenance: &str,
+) {
+    let title = out.title(plot_title(t, c));
+    if let Some(why) = nothing_to_draw(t, results, c) {
+        out.not_drawn.push(NotDrawn {
+            title,
+            why,
+            place: Place::Table(ti),
+        });
+        return;
+    }
+    let pick = |point: &str, family: u8| {
+        results.row(point, c).and_then(|r| {
+            if family == 4 {
+                r.ipv4.as_ref()
             } else {
-                provenance.to_owned()
+                r.ipv6.as_ref()
+            }
+        })
+    };
+    let svg = match &t.x {
+        Some(xs) => {
+            let line = |name: &str, family: u8| {
+                let mut points: Vec<(f64, plot::Estimate)> = t
+                    .rows
+                    .iter()
+                    .zip(xs)
+                    .filter_map(|(r, x)| {
+                        estimate(pick(&r.point, family), c.unit.scale).map(|e| (*x, e))
+                    })
+                    .collect();
+                points.sort_by(|a, b| a.0.total_cmp(&b.0));
+                plot::Line {
+                    name: name.into(),
+                    points,
+                }
             };
-            let svg = plot::with_subtitle(&svg, &subtitle);
-            // Numbered, so two titles alike once made safe never overwrite each other;
-            // the title comes from the plan, so only safe characters reach a file name.
-            // Cut to 100 characters: a long title must not make the name too long.
-            let name: String = lab::plan::file_safe(&format!("{}-{}", t.title, c.metric.key()))
-                .chars()
-                .take(100)
-                .collect();
-            push(&mut out, &name, svg, ti);
-            // The runs behind the means: a box per point and family.
+            plot::line_chart(
+                &title,
+                &t.label_heading,
+                &c.heading(),
+                &[line("IPv4", 4), line("IPv6", 6)],
+                &marks(t, results, c, Some(xs)),
+            )
+        }
+        None => {
             let cats: Vec<String> = t.rows.iter().map(|r| r.label.clone()).collect();
-            let boxes = |name: &str, family: usize| plot::Boxes {
+            let bars = |name: &str, family: u8| plot::Bars {
                 name: name.into(),
                 values: t
                     .rows
                     .iter()
-                    .map(|r| {
-                        results.run_values(&r.point, c).map_or(Vec::new(), |v| {
-                            [v.0, v.1][family]
-                                .iter()
-                                .map(|x| x / c.unit.scale)
-                                .collect()
-                        })
-                    })
+                    .map(|r| estimate(pick(&r.point, family), c.unit.scale))
                     .collect(),
             };
-            let svg = plot::box_chart(
-                &format!("{title}, run by run"),
-                &t.label_heading,
+            plot::bar_chart(
+                &title,
                 &c.heading(),
                 &cats,
-                &[boxes("IPv4", 0), boxes("IPv6", 1)],
-            );
-            let svg = plot::with_subtitle(&svg, &subtitle);
-            push(&mut out, &format!("{name}-runs"), svg, ti);
+                &[bars("IPv4", 4), bars("IPv6", 6)],
+                &marks(t, results, c, None),
+            )
         }
-        // Each point's runs over time and its delay distributions, once, under the
-        // first table that shows it.
-        for r in &t.rows {
-            if timed.contains(&r.point.as_str()) {
-                continue;
-            }
-            timed.push(&r.point);
-            if let Some((name, svg)) = cdf_plot(r, &t.label_heading, results, units, provenance) {
-                push(&mut out, &name, svg, ti);
-            }
-            let runs: Vec<&crate::stats::RunSeries> = results
-                .series
-                .iter()
-                .filter(|s| s.point == r.point)
-                .collect();
-            if runs.is_empty() {
-                continue;
-            }
-            // The page's throughput unit, else one for these values.
-            let unit = units.or_choose(
-                MetricKind::Throughput,
-                runs.iter().flat_map(|s| s.throughput.iter().map(|p| p.1)),
-            );
-            let series: Vec<plot::Series> = runs
-                .iter()
-                .map(|s| plot::Series {
-                    family: usize::from(s.family == 6),
-                    points: s
-                        .throughput
+    };
+    let one_run = t.rows.iter().all(|r| {
+        [pick(&r.point, 4), pick(&r.point, 6)]
+            .into_iter()
+            .flatten()
+            .all(|s| s.n < 2)
+    });
+    let subtitle = if one_run {
+        // First, so a long provenance cut short never hides it.
+        format!("{} · {provenance}", crate::render::ONE_RUN)
+    } else {
+        provenance.to_owned()
+    };
+    let svg = plot::with_subtitle(&svg, &subtitle);
+    // Numbered, so two titles alike once made safe never overwrite each other;
+    // the title comes from the plan, so only safe characters reach a file name.
+    // Cut to 100 characters: a long title must not make the name too long.
+    let name: String = lab::plan::file_safe(&format!("{}-{}", t.title, c.metric.key()))
+        .chars()
+        .take(100)
+        .collect();
+    out.push(&name, title.clone(), svg, Place::Table(ti));
+    // The runs behind the means: a box per point and family.
+    let cats: Vec<String> = t.rows.iter().map(|r| r.label.clone()).collect();
+    let boxes = |name: &str, family: usize| plot::Boxes {
+        name: name.into(),
+        values: t
+            .rows
+            .iter()
+            .map(|r| {
+                results.run_values(&r.point, c).map_or(Vec::new(), |v| {
+                    [v.0, v.1][family]
                         .iter()
-                        .map(|(x, b)| (*x, b / unit.scale))
-                        .collect(),
+                        .map(|x| x / c.unit.scale)
+                        .collect()
                 })
-                .collect();
-            let svg = plot::series_chart(
-                &format!(
-                    "{} {}: throughput by interval, every run",
-                    t.label_heading, r.label
-                ),
-                "Time since the run's first window (s)",
-                &format!("Throughput ({unit})"),
-                &["IPv4", "IPv6"],
-                &series,
-                false,
-            );
-            let svg = plot::with_subtitle(&svg, provenance);
-            let name: String =
-                lab::plan::file_safe(&format!("{}-{}-over-time", t.label_heading, r.label))
-                    .chars()
-                    .take(100)
-                    .collect();
-            push(&mut out, &name, svg, ti);
-        }
+            })
+            .collect(),
+    };
+    let box_title = out.title(format!("{title}, run by run"));
+    let svg = plot::box_chart(
+        &box_title,
+        &t.label_heading,
+        &c.heading(),
+        &cats,
+        &[boxes("IPv4", 0), boxes("IPv6", 1)],
+    );
+    let svg = plot::with_subtitle(&svg, &subtitle);
+    out.push(&format!("{name}-runs"), box_title, svg, Place::Table(ti));
+}
+
+/// A point's runs over time (`--interval`): each run's throughput by window; nothing
+/// when its runs kept no series, words when every window is 0.
+fn series_plot(
+    out: &mut Plots,
+    point: &str,
+    results: &Results,
+    units: &PageUnits,
+    provenance: &str,
+    place: Place,
+) {
+    let runs: Vec<&crate::stats::RunSeries> =
+        results.series.iter().filter(|s| s.point == point).collect();
+    if runs.is_empty() {
+        return;
     }
-    out
+    let name = point_name(results, point);
+    let title = out.title(format!("{name}: throughput by interval, every run"));
+    if runs.iter().all(|s| s.throughput.iter().all(|p| p.1 == 0.0)) {
+        out.not_drawn.push(NotDrawn {
+            title,
+            why: format!(
+                "{name}: throughput by interval: 0 in every window of every run, so it is not plotted"
+            ),
+            place,
+        });
+        return;
+    }
+    // The page's throughput unit, else one for these values.
+    let unit = units.or_choose(
+        MetricKind::Throughput,
+        runs.iter().flat_map(|s| s.throughput.iter().map(|p| p.1)),
+    );
+    let series: Vec<plot::Series> = runs
+        .iter()
+        .map(|s| plot::Series {
+            family: usize::from(s.family == 6),
+            points: s
+                .throughput
+                .iter()
+                .map(|(x, b)| (*x, b / unit.scale))
+                .collect(),
+        })
+        .collect();
+    let svg = plot::series_chart(
+        &title,
+        "Time since the run's first window (s)",
+        &format!("Throughput ({unit})"),
+        &["IPv4", "IPv6"],
+        &series,
+        false,
+    );
+    let svg = plot::with_subtitle(&svg, provenance);
+    let file: String = lab::plan::file_safe(&format!("{name}-over-time"))
+        .chars()
+        .take(100)
+        .collect();
+    out.push(&file, title, svg, place);
 }
 
 /// Each point's delay distribution, every run (`send --cdf`): the share of packets
@@ -276,16 +470,17 @@ pub fn plots(
 /// passes ten times the median (loopback's 2 µs to 3 ms would crowd every run's body
 /// against the left edge).
 fn cdf_plot(
-    r: &crate::tables::TableRow,
-    heading: &str,
+    out: &mut Plots,
+    point: &str,
     results: &Results,
     units: &PageUnits,
     provenance: &str,
-) -> Option<(String, String)> {
+    place: Place,
+) {
     let runs: Vec<&crate::stats::RunCdf> =
-        results.cdfs.iter().filter(|c| c.point == r.point).collect();
+        results.cdfs.iter().filter(|c| c.point == point).collect();
     if runs.is_empty() {
-        return None;
+        return;
     }
     let unit = units.or_choose(
         MetricKind::Delay,
@@ -316,27 +511,22 @@ fn cdf_plot(
                 .collect(),
         })
         .collect();
+    let name = point_name(results, point);
+    let title = out.title(format!(
+        "{name}: {} distribution, every run",
+        what.to_lowercase()
+    ));
     let svg = plot::series_chart(
-        &format!(
-            "{heading} {}: {} distribution, every run",
-            r.label,
-            what.to_lowercase()
-        ),
+        &title,
         &format!("{what} ({unit})"),
         "Share of packets (CDF)",
         &["IPv4", "IPv6"],
         &series,
         log,
     );
-    let name: String = lab::plan::file_safe(&format!("{heading}-{}-cdf", r.label))
+    let file: String = lab::plan::file_safe(&format!("{name}-cdf"))
         .chars()
         .take(100)
         .collect();
-    Some((name, plot::with_subtitle(&svg, provenance)))
-}
-
-/// Adds a plot, numbered, so two names alike never overwrite each other.
-fn push(out: &mut Vec<Plot>, name: &str, svg: String, table: usize) {
-    let file = format!("{:02}-{name}", out.len() + 1);
-    out.push(Plot { file, svg, table });
+    out.push(&file, title, plot::with_subtitle(&svg, provenance), place);
 }

@@ -247,6 +247,7 @@ mod tests {
             }],
             paper: BTreeMap::new(),
             notes: Vec::new(),
+            partial: None,
             x: None,
         }
     }
@@ -350,6 +351,7 @@ mod tests {
             factors: BTreeMap::from([("p".into(), BTreeMap::from([("point".into(), "p".into())]))]),
             specs: Vec::new(),
             provenance: Default::default(),
+            completeness: Default::default(),
         };
         let report = crate::Report::new(&runs);
         let warning =
@@ -362,7 +364,7 @@ mod tests {
         let at = text.find(warning).unwrap();
         assert!(delay < at && (at < jitter || jitter < delay), "{text}");
         assert_eq!(report.text(true).matches(warning).count(), 1);
-        let html = report.html(&[], &[]);
+        let html = report.html(&[], &crate::Plots::default());
         assert!(
             html.contains(&format!("<p class=\"note\">{warning}")),
             "{html}"

@@ -5,6 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::clock::RunClock;
+use crate::missing::Completeness;
 use crate::stats::Row;
 use crate::tables::Table;
 
@@ -31,6 +32,10 @@ pub struct ReportDoc {
     /// beside the delay variation it measured.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clocks: Vec<RunClock>,
+    /// A partial report: the runs its plans list against those with a result, per
+    /// point, and every missing run. Absent when every planned run has a result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial: Option<Completeness>,
 }
 
 impl ReportDoc {
@@ -44,6 +49,7 @@ impl ReportDoc {
             rows,
             tables,
             clocks: Vec::new(),
+            partial: None,
         }
     }
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use meter::repeat::{DEFAULT_ALPHA, DEFAULT_LEVEL};
 
-use crate::charts::Plot;
+use crate::charts::{Place, Plots};
 use crate::load::Provenance;
 use crate::render::{caption, cells, header, one_run_notice, DOCTOR_HEADING, ONE_RUN};
 use crate::stats::Results;
@@ -24,8 +24,9 @@ pub fn html(
     dirs: &[PathBuf],
     tables: &[Table],
     results: &Results,
-    plots: &[Plot],
+    plots: &Plots,
     provenance: &Provenance,
+    partial: &[String],
 ) -> String {
     let title = format!(
         "dualperf report: {}",
@@ -36,7 +37,7 @@ pub fn html(
          <style>body{{font-family:sans-serif;max-width:96em;margin:2em auto;padding:0 1em}}\
          table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;padding:.2em .6em;text-align:right}}\
          td:first-child,th:first-child{{text-align:left}}.ns{{color:#777}}caption{{text-align:left;color:#444;padding:.3em 0}}\
-         .meta{{color:#444}}.notice{{border-left:4px solid #E69F00;padding:.4em .8em;background:#fff8e6}}\
+         .meta{{color:#444}}.notice{{border-left:4px solid #E69F00;padding:.4em .8em;background:#fff8e6}}.partial{{font-weight:bold}}\
          .plots{{display:grid;grid-template-columns:repeat(auto-fit,minmax(36em,1fr));gap:1em}}.plots svg{{width:100%;height:auto}}\
          </style></head><body>\n",
         esc(&title)
@@ -60,6 +61,18 @@ pub fn html(
     if let Some(notice) = one_run_notice(results) {
         let _ = writeln!(out, "<p class=\"notice\">{}</p>", esc(&notice));
     }
+    // A partial run: its runs done against planned, each point short of some.
+    if let Some((head, points)) = partial.split_first() {
+        let _ = write!(
+            out,
+            "<div class=\"notice partial\"><p>{}</p><ul>",
+            esc(head)
+        );
+        for line in points {
+            let _ = write!(out, "<li>{}</li>", esc(line.trim_start()));
+        }
+        out.push_str("</ul></div>\n");
+    }
     if !provenance.doctor.is_empty() {
         let _ = write!(
             out,
@@ -72,10 +85,13 @@ pub fn html(
         out.push_str("</ul></div>\n");
     }
     for (ti, t) in tables.iter().enumerate() {
+        let _ = writeln!(out, "<h2>{}</h2>", esc(&t.title));
+        if let Some(p) = &t.partial {
+            let _ = writeln!(out, "<p class=\"notice partial\">{}</p>", esc(&p.note));
+        }
         let _ = write!(
             out,
-            "<h2>{}</h2>\n<table><caption>{}</caption><tr>",
-            esc(&t.title),
+            "<table><caption>{}</caption><tr>",
             esc(&caption(t, results).join(" "))
         );
         for h in header(t, results) {
@@ -102,13 +118,37 @@ pub fn html(
         for note in &t.notes {
             let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(note));
         }
-        out.push_str("<div class=\"plots\">\n");
-        for p in plots.iter().filter(|p| p.table == ti) {
-            out.push_str(&p.svg);
-            out.push('\n');
+        place_plots(&mut out, plots, &Place::Table(ti));
+    }
+    // Plots of a point no table of it shows the metric of: a section per point.
+    let mut sections: Vec<&str> = Vec::new();
+    let points = plots.drawn.iter().map(|p| &p.place);
+    for place in points.chain(plots.not_drawn.iter().map(|n| &n.place)) {
+        if let Place::Point(p) = place {
+            if !sections.contains(&p.as_str()) {
+                sections.push(p);
+            }
         }
-        out.push_str("</div>\n");
+    }
+    for p in sections {
+        let name = crate::charts::point_name(results, p);
+        let _ = writeln!(out, "<h2>Point {}</h2>", esc(&name));
+        place_plots(&mut out, plots, &Place::Point(p.to_owned()));
     }
     out.push_str("</body></html>\n");
     out
+}
+
+/// The plots of one place on the page: first what is not drawn and why, in words, then
+/// the plots.
+fn place_plots(out: &mut String, plots: &Plots, place: &Place) {
+    for n in plots.not_drawn.iter().filter(|n| &n.place == place) {
+        let _ = writeln!(out, "<p class=\"not-drawn\">{}</p>", esc(&n.why));
+    }
+    out.push_str("<div class=\"plots\">\n");
+    for p in plots.drawn.iter().filter(|p| &p.place == place) {
+        out.push_str(&p.svg);
+        out.push('\n');
+    }
+    out.push_str("</div>\n");
 }

@@ -29,6 +29,7 @@ pub mod doc;
 mod error;
 pub mod html;
 pub mod load;
+pub mod missing;
 pub mod plot;
 pub mod png;
 pub mod render;
@@ -39,7 +40,7 @@ pub mod units;
 
 use std::path::PathBuf;
 
-pub use charts::Plot;
+pub use charts::{Plot, Plots};
 pub use doc::{schema, ReportDoc};
 pub use error::Error;
 pub use load::{load, Runs};
@@ -59,6 +60,8 @@ pub struct Report {
     pub provenance: load::Provenance,
     /// The unit of each metric on every page of the report (tables and plots alike).
     pub units: units::PageUnits,
+    /// The planned runs without a result (none when whole).
+    pub completeness: missing::Completeness,
 }
 
 impl Report {
@@ -75,12 +78,21 @@ impl Report {
         let clocks = clock::run_clocks(&runs.records);
         clock::annotate(&mut tables, &clocks);
         let units = units::harmonise(&mut tables, &results);
+        for t in &mut tables {
+            let points: Vec<(&str, &str)> = t
+                .rows
+                .iter()
+                .map(|r| (r.point.as_str(), r.label.as_str()))
+                .collect();
+            t.partial = runs.completeness.partial(&points);
+        }
         Self {
             results,
             tables,
             clocks,
             provenance: runs.provenance.clone(),
             units,
+            completeness: runs.completeness.clone(),
         }
     }
 
@@ -90,6 +102,7 @@ impl Report {
             &self.tables,
             &self.results,
             &self.provenance.doctor,
+            &self.completeness.lines(),
             markdown,
         )
     }
@@ -99,8 +112,8 @@ impl Report {
         render::csv(&self.tables, &self.results)
     }
 
-    /// Every plot, as SVG.
-    pub fn plots(&self) -> Vec<Plot> {
+    /// Every plot, as SVG, and those with nothing to show (said in words instead).
+    pub fn plots(&self) -> Plots {
         charts::plots(
             &self.tables,
             &self.results,
@@ -110,14 +123,22 @@ impl Report {
     }
 
     /// One HTML page of every table and these plots, naming the run directories.
-    pub fn html(&self, dirs: &[PathBuf], plots: &[Plot]) -> String {
-        html::html(dirs, &self.tables, &self.results, plots, &self.provenance)
+    pub fn html(&self, dirs: &[PathBuf], plots: &Plots) -> String {
+        html::html(
+            dirs,
+            &self.tables,
+            &self.results,
+            plots,
+            &self.provenance,
+            &self.completeness.lines(),
+        )
     }
 
     /// The `--json` document.
     pub fn into_doc(self) -> ReportDoc {
         let mut doc = ReportDoc::new(self.results.runs, self.results.rows, self.tables);
         doc.clocks = self.clocks;
+        doc.partial = (!self.completeness.is_whole()).then_some(self.completeness);
         doc
     }
 }
@@ -131,6 +152,7 @@ mod tests {
     use lab::tables::{Column, MetricKind, TableSpec, Unit};
 
     use super::*;
+    use crate::charts::Place;
 
     /// A UDP round-trip run of point `p` whose RTT has this mean and median (ns).
     fn record(point: &str, family: u8, i: u32, mean_ns: f64, p50_ns: i64) -> RunRecord {
@@ -201,6 +223,7 @@ mod tests {
                 paper: BTreeMap::from([("64".to_owned(), vec![Some(0.5), None])]),
             }],
             provenance: Default::default(),
+            completeness: Default::default(),
         }
     }
 
@@ -267,7 +290,7 @@ mod tests {
     #[test]
     fn plots_mark_significant_differences_and_keep_their_titles_short() {
         let report = Report::new(&runs());
-        let plots = report.plots();
+        let plots = report.plots().drawn;
         let rtt = plots
             .iter()
             .find(|p| p.file.ends_with("-rtt"))
@@ -297,7 +320,7 @@ mod tests {
         let mut runs = runs();
         let plain = Report::new(&runs);
         assert!(!plain.text(false).contains(render::DOCTOR_HEADING));
-        assert!(!plain.html(&[], &[]).contains("doctor"));
+        assert!(!plain.html(&[], &Plots::default()).contains("doctor"));
         runs.provenance.doctor = vec![
             "warn steal: 4.000 % of CPU time".into(),
             "fail af-packet: no /proc/net/packet".into(),
@@ -316,7 +339,7 @@ mod tests {
         );
         let md = report.text(true);
         assert!(md.contains("\n- warn steal: 4.000 % of CPU time\n"), "{md}");
-        let html = report.html(&[], &[]);
+        let html = report.html(&[], &Plots::default());
         assert!(
             html.contains("<li>fail af-packet: no /proc/net/packet</li>"),
             "{html}"
@@ -328,12 +351,240 @@ mod tests {
         let mut runs = runs();
         runs.records.retain(|r| r.run.repetition == 0);
         let report = Report::new(&runs);
-        for p in report.plots() {
+        for p in report.plots().drawn {
             assert!(
                 !p.svg.contains(">**</text>") && !p.svg.contains("Welch"),
                 "{}",
                 p.file
             );
         }
+    }
+
+    /// Runs of TCP and UDP at 64 and 512 B, round trip, each run's delay distribution
+    /// kept (`send --cdf`); the plan's tables split the protocols (rows by size alone),
+    /// throughput in two tables and the UDP round trip in a third.
+    fn sweep() -> Runs {
+        let mut records = Vec::new();
+        let mut order = Vec::new();
+        let mut factors = BTreeMap::new();
+        for proto in ["tcp", "udp"] {
+            for size in ["64", "512"] {
+                let id = format!("protocol={proto},size={size}");
+                for family in [4, 6] {
+                    for i in 0..2 {
+                        let mut r = record(&id, family, i, 20e3 + f64::from(i) * 1e3, 10_000);
+                        let flow = &mut r.report.as_mut().unwrap().flows[0];
+                        flow.delay_cdf_ns = Some((0..=100).map(|p| 10_000 + p * 100).collect());
+                        records.push(r);
+                    }
+                }
+                factors.insert(
+                    id.clone(),
+                    BTreeMap::from([
+                        ("protocol".to_owned(), proto.to_owned()),
+                        ("size".to_owned(), size.to_owned()),
+                    ]),
+                );
+                order.push(id);
+            }
+        }
+        let spec = |title: &str, proto: &str, metric: MetricKind| TableSpec {
+            title: title.into(),
+            select: BTreeMap::from([("protocol".to_owned(), proto.to_owned())]),
+            metrics: vec![Column {
+                metric,
+                unit: metric.default_unit(),
+                flow: 0,
+                router: None,
+            }],
+            paper: BTreeMap::new(),
+        };
+        Runs {
+            records,
+            order,
+            factors,
+            specs: vec![
+                spec("Table 3. TCP Throughput", "tcp", MetricKind::Throughput),
+                spec("Table 4. UDP Throughput", "udp", MetricKind::Throughput),
+                spec("Table 7. UDP Round Trip Time", "udp", MetricKind::Rtt),
+            ],
+            provenance: Default::default(),
+            completeness: Default::default(),
+        }
+    }
+
+    /// Each `<svg>`'s title with the `<h2>` heading it sits under, in page order.
+    fn plots_by_heading(html: &str) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let mut heading = String::new();
+        let mut rest = html;
+        loop {
+            let (h2, svg) = (rest.find("<h2>"), rest.find("<svg "));
+            match (h2, svg) {
+                (Some(h), s) if s.is_none_or(|s| h < s) => {
+                    let text = &rest[h + 4..];
+                    let end = text.find("</h2>").unwrap();
+                    heading = text[..end].to_owned();
+                    rest = &text[end..];
+                }
+                (_, Some(s)) => {
+                    let text = &rest[s..];
+                    let t = text.find("<title>").unwrap() + 7;
+                    let end = text.find("</title>").unwrap();
+                    out.push((heading.clone(), text[t..end].to_owned()));
+                    rest = &text[end..];
+                }
+                _ => return out,
+            }
+        }
+    }
+
+    #[test]
+    fn every_plot_follows_its_table_under_a_title_of_its_own() {
+        let report = Report::new(&sweep());
+        let plots = report.plots();
+        let html = report.html(&[], &plots);
+        let seen = plots_by_heading(&html);
+        assert_eq!(seen.len(), plots.drawn.len());
+        let titles: std::collections::BTreeSet<&str> =
+            seen.iter().map(|(_, t)| t.as_str()).collect();
+        assert_eq!(
+            titles.len(),
+            seen.len(),
+            "titles unique on the page: {seen:#?}"
+        );
+        // Each point's delay distribution under the table of its delay, named by its
+        // protocol and size: UDP's under Table 7, TCP's under the TCP delay table.
+        let cdfs: Vec<(&str, &str)> = seen
+            .iter()
+            .filter(|(_, t)| t.ends_with("distribution, every run"))
+            .map(|(h, t)| (h.as_str(), t.as_str()))
+            .collect();
+        let tcp_delay = "Also measured: TCP – Delay (µs)";
+        assert_eq!(
+            cdfs,
+            [
+                (
+                    "Table 7. UDP Round Trip Time",
+                    "UDP, size 64: round-trip time distribution, every run"
+                ),
+                (
+                    "Table 7. UDP Round Trip Time",
+                    "UDP, size 512: round-trip time distribution, every run"
+                ),
+                (
+                    tcp_delay,
+                    "TCP, size 64: round-trip time distribution, every run"
+                ),
+                (
+                    tcp_delay,
+                    "TCP, size 512: round-trip time distribution, every run"
+                ),
+            ]
+        );
+        // A table's own plots right after it: titled by it.
+        for (heading, title) in seen.iter().filter(|(_, t)| !t.contains("distribution")) {
+            assert!(
+                title.starts_with(heading.as_str()),
+                "{title} under {heading}"
+            );
+        }
+        // Each table's plots follow it, before the next table's heading.
+        let headings: Vec<&str> = seen.iter().map(|(h, _)| h.as_str()).collect();
+        let mut sections = headings.clone();
+        sections.dedup();
+        let mut sorted = sections.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(
+            sections.len(),
+            sorted.len(),
+            "one run of plots per table: {headings:?}"
+        );
+    }
+
+    #[test]
+    fn an_all_zero_metric_is_said_in_words_not_drawn() {
+        let report = Report::new(&sweep());
+        let plots = report.plots();
+        // No run of the sweep lost a packet: its loss tables have no plots, words instead.
+        assert!(plots
+            .drawn
+            .iter()
+            .all(|p| !p.file.ends_with("-loss") && !p.file.ends_with("-loss-runs")));
+        let words: Vec<&str> = plots.not_drawn.iter().map(|n| n.why.as_str()).collect();
+        assert_eq!(
+            words,
+            [
+                "Packet loss (%): no loss in any run (0 % at every point, IPv4 and IPv6), so it is not plotted",
+                "Packet loss (%): no loss in any run (0 % at every point, IPv4 and IPv6), so it is not plotted",
+            ]
+        );
+        let html = report.html(&[], &plots);
+        assert_eq!(
+            html.matches("<p class=\"not-drawn\">Packet loss (%): no loss in any run")
+                .count(),
+            2
+        );
+        for n in &plots.not_drawn {
+            let Place::Table(ti) = n.place else {
+                panic!("{n:?}")
+            };
+            assert!(report.tables[ti].title.contains("Packet loss"), "{n:?}");
+        }
+    }
+
+    #[test]
+    fn a_round_trip_delay_keeps_its_interval_above_zero() {
+        // One slow run of three: Student's t reaches below zero (mean 34 µs, half-width
+        // 142 µs at 2 degrees of freedom).
+        let values = [1e3, 1e3, 100e3];
+        let t = meter::repeat::Sample::new(&values, meter::repeat::DEFAULT_LEVEL).unwrap();
+        assert!(t.ci_low.unwrap() < -100e3, "{t:?}");
+        let mut records = Vec::new();
+        for family in [4, 6] {
+            for (i, v) in values.iter().enumerate() {
+                records.push(record("p", family, i as u32, *v, 1_000));
+            }
+        }
+        let runs = Runs {
+            records,
+            order: vec!["p".into()],
+            factors: BTreeMap::new(),
+            specs: Vec::new(),
+            provenance: Default::default(),
+            completeness: Default::default(),
+        };
+        let report = Report::new(&runs);
+        // `delay` of a flow metered round trip is a round trip: never below zero.
+        for metric in [MetricKind::Delay, MetricKind::Rtt] {
+            let c = Column {
+                metric,
+                unit: metric.default_unit(),
+                flow: 0,
+                router: None,
+            };
+            let row = report.results.row("p", &c).unwrap();
+            for s in [row.ipv4.unwrap(), row.ipv6.unwrap()] {
+                assert_eq!(
+                    s.interval,
+                    meter::repeat::Interval::PercentileBootstrap,
+                    "{metric:?}"
+                );
+                assert_eq!(
+                    (s.ci_low, s.ci_high),
+                    (Some(1e3), Some(100e3)),
+                    "{metric:?}: {s:?}"
+                );
+            }
+        }
+        // The delay table's cells: [low, high] from 1 µs, not a ± reaching below zero.
+        let text = report.text(false);
+        let delay = text.split("Delay (µs)").nth(1).unwrap();
+        let row = delay.lines().find(|l| l.starts_with("p ")).unwrap();
+        assert!(
+            row.contains("34.0 [1.0, 100.0]") && !row.contains('±'),
+            "{text}"
+        );
     }
 }

@@ -9,6 +9,7 @@ use lab::tables::TableSpec;
 use results::doctor::Scope;
 
 use crate::error::Error;
+use crate::missing::Completeness;
 
 /// What run directories hold, pooled: the repetitions of one plan.
 pub struct Runs {
@@ -22,6 +23,8 @@ pub struct Runs {
     pub specs: Vec<TableSpec>,
     /// What was run, where and when: for every page and plot.
     pub provenance: Provenance,
+    /// The planned runs without a result, per point done against planned.
+    pub completeness: Completeness,
 }
 
 /// What a report shows, where and when it was measured (flent labels every plot so).
@@ -127,6 +130,7 @@ pub fn load(dirs: &[PathBuf], warnings: &mut Vec<String>) -> Result<Runs, Error>
     let mut plan_seen: Option<Resolved> = None;
     let mut specs: Vec<TableSpec> = Vec::new();
     let mut provenance = Provenance::default();
+    let mut completeness = Completeness::default();
     for dir in dirs {
         if let Some(h) = std::fs::read(dir.join("host.json"))
             .ok()
@@ -220,6 +224,21 @@ pub fn load(dirs: &[PathBuf], warnings: &mut Vec<String>) -> Result<Runs, Error>
                 }
                 factors.insert(p.id.clone(), p.factors.clone());
             }
+            let first = records.len();
+            add_runs(&store, &mut records)?;
+            // Every run the plan lists: finished, failed, or never run.
+            let finished: Vec<&str> = records[first..].iter().map(|r| r.run.id.as_str()).collect();
+            let plan = &resolved.plan;
+            completeness.add_dir(
+                &dir.display().to_string(),
+                plan.runs.iter().filter_map(|r| {
+                    let point = plan.points.get(r.point)?;
+                    Some((r.id.as_str(), point.id.as_str(), r.family, r.repetition))
+                }),
+                |id| finished.contains(&id),
+                |id| dir.join("runs").join(format!("{id}.failed")).is_file(),
+            );
+            continue;
         }
         add_runs(&store, &mut records)?;
     }
@@ -258,6 +277,7 @@ pub fn load(dirs: &[PathBuf], warnings: &mut Vec<String>) -> Result<Runs, Error>
         factors,
         specs,
         provenance,
+        completeness,
     })
 }
 
@@ -375,5 +395,147 @@ mod tests {
         for d in [a, b] {
             let _ = std::fs::remove_dir_all(d);
         }
+    }
+
+    /// A finished run of `id` at `point` (family, repetition).
+    fn finished(id: &str, point: &str, family: u8, repetition: u32) -> RunRecord {
+        let report =
+            serde_json::from_str(include_str!("../../lab/tests/data/send-udp-rtt.json")).unwrap();
+        RunRecord {
+            format_version: lab::store::FORMAT_VERSION,
+            run: Run {
+                id: id.into(),
+                point: 0,
+                family,
+                repetition,
+            },
+            point: point.into(),
+            argv: Vec::new(),
+            started_unix_ns: 0,
+            exit_code: 0,
+            stderr: String::new(),
+            report: Some(report),
+            background: Vec::new(),
+            routers: BTreeMap::new(),
+            router_stalls: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn a_partial_run_names_its_missing_runs_per_point_and_under_each_table() {
+        let dir = temp("partial");
+        let store = Store::create(&dir).unwrap();
+        let plan = lab::plan::Plan::parse(
+            "version = 1\nname = \"x\"\nduration = \"1s\"\nrepetitions = 2\n\n[flow]\nudp = true\nmeter = \"rtt\"\n\n[factors]\nsize = [64, 512]\n\n[[tables]]\ntitle = \"T\"\nmetrics = [\"loss\", \"rtt\"]\n",
+            false,
+        )
+        .unwrap();
+        assert_eq!(plan.runs.len(), 8, "2 sizes × 2 families × 2 repetitions");
+        store
+            .write_json("resolved.json", &Resolved::new(&plan, false))
+            .unwrap();
+        // Size 64: all but IPv6's second repetition, which failed; size 512: IPv4's
+        // first only.
+        for r in &plan.runs {
+            let point = &plan.points[r.point].id;
+            let keep = if point.ends_with("64") {
+                !(r.family == 6 && r.repetition == 2)
+            } else {
+                r.family == 4 && r.repetition == 1
+            };
+            let mut rec = finished(&r.id, point, r.family, r.repetition);
+            if keep {
+                store.put_run(&rec).unwrap();
+            } else if r.family == 6 && r.repetition == 2 && point.ends_with("64") {
+                rec.exit_code = 1;
+                store.put_failed_run(&rec).unwrap();
+            }
+        }
+        let mut warnings = Vec::new();
+        let runs = load(std::slice::from_ref(&dir), &mut warnings).unwrap();
+        let c = &runs.completeness;
+        assert_eq!((c.done, c.planned), (4, 8));
+        let per_point: Vec<(&str, usize, usize)> = c
+            .points
+            .iter()
+            .map(|p| (p.point.as_str(), p.done, p.planned))
+            .collect();
+        assert_eq!(per_point, [("size=64", 3, 4), ("size=512", 1, 4)]);
+        let missing: Vec<(&str, u8, u32, bool)> = c
+            .missing
+            .iter()
+            .map(|m| (m.point.as_str(), m.family, m.repetition, m.failed))
+            .collect();
+        assert_eq!(missing.len(), 4);
+        assert!(missing.contains(&("size=64", 6, 2, true)), "{missing:?}");
+        assert_eq!(
+            missing.iter().filter(|m| m.0 == "size=512" && !m.3).count(),
+            3
+        );
+        let report = crate::Report::new(&runs);
+        let t = &report.tables[0];
+        let p = t
+            .partial
+            .as_ref()
+            .expect("a table of a partial run says so");
+        assert_eq!((p.done, p.planned, p.missing.len()), (4, 8, 4));
+        assert_eq!(
+            p.note,
+            "partial: 4 of 8 runs; missing: point 64 IPv6 rep 2 (failed), point 512 IPv6 rep 1, \
+             point 512 IPv4 rep 2, point 512 IPv6 rep 2"
+        );
+        let text = report.text(false);
+        let lines: Vec<&str> = text.lines().collect();
+        let head = lines
+            .iter()
+            .position(|l| {
+                l.starts_with("Partial: 4 of 8 planned runs have results (1 of the missing failed")
+            })
+            .unwrap_or_else(|| panic!("{text}"));
+        assert_eq!(
+            lines[head + 1..head + 3],
+            [
+                "  point size=64: 3 of 4 runs",
+                "  point size=512: 1 of 4 runs"
+            ]
+        );
+        let title = lines.iter().position(|l| *l == "T").unwrap();
+        assert_eq!(lines[title + 1], p.note, "the line under the table's title");
+        let html = report.html(&[], &crate::Plots::default());
+        assert!(
+            html.contains(&format!(
+                "<h2>T</h2>\n<p class=\"notice partial\">{}</p>",
+                p.note
+            )),
+            "{html}"
+        );
+        let doc = serde_json::to_value(report.into_doc()).unwrap();
+        assert_eq!(doc["partial"]["done"], 4);
+        assert_eq!(doc["partial"]["planned"], 8);
+        assert_eq!(doc["partial"]["missing"].as_array().unwrap().len(), 4);
+        assert_eq!(
+            doc["tables"][0]["partial"]["missing"]
+                .as_array()
+                .unwrap()
+                .len(),
+            4
+        );
+
+        // Whole: nothing extra, in the text, the tables or the document.
+        for r in &plan.runs {
+            let point = &plan.points[r.point].id;
+            store
+                .put_run(&finished(&r.id, point, r.family, r.repetition))
+                .unwrap();
+        }
+        let runs = load(std::slice::from_ref(&dir), &mut warnings).unwrap();
+        assert!(runs.completeness.is_whole());
+        let report = crate::Report::new(&runs);
+        assert!(report.tables.iter().all(|t| t.partial.is_none()));
+        assert!(!report.text(false).contains("artial"));
+        let doc = serde_json::to_value(report.into_doc()).unwrap();
+        assert!(doc.get("partial").is_none());
+        assert!(!doc.to_string().contains("partial"));
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -269,7 +269,13 @@ pub const DOCTOR_HEADING: &str =
 
 /// The tables as aligned text, or as Markdown, under a line saying what the cells are
 /// and the host checks that were not ok when the runs started (`doctor`, one line each).
-pub fn text(tables: &[Table], results: &Results, doctor: &[String], markdown: bool) -> String {
+pub fn text(
+    tables: &[Table],
+    results: &Results,
+    doctor: &[String],
+    partial: &[String],
+    markdown: bool,
+) -> String {
     let mut out = format!(
         "dualperf report: {} runs; the mean over repetitions and its {:.0} % confidence interval;\n\
          Δ % = (IPv6 − IPv4) / IPv4; p from Welch's t-test; \"not significant\" (n.s.) at p ≥ {DEFAULT_ALPHA} whatever Δ.\n",
@@ -278,6 +284,23 @@ pub fn text(tables: &[Table], results: &Results, doctor: &[String], markdown: bo
     );
     if let Some(notice) = one_run_notice(results) {
         let _ = writeln!(out, "{notice}");
+    }
+    // A partial run's runs done against planned, each point short of some.
+    for (i, line) in partial.iter().enumerate() {
+        match (markdown, i) {
+            (true, 0) => {
+                let _ = writeln!(out, "\n**{}**\n", md(line));
+            }
+            (true, _) => {
+                let _ = writeln!(out, "- {}", md(line.trim_start()));
+            }
+            (false, _) => {
+                let _ = writeln!(out, "{line}");
+            }
+        }
+    }
+    if markdown && partial.len() > 1 {
+        out.push('\n');
     }
     if !doctor.is_empty() {
         if markdown {
@@ -305,12 +328,11 @@ pub fn text(tables: &[Table], results: &Results, doctor: &[String], markdown: bo
             })
             .collect();
         if markdown {
-            let _ = writeln!(
-                out,
-                "### {}\n\n{}\n",
-                md(&t.title),
-                caption(t, results).join(" ")
-            );
+            let _ = writeln!(out, "### {}\n", md(&t.title));
+            if let Some(p) = &t.partial {
+                let _ = writeln!(out, "**{}**\n", md(&p.note));
+            }
+            let _ = writeln!(out, "{}\n", caption(t, results).join(" "));
             let cells = |r: &[String]| r.iter().map(|c| md(c)).collect::<Vec<_>>().join(" | ");
             let _ = writeln!(out, "| {} |", cells(&header));
             let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
@@ -322,7 +344,11 @@ pub fn text(tables: &[Table], results: &Results, doctor: &[String], markdown: bo
             }
             out.push('\n');
         } else {
-            let _ = writeln!(out, "{}\n{}", t.title, caption(t, results).join("\n"));
+            let _ = writeln!(out, "{}", t.title);
+            if let Some(p) = &t.partial {
+                let _ = writeln!(out, "{}", p.note);
+            }
+            let _ = writeln!(out, "{}", caption(t, results).join("\n"));
             let h: Vec<&str> = header.iter().map(String::as_str).collect();
             let mut table = text_table::Table::new(&h);
             for row in body {

@@ -81,6 +81,30 @@ fn median_delay(c: &Column, record: &RunRecord) -> Option<f64> {
     summary?.delay.as_ref()?.p50_ns.map(|v| v as f64)
 }
 
+/// Whether a column's figures at `point` cannot be negative, so their interval must not
+/// be either: every metric but a one-way delay, and a `delay` whose runs all metered
+/// their flow round trip (a round trip is never below zero; Student's t over a few
+/// runs with one slow one reaches below it).
+fn non_negative(c: &Column, records: &[RunRecord], point: &str) -> bool {
+    if c.metric.non_negative() {
+        return true;
+    }
+    if c.metric != MetricKind::Delay || c.router.is_some() {
+        return false;
+    }
+    let mut runs = records
+        .iter()
+        .filter(|r| r.point == point)
+        .filter_map(|r| match c.flow {
+            0 => r.report.as_ref(),
+            n => r.background.get(usize::from(n) - 1)?.report(),
+        })
+        .filter_map(|report| report.flows.first())
+        .peekable();
+    // A flow metered round trip has the sender's summary of its echoes (as [`RunCdf`]).
+    runs.peek().is_some() && runs.all(|f| f.rtt.is_some())
+}
+
 /// Everything `report` read: the statistics of every (point, metric).
 #[derive(Clone, Debug)]
 pub struct Results {
@@ -193,8 +217,9 @@ impl Results {
                         .collect()
                 };
                 // An interval inside the metric's range where it has one (meter::repeat).
+                let in_range = non_negative(column, records, point);
                 let sample = |values: Vec<f64>| {
-                    if column.metric.non_negative() {
+                    if in_range {
                         Sample::bootstrap(&values, DEFAULT_LEVEL)
                     } else {
                         Sample::new(&values, DEFAULT_LEVEL)

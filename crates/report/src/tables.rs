@@ -29,6 +29,10 @@ pub struct Table {
     /// runs across hosts: see [`crate::clock`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Built from a partial run: its points' runs done against planned, and which are
+    /// missing (printed under its title).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial: Option<crate::missing::Partial>,
     /// The varying factor's numeric values when it is the only one (an x axis).
     #[serde(skip)]
     pub x: Option<Vec<f64>>,
@@ -198,6 +202,7 @@ fn table(
         metrics,
         paper: BTreeMap::new(),
         notes: Vec::new(),
+        partial: None,
         label_heading,
         rows: points
             .iter()
