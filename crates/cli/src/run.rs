@@ -83,33 +83,8 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         Ok(p) => p,
         Err(e) => usage!("{}: {}", at(e.line), e.message),
     };
-    let given = Settings {
-        quick: args.quick,
-        overrides: Overrides {
-            repetitions: args.repetitions,
-            duration: args.duration,
-        },
-    };
     // Where the run goes, and, for a resume, what it was started with.
-    let (dir, settings, resumed) = match (args.dry_run, args.resume, &args.dir) {
-        (true, ..) => (PathBuf::new(), given, None),
-        (false, true, dir) => {
-            let (dir, found) = match dir {
-                Some(d) => (d.clone(), None),
-                None => match lab::store::latest_unfinished(Path::new(DEFAULT_PARENT), &whole.name) {
-                    Some(u) => (u.dir.clone(), Some(u)),
-                    None => usage!(
-                        "--resume without --dir: no unfinished run of plan '{}' in {DEFAULT_PARENT}/ (a run started with --dir DIR goes on with --dir DIR --resume)",
-                        whole.name
-                    ),
-                },
-            };
-            let settings = resumed_settings(&dir, given)?;
-            (dir, settings, Some(found))
-        }
-        (false, false, Some(d)) => (d.clone(), given, None),
-        (false, false, None) => (default_dir(&whole.name), given, None),
-    };
+    let (dir, settings, resumed) = place(&args, &whole.name)?;
     let mut plan = if settings.quick {
         match Plan::parse(&text, true) {
             Ok(p) => p,
@@ -379,6 +354,39 @@ fn default_dir(name: &str) -> PathBuf {
     // The name comes from the plan: only safe characters reach the path.
     let name = lab::plan::file_safe(name);
     PathBuf::from(DEFAULT_PARENT).join(format!("{name}-{now}"))
+}
+
+/// Where a run goes and what it measures beside its plan: the directory (none for a dry
+/// run), the settings (for a resume, those it was started with), and for a resume the
+/// unfinished run `--resume` without `--dir` found (`Some(None)`: `--dir` named it).
+type Placed = (PathBuf, Settings, Option<Option<lab::store::Unfinished>>);
+
+fn place(args: &RunArgs, plan: &str) -> Result<Placed> {
+    let given = Settings {
+        quick: args.quick,
+        overrides: Overrides {
+            repetitions: args.repetitions,
+            duration: args.duration,
+        },
+    };
+    Ok(match (args.dry_run, args.resume, &args.dir) {
+        (true, ..) => (PathBuf::new(), given, None),
+        (false, true, dir) => {
+            let (dir, found) = match dir {
+                Some(d) => (d.clone(), None),
+                None => match lab::store::latest_unfinished(Path::new(DEFAULT_PARENT), plan) {
+                    Some(u) => (u.dir.clone(), Some(u)),
+                    None => usage!(
+                        "--resume without --dir: no unfinished run of plan '{plan}' in {DEFAULT_PARENT}/ (a run started with --dir DIR goes on with --dir DIR --resume)"
+                    ),
+                },
+            };
+            let settings = resumed_settings(&dir, given)?;
+            (dir, settings, Some(found))
+        }
+        (false, false, Some(d)) => (d.clone(), given, None),
+        (false, false, None) => (default_dir(plan), given, None),
+    })
 }
 
 /// What a run measures beside its plan: `--quick`, `--repetitions`, `--duration`.
