@@ -480,7 +480,12 @@ fn udp_at_12_mbit_loses_what_the_framing_arithmetic_predicts() {
     // Payload 1400 B: frames of 1400 + 8 (UDP) + 20 or 40 (IP) + 14 (Ethernet) bytes.
     // The link carries 10e6 / (8 · frame) frames a second; over the run it delivers those
     // plus the 100 frames its queue holds when the sender stops.
+    let receiver_ns = format!("dp-{}.receiver", lab.name);
     for (dest, ip_header) in [(RECEIVER_V4, 20.0), (RECEIVER_V6, 40.0)] {
+        // What the receiver's kernel drops (a socket buffer that overflows while a busy
+        // host keeps the receiver from reading) is lost beside the link: measured, and
+        // allowed for, not hoped away.
+        let host_drops_before = udp_in_errors(&receiver_ns);
         let flow = &lab.flow(
             dest,
             &[
@@ -500,15 +505,55 @@ fn udp_at_12_mbit_loses_what_the_framing_arithmetic_predicts() {
         let predicted_received = (10e6 / frame_bits * span_s + 100.0).min(sent);
         let predicted = 100.0 * (1.0 - predicted_received / sent);
         let measured = 100.0 * (1.0 - received / sent);
+        let host_drops = udp_in_errors(&receiver_ns) - host_drops_before;
+        let host_pct = 100.0 * host_drops as f64 / sent;
         eprintln!(
-            "UDP 12 Mbit/s to {dest}: loss {measured:.2} % measured, {predicted:.2} % predicted"
+            "UDP 12 Mbit/s to {dest}: loss {measured:.2} % measured, {predicted:.2} % predicted, \
+             {host_pct:.2} % dropped by the receiver's kernel"
         );
         assert!(
-            (measured - predicted).abs() < 1.0,
-            "{dest}: {measured} vs {predicted}"
+            (measured - predicted).abs() < 1.0 + host_pct,
+            "{dest}: {measured} vs {predicted} ({host_drops} datagrams dropped by the receiver's kernel)"
         );
     }
     lab.down();
+}
+
+/// The UDP datagrams the kernel of namespace `ns` dropped on receipt (`InErrors` of
+/// `/proc/net/snmp`'s Udp line and `Udp6InErrors` of `/proc/net/snmp6`: full socket
+/// buffers, bad checksums), both families.
+fn udp_in_errors(ns: &str) -> u64 {
+    let out = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            ns,
+            "cat",
+            "/proc/net/snmp",
+            "/proc/net/snmp6",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut udp = text.lines().filter(|l| l.starts_with("Udp: "));
+    let (names, values) = (udp.next().unwrap(), udp.next().unwrap());
+    let v4 = names
+        .split_whitespace()
+        .zip(values.split_whitespace())
+        .find(|(n, _)| *n == "InErrors")
+        .and_then(|(_, v)| v.parse::<u64>().ok())
+        .unwrap();
+    let v6 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Udp6InErrors"))
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap();
+    v4 + v6
 }
 
 #[test]
