@@ -51,10 +51,10 @@ mod many_flows;
 mod marking;
 #[path = "tests/overhead.rs"]
 mod overhead;
-#[path = "tests/plan_run.rs"]
-mod plan_run;
 #[path = "tests/plan_resume.rs"]
 mod plan_resume;
+#[path = "tests/plan_run.rs"]
+mod plan_run;
 #[path = "tests/portcheck.rs"]
 mod portcheck;
 #[path = "tests/presets.rs"]
