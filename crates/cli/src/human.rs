@@ -188,69 +188,54 @@ pub(crate) fn interval_table_of(
     window_ns: u64,
     counted: Counted,
 ) -> String {
-    if counted == Counted::Packets {
-        return interval_table(series, window_ns);
-    }
     let origin = series.first().map_or(0, |i| i.start_ns);
     let decimals = window_decimals(window_ns);
-    let mut header = vec!["interval", "messages", "received", "rx rate"];
-    if counted == Counted::Bytes {
-        header.remove(1);
+    let count = match counted {
+        Counted::Packets => Some("packets"),
+        Counted::Messages => Some("messages"),
+        Counted::Bytes => None,
+    };
+    let lost = counted == Counted::Packets;
+    let mut header = vec!["interval"];
+    header.extend(count);
+    header.extend(["received", "rx rate", "delay mean", "delay max", "jitter"]);
+    if lost {
+        header.push("lost pkt");
     }
-    header.extend(["delay mean", "delay max", "jitter"]);
     let mut t = report::text_table::Table::new(&header);
     for i in series {
-        let mut row = vec![
-            window(origin, i.start_ns, i.end_ns, decimals),
-            i.packets.to_string(),
-            bytes(i.bytes),
-            or_missing(i.bitrate_bps, bitrate),
-            or_missing(i.delay_mean_ns, duration),
-            or_missing(i.delay_max_ns.map(|d| d as f64), duration),
-            or_missing(i.jitter_ditg_ns, duration),
-        ];
-        if counted == Counted::Bytes {
-            row.remove(1);
+        let mut row = vec![window(origin, i.start_ns, i.end_ns, decimals)];
+        if count.is_some() {
+            row.push(i.packets.to_string());
         }
-        t.row(row);
-    }
-    t.render()
-        + "rx rate: payload bits over the whole window; jitter: D-ITG's mean |ΔD| of its arrivals;\n\
-           -: an empty window\n"
-}
-
-/// A receiver's interval series (`decode --interval`, `send --interval`) as an aligned
-/// table, then a legend: times in seconds since the first window's start, every figure
-/// in its unit, `-` where an empty window has none (never 0: a stall is not zero delay).
-pub(crate) fn interval_table(series: &[meter::Interval], window_ns: u64) -> String {
-    let origin = series.first().map_or(0, |i| i.start_ns);
-    let decimals = window_decimals(window_ns);
-    let mut t = report::text_table::Table::new(&[
-        "interval",
-        "packets",
-        "received",
-        "rx rate",
-        "delay mean",
-        "delay max",
-        "jitter",
-        "lost pkt",
-    ]);
-    for i in series {
-        t.row(vec![
-            window(origin, i.start_ns, i.end_ns, decimals),
-            i.packets.to_string(),
+        row.extend([
             bytes(i.bytes),
             or_missing(i.bitrate_bps, bitrate),
             or_missing(i.delay_mean_ns, duration),
             or_missing(i.delay_max_ns.map(|d| d as f64), duration),
             // D-ITG's jitter of the pairs ending in the window (meter::interval).
             or_missing(i.jitter_ditg_ns, duration),
-            or_missing(i.lost, |n| n.to_string()),
         ]);
+        if lost {
+            row.push(or_missing(i.lost, |n| n.to_string()));
+        }
+        t.row(row);
     }
+    let legend = if lost {
+        "lost pkt: numbers skipped by an arrival in the window, never received; -: an empty window\n"
+    } else {
+        "-: an empty window\n"
+    };
     t.render()
-        + "rx rate: payload bits over the whole window; jitter: D-ITG's mean |ΔD| of its arrivals;\n\
-           lost pkt: numbers skipped by an arrival in the window, never received; -: an empty window\n"
+        + "rx rate: payload bits over the whole window; jitter: D-ITG's mean |ΔD| of its arrivals;\n"
+        + legend
+}
+
+/// A receiver's interval series (`decode --interval`, `send --interval`) as an aligned
+/// table, then a legend: times in seconds since the first window's start, every figure
+/// in its unit, `-` where an empty window has none (never 0: a stall is not zero delay).
+pub(crate) fn interval_table(series: &[meter::Interval], window_ns: u64) -> String {
+    interval_table_of(series, window_ns, Counted::Packets)
 }
 
 #[cfg(test)]
