@@ -6,7 +6,6 @@
 use meter::repeat::Verdict;
 use meter::verdict::{RunsComparison, RunsInput, Scale, DEFAULT_FDR};
 use results::compare::{CompareReport, Point, PointStats, Side, Verdicts};
-use wire::time::Duration;
 
 /// A metric of the table: where its figure is in a run and in a test's statistics, its
 /// unit, and its range.
@@ -342,7 +341,7 @@ pub(super) fn render(r: &CompareReport) -> String {
         "dualperf compare: {path}, round-trip meter; {} run{} a family per test, interleaved, {} each; sizes {} B at {}, VoIP at its codec's rate, games by their models{}\n",
         r.repetitions,
         if r.repetitions == 1 { "" } else { "s" },
-        Duration::from_nanos(r.duration_ns),
+        crate::human::span(std::time::Duration::from_nanos(r.duration_ns)),
         r.sizes_bytes.iter().map(u32::to_string).collect::<Vec<_>>().join("/"),
         r.rate,
         if r.interrupted { " (interrupted)" } else { "" },
