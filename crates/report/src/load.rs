@@ -311,27 +311,8 @@ mod tests {
     fn run_dir(name: &str) -> PathBuf {
         let dir = temp(name);
         let store = Store::create(&dir).unwrap();
-        let report =
-            serde_json::from_str(include_str!("../../lab/tests/data/send-udp-rtt.json")).unwrap();
         store
-            .put_run(&RunRecord {
-                format_version: lab::store::FORMAT_VERSION,
-                run: Run {
-                    id: "rep001-p-ipv4".into(),
-                    point: 0,
-                    family: 4,
-                    repetition: 1,
-                },
-                point: "p".into(),
-                argv: Vec::new(),
-                started_unix_ns: 0,
-                exit_code: 0,
-                stderr: String::new(),
-                report: Some(report),
-                background: Vec::new(),
-                routers: BTreeMap::new(),
-                router_stalls: BTreeMap::new(),
-            })
+            .put_run(&finished("rep001-p-ipv4", "p", 4, 1))
             .unwrap();
         dir
     }
