@@ -16,7 +16,6 @@ mod doctor;
 mod export;
 mod habits;
 mod hostinfo;
-mod human;
 mod interop;
 mod interrupt;
 mod labcmd;
@@ -34,6 +33,8 @@ mod send;
 mod stamp;
 
 use clap::{Parser, Subcommand};
+// Figures for people (`crate::human::duration` …) live with the documents they render.
+use results::human;
 
 /// Measure and compare IPv4 and IPv6: throughput, one-way delay, round-trip time,
 /// jitter and loss, with realistic, marked traffic.

@@ -35,7 +35,8 @@ pub mod png;
 pub mod render;
 pub mod stats;
 pub mod tables;
-pub mod text_table;
+/// Plain aligned text tables, shared with the binary's renderers (`results::text_table`).
+pub use results::text_table;
 pub mod units;
 
 use std::path::PathBuf;

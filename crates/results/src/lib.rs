@@ -13,5 +13,7 @@ pub mod clock;
 pub mod compare;
 pub mod decode;
 pub mod doctor;
+pub mod human;
 pub mod recv;
 pub mod send;
+pub mod text_table;

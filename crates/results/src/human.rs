@@ -16,10 +16,10 @@
 //! A value that is not finite prints as `-`, as a missing one does.
 
 /// What a missing figure prints as.
-pub(crate) const MISSING: &str = "-";
+pub const MISSING: &str = "-";
 
 /// `v` formatted by `f`, or [`MISSING`].
-pub(crate) fn or_missing<T>(v: Option<T>, f: impl FnOnce(T) -> String) -> String {
+pub fn or_missing<T>(v: Option<T>, f: impl FnOnce(T) -> String) -> String {
     v.map_or_else(|| MISSING.to_owned(), f)
 }
 
@@ -62,7 +62,7 @@ fn scaled(x: f64, units: &[(f64, &str)]) -> String {
 
 /// A duration or delay given in ns (negative for a one-way delay under a clock offset,
 /// or an IPDV): `850 ns`, `3.05 µs`, `41.2 ms`, `2.998 s`.
-pub(crate) fn duration(ns: f64) -> String {
+pub fn duration(ns: f64) -> String {
     if ns.is_finite() && ns.abs() >= 999.5e6 {
         let sign = if ns < 0.0 { "-" } else { "" };
         return format!("{sign}{:.3} s", ns.abs() / 1e9);
@@ -73,7 +73,7 @@ pub(crate) fn duration(ns: f64) -> String {
 /// A span of time for people, in the two largest units that matter: `850 ms`, `45 s`,
 /// `2 min 10 s`, `19 h 43 min`, `3 d 4 h` (a zero second part left out: `2 min`, `1 h`).
 /// Rounded to the smallest unit shown; for delays, whose digits matter, see [`duration`].
-pub(crate) fn span(d: std::time::Duration) -> String {
+pub fn span(d: std::time::Duration) -> String {
     if d.as_nanos() < 999_500_000 {
         return duration(d.as_nanos() as f64);
     }
@@ -99,7 +99,7 @@ pub(crate) fn span(d: std::time::Duration) -> String {
 }
 
 /// A bit rate given in bit/s, in powers of 1000: `4.10 Mbit/s`.
-pub(crate) fn bitrate(bps: f64) -> String {
+pub fn bitrate(bps: f64) -> String {
     scaled(
         bps,
         &[
@@ -113,7 +113,7 @@ pub(crate) fn bitrate(bps: f64) -> String {
 }
 
 /// A byte count in powers of 1024 (IEC names): `512 B`, `1.46 MiB`.
-pub(crate) fn bytes(n: u64) -> String {
+pub fn bytes(n: u64) -> String {
     if n < 1024 {
         return format!("{n} B");
     }
@@ -131,7 +131,7 @@ pub(crate) fn bytes(n: u64) -> String {
 }
 
 /// A packet rate: `3.33 pkt/s`, `1000 pkt/s`.
-pub(crate) fn packet_rate(pps: f64) -> String {
+pub fn packet_rate(pps: f64) -> String {
     if !pps.is_finite() {
         return MISSING.to_owned();
     }
@@ -146,7 +146,7 @@ pub(crate) fn packet_rate(pps: f64) -> String {
 
 /// A percentage given in percent: `0.125 %`; `<0.001 %` for a share above zero that
 /// three decimals would show as none.
-pub(crate) fn percent(p: f64) -> String {
+pub fn percent(p: f64) -> String {
     if !p.is_finite() {
         return MISSING.to_owned();
     }
@@ -158,21 +158,21 @@ pub(crate) fn percent(p: f64) -> String {
 
 /// How many decimals of a second tell windows of `window_ns` apart: at least 2 (iperf3's
 /// `0.00-1.00`), more for windows that are not a whole number of hundredths.
-pub(crate) fn window_decimals(window_ns: u64) -> usize {
+pub fn window_decimals(window_ns: u64) -> usize {
     (2..9)
         .find(|d| window_ns % 10u64.pow(9 - *d as u32) == 0)
         .unwrap_or(9)
 }
 
 /// A window `[from_ns, to_ns)` in seconds since `origin_ns`: `0.00-1.00 s`.
-pub(crate) fn window(origin_ns: u64, from_ns: u64, to_ns: u64, decimals: usize) -> String {
+pub fn window(origin_ns: u64, from_ns: u64, to_ns: u64, decimals: usize) -> String {
     let s = |t: u64| t.saturating_sub(origin_ns) as f64 / 1e9;
     format!("{:.decimals$}-{:.decimals$} s", s(from_ns), s(to_ns))
 }
 
 /// What a flow's counts count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Counted {
+pub enum Counted {
     /// Datagrams (UDP, STAMP).
     Packets,
     /// TCP messages, a write of the flow's size each.
@@ -183,11 +183,7 @@ pub(crate) enum Counted {
 
 /// [`interval_table`] of a flow whose counts count `counted`: TCP messages, and for a
 /// TCP bulk flow bytes alone, with no column of lost numbers (TCP loses none).
-pub(crate) fn interval_table_of(
-    series: &[meter::Interval],
-    window_ns: u64,
-    counted: Counted,
-) -> String {
+pub fn interval_table_of(series: &[meter::Interval], window_ns: u64, counted: Counted) -> String {
     let origin = series.first().map_or(0, |i| i.start_ns);
     let decimals = window_decimals(window_ns);
     let count = match counted {
@@ -202,7 +198,7 @@ pub(crate) fn interval_table_of(
     if lost {
         header.push("lost pkt");
     }
-    let mut t = report::text_table::Table::new(&header);
+    let mut t = crate::text_table::Table::new(&header);
     for i in series {
         let mut row = vec![window(origin, i.start_ns, i.end_ns, decimals)];
         if count.is_some() {
@@ -234,7 +230,7 @@ pub(crate) fn interval_table_of(
 /// A receiver's interval series (`decode --interval`, `send --interval`) as an aligned
 /// table, then a legend: times in seconds since the first window's start, every figure
 /// in its unit, `-` where an empty window has none (never 0: a stall is not zero delay).
-pub(crate) fn interval_table(series: &[meter::Interval], window_ns: u64) -> String {
+pub fn interval_table(series: &[meter::Interval], window_ns: u64) -> String {
     interval_table_of(series, window_ns, Counted::Packets)
 }
 
