@@ -20,7 +20,6 @@ mod interop;
 mod interrupt;
 mod labcmd;
 mod logsink;
-mod omit;
 mod out;
 mod overhead;
 mod portcheck;

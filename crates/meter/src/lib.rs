@@ -14,9 +14,10 @@
 //!   sequence number, RFC 5481 PDV percentiles), [`loss`] (loss, RFC 3357 loss
 //!   periods, duplicates, RFC 4737 reordering, and D-ITG's own loss rules for
 //!   comparison), [`marking`] (received DSCP/ECN, hop limit, flow label),
-//!   [`schedule`] (sender schedule error), [`stats`] (mean, standard
-//!   deviation, nearest-rank percentiles, reusable elsewhere), [`rtp`] (RFC 3550
-//!   jitter against the RTP timestamps the records carry).
+//!   [`schedule`] (sender schedule error), [`omit`] (which packets `-O` leaves
+//!   out, by their stamps), [`stats`] (mean, standard deviation, nearest-rank
+//!   percentiles, reusable elsewhere), [`rtp`] (RFC 3550 jitter against the RTP
+//!   timestamps the records carry).
 //! - Aggregates: [`summary`] ([`summarize`], [`summarize_all`] → per-flow
 //!   [`FlowSummary`] and a D-ITG-style total) and [`interval`] ([`intervals`]:
 //!   per-window series where an empty window is `null`, not 0). These batch
@@ -72,6 +73,7 @@ pub mod jitter;
 pub mod log;
 pub mod loss;
 pub mod marking;
+pub mod omit;
 pub mod record;
 pub mod repeat;
 pub mod rtp;

@@ -501,7 +501,11 @@ impl Shared {
                     .cdf
                     .then(|| state.meter.delay_cdf_ns())
                     .flatten(),
-                omitted: state.omit.as_ref().map(crate::omit::RxOmit::report),
+                omitted: state.omit.as_ref().map(|o| wire::control::Omitted {
+                    omitted_packets: o.omitted_packets(),
+                    omitted_bytes: o.omitted_bytes(),
+                    counted_from_seq: o.counted_from_seq(),
+                }),
             };
             if let Some(w) = flow.announce.interval_ns {
                 let windows = state.meter.interval_windows();

@@ -114,7 +114,7 @@ pub(crate) struct FlowState {
     /// Largest delay seen, to size the wait for packets still in flight.
     pub(crate) max_delay_ns: u64,
     /// `-O/--omit`: the packets left out of the figures (`crate::omit`).
-    pub(crate) omit: Option<crate::omit::RxOmit>,
+    pub(crate) omit: Option<meter::omit::RxOmit>,
 }
 
 impl FlowState {
@@ -139,7 +139,7 @@ impl FlowState {
             malformed: 0,
             last_rx_mono_ns: 0,
             max_delay_ns: 0,
-            omit: flow.announce.omit_ns.map(crate::omit::RxOmit::new),
+            omit: flow.announce.omit_ns.map(meter::omit::RxOmit::new),
         }
     }
 

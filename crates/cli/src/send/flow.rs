@@ -41,7 +41,7 @@ pub(super) struct FlowResult {
     pub(super) unlogged: u64,
     pub(super) error: Option<String>,
     /// `-O`: the packets sent within the omitted span (not in `tx`).
-    pub(super) omitted: Option<crate::omit::TxOmit>,
+    pub(super) omitted: Option<meter::omit::TxOmit>,
     /// `-Z`: the zero-copy sends and their completions.
     pub(super) zerocopy: Option<results::send::ZeroCopyStats>,
 }
@@ -322,7 +322,7 @@ pub(super) struct FlowState {
     pub(super) unlogged: u64,
     pub(super) error: Option<String>,
     /// `-O`: which sent packets the figures leave out.
-    pub(super) omit: Option<crate::omit::TxOmit>,
+    pub(super) omit: Option<meter::omit::TxOmit>,
 }
 
 /// The largest payload a flow may send: its size, or what the protocol allows when sizes
@@ -375,7 +375,7 @@ impl FlowState {
             echo,
             unlogged: 0,
             error: None,
-            omit: spec.omit_ns.map(crate::omit::TxOmit::new),
+            omit: spec.omit_ns.map(meter::omit::TxOmit::new),
         }
     }
 

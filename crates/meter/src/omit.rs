@@ -1,4 +1,4 @@
-//! `-O/--omit` (iperf3's `-O`): which packets of a flow are left out of its figures, as
+//! `dualperf send -O/--omit` (iperf3's `-O`): which packets of a flow are left out of its figures, as
 //! the sender ([`TxOmit`]) and the receiver ([`RxOmit`]) decide it.
 //!
 //! # The omitted span
@@ -23,36 +23,40 @@
 //!
 //! On TCP, in order and lossless, both ends always omit exactly the same messages.
 
-use meter::RxRecord;
-use wire::control::Omitted;
+use crate::RxRecord;
 
 /// The receiver's side of `-O` for one flow.
 #[derive(Clone, Debug)]
-pub(crate) struct RxOmit {
+pub struct RxOmit {
     omit_ns: u64,
     /// `tx_ns` of the first packet received.
     first_tx_ns: Option<u64>,
-    counted: Omitted,
+    omitted_packets: u64,
+    omitted_bytes: u64,
+    counted_from_seq: Option<u64>,
 }
 
 impl RxOmit {
-    pub(crate) fn new(omit_ns: u64) -> Self {
+    /// Omits what is stamped within `omit_ns` of the first packet received.
+    pub fn new(omit_ns: u64) -> Self {
         Self {
             omit_ns,
             first_tx_ns: None,
-            counted: Omitted::default(),
+            omitted_packets: 0,
+            omitted_bytes: 0,
+            counted_from_seq: None,
         }
     }
 
     /// `record` (its sequence number unwrapped) as the flow's figures count it,
     /// renumbered from the counted span's start; `None` if it is omitted (and counted
     /// so).
-    pub(crate) fn admit(&mut self, record: &RxRecord) -> Option<RxRecord> {
+    pub fn admit(&mut self, record: &RxRecord) -> Option<RxRecord> {
         let first = *self.first_tx_ns.get_or_insert(record.tx_ns);
         let in_span = record.tx_ns < first.saturating_add(self.omit_ns);
-        let from = match self.counted.counted_from_seq {
+        let from = match self.counted_from_seq {
             _ if in_span => None,
-            None => Some(*self.counted.counted_from_seq.insert(record.seq)),
+            None => Some(*self.counted_from_seq.insert(record.seq)),
             Some(from) if record.seq < from => None,
             Some(from) => Some(from),
         };
@@ -62,8 +66,8 @@ impl RxOmit {
                 ..*record
             }),
             None => {
-                self.counted.omitted_packets += 1;
-                self.counted.omitted_bytes += u64::from(record.size_bytes);
+                self.omitted_packets += 1;
+                self.omitted_bytes += u64::from(record.size_bytes);
                 None
             }
         }
@@ -71,35 +75,48 @@ impl RxOmit {
 
     /// Of the `sent` packets the sender reports, those numbered within the counted span:
     /// what the loss expects.
-    pub(crate) fn counted_sent(&self, sent: Option<u64>) -> Option<u64> {
+    pub fn counted_sent(&self, sent: Option<u64>) -> Option<u64> {
         sent.map(|s| s.saturating_sub(self.before_counted()))
     }
 
     /// Packets numbered before the counted span: sent, but never metered.
-    pub(crate) fn before_counted(&self) -> u64 {
-        self.counted.counted_from_seq.unwrap_or(0)
+    pub fn before_counted(&self) -> u64 {
+        self.counted_from_seq.unwrap_or(0)
     }
 
-    /// What was left out.
-    pub(crate) fn report(&self) -> Omitted {
-        self.counted
+    /// Packets received within the omitted span (or numbered before the counted span).
+    pub fn omitted_packets(&self) -> u64 {
+        self.omitted_packets
+    }
+
+    /// Their payload bytes.
+    pub fn omitted_bytes(&self) -> u64 {
+        self.omitted_bytes
+    }
+
+    /// The sequence number the counted span starts at; `None` while nothing counted
+    /// came.
+    pub fn counted_from_seq(&self) -> Option<u64> {
+        self.counted_from_seq
     }
 }
 
 /// The sender's side of `-O` for one flow: which sent packets its `sent` figures leave
 /// out.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct TxOmit {
+pub struct TxOmit {
     omit_ns: u64,
     /// The wall-clock stamp of the flow's first packet.
     first_tx_ns: Option<u64>,
-    /// Packets and payload bytes sent within the omitted span.
-    pub(crate) packets: u64,
-    pub(crate) bytes: u64,
+    /// Packets sent within the omitted span.
+    pub packets: u64,
+    /// Their payload bytes.
+    pub bytes: u64,
 }
 
 impl TxOmit {
-    pub(crate) fn new(omit_ns: u64) -> Self {
+    /// Omits what is stamped within `omit_ns` of the first packet sent.
+    pub fn new(omit_ns: u64) -> Self {
         Self {
             omit_ns,
             first_tx_ns: None,
@@ -109,7 +126,7 @@ impl TxOmit {
     }
 
     /// Whether a packet of `size_bytes` stamped `tx_ns` is omitted (and counted so).
-    pub(crate) fn omits(&mut self, tx_ns: u64, size_bytes: u32) -> bool {
+    pub fn omits(&mut self, tx_ns: u64, size_bytes: u32) -> bool {
         let first = *self.first_tx_ns.get_or_insert(tx_ns);
         let omitted = tx_ns < first.saturating_add(self.omit_ns);
         if omitted {
@@ -153,12 +170,11 @@ mod tests {
             .collect();
         // Renumbered from the counted span's start.
         assert_eq!(admitted, [0, 1, 2, 3, 4, 5]);
-        let report = rx.report();
         assert_eq!(
             (
-                report.omitted_packets,
-                report.omitted_bytes,
-                report.counted_from_seq
+                rx.omitted_packets(),
+                rx.omitted_bytes(),
+                rx.counted_from_seq()
             ),
             (4, 400, Some(4))
         );
@@ -175,7 +191,7 @@ mod tests {
         assert!(rx.admit(&record(4, 1_400)).is_none());
         assert!(rx.admit(&record(3, 1_300)).is_none());
         assert_eq!(rx.admit(&record(6, 1_600)).map(|r| r.seq), Some(1));
-        assert_eq!(rx.report().omitted_packets, 3);
-        assert_eq!(rx.report().counted_from_seq, Some(5));
+        assert_eq!(rx.omitted_packets(), 3);
+        assert_eq!(rx.counted_from_seq(), Some(5));
     }
 }
