@@ -4,6 +4,7 @@
 //! each command turns them into a validated config before any socket opens, and a
 //! driver binds the sans-IO cores (`traffic`, `meter`, `wire`) to the kernel (`netio`).
 //! `main` maps errors to exit codes: 0 success, 1 runtime failure, 2 usage error.
+#![forbid(unsafe_code)]
 
 mod agent;
 mod args;
@@ -16,6 +17,7 @@ mod doctor;
 mod export;
 mod habits;
 mod hostinfo;
+mod inproc;
 mod interop;
 mod interrupt;
 mod labcmd;

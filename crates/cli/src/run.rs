@@ -117,19 +117,98 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
     if args.dry_run {
         let (target, _) = target_of(&plan, &args.plan, false)?;
         if args.json {
-            return crate::out::print_json(&dry_run_json(&plan, &target));
+            return crate::out::print_json(&crate::out::sorted_json(&dry_run_json(&plan, &target))?);
         }
         return crate::out::print(dry_run(&plan, &target));
     }
+    let job = Job {
+        who: "dualperf run",
+        plan_path: &args.plan,
+        text: &text,
+        plan: &plan,
+        dir: &dir,
+        settings,
+        resume: args.resume,
+        resumed,
+        index: args.index.as_deref(),
+    };
+    let exe = std::env::current_exe().context("cannot find the dualperf binary")?;
+    let Measured {
+        outcome,
+        index_path,
+        indexed,
+        interrupted,
+    } = measure(&job, &mut lab::executor::Processes::new(exe))?;
+    if let (true, Ok(o)) = (args.json, &outcome) {
+        // Keys in name order, as before the document had a type.
+        crate::out::print_json(&crate::out::sorted_json(&lab::rundoc::RunSummary {
+            plan: plan.name.clone(),
+            dir: dir.clone(),
+            quick: settings.quick,
+            repetitions: plan.repetitions,
+            run_duration_ns: plan.duration.as_nanos(),
+            runs_planned: plan.runs.len(),
+            runs_measured: o.measured,
+            runs_already_there: o.skipped,
+            runs_failed: o.failed,
+            interrupted,
+            index: index_path,
+            runs_indexed: indexed,
+        })?)?;
+    }
+    job.finish(outcome)
+}
+
+/// A plan to measure into a run directory, as `run` and `compare` both do.
+pub(crate) struct Job<'a> {
+    /// Who says what happens: `dualperf run`, `dualperf compare`.
+    pub(crate) who: &'static str,
+    /// The plan's file (for messages, the resume command, files beside it).
+    pub(crate) plan_path: &'a Path,
+    /// Its text, kept as `plan.toml`.
+    pub(crate) text: &'a str,
+    /// The plan, expanded, with the settings applied.
+    pub(crate) plan: &'a Plan,
+    /// The run directory.
+    pub(crate) dir: &'a Path,
+    /// `--quick`, `--repetitions`, `--duration`.
+    pub(crate) settings: Settings,
+    /// Go on with the runs `dir` lacks.
+    pub(crate) resume: bool,
+    /// For a resume, the unfinished run `--resume` without `--dir` found.
+    pub(crate) resumed: Option<Option<lab::store::Unfinished>>,
+    /// `--index`.
+    pub(crate) index: Option<&'a Path>,
+}
+
+/// What [`measure`] did.
+pub(crate) struct Measured {
+    /// What the runner measured, or why it stopped.
+    pub(crate) outcome: Result<lab::runner::Outcome, RunError>,
+    /// The SQLite index.
+    pub(crate) index_path: PathBuf,
+    /// Runs indexed there; `None` when indexing failed (said on stderr).
+    pub(crate) indexed: Option<usize>,
+    /// Whether Ctrl-C stopped it.
+    pub(crate) interrupted: bool,
+}
+
+/// Measure `job` into its run directory with `executor`: the directory's files, the
+/// host check, the lab (built for the plan and removed after), every run, the index.
+pub(crate) fn measure(
+    job: &Job<'_>,
+    executor: &mut dyn lab::executor::Executor,
+) -> Result<Measured> {
+    let (plan, dir, who) = (job.plan, job.dir, job.who);
     let store = Store::create(&dir)?;
-    if store.has_runs()? && !args.resume {
+    if store.has_runs()? && !job.resume {
         usage!(
             "{} already holds runs: give --resume to go on with it, or another --dir",
             dir.display()
         );
     }
-    let resolved = Resolved::new(&plan, settings.quick).with_overrides(settings.overrides);
-    if args.resume {
+    let resolved = Resolved::new(plan, job.settings.quick).with_overrides(job.settings.overrides);
+    if job.resume {
         // Resuming under another plan would mix two experiments in one directory (a
         // file that no longer reads counts as another plan).
         let before = std::fs::read(dir.join("resolved.json"))
@@ -142,19 +221,18 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
             );
         }
     }
-    let resume_with = resume_command(&args.plan, &dir, &settings, args.index.as_deref());
-    match &resumed {
-        None => crate::out::note!("dualperf run: run directory {}", dir.display()),
-        Some(None) => crate::out::note!("dualperf run: resuming {}", dir.display()),
+    match &job.resumed {
+        None => crate::out::note!("{who}: run directory {}", dir.display()),
+        Some(None) => crate::out::note!("{who}: resuming {}", dir.display()),
         Some(Some(u)) => crate::out::note!(
-            "dualperf run: resuming {}, the newest unfinished run of plan '{}' in {DEFAULT_PARENT}/ ({} of {} runs done)",
+            "{who}: resuming {}, the newest unfinished run of plan '{}' in {DEFAULT_PARENT}/ ({} of {} runs done)",
             dir.display(),
             plan.name,
             u.done,
             u.total
         ),
     }
-    store.write_file("plan.toml", text.as_bytes())?;
+    store.write_file("plan.toml", job.text.as_bytes())?;
     store.write_json("resolved.json", &crate::out::sorted_json(&resolved)?)?;
     // The host a run directory was started on stays recorded; a resume adds its own.
     let host_file = if dir.join("host.json").exists() {
@@ -177,12 +255,10 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
     let scope = results::doctor::Scope::of_target(&plan.target);
     let problems: Vec<String> = doctor.problems_for(scope).map(|c| c.line()).collect();
     for line in &problems {
-        crate::out::note!("dualperf run: host check: {line}");
+        crate::out::note!("{who}: host check: {line}");
     }
     if !problems.is_empty() {
-        crate::out::note!(
-            "dualperf run: `dualperf doctor` says why each matters and how to fix it"
-        );
+        crate::out::note!("{who}: `dualperf doctor` says why each matters and how to fix it");
     }
     let stop = crate::interrupt::flag();
     let tty = crate::out::progress_on_stderr();
@@ -205,7 +281,7 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
             eprint!("\r\x1b[2K{}", progress_bar(done, total, &what, left, 24));
         } else {
             crate::out::note!(
-                "dualperf run: {}/{total} {what} (about {} left, {} so far)",
+                "{who}: {}/{total} {what} (about {} left, {} so far)",
                 done + 1,
                 crate::human::span(left),
                 crate::human::span(elapsed)
@@ -215,10 +291,10 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
     let exe = std::env::current_exe().context("cannot find the dualperf binary")?;
     // A lab target: build it, and keep its topology and router configurations with the
     // results. A hosts target: read the hosts' keys.
-    let (mut target, topology) = target_of(&plan, &args.plan, true)?;
-    let qos_files = match qos_files(&plan, &args.plan, topology.as_ref().map(|(t, _)| t)) {
+    let (mut target, topology) = target_of(plan, job.plan_path, true)?;
+    let qos_files = match qos_files(plan, job.plan_path, topology.as_ref().map(|(t, _)| t)) {
         Ok(q) => q,
-        Err(e) => usage!("{}: {e}", args.plan.display()),
+        Err(e) => usage!("{}: {e}", job.plan_path.display()),
     };
     let _lab = match &topology {
         None => None,
@@ -226,14 +302,14 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
             // A lab of its own, under a name no other process uses (a lab up under the
             // topology's name is left alone); the run directory keeps the topology.
             crate::out::note!(
-                "dualperf run: building lab '{}' (topology '{}') …",
+                "{who}: building lab '{}' (topology '{}') …",
                 lab::netlab::job_name(&t.name, std::process::id()),
                 t.name
             );
             let (own, guard) = lab::netlab::up_own(t, &exe)?;
             target = match Place::of_lab(&own) {
                 Ok(p) => Target::Local(p),
-                Err(e) => usage!("{}: {e}", args.plan.display()),
+                Err(e) => usage!("{}: {e}", job.plan_path.display()),
             };
             let lab_dir = dir.join("lab");
             std::fs::create_dir_all(&lab_dir)
@@ -259,86 +335,91 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         }
     };
     let outcome = execute(
-        &plan,
+        plan,
         &store,
         &RunConfig {
             exe,
             target,
-            resume: args.resume,
+            resume: job.resume,
             stop: &stop,
             progress: &progress,
             qos_files,
         },
+        executor,
     );
     if tty {
         eprintln!();
     }
     // The run directory is the record; the index is derived from it, so a failure here
     // loses nothing (`dualperf export DIR` indexes it again).
-    let index_path = args
+    let index_path = job
         .index
-        .clone()
-        .unwrap_or_else(|| lab::index::default_path(&dir));
+        .map_or_else(|| lab::index::default_path(dir), Path::to_owned);
     let indexed = match lab::index::Index::open(&index_path).and_then(|mut i| i.put_store(&store)) {
         Ok((_, n)) => {
-            crate::out::note!("dualperf run: {n} runs indexed in {}", index_path.display());
+            crate::out::note!("{who}: {n} runs indexed in {}", index_path.display());
             Some(n)
         }
         Err(e) => {
-            eprintln!("dualperf run: warning: not indexed: {e}");
+            eprintln!("{who}: warning: not indexed: {e}");
             None
         }
     };
-    if let (true, Ok(o)) = (args.json, &outcome) {
-        crate::out::print_json(&serde_json::json!({
-            "plan": plan.name,
-            "dir": dir,
-            "quick": settings.quick,
-            "repetitions": plan.repetitions,
-            "run_duration_ns": plan.duration.as_nanos(),
-            "runs_planned": plan.runs.len(),
-            "runs_measured": o.measured,
-            "runs_already_there": o.skipped,
-            "runs_failed": o.failed,
-            "interrupted": stop.load(std::sync::atomic::Ordering::SeqCst),
-            "index": index_path,
-            "runs_indexed": indexed,
-        }))?;
+    Ok(Measured {
+        outcome,
+        index_path,
+        indexed,
+        interrupted: stop.load(std::sync::atomic::Ordering::SeqCst),
+    })
+}
+
+impl Job<'_> {
+    /// The command that goes on with this run.
+    pub(crate) fn resume_command(&self) -> String {
+        resume_command(self.plan_path, self.dir, &self.settings, self.index)
     }
-    match outcome {
-        Ok(o) => {
-            crate::out::note!(
-                "dualperf run: {} runs measured, {} already there, {} with errors; results in {}",
-                o.measured,
-                o.skipped,
-                o.failed,
-                dir.display()
-            );
-            if o.failed > 0 {
-                // Each reason once, from what the failed runs recorded.
-                for line in lab::failures::summary(&o.failures, o.measured + o.failed) {
-                    eprintln!("dualperf run: {line}");
-                }
-                anyhow::bail!(
-                    "{} of {} runs failed (each kept in {}/runs as ID.failed; `{resume_with}` measures them again)",
+
+    /// What the outcome means for the user: the counts, the failures each reason once
+    /// with the command that measures them again, or where an interrupted run is and
+    /// how to go on.
+    pub(crate) fn finish(&self, outcome: Result<lab::runner::Outcome, RunError>) -> Result<()> {
+        let (who, dir) = (self.who, self.dir);
+        let resume_with = self.resume_command();
+        match outcome {
+            Ok(o) => {
+                crate::out::note!(
+                    "{who}: {} runs measured, {} already there, {} with errors; results in {}",
+                    o.measured,
+                    o.skipped,
                     o.failed,
-                    o.measured + o.failed,
                     dir.display()
                 );
+                if o.failed > 0 {
+                    // Each reason once, from what the failed runs recorded.
+                    for line in lab::failures::summary(&o.failures, o.measured + o.failed) {
+                        eprintln!("{who}: {line}");
+                    }
+                    anyhow::bail!(
+                        "{} of {} runs failed (each kept in {}/runs as ID.failed; `{resume_with}` measures them again)",
+                        o.failed,
+                        o.measured + o.failed,
+                        dir.display()
+                    );
+                }
+                Ok(())
             }
-            Ok(())
+            Err(RunError::Interrupted { done, total }) => {
+                // Said even under --quiet: where the results are and how to go on.
+                eprintln!(
+                    "{who}: interrupted after {done} of {total} runs; they are in {}",
+                    dir.display()
+                );
+                eprintln!("{who}: to go on: {resume_with}");
+                anyhow::bail!("interrupted after {done} of {total} runs")
+            }
+            Err(e @ RunError::Usage { .. }) => Err(crate::UsageError(format!("{e}")).into()),
+            Err(e) => Err(e.into()),
         }
-        Err(RunError::Interrupted { done, total }) => {
-            // Said even under --quiet: where the results are and how to go on.
-            eprintln!(
-                "dualperf run: interrupted after {done} of {total} runs; they are in {}",
-                dir.display()
-            );
-            eprintln!("dualperf run: to go on: {resume_with}");
-            anyhow::bail!("interrupted after {done} of {total} runs")
-        }
-        Err(e @ RunError::Usage { .. }) => Err(crate::UsageError(format!("{e}")).into()),
-        Err(e) => Err(e.into()),
     }
 }
 
@@ -391,9 +472,9 @@ fn place(args: &RunArgs, plan: &str) -> Result<Placed> {
 
 /// What a run measures beside its plan: `--quick`, `--repetitions`, `--duration`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Settings {
-    quick: bool,
-    overrides: Overrides,
+pub(crate) struct Settings {
+    pub(crate) quick: bool,
+    pub(crate) overrides: Overrides,
 }
 
 /// The settings a resume of `dir` goes on with: those it was started with (its
@@ -634,7 +715,11 @@ fn target_of(
     } else {
         PathBuf::from(file)
     };
-    let text = crate::args::read_input(&path, "the plan's topology")?;
+    // A shipped plan's shipped topology, when no file is there.
+    let text = match lab::topology::builtin(file).filter(|_| !path.is_file()) {
+        Some(t) => t.to_owned(),
+        None => crate::args::read_input(&path, "the plan's topology")?,
+    };
     let t = match lab::topology::Topology::parse_at(&text, path.parent()) {
         Ok(t) => t,
         Err(e) => usage!("{}: {e}", path.display()),
@@ -647,8 +732,9 @@ fn target_of(
 }
 
 /// `--dry-run --json`: the runs and what each would run, as data.
-fn dry_run_json(plan: &Plan, target: &Target) -> serde_json::Value {
-    let runs: Vec<serde_json::Value> = plan
+fn dry_run_json(plan: &Plan, target: &Target) -> lab::rundoc::DryRun {
+    use lab::rundoc::{DryBackground, DryRun, DryRunRun, DrySend};
+    let runs = plan
         .runs
         .iter()
         .map(|r| {
@@ -657,42 +743,42 @@ fn dry_run_json(plan: &Plan, target: &Target) -> serde_json::Value {
                 Target::Hosts(hosts) => {
                     let from = p.from.as_deref().unwrap_or(lab::hosts::SENDER);
                     let to = p.to.as_deref().unwrap_or(lab::hosts::RECEIVER);
-                    serde_json::json!({
-                        "from": from,
-                        "to": to,
-                        "command": hosts_send(hosts, from, to, r.family, plan.measured_args(p).join(" ")),
-                    })
+                    DrySend::Hosts {
+                        from: from.to_owned(),
+                        to: to.to_owned(),
+                        command: hosts_send(hosts, from, to, r.family, plan.measured_args(p).join(" ")),
+                    }
                 }
-                Target::Local(place) => serde_json::json!({
-                    "dest": place.dest(r.family),
-                    "args": plan.measured_args(p),
-                }),
+                Target::Local(place) => DrySend::Local {
+                    dest: place.dest(r.family),
+                    args: plan.measured_args(p),
+                },
             };
-            let background: Vec<serde_json::Value> = p
+            let background = p
                 .background
                 .iter()
-                .map(|b| serde_json::json!({"label": b.label, "args": plan.background_args(p, b)}))
+                .map(|b| DryBackground { label: b.label.clone(), args: plan.background_args(p, b) })
                 .collect();
-            serde_json::json!({
-                "id": r.id,
-                "point": p.id,
-                "family": r.family,
-                "repetition": r.repetition,
-                "send": send,
-                "qos": p.qos,
-                "background": background,
-            })
+            DryRunRun {
+                id: r.id.clone(),
+                point: p.id.clone(),
+                family: r.family,
+                repetition: r.repetition,
+                send,
+                qos: p.qos.clone(),
+                background,
+            }
         })
         .collect();
-    serde_json::json!({
-        "plan": plan.name,
-        "points": plan.points.len(),
-        "families": plan.families,
-        "repetitions": plan.repetitions,
-        "run_duration_ns": plan.duration.as_nanos(),
-        "estimated_ns": plan.estimated(plan.runs.len()).as_nanos(),
-        "runs": runs,
-    })
+    DryRun {
+        plan: plan.name.clone(),
+        points: plan.points.len(),
+        families: plan.families.clone(),
+        repetitions: plan.repetitions,
+        run_duration_ns: plan.duration.as_nanos(),
+        estimated_ns: plan.estimated(plan.runs.len()).as_nanos(),
+        runs,
+    }
 }
 
 fn dry_run(plan: &Plan, target: &Target) -> String {

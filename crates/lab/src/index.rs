@@ -14,8 +14,8 @@
 //! factors(dir, point, key, value; PRIMARY KEY (dir, point, key))
 //! ```
 //!
-//! The metric columns are [`MetricKind::of`] of the run's report, in the stored units
-//! their names carry.
+//! The metric columns are [`Metric::of`](results::metric::Metric::of) of the run's
+//! report, in the stored units their names carry.
 
 use std::path::{Path, PathBuf};
 
@@ -25,7 +25,7 @@ use rusqlite::{params, Connection, OpenFlags};
 use serde_json::Value;
 
 use crate::store::{HostInfo, Resolved, Store, StoreError};
-use crate::tables::MetricKind;
+use results::metric::{self, Metric};
 
 /// The schema this build writes (`PRAGMA user_version`).
 pub const SCHEMA_VERSION: i64 = 1;
@@ -249,7 +249,7 @@ impl Index {
         }
         for record in &records {
             let flow = record.report.as_ref().and_then(|r| r.flows.first());
-            let metric = |m: MetricKind| m.of(record.report.as_ref()?);
+            let value = |m: Metric| m.of(record.report.as_ref()?);
             let int = |v: Option<u64>| v.and_then(|v| i64::try_from(v).ok());
             tx.execute(
                 "INSERT OR REPLACE INTO runs VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,
@@ -264,12 +264,12 @@ impl Index {
                     record.exit_code,
                     flow.map(|f| protocol_name(f.spec.protocol)),
                     int(flow.map(|f| u64::from(f.spec.size_bytes))),
-                    metric(MetricKind::Throughput),
-                    metric(MetricKind::Rtt),
-                    metric(MetricKind::Owd),
-                    metric(MetricKind::Delay),
-                    metric(MetricKind::Jitter),
-                    metric(MetricKind::Loss),
+                    value(metric::THROUGHPUT),
+                    value(metric::RTT),
+                    value(metric::OWD),
+                    value(metric::DELAY),
+                    value(metric::JITTER),
+                    value(metric::LOSS),
                     int(flow.map(|f| f.sent.packets)),
                     int(flow.and_then(|f| f.received.as_ref()).map(|r| r.packets)),
                     serde_json::to_string(&record.argv).unwrap_or_default(),
@@ -403,6 +403,7 @@ mod tests {
                              "loss": {"loss_pct": 1.0}},
                 "rtt": null
             }]}))),
+            attempts: 1,
         }
     }
 

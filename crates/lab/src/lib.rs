@@ -1,10 +1,16 @@
 //! dualperf's experiment runner: plans, run lists and result directories.
 //!
+//! - [`doctor`]: the host check (`dualperf doctor`, a run directory's `doctor.json`):
+//!   /proc and /sys read under a root, judged with no I/O, and its text;
+//! - [`executor`]: who starts a plan's receiver and senders: `dualperf` processes, or
+//!   an executor the binary supplies that runs the same command lines in process;
 //! - [`failures`]: why runs failed, each reason once with the runs it hit;
 //! - [`hosts`]: plans across real hosts (`target = "hosts"`): their agents, keys, and
 //!   the `dualperf send --from` and `clock --peer` commands that drive them;
 //! - [`index`]: the SQLite index of run directories, for queries across runs;
+//! - [`nodesetup`]: the sysctls the hidden `lab node-setup` may write (keys under `net`);
 //! - [`plan`]: a TOML plan → validated points and the ordered list of runs;
+//! - [`status`]: what `lab up` and `lab status` show of a lab: nodes, routers' counters;
 //! - [`store`]: the run directory of versioned, self-describing files, written so that a
 //!   killed run loses nothing it had finished and resumes without measuring twice;
 //! - [`tables`]: the report tables a plan declares, with their metrics and units;
@@ -18,13 +24,18 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod doctor;
+pub mod executor;
 pub mod failures;
 pub mod hosts;
 #[cfg(feature = "index")]
 pub mod index;
 pub mod netlab;
+pub mod nodesetup;
 pub mod plan;
+pub mod rundoc;
 pub mod runner;
+pub mod status;
 pub mod store;
 pub mod tables;
 pub mod topology;

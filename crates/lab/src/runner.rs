@@ -7,12 +7,14 @@
 //! it; the plan starts by asking every agent for its clock (`dualperf clock --peer`).
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::executor::{
+    local_sender, start_receiver, start_reflector, Executor, Output, Receiver, Sender,
+};
 use crate::hosts::{Hosts, Invocation, BG_FROM, BG_TO, RECEIVER, SENDER};
 use crate::plan::point::send_argv;
 use crate::plan::{Plan, Run};
@@ -155,7 +157,7 @@ impl Place {
     }
 
     /// A command running `exe` here: directly, or in `ns` through `ip netns exec`.
-    fn command(exe: &PathBuf, ns: Option<&str>) -> Command {
+    pub(crate) fn command(exe: &PathBuf, ns: Option<&str>) -> Command {
         match ns {
             None => Command::new(exe),
             Some(ns) => {
@@ -187,14 +189,16 @@ impl Place {
         }
     }
 
-    fn sender_ns(&self) -> Option<&str> {
+    /// The senders' namespace; `None` here.
+    pub fn sender_ns(&self) -> Option<&str> {
         match self {
             Self::Loopback => None,
             Self::Lab { sender_ns, .. } => Some(sender_ns),
         }
     }
 
-    fn receiver_ns(&self) -> Option<&str> {
+    /// The receiver's namespace; `None` here.
+    pub fn receiver_ns(&self) -> Option<&str> {
         match self {
             Self::Loopback => None,
             Self::Lab { receiver_ns, .. } => Some(receiver_ns),
@@ -235,122 +239,19 @@ pub struct Outcome {
     pub failures: Vec<crate::failures::Failure>,
 }
 
-/// The receiver process, stopped when dropped. It holds the write end of the receiver's
-/// standard input: if this process dies, even by SIGKILL, the pipe closes and the
-/// receiver (`--stdin-lifeline`) stops by itself.
-struct Receiver {
-    child: Child,
-    port: u16,
-    _lifeline: Option<std::process::ChildStdin>,
-}
-
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_receiver(exe: &PathBuf, place: &Place) -> Result<Receiver, RunError> {
-    let mut child = Place::command(exe, place.receiver_ns())
-        // A control connection through a saturated lab link loses segments and waits
-        // out TCP's retransmission timeouts (1 s, 3 s, …): give its handshake 30 s.
-        .args([
-            "recv",
-            "--port",
-            "0",
-            "--stdin-lifeline",
-            "--handshake-timeout",
-            "30s",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|source| RunError::Process {
-            what: format!("starting {} recv", exe.display()),
-            source,
-        })?;
-    let stderr = child
-        .stderr
-        .take()
-        .ok_or_else(|| RunError::Receiver("no stderr".into()))?;
-    let mut lines = BufReader::new(stderr).lines();
-    // "dualperf recv: listening on [::]:PORT (UDP and TCP)", after any warnings (IPv6
-    // unavailable, say); the receiver exits, ending its stderr, if it cannot listen.
-    let mut said = Vec::new();
-    let mut port = None;
-    for line in lines.by_ref().take(32) {
-        let Ok(line) = line else { break };
-        port = listening_port(&line);
-        said.push(line);
-        if port.is_some() {
-            break;
-        }
-    }
-    let lifeline = child.stdin.take();
-    let mut receiver = Receiver {
-        child,
-        port: 0,
-        _lifeline: lifeline,
-    };
-    let Some(port) = port else {
-        return Err(RunError::Receiver(said.join("; ")));
-    };
-    receiver.port = port;
-    // Keep draining its stderr so it never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
-    Ok(receiver)
-}
-
-/// A plan's STAMP reflector (`[stamp] reflectors`, any program) where the receiver
-/// runs, stopped when dropped (as a receiver is).
-fn start_reflector(command: &[String], place: &Place) -> Result<Receiver, RunError> {
-    let (program, args) = command
-        .split_first()
-        .ok_or_else(|| RunError::Receiver("a [stamp] reflector command is empty".into()))?;
-    let mut child = Place::command(&PathBuf::from(program), place.receiver_ns())
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|source| RunError::Process {
-            what: format!("starting the STAMP reflector {program}"),
-            source,
-        })?;
-    // It binds its port as it starts; one that exits at once could not.
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    if let Ok(Some(status)) = child.try_wait() {
-        return Err(RunError::Receiver(format!(
-            "the STAMP reflector {program} exited at once ({status})"
-        )));
-    }
-    Ok(Receiver {
-        child,
-        port: 0,
-        _lifeline: None,
-    })
-}
-
-/// The port of `dualperf recv`'s "listening on ADDR:PORT" line.
-fn listening_port(line: &str) -> Option<u16> {
-    line.strip_prefix("dualperf recv: listening on ")?
-        .split_whitespace()
-        .next()?
-        .rsplit_once(':')?
-        .1
-        .parse()
-        .ok()
-}
-
-/// Measure every run of `plan` not yet in `store`.
-pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Outcome, RunError> {
-    let mut receiver = match &config.target {
-        Target::Local(place) => Some(start_receiver(&config.exe, place)?),
+/// Measure every run of `plan` not yet in `store`: its receiver and measured senders
+/// started by `executor` (on a hosts plan, the senders are always processes).
+pub fn execute(
+    plan: &Plan,
+    store: &Store,
+    config: &RunConfig<'_>,
+    executor: &mut dyn Executor,
+) -> Result<Outcome, RunError> {
+    let port = match &config.target {
+        Target::Local(place) => executor.start_receiver(place)?,
         Target::Hosts(hosts) => {
             ask_hosts(plan, store, &config.exe, hosts)?;
-            None
+            0
         }
     };
     // A plan's own STAMP reflector, in the receiver's place, for the whole plan.
@@ -362,8 +263,12 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
             .collect::<Result<Vec<_>, _>>()?,
         _ => Vec::new(),
     };
-    // The background flows' receiver, started with the first run that has them.
-    let mut bg_receiver: Option<Receiver> = None;
+    let mut job = Job {
+        plan,
+        config,
+        port,
+        bg_receiver: None,
+    };
     let mut outcome = Outcome::default();
     // Each run to measure with its number in the plan's order (from 1).
     let todo: Vec<(usize, &Run)> = plan
@@ -374,144 +279,92 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
         .map(|(i, r)| (i + 1, r))
         .collect();
     outcome.skipped = plan.runs.len() - todo.len();
+    let interrupted = |o: &Outcome| RunError::Interrupted {
+        done: o.skipped + o.measured,
+        total: plan.runs.len(),
+    };
     for (i, &(number, run)) in todo.iter().enumerate() {
         if config.stop.load(Ordering::SeqCst) {
-            return Err(RunError::Interrupted {
-                done: outcome.skipped + outcome.measured,
-                total: plan.runs.len(),
-            });
+            return Err(interrupted(&outcome));
         }
-        if let Some(Ok(Some(status))) = receiver.as_mut().map(|r| r.child.try_wait()) {
+        if let Some(why) = executor.receiver_exited() {
             return Err(RunError::Receiver(format!(
-                "the receiver exited ({status}) after {} runs",
+                "{why} after {} runs",
                 outcome.skipped + outcome.measured
             )));
         }
         (config.progress)(i, todo.len(), run);
-        let point = &plan.points[run.point];
-        let placed = |r: Result<Invocation, String>| {
-            r.map_err(|message| RunError::Lab {
+        let record = job.measure(run, executor)?;
+        if config.stop.load(Ordering::SeqCst) {
+            // A run cut short by Ctrl-C is not a measurement of the plan's duration:
+            // not stored, measured again on --resume.
+            return Err(interrupted(&outcome));
+        }
+        if record.exit_code == 2 {
+            return Err(RunError::Usage {
                 run: run.id.clone(),
-                message,
-            })
-        };
-        // A lab's routers start every run afresh with the point's QoS files (or the
-        // topology's), so their counters are the run's.
-        if let Target::Local(Place::Lab { lab, routers, .. }) = &config.target {
-            for (node, own) in routers {
-                let text = match point.qos.get(node).map(String::as_str) {
-                    Some("none") => None,
-                    Some(file) => {
-                        Some(config.qos_files.get(file).ok_or_else(|| RunError::Lab {
-                            run: run.id.clone(),
-                            message: format!("QoS file {file} was not read"),
-                        })?)
-                    }
-                    None => own.as_ref(),
-                };
-                crate::netlab::set_qos(lab, node, text.map(String::as_str)).map_err(|e| {
-                    RunError::Lab {
-                        run: run.id.clone(),
-                        message: e.to_string(),
-                    }
-                })?;
-            }
+                stderr: record.stderr.trim().to_owned(),
+            });
         }
+        // A run counts as finished only with a report; a failed one is kept beside it
+        // for its stderr, and measured again on --resume.
+        if record.exit_code == 0 && record.report.is_some() {
+            store.put_run(&record)?;
+            outcome.measured += 1;
+        } else {
+            outcome.failed += 1;
+            outcome.failures.push(crate::failures::Failure {
+                number,
+                id: run.id.clone(),
+                reason: crate::failures::reason(record.exit_code, &record.stderr),
+            });
+            store.put_failed_run(&record)?;
+        }
+    }
+    Ok(outcome)
+}
+
+/// A plan being measured: what every run shares.
+struct Job<'a> {
+    plan: &'a Plan,
+    config: &'a RunConfig<'a>,
+    /// The plan's receiver's port (0 on a hosts plan).
+    port: u16,
+    /// The background flows' receiver, started with the first run that has them.
+    bg_receiver: Option<Receiver>,
+}
+
+impl<'a> Job<'a> {
+    /// One run: the point's QoS files on the lab's routers, its background flows, the
+    /// lead, the measured flow, then everything it left, as the record to store.
+    fn measure(&mut self, run: &Run, executor: &mut dyn Executor) -> Result<RunRecord, RunError> {
+        let (plan, config) = (self.plan, self.config);
+        let point = &plan.points[run.point];
+        self.set_qos(run)?;
         let lead = plan.background_lead.unwrap_or(DEFAULT_LEAD);
-        let mut bg_procs = Vec::new();
-        if !point.background.is_empty() {
-            // They run until stopped half a second after the measured flow ends (SIGINT:
-            // each reports what it measured); the duration is only a backstop.
-            let bg_ns = lead.as_nanos() + plan.duration.as_nanos() + BACKGROUND_BACKSTOP_NS;
-            for b in &point.background {
-                let proc = match &config.target {
-                    Target::Hosts(hosts) => {
-                        let from = b.from.as_deref().unwrap_or(BG_FROM);
-                        let to = b.to.as_deref().unwrap_or(BG_TO);
-                        let args = plan.background_args(point, b);
-                        let inv = placed(hosts.send(from, to, run.family, args, bg_ns, true))?;
-                        spawn_send(&config.exe, &inv, true)?
-                    }
-                    Target::Local(main) => {
-                        let bg_place = main.background().ok_or_else(|| RunError::Lab {
-                            run: run.id.clone(),
-                            message: "background flows need lab nodes named 'bg-a' and 'bg-b'"
-                                .into(),
-                        })?;
-                        let (place, port) = if b.from_sender {
-                            (main, receiver.as_ref().map_or(0, |r| r.port))
-                        } else {
-                            if bg_receiver.is_none() {
-                                bg_receiver = Some(start_receiver(&config.exe, &bg_place)?);
-                            }
-                            (&bg_place, bg_receiver.as_ref().map_or(0, |r| r.port))
-                        };
-                        let args = plan.background_args(point, b);
-                        let argv = send_argv(None, place.dest(run.family), port, args, bg_ns, true);
-                        Output::spawn(
-                            &mut local_sender(&config.exe, place, &argv),
-                            &config.exe,
-                            "send",
-                            true,
-                        )?
-                    }
-                };
-                bg_procs.push(proc);
-            }
-        }
-        let duration_ns = plan.duration.as_nanos();
+        let mut bg_procs = self.start_background(run)?;
+        let (argv, fg) = self.foreground(run)?;
         // The measured flow's session is set up beside the background ones (a STAMP
         // flow has no session: it starts when the others have begun).
         let held = matches!(config.target, Target::Hosts(_)) || plan.stamp.is_none();
-        let (argv, fg) = match &config.target {
-            Target::Hosts(hosts) => {
-                let from = point.from.as_deref().unwrap_or(SENDER);
-                let to = point.to.as_deref().unwrap_or(RECEIVER);
-                // Each run's delay distribution, for the report's CDFs: the sending
-                // agent's session asks the receiving agent for it.
-                let mut args = plan.measured_args(point);
-                args.push("--cdf".into());
-                let inv = placed(hosts.send(from, to, run.family, args, duration_ns, false))?;
-                (inv.argv.clone(), Foreground::Hosts(inv))
+        let mut spawn_fg = |hold: bool| -> Result<Box<dyn Sender>, RunError> {
+            match &fg {
+                Foreground::Hosts(inv) => Ok(Box::new(spawn_send(&config.exe, inv, hold)?)),
+                Foreground::Local(place, argv) => executor.start_sender(place, argv, hold),
             }
-            Target::Local(place) => {
-                // A STAMP plan's measured flow goes to the reflector instead.
-                let (port, args) = match &plan.stamp {
-                    Some(st) => {
-                        let mut args = plan.flow_args(point);
-                        args.push("--stamp".into());
-                        args.push("--cdf".into());
-                        (st.port, args)
-                    }
-                    None => {
-                        // Each run's delay distribution, for the report's CDFs.
-                        let mut args = plan.measured_args(point);
-                        args.push("--cdf".into());
-                        (receiver.as_ref().map_or(0, |r| r.port), args)
-                    }
-                };
-                let argv = send_argv(None, place.dest(run.family), port, args, duration_ns, false);
-                (argv.clone(), Foreground::Local(place, argv))
-            }
-        };
-        let spawn_fg = |hold: bool| match &fg {
-            Foreground::Hosts(inv) => spawn_send(&config.exe, inv, hold),
-            Foreground::Local(place, argv) => Output::spawn(
-                &mut local_sender(&config.exe, place, argv),
-                &config.exe,
-                "send",
-                hold,
-            ),
         };
         let held_fg = if held { Some(spawn_fg(true)?) } else { None };
         // Every session of the run is set up before any flow starts: a control
         // connection that crosses a link the flows saturate loses segments, which wait
         // out TCP's retransmission timeouts (and fail the handshake when they add up).
         let ready_by = std::time::Instant::now() + BACKGROUND_START;
-        for p in bg_procs.iter().chain(&held_fg) {
+        for p in &bg_procs {
             if !p.wait_ready(ready_by) {
                 break;
             }
+        }
+        if let Some(p) = &held_fg {
+            p.wait_ready(ready_by);
         }
         if !bg_procs.is_empty() {
             for p in &mut bg_procs {
@@ -545,37 +398,9 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
         let deadline = std::time::Instant::now()
             + std::time::Duration::from_nanos(plan.duration.as_nanos() + lead.as_nanos())
             + SEND_MARGIN;
-        let (status, stdout, stderr) = fg.wait(deadline)?;
-        if !bg_procs.is_empty() {
-            std::thread::sleep(std::time::Duration::from_millis(500));
-            for p in &bg_procs {
-                p.interrupt();
-            }
-        }
-        let background: Vec<Background> = bg_procs
-            .into_iter()
-            .map(|p| {
-                let (status, out, err) = p.wait(deadline)?;
-                Ok(match serde_json::from_str::<SendReport>(&out) {
-                    Ok(report) => Background::Report(Box::new(report)),
-                    Err(_) => Background::Failed {
-                        exit_code: status.and_then(|s| s.code()),
-                        stderr: err,
-                    },
-                })
-            })
-            .collect::<Result<_, RunError>>()?;
-        let routers = match &config.target {
-            Target::Local(Place::Lab { lab, routers, .. }) => routers
-                .iter()
-                .filter_map(|(node, _)| {
-                    crate::netlab::router_stats(lab, node)
-                        .ok()
-                        .map(|s| (node.clone(), s))
-                })
-                .collect(),
-            Target::Local(Place::Loopback) | Target::Hosts(_) => BTreeMap::new(),
-        };
+        let finished = fg.wait(deadline)?;
+        let background = finish_background(bg_procs, deadline)?;
+        let routers = self.router_stats();
         let router_stalls = stalls(&routers);
         for (node, ns) in &router_stalls {
             eprintln!(
@@ -585,25 +410,11 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
                 ROUTER_STALL_LIMIT_NS / 1_000_000
             );
         }
-        if config.stop.load(Ordering::SeqCst) {
-            // A run cut short by Ctrl-C is not a measurement of the plan's duration:
-            // not stored, measured again on --resume.
-            return Err(RunError::Interrupted {
-                done: outcome.skipped + outcome.measured,
-                total: plan.runs.len(),
-            });
-        }
-        let code = status.and_then(|s| s.code()).unwrap_or(-1);
-        if code == 2 {
-            return Err(RunError::Usage {
-                run: run.id.clone(),
-                stderr: stderr.trim().to_owned(),
-            });
-        }
-        let mut stderr = stderr;
-        let report: Option<SendReport> = match serde_json::from_str(&stdout) {
+        let code = finished.exit_code.unwrap_or(-1);
+        let mut stderr = finished.stderr;
+        let report: Option<SendReport> = match serde_json::from_str(&finished.stdout) {
             Ok(r) => Some(r),
-            Err(e) if !stdout.trim().is_empty() => {
+            Err(e) if !finished.stdout.trim().is_empty() => {
                 stderr.push_str(&format!(
                     "dualperf run: the sender's report does not read: {e}\n"
                 ));
@@ -611,48 +422,185 @@ pub fn execute(plan: &Plan, store: &Store, config: &RunConfig<'_>) -> Result<Out
             }
             Err(_) => None,
         };
-        // A run counts as finished only with a report; a failed one is kept beside it
-        // for its stderr, and measured again on --resume.
-        let finished = code == 0 && report.is_some();
-        if !finished {
-            outcome.failed += 1;
-            outcome.failures.push(crate::failures::Failure {
-                number,
-                id: run.id.clone(),
-                reason: crate::failures::reason(code, &stderr),
-            });
-        }
-        let record = RunRecord {
+        Ok(RunRecord {
             format_version: FORMAT_VERSION,
-            run: (*run).clone(),
+            run: run.clone(),
             point: point.id.clone(),
             argv,
             started_unix_ns,
             exit_code: code,
             stderr,
             report,
+            attempts: finished.attempts,
             background,
             routers,
             router_stalls,
+        })
+    }
+
+    /// A lab's routers start every run afresh with the point's QoS files (or the
+    /// topology's), so their counters are the run's.
+    fn set_qos(&self, run: &Run) -> Result<(), RunError> {
+        let Target::Local(Place::Lab { lab, routers, .. }) = &self.config.target else {
+            return Ok(());
         };
-        if finished {
-            store.put_run(&record)?;
-            outcome.measured += 1;
-        } else {
-            store.put_failed_run(&record)?;
+        let point = &self.plan.points[run.point];
+        let failed = |message: String| RunError::Lab {
+            run: run.id.clone(),
+            message,
+        };
+        for (node, own) in routers {
+            let text = match point.qos.get(node).map(String::as_str) {
+                Some("none") => None,
+                Some(file) => Some(
+                    self.config
+                        .qos_files
+                        .get(file)
+                        .ok_or_else(|| failed(format!("QoS file {file} was not read")))?,
+                ),
+                None => own.as_ref(),
+            };
+            crate::netlab::set_qos(lab, node, text.map(String::as_str))
+                .map_err(|e| failed(e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    /// The run's background flows, held: each has set its session up when it says so.
+    /// They run until stopped half a second after the measured flow ends (SIGINT: each
+    /// reports what it measured); their duration is only a backstop.
+    fn start_background(&mut self, run: &Run) -> Result<Vec<Output>, RunError> {
+        let (plan, config) = (self.plan, self.config);
+        let point = &plan.points[run.point];
+        let lead = plan.background_lead.unwrap_or(DEFAULT_LEAD);
+        let bg_ns = lead.as_nanos() + plan.duration.as_nanos() + BACKGROUND_BACKSTOP_NS;
+        let failed = |message: String| RunError::Lab {
+            run: run.id.clone(),
+            message,
+        };
+        let mut procs = Vec::new();
+        for b in &point.background {
+            let args = plan.background_args(point, b);
+            let proc = match &config.target {
+                Target::Hosts(hosts) => {
+                    let from = b.from.as_deref().unwrap_or(BG_FROM);
+                    let to = b.to.as_deref().unwrap_or(BG_TO);
+                    let inv = hosts
+                        .send(from, to, run.family, args, bg_ns, true)
+                        .map_err(failed)?;
+                    spawn_send(&config.exe, &inv, true)?
+                }
+                Target::Local(main) => {
+                    let bg_place = main.background().ok_or_else(|| {
+                        failed("background flows need lab nodes named 'bg-a' and 'bg-b'".into())
+                    })?;
+                    let (place, port) = if b.from_sender {
+                        (main, self.port)
+                    } else {
+                        if self.bg_receiver.is_none() {
+                            self.bg_receiver = Some(start_receiver(&config.exe, &bg_place)?);
+                        }
+                        (&bg_place, self.bg_receiver.as_ref().map_or(0, |r| r.port))
+                    };
+                    let argv = send_argv(None, place.dest(run.family), port, args, bg_ns, true);
+                    Output::spawn(
+                        &mut local_sender(&config.exe, place, &argv),
+                        &config.exe,
+                        "send",
+                        true,
+                    )?
+                }
+            };
+            procs.push(proc);
+        }
+        Ok(procs)
+    }
+
+    /// The measured flow's command line (as recorded) and where it runs.
+    fn foreground(&self, run: &Run) -> Result<(Vec<String>, Foreground<'a>), RunError> {
+        let (plan, config) = (self.plan, self.config);
+        let point = &plan.points[run.point];
+        let duration_ns = plan.duration.as_nanos();
+        Ok(match &config.target {
+            Target::Hosts(hosts) => {
+                let from = point.from.as_deref().unwrap_or(SENDER);
+                let to = point.to.as_deref().unwrap_or(RECEIVER);
+                // Each run's delay distribution, for the report's CDFs: the sending
+                // agent's session asks the receiving agent for it.
+                let mut args = plan.measured_args(point);
+                args.push("--cdf".into());
+                let inv = hosts
+                    .send(from, to, run.family, args, duration_ns, false)
+                    .map_err(|message| RunError::Lab {
+                        run: run.id.clone(),
+                        message,
+                    })?;
+                (inv.argv.clone(), Foreground::Hosts(inv))
+            }
+            Target::Local(place) => {
+                // A STAMP plan's measured flow goes to the reflector instead.
+                let (port, args) = match &plan.stamp {
+                    Some(st) => {
+                        let mut args = plan.flow_args(point);
+                        args.push("--stamp".into());
+                        args.push("--cdf".into());
+                        (st.port, args)
+                    }
+                    None => {
+                        // Each run's delay distribution, for the report's CDFs.
+                        let mut args = plan.measured_args(point);
+                        args.push("--cdf".into());
+                        (self.port, args)
+                    }
+                };
+                let argv = send_argv(None, place.dest(run.family), port, args, duration_ns, false);
+                (argv.clone(), Foreground::Local(place, argv))
+            }
+        })
+    }
+
+    /// Each lab router's counters after the run.
+    fn router_stats(&self) -> BTreeMap<String, RouterStats> {
+        match &self.config.target {
+            Target::Local(Place::Lab { lab, routers, .. }) => routers
+                .iter()
+                .filter_map(|(node, _)| {
+                    crate::netlab::router_stats(lab, node)
+                        .ok()
+                        .map(|s| (node.clone(), s))
+                })
+                .collect(),
+            Target::Local(Place::Loopback) | Target::Hosts(_) => BTreeMap::new(),
         }
     }
-    drop(receiver);
-    drop(bg_receiver);
-    Ok(outcome)
 }
 
-/// A sender here or in a lab's namespace. It sends itself: an agent's key in this
-/// process's environment must not make it ask for `--from`.
-fn local_sender(exe: &PathBuf, place: &Place, argv: &[String]) -> Command {
-    let mut cmd = Place::command(exe, place.sender_ns());
-    cmd.args(argv).env_remove(crate::hosts::AGENT_KEY_ENV);
-    cmd
+/// The background flows' reports, half a second after the measured flow ended: each
+/// is interrupted and says what it measured (or is kept as failed).
+fn finish_background(
+    procs: Vec<Output>,
+    deadline: std::time::Instant,
+) -> Result<Vec<Background>, RunError> {
+    if procs.is_empty() {
+        return Ok(Vec::new());
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    for p in &procs {
+        p.interrupt();
+    }
+    procs
+        .into_iter()
+        .map(|p| {
+            let (status, out, err) = p.wait(deadline)?;
+            Ok(match serde_json::from_str::<SendReport>(&out) {
+                Ok(report) => Background::Report(Box::new(report)),
+                Err(_) => Background::Failed {
+                    exit_code: status.and_then(|s| s.code()),
+                    stderr: err,
+                },
+            })
+        })
+        .collect()
 }
 
 /// A local `dualperf` child with the invocation's arguments and environment.
@@ -768,141 +716,10 @@ enum Foreground<'a> {
     Local(&'a Place, Vec<String>),
 }
 
-/// A `dualperf send` child with its stdout and stderr read on threads (so a full pipe
-/// never blocks it).
-struct Output {
-    child: Child,
-    out: std::thread::JoinHandle<String>,
-    err: std::thread::JoinHandle<String>,
-    /// Told when the sender says "dualperf send: started" (`--announce-start`).
-    started: std::sync::mpsc::Receiver<()>,
-    /// Told when a held sender says "dualperf send: ready" (`--wait-for-go`).
-    ready: std::sync::mpsc::Receiver<()>,
-    /// A held sender's stdin: a line starts its flows, closing it halts them unsent.
-    go: Option<std::process::ChildStdin>,
-}
-
-impl Output {
-    /// Start `cmd`; `hold` adds `--wait-for-go`: it sets its session up and waits for
-    /// [`Output::go`] (the run's record keeps the command without it, which measures
-    /// the same when run by hand).
-    fn spawn(
-        cmd: &mut Command,
-        exe: &std::path::Path,
-        what: &str,
-        hold: bool,
-    ) -> Result<Self, RunError> {
-        if hold {
-            cmd.arg("--wait-for-go");
-        }
-        let mut child = cmd
-            .stdin(if hold { Stdio::piped() } else { Stdio::null() })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|source| RunError::Process {
-                what: format!("starting {} {what}", exe.display()),
-                source,
-            })?;
-        let out_pipe = child.stdout.take();
-        let out = std::thread::spawn(move || {
-            let mut s = String::new();
-            if let Some(mut p) = out_pipe {
-                let _ = p.read_to_string(&mut s);
-            }
-            s
-        });
-        let (tell, started) = std::sync::mpsc::channel();
-        let (tell_ready, ready) = std::sync::mpsc::channel();
-        let err_pipe = child.stderr.take();
-        let err = std::thread::spawn(move || {
-            let mut s = String::new();
-            if let Some(p) = err_pipe {
-                for line in BufReader::new(p).lines() {
-                    let Ok(line) = line else { break };
-                    if line == "dualperf send: started" {
-                        let _ = tell.send(());
-                        continue;
-                    }
-                    if line == "dualperf send: ready" {
-                        let _ = tell_ready.send(());
-                        continue;
-                    }
-                    s.push_str(&line);
-                    s.push('\n');
-                }
-            }
-            s
-        });
-        let go = child.stdin.take();
-        Ok(Self {
-            child,
-            out,
-            err,
-            started,
-            ready,
-            go,
-        })
-    }
-
-    /// Start a held sender's flows (one that is gone ignores it).
-    fn go(&mut self) {
-        if let Some(mut stdin) = self.go.take() {
-            let _ = stdin.write_all(b"go\n");
-        }
-    }
-
-    /// Wait until a held sender says its session is set up, until `deadline`; `false`
-    /// if it did not (it failed, or is still connecting).
-    fn wait_ready(&self, deadline: std::time::Instant) -> bool {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        self.ready.recv_timeout(left).is_ok()
-    }
-
-    /// Ask it to stop (SIGINT: `dualperf send` reports what it measured, then exits).
-    /// By the shell's own `kill`: procps' may not be installed.
-    fn interrupt(&self) {
-        let _ = crate::netlab::signal("INT", &[self.child.id()]);
-    }
-
-    /// Wait until it says its flows began, until `deadline`; `false` if it did not
-    /// (it failed, or is still connecting).
-    fn wait_started(&self, deadline: std::time::Instant) -> bool {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        self.started.recv_timeout(left).is_ok()
-    }
-
-    /// Wait for it until `deadline` (then kill it: `None`), and take what it said.
-    fn wait(
-        mut self,
-        deadline: std::time::Instant,
-    ) -> Result<(Option<std::process::ExitStatus>, String, String), RunError> {
-        let status = loop {
-            match self.child.try_wait() {
-                Ok(Some(status)) => break Some(status),
-                Ok(None) if std::time::Instant::now() >= deadline => {
-                    let _ = self.child.kill();
-                    let _ = self.child.wait();
-                    break None;
-                }
-                Ok(None) => std::thread::sleep(std::time::Duration::from_millis(20)),
-                Err(source) => {
-                    return Err(RunError::Process {
-                        what: "waiting for dualperf send".into(),
-                        source,
-                    })
-                }
-            }
-        };
-        let out = self.out.join().unwrap_or_default();
-        let err = self.err.join().unwrap_or_default();
-        Ok((status, out, err))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::executor::Processes;
 
     #[test]
     fn a_router_whose_loop_turned_or_paused_over_a_millisecond_flags_the_run() {
@@ -924,28 +741,6 @@ mod tests {
         assert_eq!(
             stalls(&routers),
             BTreeMap::from([("r1".to_owned(), 2_500_000), ("r3".to_owned(), 1_000_001)])
-        );
-    }
-
-    #[test]
-    fn the_port_comes_from_the_listening_line_only() {
-        assert_eq!(
-            listening_port("dualperf recv: listening on [::]:40123 (UDP and TCP)"),
-            Some(40123)
-        );
-        assert_eq!(
-            listening_port("dualperf recv: listening on 0.0.0.0:7 (UDP and TCP)"),
-            Some(7)
-        );
-        assert_eq!(
-            listening_port(
-                "dualperf recv: warning: IPv6 is unavailable here (x); listening on IPv4 only"
-            ),
-            None
-        );
-        assert_eq!(
-            listening_port("dualperf recv: listening on [::]:99999"),
-            None
         );
     }
 
@@ -1104,7 +899,13 @@ port = 5000
             progress: &|_, _, _| {},
             qos_files: BTreeMap::new(),
         };
-        let outcome = execute(&plan, &store, &config).unwrap();
+        let outcome = execute(
+            &plan,
+            &store,
+            &config,
+            &mut Processes::new(config.exe.clone()),
+        )
+        .unwrap();
         assert_eq!((outcome.measured, outcome.failed), (1, 0));
         let calls = std::fs::read_to_string(dir.join("calls")).unwrap();
         let calls: Vec<&str> = calls.lines().collect();
@@ -1155,7 +956,13 @@ port = 5000
             resume: true,
             ..config
         };
-        let outcome = execute(&plan, &store, &again).unwrap();
+        let outcome = execute(
+            &plan,
+            &store,
+            &again,
+            &mut Processes::new(again.exe.clone()),
+        )
+        .unwrap();
         assert_eq!((outcome.measured, outcome.skipped), (0, 1));
         let files = std::fs::read_dir(dir.join("run/hosts/sender"))
             .unwrap()
@@ -1182,7 +989,13 @@ port = 5000
             progress: &|_, _, _| {},
             qos_files: BTreeMap::new(),
         };
-        let e = execute(&plan, &store, &config).unwrap_err();
+        let e = execute(
+            &plan,
+            &store,
+            &config,
+            &mut Processes::new(config.exe.clone()),
+        )
+        .unwrap_err();
         assert_eq!(
             e.to_string(),
             "host sender ([2001:2:0:1::2]:4646): its agent did not answer (dualperf clock --peer exited 1): dualperf clock: connection refused"

@@ -30,7 +30,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::plan::{Overrides, Plan, Run};
-use crate::tables::{Column, MetricKind, TableSpec, Unit};
+use crate::tables::{Column, TableSpec, Unit, Vocabulary};
+use results::metric::RouterFigure;
 
 /// Version of the files in a run directory.
 pub const FORMAT_VERSION: u32 = 1;
@@ -85,6 +86,10 @@ pub struct RunRecord {
     pub stderr: String,
     /// `dualperf send --json`; `None` (`null`) when the sender printed none.
     pub report: Option<SendReport>,
+    /// How many times the run was measured: an executor may measure a run that fell
+    /// behind its schedule again (`dualperf compare`); the last one is kept.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub attempts: u32,
     /// The background flows' `dualperf send --json`, in the point's order (or, for one
     /// that gave none, its exit code and stderr).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -99,6 +104,14 @@ pub struct RunRecord {
     /// losses may be the router's, not the path's.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub router_stalls: BTreeMap<String, u64>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 /// `resolved.json`: the plan as `dualperf run` expanded it, and each point's `send`
@@ -139,9 +152,18 @@ impl Resolved {
     }
 
     /// Read one back. The declared tables are read one by one, as a plan's would be
-    /// (the file may have been edited): a table that does not read, or names a unit
-    /// its metric does not have, is left out, and its 1-based position returned.
+    /// (the file may have been edited): a table that does not read, or names a metric
+    /// the standard vocabulary lacks or a unit its metric does not have, is left out,
+    /// and its 1-based position returned.
     pub fn parse(bytes: &[u8]) -> Result<(Self, Vec<usize>), serde_json::Error> {
+        Self::parse_with(bytes, &Vocabulary::standard())
+    }
+
+    /// The same, the tables' metrics read from `vocabulary`.
+    pub fn parse_with(
+        bytes: &[u8],
+        vocabulary: &Vocabulary,
+    ) -> Result<(Self, Vec<usize>), serde_json::Error> {
         let mut value: serde_json::Value = serde_json::from_slice(bytes)?;
         let tables = match value.get_mut("plan") {
             Some(plan) => plan
@@ -156,16 +178,7 @@ impl Resolved {
         let mut resolved: Self = serde_json::from_value(value)?;
         let mut left_out = Vec::new();
         for (i, v) in tables.as_array().into_iter().flatten().enumerate() {
-            let spec = serde_json::from_value::<TableSpec>(v.clone())
-                .ok()
-                .filter(|t| !t.metrics.is_empty())
-                .and_then(|mut t| {
-                    for c in &mut t.metrics {
-                        c.unit = Unit::parse(c.metric, &c.unit.name)?;
-                    }
-                    Some(t)
-                });
-            match spec {
+            match read_table(v.clone(), vocabulary) {
                 Some(t) => resolved.plan.tables.push(t),
                 None => left_out.push(i + 1),
             }
@@ -184,6 +197,34 @@ impl Resolved {
         };
         strip(self) == strip(other)
     }
+}
+
+/// A table of `resolved.json`, its metrics by key from `vocabulary` and their units
+/// from the metrics; `None` when it does not read.
+fn read_table(mut v: serde_json::Value, vocabulary: &Vocabulary) -> Option<TableSpec> {
+    /// A column as written, its metric by key.
+    #[derive(Deserialize)]
+    struct Written {
+        metric: String,
+        unit: Unit,
+        #[serde(default)]
+        flow: u8,
+        #[serde(default)]
+        router: Option<String>,
+    }
+    let written: Vec<Written> = serde_json::from_value(v.get_mut("metrics")?.take()).ok()?;
+    v["metrics"] = serde_json::Value::Array(Vec::new());
+    let mut spec: TableSpec = serde_json::from_value(v).ok()?;
+    for c in written {
+        let metric = vocabulary.get(&c.metric)?;
+        spec.metrics.push(Column {
+            unit: Unit::parse(&metric, &c.unit.name)?,
+            metric,
+            flow: c.flow,
+            router: c.router,
+        });
+    }
+    (!spec.metrics.is_empty()).then_some(spec)
 }
 
 /// `host.json` (and `host-resumed-UNIX.json`): where a plan ran (flent's metadata, for
@@ -264,10 +305,9 @@ impl Column {
     pub fn of(&self, record: &RunRecord) -> Option<f64> {
         if let Some(node) = &self.router {
             let stats = record.routers.get(node)?;
-            return match self.metric {
-                MetricKind::CpuPerFrame => stats.cpu.cpu_ns_per_frame,
-                MetricKind::QosPerFrame => stats.cpu.qos_ns_per_frame,
-                _ => None,
+            return match self.metric.router_figure()? {
+                RouterFigure::CpuPerFrame => stats.cpu.cpu_ns_per_frame,
+                RouterFigure::QosPerFrame => stats.cpu.qos_ns_per_frame,
             };
         }
         match self.flow {
@@ -684,6 +724,7 @@ mod tests {
             routers: BTreeMap::new(),
             router_stalls: BTreeMap::new(),
             report: None,
+            attempts: 1,
         };
         s.put_run(&record).unwrap();
         assert!(s.has_run("rep001-size=64-ipv4"));

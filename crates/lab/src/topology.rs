@@ -649,6 +649,18 @@ impl Topology {
     }
 }
 
+/// The topologies shipped in `plans/topologies/`, by the path a shipped plan names them
+/// with (`topologies/two-hop.toml`): a shipped plan finds them wherever it is run from.
+pub fn builtin(file: &str) -> Option<&'static str> {
+    let name = file.strip_prefix("topologies/")?;
+    match name {
+        "two-hop.toml" => Some(include_str!("../../../plans/topologies/two-hop.toml")),
+        "one-router.toml" => Some(include_str!("../../../plans/topologies/one-router.toml")),
+        "dumbbell.toml" => Some(include_str!("../../../plans/topologies/dumbbell.toml")),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 
 use lab::store::RunRecord;
-use lab::tables::MetricKind;
+use results::metric;
 use meter::clock::OffsetEstimate;
 use meter::FlowSummary;
 use schemars::JsonSchema;
@@ -127,8 +127,8 @@ pub fn annotate(tables: &mut [Table], clocks: &[RunClock]) {
                     && t.metrics.iter().any(|m| {
                         m.router.is_none()
                             && m.flow == c.flow
-                            && (m.metric == MetricKind::Owd
-                                || m.metric == MetricKind::Delay && !c.round_trip)
+                            && (m.metric == metric::OWD
+                                || m.metric == metric::DELAY && !c.round_trip)
                     })
             })
             .filter(|c| seen.insert((c.run.as_str(), c.flow)))
@@ -217,6 +217,7 @@ mod tests {
             exit_code: 0,
             stderr: String::new(),
             report: Some(report(&clock)),
+            attempts: 1,
             background: vec![lab::store::Background::Report(Box::new(report(&clock)))],
             routers: BTreeMap::new(),
             router_stalls: BTreeMap::new(),
@@ -230,7 +231,7 @@ mod tests {
         })
     }
 
-    fn table(point: &str, metric: MetricKind, flow: u8) -> Table {
+    fn table(point: &str, metric: metric::Metric, flow: u8) -> Table {
         Table {
             title: "T".into(),
             declared: true,
@@ -295,9 +296,9 @@ mod tests {
         ];
         let clocks = run_clocks(&records);
         let mut tables = vec![
-            table("p", MetricKind::Owd, 0),
-            table("p", MetricKind::Jitter, 0),
-            table("p", MetricKind::Delay, 1),
+            table("p", metric::OWD, 0),
+            table("p", metric::JITTER, 0),
+            table("p", metric::DELAY, 1),
         ];
         annotate(&mut tables, &clocks);
         assert_eq!(
@@ -322,8 +323,8 @@ mod tests {
         )];
         let clocks = run_clocks(&rtt);
         let mut tables = vec![
-            table("p", MetricKind::Delay, 0),
-            table("p", MetricKind::Owd, 0),
+            table("p", metric::DELAY, 0),
+            table("p", metric::OWD, 0),
         ];
         annotate(&mut tables, &clocks);
         assert!(tables[0].notes.is_empty());
@@ -352,6 +353,7 @@ mod tests {
             specs: Vec::new(),
             provenance: Default::default(),
             completeness: Default::default(),
+            vocabulary: metric::Vocabulary::standard(),
         };
         let report = crate::Report::new(&runs);
         let warning =

@@ -36,6 +36,11 @@ pub struct ReportDoc {
     /// point, and every missing run. Absent when every planned run has a result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partial: Option<Completeness>,
+    /// The verdict layer's page ([`crate::verdicts`]): IPv6 against IPv4 per point and
+    /// metric of the plan's tables, paired (with verdicts) when the runs are pairs,
+    /// pooled otherwise; what `dualperf compare --json` prints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdicts: Option<results::compare::CompareReport>,
 }
 
 impl ReportDoc {
@@ -50,6 +55,7 @@ impl ReportDoc {
             tables,
             clocks: Vec::new(),
             partial: None,
+            verdicts: None,
         }
     }
 }

@@ -19,6 +19,9 @@
 //! - [`doc`]: the `--json` document ([`ReportDoc`]) and its JSON Schema;
 //! - [`charts`]: one plot per table and metric, drawn by [`plot`] as SVG and by [`png`]
 //!   as PNG;
+//! - [`verdicts`]: the verdict layer: IPv6 against IPv4 per point and metric of the
+//!   plan's tables, paired where the runs are pairs (medians, a false discovery rate
+//!   over the page), pooled otherwise; what `dualperf compare` prints;
 //! - [`html`]: one self-contained page with every table and plot.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -38,6 +41,7 @@ pub mod tables;
 /// Plain aligned text tables, shared with the binary's renderers (`results::text_table`).
 pub use results::text_table;
 pub mod units;
+pub mod verdicts;
 
 use std::path::PathBuf;
 
@@ -63,6 +67,8 @@ pub struct Report {
     pub units: units::PageUnits,
     /// The planned runs without a result (none when whole).
     pub completeness: missing::Completeness,
+    /// The verdict layer's page over the plan's tables.
+    pub verdicts: results::compare::CompareReport,
 }
 
 impl Report {
@@ -87,6 +93,7 @@ impl Report {
                 .collect();
             t.partial = runs.completeness.partial(&points);
         }
+        let verdicts = verdicts::compare_doc(runs, &tables, None);
         Self {
             results,
             tables,
@@ -94,18 +101,28 @@ impl Report {
             provenance: runs.provenance.clone(),
             units,
             completeness: runs.completeness.clone(),
+            verdicts,
         }
     }
 
     /// The tables as aligned text, or as Markdown.
     pub fn text(&self, markdown: bool) -> String {
-        render::text(
+        let mut out = render::text(
             &self.tables,
             &self.results,
             &self.provenance.doctor,
             &self.completeness.lines(),
             markdown,
-        )
+        );
+        // The verdict layer's page, as `dualperf compare` prints it.
+        let page = verdicts::render(&self.verdicts);
+        if markdown {
+            out.push_str(&format!("\n## Verdicts\n\n```text\n{page}```\n"));
+        } else {
+            out.push('\n');
+            out.push_str(&page);
+        }
+        out
     }
 
     /// One CSV row per table row and metric, in the table's unit.
@@ -140,6 +157,7 @@ impl Report {
         let mut doc = ReportDoc::new(self.results.runs, self.results.rows, self.tables);
         doc.clocks = self.clocks;
         doc.partial = (!self.completeness.is_whole()).then_some(self.completeness);
+        doc.verdicts = Some(self.verdicts);
         doc
     }
 }
@@ -150,7 +168,8 @@ mod tests {
 
     use lab::plan::Run;
     use lab::store::RunRecord;
-    use lab::tables::{Column, MetricKind, TableSpec, Unit};
+    use lab::tables::{Column, TableSpec};
+    use results::metric::{self, Metric, Unit, Vocabulary};
 
     use super::*;
     use crate::charts::Place;
@@ -175,6 +194,7 @@ mod tests {
             exit_code: 0,
             stderr: String::new(),
             report: Some(serde_json::from_value(v).unwrap()),
+            attempts: 1,
             background: Vec::new(),
             routers: BTreeMap::new(),
             router_stalls: BTreeMap::new(),
@@ -204,9 +224,9 @@ mod tests {
             })
             .into_iter()
             .collect();
-        let column = |metric, unit: &str| Column {
+        let column = |metric: Metric, unit: &str| Column {
             metric,
-            unit: Unit::parse(metric, unit).unwrap(),
+            unit: Unit::parse(&metric, unit).unwrap(),
             flow: 0,
             router: None,
         };
@@ -218,13 +238,14 @@ mod tests {
                 title: "Table 7. UDP Round Trip Time".into(),
                 select: BTreeMap::new(),
                 metrics: vec![
-                    column(MetricKind::Rtt, "ms"),
-                    column(MetricKind::Jitter, "ms"),
+                    column(metric::RTT, "ms"),
+                    column(metric::JITTER, "ms"),
                 ],
                 paper: BTreeMap::from([("64".to_owned(), vec![Some(0.5), None])]),
             }],
             provenance: Default::default(),
             completeness: Default::default(),
+            vocabulary: Vocabulary::standard(),
         }
     }
 
@@ -232,8 +253,8 @@ mod tests {
     fn delays_have_their_runs_medians_compared_beside_the_means() {
         let report = Report::new(&runs());
         let rtt = Column {
-            metric: MetricKind::Rtt,
-            unit: MetricKind::Rtt.default_unit(),
+            metric: metric::RTT,
+            unit: metric::RTT.default_unit(),
             flow: 0,
             router: None,
         };
@@ -249,7 +270,7 @@ mod tests {
         assert_eq!(cmp.verdict, meter::repeat::Verdict::Undefined);
         // Throughput has no per-run median.
         let tput = Column {
-            metric: MetricKind::Throughput,
+            metric: metric::THROUGHPUT,
             ..rtt.clone()
         };
         assert!(report.results.row("64", &tput).unwrap().median.is_none());
@@ -277,12 +298,12 @@ mod tests {
             for c in t
                 .metrics
                 .iter()
-                .filter(|c| c.metric.covers(MetricKind::Delay))
+                .filter(|c| c.metric.covers(&metric::DELAY))
             {
                 assert_eq!(c.unit.name, "µs", "{}", t.title);
             }
         }
-        assert_eq!(report.units.of(MetricKind::Delay).unwrap().name, "µs");
+        assert_eq!(report.units.of(&metric::DELAY).unwrap().name, "µs");
         let text = report.text(false);
         assert!(text.contains("Round trip time (µs): IPv4"), "{text}");
         assert!(!text.contains("(ms)"), "{text}");
@@ -389,7 +410,7 @@ mod tests {
                 order.push(id);
             }
         }
-        let spec = |title: &str, proto: &str, metric: MetricKind| TableSpec {
+        let spec = |title: &str, proto: &str, metric: Metric| TableSpec {
             title: title.into(),
             select: BTreeMap::from([("protocol".to_owned(), proto.to_owned())]),
             metrics: vec![Column {
@@ -405,12 +426,13 @@ mod tests {
             order,
             factors,
             specs: vec![
-                spec("Table 3. TCP Throughput", "tcp", MetricKind::Throughput),
-                spec("Table 4. UDP Throughput", "udp", MetricKind::Throughput),
-                spec("Table 7. UDP Round Trip Time", "udp", MetricKind::Rtt),
+                spec("Table 3. TCP Throughput", "tcp", metric::THROUGHPUT),
+                spec("Table 4. UDP Throughput", "udp", metric::THROUGHPUT),
+                spec("Table 7. UDP Round Trip Time", "udp", metric::RTT),
             ],
             provenance: Default::default(),
             completeness: Default::default(),
+            vocabulary: Vocabulary::standard(),
         }
     }
 
@@ -555,10 +577,11 @@ mod tests {
             specs: Vec::new(),
             provenance: Default::default(),
             completeness: Default::default(),
+            vocabulary: Vocabulary::standard(),
         };
         let report = Report::new(&runs);
         // `delay` of a flow metered round trip is a round trip: never below zero.
-        for metric in [MetricKind::Delay, MetricKind::Rtt] {
+        for metric in [metric::DELAY, metric::RTT] {
             let c = Column {
                 metric,
                 unit: metric.default_unit(),

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use lab::store::{HostInfo, Resolved, RunRecord, Store};
 use lab::tables::TableSpec;
 use results::doctor::Scope;
+use results::metric::Vocabulary;
 
 use crate::error::Error;
 use crate::missing::Completeness;
@@ -25,6 +26,9 @@ pub struct Runs {
     pub provenance: Provenance,
     /// The planned runs without a result, per point done against planned.
     pub completeness: Completeness,
+    /// The metrics the declared tables may name and the report shows
+    /// ([`Vocabulary::standard`] unless [`load_with`] was given another).
+    pub vocabulary: Vocabulary,
 }
 
 /// What a report shows, where and when it was measured (flent labels every plot so).
@@ -45,6 +49,16 @@ pub struct Provenance {
     /// by `dualperf run`), one line each (`warn steal: …`), each once; none for a
     /// directory from before `dualperf doctor`.
     pub doctor: Vec<String>,
+    /// How the first directory's plan ordered its runs: whether its runs form pairs of
+    /// one repetition over both families, back to back (the verdict layer's paired
+    /// analysis, [`crate::verdicts`]).
+    pub order: Option<lab::plan::Order>,
+    /// Where the first directory's plan ran (`loopback`, `lab:…`, `hosts`).
+    pub target: Option<String>,
+    /// Its repetitions and run length, as it ran (with `--quick` and any override).
+    pub repetitions: Option<u32>,
+    /// Each run's length, ns.
+    pub duration_ns: Option<u64>,
 }
 
 impl Provenance {
@@ -124,6 +138,16 @@ fn utc(unix_ns: u64) -> (String, String) {
 /// not read, runs whose lab routers stalled) is pushed to `warnings`, also when an error
 /// follows.
 pub fn load(dirs: &[PathBuf], warnings: &mut Vec<String>) -> Result<Runs, Error> {
+    load_with(dirs, &Vocabulary::standard(), warnings)
+}
+
+/// The same, the declared tables read and the runs reported in the metrics of
+/// `vocabulary`.
+pub fn load_with(
+    dirs: &[PathBuf],
+    vocabulary: &Vocabulary,
+    warnings: &mut Vec<String>,
+) -> Result<Runs, Error> {
     let mut records: Vec<RunRecord> = Vec::new();
     let mut factors: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
     let mut order: Vec<String> = Vec::new();
@@ -180,7 +204,7 @@ pub fn load(dirs: &[PathBuf], warnings: &mut Vec<String>) -> Result<Runs, Error>
         }
         // The points' factors and their order, from the resolved plan.
         if let Ok(text) = std::fs::read(dir.join("resolved.json")) {
-            let (resolved, left_out) = match Resolved::parse(&text) {
+            let (resolved, left_out) = match Resolved::parse_with(&text, vocabulary) {
                 Ok(r) => r,
                 Err(e) => {
                     warnings.push(format!(
@@ -211,6 +235,10 @@ pub fn load(dirs: &[PathBuf], warnings: &mut Vec<String>) -> Result<Runs, Error>
                     }
                     specs = resolved.plan.tables.clone();
                     provenance.plan = Some(resolved.plan.name.clone());
+                    provenance.order = Some(resolved.plan.order);
+                    provenance.target = Some(resolved.plan.target.to_string());
+                    provenance.repetitions = Some(resolved.plan.repetitions);
+                    provenance.duration_ns = Some(resolved.plan.duration.as_nanos());
                     for name in resolved.plan.hosts.keys() {
                         provenance.hosts.push(name.clone());
                     }
@@ -278,6 +306,7 @@ pub fn load(dirs: &[PathBuf], warnings: &mut Vec<String>) -> Result<Runs, Error>
         specs,
         provenance,
         completeness,
+        vocabulary: vocabulary.clone(),
     })
 }
 
@@ -396,6 +425,7 @@ mod tests {
             exit_code: 0,
             stderr: String::new(),
             report: Some(report),
+            attempts: 1,
             background: Vec::new(),
             routers: BTreeMap::new(),
             router_stalls: BTreeMap::new(),

@@ -3,7 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use lab::tables::{Column, MetricKind, TableSpec};
+use lab::tables::{Column, TableSpec};
+use results::metric::{self, Metric};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -48,11 +49,11 @@ pub struct TableRow {
 }
 
 /// The metrics every point is reported in, declared or not.
-const DEFAULT_METRICS: [MetricKind; 4] = [
-    MetricKind::Throughput,
-    MetricKind::Delay,
-    MetricKind::Jitter,
-    MetricKind::Loss,
+const DEFAULT_METRICS: [Metric; 4] = [
+    metric::THROUGHPUT,
+    metric::DELAY,
+    metric::JITTER,
+    metric::LOSS,
 ];
 
 /// The plan's tables over the points they hold (`has`: whether a point has figures of
@@ -85,7 +86,7 @@ pub fn tables(
         t.paper = spec.paper.clone();
         out.push(t);
     }
-    let shown = |p: &str, m: MetricKind, flow: u8| {
+    let shown = |p: &str, m: &Metric, flow: u8| {
         specs.iter().any(|s| {
             s.holds(factors_of(p))
                 && s.metrics
@@ -98,7 +99,7 @@ pub fn tables(
     // in `--json` but no tables of their own unless the plan declares them.
     for (flow, m) in (0..=flows.min(8)).flat_map(|f| DEFAULT_METRICS.map(|m| (f, m))) {
         let mut loose: Vec<(String, Vec<&String>)> = Vec::new();
-        for p in order.iter().filter(|p| !shown(p, m, flow) && has(p, flow)) {
+        for p in order.iter().filter(|p| !shown(p, &m, flow) && has(p, flow)) {
             let f = factors_of(p);
             let group = f
                 .get("group")
@@ -155,7 +156,9 @@ fn table(
 ) -> Table {
     let empty = BTreeMap::new();
     let f = |p: &str| factors.get(p).unwrap_or(&empty);
-    // The factors that tell the rows apart: present and not the same in every row.
+    // The factors that tell the rows apart: two values or more among the rows that
+    // have them (a factor with one value, say the rate of every sweep point, tells
+    // none of them apart).
     let mut keys: Vec<&String> = points
         .iter()
         .flat_map(|p| f(p).keys())
@@ -166,8 +169,9 @@ fn table(
     let mut varying: Vec<&String> = keys
         .into_iter()
         .filter(|k| {
-            let first = points.first().and_then(|p| f(p).get(*k));
-            points.iter().any(|p| f(p).get(*k) != first)
+            let mut values = points.iter().filter_map(|p| f(p).get(*k));
+            let first = values.next();
+            values.any(|v| Some(v) != first)
         })
         .collect();
     // Points that name their own factors are told apart by those, not by their labels.
@@ -254,7 +258,7 @@ fn row_label(point: &str, factors: &BTreeMap<String, String>, varying: &[&String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lab::tables::Unit;
+    use results::metric::Unit;
 
     fn sweep() -> (Vec<String>, BTreeMap<String, BTreeMap<String, String>>) {
         let mut order = Vec::new();
@@ -283,7 +287,7 @@ mod tests {
         (order, factors)
     }
 
-    fn spec(title: &str, select: &[(&str, &str)], metrics: &[(MetricKind, &str)]) -> TableSpec {
+    fn spec(title: &str, select: &[(&str, &str)], metrics: &[(Metric, &str)]) -> TableSpec {
         TableSpec {
             title: title.into(),
             select: select
@@ -294,7 +298,7 @@ mod tests {
                 .iter()
                 .map(|(m, u)| Column {
                     metric: *m,
-                    unit: Unit::parse(*m, u).unwrap(),
+                    unit: Unit::parse(m, u).unwrap(),
                     flow: 0,
                     router: None,
                 })
@@ -309,7 +313,7 @@ mod tests {
         let specs = [spec(
             "Table 3. TCP",
             &[("protocol", "tcp")],
-            &[(MetricKind::Throughput, "Mbps"), (MetricKind::Rtt, "ms")],
+            &[(metric::THROUGHPUT, "Mbps"), (metric::RTT, "ms")],
         )];
         let t = tables(&specs, &order, &factors, 0, &|_, _| true);
         let titles: Vec<&str> = t.iter().map(|t| t.title.as_str()).collect();
@@ -335,7 +339,7 @@ mod tests {
             for m in DEFAULT_METRICS {
                 assert!(
                     t.iter().any(|t| t.rows.iter().any(|r| &r.point == p)
-                        && t.metrics.iter().any(|c| c.metric.covers(m))),
+                        && t.metrics.iter().any(|c| c.metric.covers(&m))),
                     "{p} {m:?}"
                 );
             }
@@ -346,7 +350,7 @@ mod tests {
     fn rows_are_labelled_by_what_tells_them_apart() {
         let (order, factors) = sweep();
         let t = tables(
-            &[spec("All", &[], &[(MetricKind::Loss, "%")])],
+            &[spec("All", &[], &[(metric::LOSS, "%")])],
             &order,
             &factors,
             0,
@@ -367,7 +371,7 @@ mod tests {
         assert!(t[0].x.is_none(), "no single numeric factor, no line chart");
         // One point alone is labelled by its name.
         let t = tables(
-            &[spec("V", &[("group", "VoIP")], &[(MetricKind::Loss, "%")])],
+            &[spec("V", &[("group", "VoIP")], &[(metric::LOSS, "%")])],
             &order,
             &factors,
             0,

@@ -1,6 +1,10 @@
-//! What `dualperf compare --json` prints: the battery's tests, each run several times over
-//! both families, with every run's full `send --json` flow and each test's verdicts
-//! (docs/output.md).
+//! What `dualperf compare --json` prints, and what `dualperf report` computes for any run
+//! directory whose runs are paired: IPv6 against IPv4 per point and metric of the plan's
+//! tables, each repetition's IPv4 run against its IPv6 run, with a verdict that allows
+//! for the page's many comparisons (`meter::verdict`), and the runs it used, each with
+//! its full `send --json` flow (docs/output.md).
+
+use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -11,22 +15,15 @@ use meter::verdict::RunsComparison;
 
 use crate::send::FlowOutcome;
 
-/// One family's figures for a test.
+/// One run of a point over one family.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Side {
-    /// The receiver's payload bit rate, first to last arrival (as `send`'s
-    /// `received.bitrate_bps`).
-    pub throughput_bps: Option<f64>,
-    /// Mean round trip of the echoes, the receiver's hold time taken out.
-    pub rtt_mean_ns: Option<f64>,
-    /// Median round trip of the echoes (from the meter's histogram, within 1/128), the
-    /// receiver's hold time taken out: the figure the table compares, which one stalled
-    /// packet cannot move.
-    pub rtt_median_ns: Option<f64>,
-    /// D-ITG's jitter of the round trips: mean |D(i) − D(i−1)| (ITGDec).
-    pub jitter_ns: Option<f64>,
-    /// Packets the receiver never saw, % of those sent (RFC 7680).
-    pub loss_pct: Option<f64>,
+    /// The run's id in its run directory (`runs/ID.json`).
+    pub run: String,
+    /// The run's value of each metric of the tables, by metric key (`throughput`,
+    /// `bg1.loss`, `r1.cpu_per_frame`), in the metric's stored unit (the vocabulary's:
+    /// bit/s, ns, %); a metric the run has no value of is left out.
+    pub figures: BTreeMap<String, f64>,
     /// Packets sent.
     pub sent_packets: u64,
     /// Packets received; `None` if the receiver did not report.
@@ -36,6 +33,10 @@ pub struct Side {
     /// is the last).
     #[serde(default = "one")]
     pub attempts: u32,
+    /// Why the verdicts leave this run out: it fell behind its schedule
+    /// ([`fell_behind`]); `None`: it counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_counted: Option<String>,
     /// The flow's whole `send --json` result.
     pub flow: FlowOutcome,
 }
@@ -45,61 +46,91 @@ fn one() -> u32 {
     1
 }
 
-/// One repetition of a test: its run over each family, back to back.
+/// One repetition of a point: its run over each family, back to back.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Repetition {
-    /// 1, 2, …: the battery's pass this run belongs to.
+    /// 1, 2, …: the plan's pass this pair belongs to.
     pub repetition: u32,
-    /// Whether IPv6 ran first in this pair: the order alternates from test to test and
-    /// from pass to pass, so neither family always follows the other.
+    /// Whether IPv6 ran first in this pair (order "alternating" alternates it from
+    /// point to point and from pass to pass).
     pub ipv6_first: bool,
-    /// Over IPv4; `None` if it could not run (or the battery was interrupted first).
+    /// Over IPv4; `None` if it has no result (failed, or not run yet).
     pub ipv4: Option<Side>,
     /// Over IPv6; `None` likewise.
     pub ipv6: Option<Side>,
 }
 
-/// A test's verdict per metric, from its repetitions (`meter::verdict`): the medians of
-/// the runs of each family, IPv6 − IPv4 with its interval, and whether that interval
-/// leaves out 0. `None` where a family has no run with the figure.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct PointStats {
-    /// Throughput, bit/s.
-    pub throughput_bps: Option<RunsComparison>,
-    /// Median round trip, ns.
-    pub rtt_median_ns: Option<RunsComparison>,
-    /// D-ITG's jitter of the round trips, ns.
-    pub jitter_ns: Option<RunsComparison>,
-    /// Loss, % of packets sent.
-    pub loss_pct: Option<RunsComparison>,
-}
-
-/// A test: one flow, run over both families, several times.
+/// A point of the plan: one flow, run over both families, several times.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Point {
-    /// `UDP 64 B`, `VoIP g711.1`, `game quake3`.
+    /// The point's id in the plan.
+    pub id: String,
+    /// Its label in the tables' rows (`VoIP G.711.1`, `protocol udp, size 64`).
     pub name: String,
-    /// Transport.
+    /// Transport of its measured flow.
     pub protocol: Protocol,
     /// Payload bytes (the mean for random sizes).
     pub size_bytes: u32,
-    /// The constant rate of the test; `None` for the game models' random gaps.
+    /// The constant rate of the flow; `None` for a model's random gaps.
     pub rate: Option<Rate>,
-    /// Every repetition, in the order they ran.
+    /// Every repetition with a run, in order.
     pub runs: Vec<Repetition>,
-    /// The verdict per metric.
-    pub stats: PointStats,
-    /// What went wrong in this test's runs, if anything (`rep 2 IPv6: …`).
+    /// What the verdicts left out of this point's runs, and why (`run 2 IPv6: …`).
     pub errors: Vec<String>,
 }
 
-/// How the table's verdicts allow for its many comparisons (`meter::verdict`).
+/// How the runs were compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Analysis {
+    /// Each repetition's IPv6 run against its IPv4 run, back to back (plans ordered
+    /// "interleaved" or "alternating"): medians, the pairs' differences, verdicts.
+    Paired,
+    /// Runs not in pairs (order "random"): each family's runs as one sample; `report`'s
+    /// tables compare their means (Welch), and no paired verdict is made.
+    Pooled,
+}
+
+/// One metric of one table: a row per point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct VerdictTable {
+    /// The plan's table title.
+    pub title: String,
+    /// The metric's key (`throughput`, `rtt_median`, `bg1.loss`).
+    pub metric: String,
+    /// The column heading: title and unit (`Throughput (Mbit/s)`).
+    pub heading: String,
+    /// The unit shown.
+    pub unit: String,
+    /// Stored value / shown value.
+    pub scale: f64,
+    /// The metric in words, for the summary (`throughput`).
+    pub noun: String,
+    /// Whether the metric is 0 in every run of every point (shown as one line).
+    pub all_zero: bool,
+    /// One row per point.
+    pub rows: Vec<VerdictRow>,
+}
+
+/// A point's verdict for one metric.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct VerdictRow {
+    /// The point's id.
+    pub point: String,
+    /// Its label.
+    pub label: String,
+    /// The medians of each family's runs, IPv6 − IPv4 with its interval and the
+    /// verdict; `None` where a family has no run with the figure.
+    pub comparison: Option<RunsComparison>,
+}
+
+/// How the page's verdicts allow for its many comparisons (`meter::verdict`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Verdicts {
-    /// The false discovery rate the verdicts control over the whole table
+    /// The false discovery rate the verdicts control over every comparison of the page
     /// (Benjamini–Hochberg).
     pub fdr: f64,
-    /// Comparisons with a p-value (tests × metrics).
+    /// Comparisons with a p-value (points × metrics).
     pub tested: u64,
     /// Those whose difference is significant.
     pub discoveries: u64,
@@ -110,37 +141,69 @@ pub struct Verdicts {
 }
 
 /// The version of [`CompareReport`]'s format.
-pub const COMPARE_FORMAT_VERSION: u32 = 2;
+pub const COMPARE_FORMAT_VERSION: u32 = 3;
 
-/// `dualperf compare --json`.
+/// `dualperf compare --json`, and `verdicts` in `dualperf report --json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CompareReport {
     /// [`COMPARE_FORMAT_VERSION`].
     pub format_version: u32,
     /// `dualperf` and its version.
     pub tool: String,
-    /// `loopback`, or `lab:NAME`.
+    /// The run directory the runs are in (`dualperf report DIR` prints these verdicts
+    /// again); `None` when not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir: Option<String>,
+    /// The plan's name (`compare` for the battery).
+    pub plan: String,
+    /// `loopback`, `lab:NAME`, `hosts`.
     pub target: String,
-    /// The size tests' rate.
-    pub rate: Rate,
-    /// The size tests' payload sizes.
-    pub sizes_bytes: Vec<u32>,
-    /// Each size test's duration.
-    pub duration_ns: u64,
-    /// Each VoIP and game test's duration.
-    pub model_duration_ns: u64,
-    /// Runs per family per test asked for (`--repeat`).
+    /// Runs per family per point the plan asked for.
     pub repetitions: u32,
-    /// Whether Ctrl-C ended the battery early.
-    pub interrupted: bool,
-    /// A `--quick` battery: fewer and shorter runs.
+    /// Each run's length.
+    pub duration_ns: u64,
+    /// Whether the plan ran with `--quick`.
     pub quick: bool,
-    /// How the verdicts allow for the table's many comparisons.
+    /// Whether runs of the plan are missing (Ctrl-C, failures): the verdicts use those
+    /// there are.
+    pub interrupted: bool,
+    /// Paired, or pooled (no verdicts).
+    pub analysis: Analysis,
+    /// How the verdicts allow for the page's many comparisons.
     pub verdicts: Verdicts,
+    /// One per metric of each of the plan's tables, in order.
+    pub tables: Vec<VerdictTable>,
     /// The closing summary in plain words, one sentence per line.
     pub summary: Vec<String>,
-    /// This host's check (`dualperf doctor`), taken before the battery.
-    pub doctor: Option<crate::doctor::DoctorDoc>,
-    /// The tests, in the order they ran.
+    /// The host checks that were not ok when the runs started (`doctor.json`), one
+    /// line each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_checks: Vec<String>,
+    /// The metrics' definitions, as `metric: definition`, for the page's foot.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub definitions: Vec<String>,
+    /// The points, in plan order, with the runs the verdicts used.
     pub points: Vec<Point>,
+}
+
+/// Why a run does not count, if it fell behind its schedule: it sent nothing, or, on a
+/// constant-rate schedule (whose plan is exact, unlike a model's random gaps), less than
+/// 90 % of the packets it planned: its sender did not get the CPU (`dualperf doctor`
+/// may say why). A paced run on a host that keeps up sends every planned packet. The
+/// verdicts leave such runs out; `compare` measures one again while it falls behind.
+pub fn fell_behind(flow: &FlowOutcome) -> Option<String> {
+    if flow.sent.packets == 0 {
+        return Some("sent no packets in its time (the host may be overloaded)".to_owned());
+    }
+    if flow.spec.idt_ms.is_some() {
+        return None;
+    }
+    let planned = flow
+        .sent
+        .planned_packets
+        .filter(|&p| flow.sent.packets * 10 < p * 9)?;
+    Some(format!(
+        "sent {} of {planned} planned packets: the host fell behind (dualperf doctor may say why); not counted",
+        flow.sent.packets
+    ))
 }

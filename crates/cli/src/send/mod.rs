@@ -16,7 +16,6 @@ mod flow;
 mod remote;
 pub(crate) mod session;
 mod tcpinfo;
-mod text;
 mod zerocopy;
 
 use std::net::SocketAddr;
@@ -26,13 +25,13 @@ use std::time::Duration as StdDuration;
 
 use anyhow::Result;
 use clap::Parser;
+use results::send::text;
 use traffic::options::Vad;
 use traffic::{FlowOptions, FlowSpec, OptionError, Rate};
 use wire::control::Meter;
 use wire::ds::{Dscp, Ecn};
 use wire::time::Duration;
 
-pub(crate) use results::send::FlowOutcome;
 pub(crate) use session::{run_session, PartialReport};
 
 use crate::control::{resolve, Family, DEFAULT_PORT, MAX_SESSION_WINDOWS};
@@ -318,19 +317,19 @@ pub(crate) struct FlowArgs {
     /// cauchy:0,1, gamma:2,3, weibull:1.5,2, t:41.7,0.1,0.7, mix:0.6*exp:4.29+0.4*const:10.75,
     /// values:1,2,3, file:PATH.
     #[arg(long, value_name = "DIST", value_parser = dist, conflicts_with = "rate")]
-    idt: Option<traffic::dist::Dist>,
+    idt: Option<traffic::distribution::Dist>,
     /// Payload sizes in bytes from a distribution instead of --size (same spelling as
     /// --idt); truncated and clamped to what the probe and the protocol allow.
     #[arg(long, value_name = "DIST", value_parser = dist, conflicts_with = "size")]
-    size_dist: Option<traffic::dist::Dist>,
+    size_dist: Option<traffic::distribution::Dist>,
     /// Send only during ON periods of an on/off process whose ON and OFF durations, in
     /// milliseconds, come from these distributions (same spelling as --idt; D-ITG's -B):
     /// --on exp:1000 --off const:2000.
     #[arg(long, value_name = "DIST", value_parser = dist, requires = "off", conflicts_with = "vad")]
-    on: Option<traffic::dist::Dist>,
+    on: Option<traffic::distribution::Dist>,
     /// OFF durations in milliseconds; see --on.
     #[arg(long, value_name = "DIST", value_parser = dist, requires = "on")]
-    off: Option<traffic::dist::Dist>,
+    off: Option<traffic::distribution::Dist>,
     /// Seed of --idt, --size-dist and --app (default: random; the seed used is in the results).
     #[arg(long)]
     seed: Option<u64>,
@@ -450,7 +449,7 @@ fn flow_specs(options: &FlowOptions, default_label: String) -> Result<Vec<FlowSp
 }
 
 /// A distribution in `kind:args` spelling; `file:PATH` reads the values from a file.
-fn dist(s: &str) -> Result<traffic::dist::Dist, traffic::options::ValueError> {
+fn dist(s: &str) -> Result<traffic::distribution::Dist, traffic::options::ValueError> {
     traffic::options::parse_dist(s, |path| std::fs::read_to_string(path))
 }
 
@@ -668,6 +667,38 @@ pub(crate) fn run(mut args: SendArgs) -> Result<()> {
     };
     // Whatever happened, print what was measured before reporting an error.
     print_outcome(outcome, args.json, args.per_flow, args.wide, heading)
+}
+
+/// The session a plain `send` command line runs, for a sender in this process (the
+/// in-process executor of `compare`): its flows to DEST, as `run` would measure them,
+/// without live output. Only what a plan's measured flow uses: `--stamp`, `--from`,
+/// `--reverse`, `--bidir`, `--flows`, `--ditg-script` and `--log` are refused.
+pub(crate) fn plain_session(args: SendArgs) -> Result<SendConfig> {
+    if args.stamp || args.from.is_some() || args.reverse || args.bidir {
+        usage!("an in-process sender runs a plain session: no --stamp, --from, --reverse or --bidir");
+    }
+    if args.flows.is_some() || args.ditg_script.is_some() || args.log.is_some() {
+        usage!("an in-process sender takes its flows from the command line, and keeps no log");
+    }
+    let family = match (args.ipv4, args.ipv6) {
+        (true, _) => Family::V4,
+        (_, true) => Family::V6,
+        _ => Family::Any,
+    };
+    let dest = resolve(&args.dest, args.port, family)?;
+    let flows = args.flow.to_specs("flow 0".into())?;
+    Ok(SendConfig {
+        key: args.key.map(String::into_bytes),
+        spin: args.spin,
+        batch_window: args.batch_window,
+        threads: args.threads.map(usize::from),
+        interval: check_interval(args.interval, &flows)?,
+        live: false,
+        connect_timeout: args.connect_timeout,
+        cdf: args.cdf,
+        gso: !args.no_gso,
+        ..SendConfig::new(dest, flows)
+    })
 }
 
 /// Whether `send`'s flag `id` was given on the command line rather than left at its

@@ -7,7 +7,7 @@
 //! description = "UDP at three sizes, IPv4 against IPv6"
 //! repetitions = 15
 //! duration = "60s"                 # of each run
-//! order = "interleaved"            # IPv4 and IPv6 alternate (ABAB…); or "random"
+//! order = "interleaved"            # IPv4 and IPv6 alternate (ABAB…); "alternating" (ABBA…); or "random"
 //! seed = 1                         # of "random"
 //! target = "loopback"              # or "lab:topologies/two-hop.toml" (relative to the plan),
 //!                                  # or "hosts" (agents on real hosts: see `hosts`)
@@ -55,7 +55,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use crate::tables::{parse_table, TableSpec};
+use crate::tables::{parse_table, TableSpec, Vocabulary};
 
 pub(crate) mod point;
 
@@ -88,6 +88,11 @@ pub enum Order {
     Interleaved,
     /// Shuffled with the plan's seed.
     Random,
+    /// Each point over both families back to back, the first family alternating from
+    /// point to point and from repetition to repetition (IPv4 then IPv6, then IPv6 then
+    /// IPv4, …), so neither always runs on a host the other has just warmed or
+    /// disturbed: `dualperf compare`'s order.
+    Alternating,
 }
 
 #[derive(Deserialize)]
@@ -227,8 +232,14 @@ pub struct Plan {
 pub const RUN_OVERHEAD: Duration = Duration::from_millis(700);
 
 impl Plan {
-    /// Parse and expand a plan; `quick` applies its `[quick]` table.
+    /// Parse and expand a plan; `quick` applies its `[quick]` table. Its tables name
+    /// metrics of the standard vocabulary.
     pub fn parse(text: &str, quick: bool) -> Result<Self, PlanError> {
+        Self::parse_with(text, quick, &Vocabulary::standard())
+    }
+
+    /// The same, its tables' metrics checked against `vocabulary`.
+    pub fn parse_with(text: &str, quick: bool, vocabulary: &Vocabulary) -> Result<Self, PlanError> {
         let line_at =
             |offset: usize| Some(text[..offset.min(text.len())].matches('\n').count() + 1);
         let file: PlanFile = toml::from_str(text).map_err(|e| {
@@ -586,7 +597,7 @@ impl Plan {
         let mut tables = Vec::new();
         for t in &file.tables {
             let line = line_at(t.span().start);
-            let spec = parse_table(t.get_ref()).map_err(|e| PlanError::at(line, e.to_string()))?;
+            let spec = parse_table(t.get_ref(), vocabulary).map_err(|e| PlanError::at(line, e.to_string()))?;
             if !points.iter().any(|p| spec.holds(&p.factors)) {
                 // The quick variant may leave a table's points out (a size it skips);
                 // the whole plan is where a table must hold something.
@@ -875,8 +886,9 @@ fn scalar(
     }
 }
 
-/// Runs repetition by repetition: interleaved (each point over the families in turn) or
-/// shuffled within the repetition by a seeded Fisher–Yates.
+/// Runs repetition by repetition: interleaved (each point over the families in turn),
+/// alternating (the same, the first family alternating) or shuffled within the
+/// repetition by a seeded Fisher–Yates.
 fn order_runs(
     points: usize,
     families: &[u8],
@@ -897,6 +909,15 @@ fn order_runs(
                 repetition,
             })
             .collect();
+        if order == Order::Alternating {
+            // Each point's runs are adjacent (families in order): reverse every other.
+            let per_point = families.len().max(1);
+            for (p, chunk) in rep.chunks_mut(per_point).enumerate() {
+                if (repetition as usize - 1 + p) % 2 == 1 {
+                    chunk.reverse();
+                }
+            }
+        }
         if order == Order::Random {
             for i in (1..rep.len()).rev() {
                 let j = (splitmix64(&mut state) % (i as u64 + 1)) as usize;
