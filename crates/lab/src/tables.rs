@@ -21,273 +21,21 @@
 //! paper = { "8 Mbps" = [7.98, 0, 0.205], "9 Mbps" = [8.89, 0.99, 2.641] }
 //! ```
 //!
-//! The metrics and their stored units (what JSON and CSV carry):
-//! - `throughput`: the receiver's payload bit rate, bit/s (every flow of a run together);
-//! - `rtt`: mean round-trip time of the echoes (`--meter rtt`), ns;
-//! - `owd`: mean one-way delay at the receiver, ns;
-//! - `delay`: `rtt` for a flow metered round trip, else `owd`, ns;
-//! - `jitter`: D-ITG's mean |ΔD| of the same delays, ns;
-//! - `loss`: the receiver's lost share of the sent packets, %.
+//! The metrics, their titles, definitions and stored units (what JSON and CSV carry)
+//! are the vocabulary's ([`results::metric`]): `throughput`, `rtt` (the mean round
+//! trip), `rtt_median`, `owd`, `delay`, `jitter`, `loss`, … A plan naming a metric the
+//! vocabulary lacks is refused with the list of those it has.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
-use results::send::SendReport;
+pub use results::metric::{Metric, Unit, Vocabulary};
 use serde::{Deserialize, Serialize};
-use wire::control::{Meter, Protocol};
-
-/// What a table shows, read from each run's report.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum MetricKind {
-    /// Receiver's payload bit rate, bit/s.
-    Throughput,
-    /// Mean round-trip time, ns.
-    Rtt,
-    /// Mean one-way delay, ns.
-    Owd,
-    /// `Rtt` when the flow is metered round trip, else `Owd`, ns.
-    Delay,
-    /// D-ITG's mean |ΔD|, ns.
-    Jitter,
-    /// Lost packets, % of sent.
-    Loss,
-    /// RFC 3550's interarrival jitter J after the last packet (iperf's), ns.
-    #[serde(rename = "jitter_rfc3550")]
-    JitterRfc3550,
-    /// The received UDP flow's rate in Ethernet frames, bit/s.
-    #[serde(rename = "frame_throughput")]
-    FrameThroughput,
-    /// A lab router's CPU time per frame it received over the run, ns (`r1.cpu_per_frame`).
-    #[serde(rename = "cpu_per_frame")]
-    CpuPerFrame,
-    /// A lab router's time inside its service policies per frame, ns (`r1.qos_per_frame`).
-    #[serde(rename = "qos_per_frame")]
-    QosPerFrame,
-}
-
-impl MetricKind {
-    /// Every metric, in the order a report lists them.
-    pub const ALL: [Self; 10] = [
-        Self::Throughput,
-        Self::Rtt,
-        Self::Owd,
-        Self::Delay,
-        Self::Jitter,
-        Self::Loss,
-        Self::JitterRfc3550,
-        Self::FrameThroughput,
-        Self::CpuPerFrame,
-        Self::QosPerFrame,
-    ];
-
-    /// Its name in plans, JSON and CSV.
-    pub fn key(self) -> &'static str {
-        match self {
-            Self::Throughput => "throughput",
-            Self::Rtt => "rtt",
-            Self::Owd => "owd",
-            Self::Delay => "delay",
-            Self::Jitter => "jitter",
-            Self::Loss => "loss",
-            Self::JitterRfc3550 => "jitter_rfc3550",
-            Self::FrameThroughput => "frame_throughput",
-            Self::CpuPerFrame => "cpu_per_frame",
-            Self::QosPerFrame => "qos_per_frame",
-        }
-    }
-
-    /// Its name in a table heading.
-    pub fn title(self) -> &'static str {
-        match self {
-            Self::Throughput => "Throughput",
-            Self::Rtt => "Round trip time",
-            Self::Owd => "One-way delay",
-            Self::Delay => "Delay",
-            Self::Jitter => "Jitter",
-            Self::Loss => "Packet loss",
-            Self::JitterRfc3550 => "Jitter (RFC 3550)",
-            Self::FrameThroughput => "Frame throughput",
-            Self::CpuPerFrame => "CPU time per frame",
-            Self::QosPerFrame => "QoS time per frame",
-        }
-    }
-
-    /// The unit of the stored values.
-    pub fn base_unit(self) -> &'static str {
-        match self {
-            Self::Throughput | Self::FrameThroughput => "bit/s",
-            Self::Loss => "%",
-            _ => "ns",
-        }
-    }
-
-    /// The unit a table uses unless the plan names one.
-    pub fn default_unit(self) -> Unit {
-        match self {
-            Self::Throughput | Self::FrameThroughput => Unit::parse(self, "Mbit/s"),
-            Self::Loss => Unit::parse(self, "%"),
-            _ => Unit::parse(self, "µs"),
-        }
-        .unwrap_or(Unit {
-            name: String::new(),
-            scale: 1.0,
-        })
-    }
-
-    /// Whether its values can never be negative: everything but a one-way delay, which
-    /// between two hosts carries the clock offset and may be below zero. Reports give
-    /// such metrics an interval that cannot leave their range.
-    pub fn non_negative(self) -> bool {
-        !matches!(self, Self::Owd | Self::Delay)
-    }
-
-    /// How it is measured, for a table's caption.
-    pub fn definition(self) -> &'static str {
-        match self {
-            Self::Throughput => "the receiver's payload bit rate, first to last arrival",
-            Self::Rtt => "mean round trip of the echoes, the receiver's hold time taken out",
-            Self::Owd => "mean one-way delay, receiver clock minus sender clock (RFC 7679)",
-            Self::Delay => "mean round trip for a flow metered round trip, else mean one-way delay",
-            Self::Jitter => {
-                "D-ITG's mean |D(i) − D(i−1)| of consecutive delays (not RFC 3550's EWMA)"
-            }
-            Self::Loss => "packets the receiver never saw, % of those sent (RFC 7680)",
-            Self::JitterRfc3550 => {
-                "RFC 3550 §6.4.1 interarrival jitter J (gain 1/16) after the last packet, as iperf reports it"
-            }
-            Self::FrameThroughput => {
-                "the UDP throughput counting each datagram's UDP, IP (20 or 40 B) and Ethernet (14 B) headers, as a capture on the link counts it"
-            }
-            Self::CpuPerFrame => {
-                "the router thread's CPU time (CLOCK_THREAD_CPUTIME_ID) in loop turns that handled frames, over the frames it received: its whole cost per frame, kernel receive and send included, as the WebAudio thesis (RSVP with flow labels) measures a router's processing load"
-            }
-            Self::QosPerFrame => {
-                "the router's time inside its service policy (classification with reservation lookup, marking, policing, queueing) per frame it offered the policy, by the monotonic clock"
-            }
-        }
-    }
-
-    /// Its value in a run's `dualperf send --json` report (docs/output.md), in the
-    /// stored unit; `None` when the run has none.
-    ///
-    /// Throughput is the sum over every flow of the run (`sum`, as iperf3's SUM) when
-    /// it has several, so `--parallel` runs count whole; the other metrics are the
-    /// first flow's. The round-trip figures count only for a flow metered round trip
-    /// and the one-way ones only from the receiver: never one for the other.
-    pub fn of(self, report: &SendReport) -> Option<f64> {
-        let flow = report.flows.first()?;
-        let summary = if flow.spec.meter == Meter::Rtt {
-            flow.rtt.as_ref()
-        } else {
-            flow.received.as_ref()
-        };
-        let received = flow.received.as_ref();
-        match self {
-            // Receiver's payload bits over its first-to-last arrival span.
-            Self::Throughput => {
-                if report.flows.len() > 1 {
-                    report.sum.received.as_ref()?.bitrate_bps
-                } else {
-                    received?.bitrate_bps
-                }
-            }
-            // Mean of the per-packet round trips of the echoes (D-ITG's -m rttm).
-            Self::Rtt => Some(flow.rtt.as_ref()?.delay.as_ref()?.mean_ns),
-            // Mean one-way delay, RFC 7679's singleton per packet.
-            Self::Owd => Some(received?.delay.as_ref()?.mean_ns),
-            Self::Delay => Some(summary?.delay.as_ref()?.mean_ns),
-            // D-ITG's jitter: mean |D(i) − D(i−1)| (ITGDec).
-            Self::Jitter => summary?.jitter.ditg_ns,
-            // Lost share of the sent packets, RFC 7680 (the sender's count is the total).
-            Self::Loss => received?.loss.loss_pct,
-            // RFC 3550 §6.4.1's J (EWMA gain 1/16) after the last packet, as iperf reports.
-            Self::JitterRfc3550 => summary?.jitter.rfc3550_ns,
-            // A router's figure: read from the run's router counters ([`Column::of`]).
-            Self::CpuPerFrame | Self::QosPerFrame => None,
-            // The H.323 study's (Bouras et al.) data-link rate: payload rate × (payload + headers) / payload,
-            // headers UDP 8 + IPv4 20 or IPv6 40 + Ethernet 14 (no FCS, as a capture).
-            Self::FrameThroughput => {
-                if flow.spec.protocol != Protocol::Udp {
-                    return None;
-                }
-                let r = received?;
-                let (bytes, packets) = (r.bytes as f64, r.packets as f64);
-                let ip = if report.dest.is_ipv6() { 40.0 } else { 20.0 };
-                (bytes > 0.0).then(|| {
-                    r.bitrate_bps
-                        .map(|b| b * (bytes + packets * (8.0 + ip + 14.0)) / bytes)
-                })?
-            }
-        }
-    }
-
-    /// Whether a table of this metric shows what `other` shows (delay is rtt or owd).
-    pub fn covers(self, other: Self) -> bool {
-        self == other
-            || matches!(
-                (self, other),
-                (Self::Rtt | Self::Owd, Self::Delay) | (Self::Delay, Self::Rtt | Self::Owd)
-            )
-    }
-
-    fn from_key(key: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|m| m.key() == key)
-    }
-}
-
-/// A display unit: its name and what a stored value is divided by.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Unit {
-    /// As printed: `Mbit/s`, `ms`, `%`.
-    pub name: String,
-    /// Stored value / scale = displayed value.
-    pub scale: f64,
-}
-
-impl Unit {
-    /// A unit for a metric; the papers' spellings (`Mbps`, `Kbps`) are taken too and
-    /// printed as the SI ones.
-    pub fn parse(metric: MetricKind, text: &str) -> Option<Self> {
-        let (name, scale) = match metric {
-            // Case matters: "MBps" would be megabytes, a factor of 8 off.
-            MetricKind::Throughput | MetricKind::FrameThroughput => match text {
-                "bit/s" | "bps" => ("bit/s", 1.0),
-                "kbit/s" | "kbps" | "Kbps" => ("kbit/s", 1e3),
-                "Mbit/s" | "Mbps" | "mbps" => ("Mbit/s", 1e6),
-                "Gbit/s" | "Gbps" | "gbps" => ("Gbit/s", 1e9),
-                _ => return None,
-            },
-            MetricKind::Loss => match text {
-                "%" => ("%", 1.0),
-                _ => return None,
-            },
-            _ => match text {
-                "ns" => ("ns", 1.0),
-                "µs" | "us" => ("µs", 1e3),
-                "ms" => ("ms", 1e6),
-                "s" => ("s", 1e9),
-                _ => return None,
-            },
-        };
-        Some(Self {
-            name: name.to_owned(),
-            scale,
-        })
-    }
-}
-
-impl fmt::Display for Unit {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.name)
-    }
-}
 
 /// A metric in a table, in its unit.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Column {
     /// What it shows.
-    pub metric: MetricKind,
+    pub metric: Metric,
     /// In what unit.
     pub unit: Unit,
     /// Of which flow: 0 the measured one, N the point's Nth background flow.
@@ -306,11 +54,11 @@ impl Column {
     /// `Throughput (Mbit/s)`, `bg1: Packet loss (%)`, `r1: CPU time per frame (ns)`.
     pub fn heading(&self) -> String {
         if let Some(r) = &self.router {
-            format!("{r}: {} ({})", self.metric.title(), self.unit)
+            format!("{r}: {} ({})", self.metric.title, self.unit)
         } else if self.flow == 0 {
-            format!("{} ({})", self.metric.title(), self.unit)
+            format!("{} ({})", self.metric.title, self.unit)
         } else {
-            format!("bg{}: {} ({})", self.flow, self.metric.title(), self.unit)
+            format!("bg{}: {} ({})", self.flow, self.metric.title, self.unit)
         }
     }
 }
@@ -360,9 +108,17 @@ pub enum TableError {
         "tables: metrics is a list of \"metric[:unit]\", e.g. [\"throughput:Mbit/s\", \"loss\"]"
     )]
     Metrics,
-    /// A metric no report has.
-    #[error("tables: no metric '{0}' (throughput, frame_throughput, rtt, owd, delay, jitter, jitter_rfc3550, loss; bgN.METRIC for background flow N; ROUTER.cpu_per_frame, ROUTER.qos_per_frame)")]
-    Metric(String),
+    /// A metric the vocabulary does not have, or one named without the flow or
+    /// router it needs.
+    #[error("tables: no metric '{name}' ({known}; bgN.METRIC for background flow N; {routers})")]
+    Metric {
+        /// As the plan wrote it.
+        name: String,
+        /// The vocabulary's metrics of a flow.
+        known: String,
+        /// Its metrics of a lab router, `ROUTER.KEY`.
+        routers: String,
+    },
     /// A unit that does not fit the metric.
     #[error("tables: '{unit}' is not a unit of {metric} ({choices})")]
     Unit {
@@ -375,8 +131,78 @@ pub enum TableError {
     },
 }
 
-/// One `[[tables]]` entry, checked.
-pub fn parse_table(table: &toml::Table) -> Result<TableSpec, TableError> {
+impl TableError {
+    fn metric(name: &str, vocabulary: &Vocabulary) -> Self {
+        let keys = |router: bool| {
+            vocabulary
+                .metrics()
+                .iter()
+                .filter(|m| m.router_figure().is_some() == router)
+                .map(|m| {
+                    if router {
+                        format!("ROUTER.{}", m.key)
+                    } else {
+                        m.key.to_owned()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        Self::Metric {
+            name: name.to_owned(),
+            known: keys(false),
+            routers: keys(true),
+        }
+    }
+}
+
+/// One `"metric[:unit]"` of a table: `loss`, `bg2.throughput:Mbps`, `r1.cpu_per_frame`.
+fn column(text: &str, vocabulary: &Vocabulary) -> Result<Column, TableError> {
+    let (name, unit) = match text.split_once(':') {
+        Some((n, u)) => (n.trim(), Some(u.trim())),
+        None => (text.trim(), None),
+    };
+    let unknown = || TableError::metric(name, vocabulary);
+    let (prefix, key) = match name.split_once('.') {
+        Some((p, k)) => (Some(p), k),
+        None => (None, name),
+    };
+    let metric = vocabulary.get(key).ok_or_else(unknown)?;
+    let is_router = metric.router_figure().is_some();
+    let (flow, router) = match prefix {
+        None if !is_router => (0, None),
+        Some(p) if !is_router => match p.strip_prefix("bg").and_then(|n| n.parse::<u8>().ok()) {
+            Some(n) if (1..=64).contains(&n) => (n, None),
+            _ => return Err(unknown()),
+        },
+        Some(r)
+            if !r.is_empty()
+                && r.len() <= 12
+                && r.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') =>
+        {
+            (0, Some(r.to_owned()))
+        }
+        _ => return Err(unknown()),
+    };
+    let unit = match unit {
+        None => metric.default_unit(),
+        Some(u) => Unit::parse(&metric, u).ok_or_else(|| TableError::Unit {
+            metric: metric.key,
+            unit: u.into(),
+            choices: metric.units.choices,
+        })?,
+    };
+    Ok(Column {
+        metric,
+        unit,
+        flow,
+        router,
+    })
+}
+
+/// One `[[tables]]` entry, checked against the metrics of `vocabulary`.
+pub fn parse_table(table: &toml::Table, vocabulary: &Vocabulary) -> Result<TableSpec, TableError> {
     if let Some(k) = table
         .keys()
         .find(|k| !matches!(k.as_str(), "title" | "where" | "metrics" | "paper"))
@@ -408,54 +234,10 @@ pub fn parse_table(table: &toml::Table) -> Result<TableSpec, TableError> {
         .and_then(toml::Value::as_array)
         .filter(|l| !l.is_empty())
         .ok_or(TableError::Metrics)?;
-    let mut metrics = Vec::new();
-    for item in list {
-        let text = item.as_str().ok_or(TableError::Metrics)?;
-        let (name, unit) = match text.split_once(':') {
-            Some((n, u)) => (n.trim(), Some(u.trim())),
-            None => (text.trim(), None),
-        };
-        let (flow, router, name) = match name.split_once('.') {
-            Some((bg, m)) => match bg.strip_prefix("bg").and_then(|n| n.parse::<u8>().ok()) {
-                Some(n) if (1..=64).contains(&n) => (n, None, m),
-                _ if (m == "cpu_per_frame" || m == "qos_per_frame")
-                    && !bg.is_empty()
-                    && bg.len() <= 12
-                    && bg
-                        .bytes()
-                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') =>
-                {
-                    (0, Some(bg.to_owned()), m)
-                }
-                _ => return Err(TableError::Metric(name.into())),
-            },
-            None if name == "cpu_per_frame" || name == "qos_per_frame" => {
-                return Err(TableError::Metric(name.into()))
-            }
-            None => (0, None, name),
-        };
-        let metric = MetricKind::from_key(name).ok_or_else(|| TableError::Metric(name.into()))?;
-        let unit = match unit {
-            None => metric.default_unit(),
-            Some(u) => Unit::parse(metric, u).ok_or_else(|| TableError::Unit {
-                metric: metric.key(),
-                unit: u.into(),
-                choices: match metric {
-                    MetricKind::Throughput | MetricKind::FrameThroughput => {
-                        "bit/s, kbit/s, Mbit/s, Gbit/s; Kbps, Mbps"
-                    }
-                    MetricKind::Loss => "%",
-                    _ => "ns, µs, ms, s",
-                },
-            })?,
-        };
-        metrics.push(Column {
-            metric,
-            unit,
-            flow,
-            router,
-        });
-    }
+    let metrics = list
+        .iter()
+        .map(|item| column(item.as_str().ok_or(TableError::Metrics)?, vocabulary))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut paper = BTreeMap::new();
     if let Some(p) = table.get("paper") {
         let p = p
@@ -495,9 +277,14 @@ mod tests {
     use super::*;
     use crate::store::Background;
     use crate::testdata::report;
+    use results::metric;
+    use results::send::SendReport;
 
     fn table(text: &str) -> Result<TableSpec, TableError> {
-        parse_table(&toml::from_str::<toml::Table>(text).unwrap())
+        parse_table(
+            &toml::from_str::<toml::Table>(text).unwrap(),
+            &Vocabulary::standard(),
+        )
     }
 
     #[test]
@@ -584,6 +371,7 @@ metrics = ["throughput:Mbps", "loss"]"#,
             report: Some(report(
                 serde_json::json!({"flows": [{"received": {"bitrate_bps": 1.0}}]}),
             )),
+            attempts: 1,
             background: vec![
                 Background::Report(Box::new(report(
                     serde_json::json!({"flows": [{"received": {"bitrate_bps": 2.0}}]}),
@@ -612,7 +400,7 @@ metrics = ["throughput:Mbps", "loss"]"#,
         let q = table("title = \"T\"\nmetrics = [\"r1.qos_per_frame\"]").unwrap();
         assert_eq!(
             (q.metrics[0].metric, q.metrics[0].unit.name.as_str()),
-            (MetricKind::QosPerFrame, "µs")
+            (metric::QOS_PER_FRAME, "µs")
         );
         assert_eq!(q.metrics[0].of(&record), None, "no policy, no figure");
         record.background.pop();
@@ -644,29 +432,25 @@ metrics = ["throughput:Mbps", "loss"]"#,
             "spec": {"meter": "rtt"},
             "received": {"bitrate_bps": 1e6, "delay": {"mean_ns": 7.0},
                          "jitter": {"ditg_ns": 1.0}, "loss": {"loss_pct": 0.5}},
-            "rtt": {"delay": {"mean_ns": 20.0}, "jitter": {"ditg_ns": 3.0}}
+            "rtt": {"delay": {"mean_ns": 20.0, "p50_ns": 18}, "jitter": {"ditg_ns": 3.0}}
         }]}));
-        let get = |m: MetricKind, r: &SendReport| m.of(r);
-        assert_eq!(get(MetricKind::Delay, &rtt), Some(20.0));
-        assert_eq!(get(MetricKind::Jitter, &rtt), Some(3.0));
-        assert_eq!(get(MetricKind::Rtt, &rtt), Some(20.0));
-        assert_eq!(get(MetricKind::Owd, &rtt), Some(7.0));
-        assert_eq!(get(MetricKind::Loss, &rtt), Some(0.5));
-        assert_eq!(get(MetricKind::Throughput, &rtt), Some(1e6));
+        let get = |m: Metric, r: &SendReport| m.of(r);
+        assert_eq!(get(metric::DELAY, &rtt), Some(20.0));
+        assert_eq!(get(metric::JITTER, &rtt), Some(3.0));
+        assert_eq!(get(metric::RTT, &rtt), Some(20.0));
+        assert_eq!(get(metric::OWD, &rtt), Some(7.0));
+        assert_eq!(get(metric::LOSS, &rtt), Some(0.5));
+        assert_eq!(get(metric::THROUGHPUT, &rtt), Some(1e6));
         let owd = report(serde_json::json!({"flows": [{
             "spec": {"meter": "owd"},
             "received": {"bitrate_bps": 1e6, "delay": {"mean_ns": 7.0}, "jitter": {"ditg_ns": 1.0}},
             "rtt": null
         }, {}], "sum": {"received": {"bitrate_bps": 3e6}}}));
-        assert_eq!(get(MetricKind::Delay, &owd), Some(7.0));
-        assert_eq!(get(MetricKind::Jitter, &owd), Some(1.0));
+        assert_eq!(get(metric::DELAY, &owd), Some(7.0));
+        assert_eq!(get(metric::JITTER, &owd), Some(1.0));
+        assert_eq!(get(metric::RTT, &owd), None, "no round trip without echoes");
         assert_eq!(
-            get(MetricKind::Rtt, &owd),
-            None,
-            "no round trip without echoes"
-        );
-        assert_eq!(
-            get(MetricKind::Throughput, &owd),
+            get(metric::THROUGHPUT, &owd),
             Some(3e6),
             "every flow counts"
         );
@@ -679,24 +463,31 @@ metrics = ["throughput:Mbps", "loss"]"#,
             }]}))
         };
         assert_eq!(
-            get(MetricKind::FrameThroughput, &udp("[::1]:9")),
+            get(metric::FRAME_THROUGHPUT, &udp("[::1]:9")),
             Some(12_960.0)
         );
         assert_eq!(
-            get(MetricKind::FrameThroughput, &udp("127.0.0.1:9")),
+            get(metric::FRAME_THROUGHPUT, &udp("127.0.0.1:9")),
             Some(11_360.0)
         );
-        assert_eq!(get(MetricKind::JitterRfc3550, &udp("[::1]:9")), Some(5.0));
+        assert_eq!(get(metric::JITTER_RFC3550, &udp("[::1]:9")), Some(5.0));
         let tcp = report(
             serde_json::json!({"dest": "[::1]:9", "flows": [{"spec": {"protocol": "tcp"},
             "received": {"bitrate_bps": 1.0, "bytes": 1, "packets": 1}}]}),
         );
         assert_eq!(
-            get(MetricKind::FrameThroughput, &tcp),
+            get(metric::FRAME_THROUGHPUT, &tcp),
             None,
             "TCP has no datagrams"
         );
-        assert!(MetricKind::Rtt.covers(MetricKind::Delay));
-        assert!(!MetricKind::Jitter.covers(MetricKind::Delay));
+        assert_eq!(
+            get(metric::RTT_MEDIAN, &rtt),
+            Some(18.0),
+            "the median, not the mean"
+        );
+        assert_eq!(get(metric::RTT_MEDIAN, &owd), None);
+        assert!(metric::RTT.covers(&metric::DELAY));
+        assert!(!metric::JITTER.covers(&metric::DELAY));
+        assert!(!metric::RTT_MEDIAN.covers(&metric::RTT));
     }
 }

@@ -2,8 +2,9 @@
 //! with their intervals and a box plot of the runs; per point, when the runs kept
 //! interval series (`--interval`), its runs' throughput over time.
 
-use lab::tables::{Column, MetricKind};
+use lab::tables::Column;
 use meter::repeat::Sample;
+use results::metric::{self, Metric};
 
 use crate::plot;
 use crate::stats::Results;
@@ -64,19 +65,19 @@ fn plot_title(t: &Table, c: &Column) -> String {
             .flat_map(char::to_lowercase)
             .collect::<String>()
     };
-    let named = squash(&t.title).contains(&squash(c.metric.title()))
-        || (c.metric == MetricKind::Rtt && t.title.contains("RTT"));
+    let named = squash(&t.title).contains(&squash(c.metric.title))
+        || (c.metric == metric::RTT && t.title.contains("RTT"));
     if t.metrics.len() == 1
         || named
             && t.metrics
                 .iter()
-                .filter(|m| squash(&t.title).contains(&squash(m.metric.title())))
+                .filter(|m| squash(&t.title).contains(&squash(m.metric.title)))
                 .count()
                 == 1
     {
         t.title.clone()
     } else {
-        format!("{} – {}", t.title, c.metric.title())
+        format!("{} – {}", t.title, c.metric.title)
     }
 }
 
@@ -180,9 +181,10 @@ fn nothing_to_draw(t: &Table, results: &Results, c: &Column) -> Option<String> {
     if values.iter().any(|v| *v != 0.0) {
         return None;
     }
-    let what = match c.metric {
-        MetricKind::Loss => "no loss in any run".to_owned(),
-        m => format!("{} 0 in every run", m.title().to_lowercase()),
+    let what = if c.metric == metric::LOSS {
+        "no loss in any run".to_owned()
+    } else {
+        format!("{} 0 in every run", c.metric.title.to_lowercase())
     };
     Some(format!(
         "{}: {what} (0 {} at every point, IPv4 and IPv6), so it is not plotted",
@@ -224,14 +226,14 @@ pub fn point_name(results: &Results, point: &str) -> String {
 
 /// Where a point's plot of `metric` goes: the first table that holds the point and
 /// shows the metric of its measured flow, else a section of the point's own.
-fn home(tables: &[Table], point: &str, shows: impl Fn(MetricKind) -> bool) -> Place {
+fn home(tables: &[Table], point: &str, shows: impl Fn(&Metric) -> bool) -> Place {
     tables
         .iter()
         .position(|t| {
             t.rows.iter().any(|r| r.point == point)
                 && t.metrics
                     .iter()
-                    .any(|c| c.flow == 0 && c.router.is_none() && shows(c.metric))
+                    .any(|c| c.flow == 0 && c.router.is_none() && shows(&c.metric))
         })
         .map_or_else(|| Place::Point(point.to_owned()), Place::Table)
 }
@@ -253,8 +255,8 @@ pub fn plots(tables: &[Table], results: &Results, units: &PageUnits, provenance:
             }
         }
     }
-    let cdf_home = |p: &str| home(tables, p, |m| m.covers(MetricKind::Delay));
-    let series_home = |p: &str| home(tables, p, |m| m == MetricKind::Throughput);
+    let cdf_home = |p: &str| home(tables, p, |m| m.covers(&metric::DELAY));
+    let series_home = |p: &str| home(tables, p, |m| *m == metric::THROUGHPUT);
     for (ti, t) in tables.iter().enumerate() {
         for c in &t.metrics {
             table_plots(&mut out, ti, t, c, results, provenance);
@@ -371,7 +373,7 @@ fn table_plots(
     // Numbered, so two titles alike once made safe never overwrite each other;
     // the title comes from the plan, so only safe characters reach a file name.
     // Cut to 100 characters: a long title must not make the name too long.
-    let name: String = lab::plan::file_safe(&format!("{}-{}", t.title, c.metric.key()))
+    let name: String = lab::plan::file_safe(&format!("{}-{}", t.title, c.metric.key))
         .chars()
         .take(100)
         .collect();
@@ -434,7 +436,7 @@ fn series_plot(
     }
     // The page's throughput unit, else one for these values.
     let unit = units.or_choose(
-        MetricKind::Throughput,
+        &metric::THROUGHPUT,
         runs.iter().flat_map(|s| s.throughput.iter().map(|p| p.1)),
     );
     let series: Vec<plot::Series> = runs
@@ -482,10 +484,7 @@ fn cdf_plot(
     if runs.is_empty() {
         return;
     }
-    let unit = units.or_choose(
-        MetricKind::Delay,
-        runs.iter().map(|c| c.delay_ns[50] as f64),
-    );
+    let unit = units.or_choose(&metric::DELAY, runs.iter().map(|c| c.delay_ns[50] as f64));
     let (lo, hi) = runs
         .iter()
         .flat_map(|c| c.delay_ns.iter())

@@ -205,7 +205,7 @@ pub(crate) fn caption(t: &Table, results: &Results) -> Vec<String> {
     }
     for c in &t.metrics {
         if c.flow == 0 {
-            let what = format!("{}: {}.", c.metric.title(), c.metric.definition());
+            let what = format!("{}: {}.", c.metric.title, c.metric.definition);
             if !out.contains(&what) {
                 out.push(what);
             }
@@ -406,9 +406,9 @@ pub fn csv(tables: &[Table], results: &Results) -> String {
                     q(&r.label),
                     q(&r.point),
                     match (&c.router, c.flow) {
-                        (Some(r), _) => format!("{r}.{}", c.metric.key()),
-                        (None, 0) => c.metric.key().to_owned(),
-                        (None, n) => format!("bg{n}.{}", c.metric.key()),
+                        (Some(r), _) => format!("{r}.{}", c.metric.key),
+                        (None, 0) => c.metric.key.to_owned(),
+                        (None, n) => format!("bg{n}.{}", c.metric.key),
                     },
                     q(&c.unit.name),
                     side(row.and_then(|r| r.ipv4.as_ref())),

@@ -4,11 +4,12 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use lab::store::RunRecord;
-use lab::tables::{Column, MetricKind};
+use lab::tables::Column;
 use meter::repeat::{
     compare, compare_medians, Comparison, Median, MedianComparison, Sample, DEFAULT_ALPHA,
     DEFAULT_LEVEL,
 };
+use results::metric::{self, Metric};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -22,7 +23,7 @@ pub struct Row {
     /// The point's factors, from the resolved plan.
     pub factors: BTreeMap<String, String>,
     /// What the figures are of.
-    pub metric: MetricKind,
+    pub metric: Metric,
     /// 0: the measured flow; N: the point's Nth background flow.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub flow: u8,
@@ -64,7 +65,7 @@ pub struct Medians {
 /// metrics, a router's figure, or a report without the median. The same flow as
 /// [`Column::of`] reads the mean of.
 fn median_delay(c: &Column, record: &RunRecord) -> Option<f64> {
-    if c.router.is_some() || !c.metric.covers(MetricKind::Delay) {
+    if c.router.is_some() || !c.metric.covers(&metric::DELAY) {
         return None;
     }
     let report = match c.flow {
@@ -72,11 +73,13 @@ fn median_delay(c: &Column, record: &RunRecord) -> Option<f64> {
         n => record.background.get(usize::from(n) - 1)?.report()?,
     };
     let flow = report.flows.first()?;
-    let summary = match c.metric {
-        MetricKind::Rtt => flow.rtt.as_ref(),
-        MetricKind::Owd => flow.received.as_ref(),
+    let summary = if c.metric == metric::RTT {
+        flow.rtt.as_ref()
+    } else if c.metric == metric::OWD {
+        flow.received.as_ref()
+    } else {
         // Echoes are summarised only for a flow metered round trip (as `RunCdf`).
-        _ => flow.rtt.as_ref().or(flow.received.as_ref()),
+        flow.rtt.as_ref().or(flow.received.as_ref())
     };
     summary?.delay.as_ref()?.p50_ns.map(|v| v as f64)
 }
@@ -86,10 +89,10 @@ fn median_delay(c: &Column, record: &RunRecord) -> Option<f64> {
 /// their flow round trip (a round trip is never below zero; Student's t over a few
 /// runs with one slow one reaches below it).
 fn non_negative(c: &Column, records: &[RunRecord], point: &str) -> bool {
-    if c.metric.non_negative() {
+    if c.metric.non_negative {
         return true;
     }
-    if c.metric != MetricKind::Delay || c.router.is_some() {
+    if c.metric != metric::DELAY || c.router.is_some() {
         return false;
     }
     let mut runs = records
@@ -110,7 +113,7 @@ fn non_negative(c: &Column, records: &[RunRecord], point: &str) -> bool {
 pub struct Results {
     /// In plan order, point by point.
     pub rows: Vec<Row>,
-    index: HashMap<(String, MetricKind, u8, Option<String>), usize>,
+    index: HashMap<(String, Metric, u8, Option<String>), usize>,
     /// How many runs the figures are over.
     pub runs: usize,
     /// How many background flows the runs have at most (up to the plan's limit).
@@ -121,6 +124,8 @@ pub struct Results {
     pub series: Vec<RunSeries>,
     /// Each run's delay distribution of its measured flow (`send --cdf`), in point order.
     pub cdfs: Vec<RunCdf>,
+    /// The metrics the rows are of: the runs' vocabulary.
+    metrics: Vec<Metric>,
 }
 
 /// One run's delay distribution: its measured flow's `delay_cdf_ns`.
@@ -166,12 +171,14 @@ impl Results {
     }
 
     /// The statistics of every point and column the runs have figures for: the
-    /// measured flow, then each background flow any run has, then each lab router.
+    /// measured flow, then each background flow any run has, then each lab router;
+    /// each in every metric of the runs' vocabulary.
     pub fn new(runs: &Runs) -> Self {
         let Runs {
             records,
             order,
             factors,
+            vocabulary,
             ..
         } = runs;
         let mut rows = Vec::new();
@@ -184,23 +191,24 @@ impl Results {
             .unwrap_or(0)
             .min(lab::plan::MAX_BACKGROUND) as u8;
         let routers: BTreeSet<&String> = records.iter().flat_map(|r| r.routers.keys()).collect();
+        let (of_routers, of_flows): (Vec<Metric>, Vec<Metric>) = vocabulary
+            .metrics()
+            .iter()
+            .partition(|m| m.router_figure().is_some());
         let mut columns: Vec<Column> = (0..=flows)
             .flat_map(|flow| {
-                MetricKind::ALL
-                    .into_iter()
-                    .filter(|m| !matches!(m, MetricKind::CpuPerFrame | MetricKind::QosPerFrame))
-                    .map(move |m| Column {
-                        metric: m,
-                        unit: m.default_unit(),
-                        flow,
-                        router: None,
-                    })
+                of_flows.iter().map(move |m| Column {
+                    metric: *m,
+                    unit: m.default_unit(),
+                    flow,
+                    router: None,
+                })
             })
             .collect();
         for r in &routers {
-            for metric in [MetricKind::CpuPerFrame, MetricKind::QosPerFrame] {
+            for metric in &of_routers {
                 columns.push(Column {
-                    metric,
+                    metric: *metric,
                     unit: metric.default_unit(),
                     flow: 0,
                     router: Some((*r).clone()),
@@ -314,13 +322,14 @@ impl Results {
             values: run_values,
             series,
             cdfs,
+            metrics: vocabulary.metrics().to_vec(),
         }
     }
 
     /// Whether a point has figures of a flow (the measured flow always counts).
     pub fn has(&self, p: &str, flow: u8) -> bool {
         flow == 0
-            || MetricKind::ALL.iter().any(|m| {
+            || self.metrics.iter().any(|m| {
                 self.row(
                     p,
                     &Column {

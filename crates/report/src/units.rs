@@ -4,40 +4,17 @@
 
 use std::collections::BTreeMap;
 
-use lab::tables::{Column, MetricKind, Unit};
+use lab::tables::Column;
+use results::metric::{Metric, Unit};
 
 use crate::stats::Results;
 use crate::tables::Table;
-
-/// Which metrics share a unit: the delays (`rtt`, `owd`, `delay` are one quantity, and
-/// a table of `delay` shows the round trip), the jitters, and each other metric alone.
-fn family(m: MetricKind) -> MetricKind {
-    match m {
-        MetricKind::Rtt | MetricKind::Owd | MetricKind::Delay => MetricKind::Delay,
-        MetricKind::JitterRfc3550 => MetricKind::Jitter,
-        other => other,
-    }
-}
-
-/// The units a metric may take, smallest first, as `(name, stored value per unit)`.
-fn ladder(m: MetricKind) -> &'static [(&'static str, f64)] {
-    match m {
-        MetricKind::Throughput | MetricKind::FrameThroughput => &[
-            ("bit/s", 1.0),
-            ("kbit/s", 1e3),
-            ("Mbit/s", 1e6),
-            ("Gbit/s", 1e9),
-        ],
-        MetricKind::Loss => &[("%", 1.0)],
-        _ => &[("ns", 1.0), ("µs", 1e3), ("ms", 1e6), ("s", 1e9)],
-    }
-}
 
 /// The unit for values of a metric: the largest unit in which their median magnitude
 /// is at least 1 (2 µs … 3 ms with a median of 40 µs: µs), so that typical values read
 /// with few leading zeros and few digits. Zeros and non-finite values do not count;
 /// with none left, the metric's default unit.
-pub fn choose(metric: MetricKind, values: impl IntoIterator<Item = f64>) -> Unit {
+pub fn choose(metric: &Metric, values: impl IntoIterator<Item = f64>) -> Unit {
     let mut mags: Vec<f64> = values
         .into_iter()
         .map(f64::abs)
@@ -48,7 +25,7 @@ pub fn choose(metric: MetricKind, values: impl IntoIterator<Item = f64>) -> Unit
     }
     mags.sort_by(f64::total_cmp);
     let median = meter::stats::quantile_linear(&mags, 0.5).unwrap_or(mags[0]);
-    let steps = ladder(metric);
+    let steps = metric.units.ladder;
     let (name, scale) = steps
         .iter()
         .rev()
@@ -60,7 +37,8 @@ pub fn choose(metric: MetricKind, values: impl IntoIterator<Item = f64>) -> Unit
     }
 }
 
-/// The unit of each metric family on a page.
+/// The unit of each metric family on a page: metrics of one [`Metric::family`] share one
+/// (the delays `rtt`, `owd`, `delay`; the jitters), each other metric has its own.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PageUnits {
     units: BTreeMap<&'static str, Unit>,
@@ -68,12 +46,12 @@ pub struct PageUnits {
 
 impl PageUnits {
     /// The page's unit of a metric, if a table on the page shows it.
-    pub fn of(&self, m: MetricKind) -> Option<&Unit> {
-        self.units.get(family(m).key())
+    pub fn of(&self, m: &Metric) -> Option<&Unit> {
+        self.units.get(m.family)
     }
 
     /// The page's unit of a metric, else one chosen from `values`.
-    pub fn or_choose(&self, m: MetricKind, values: impl IntoIterator<Item = f64>) -> Unit {
+    pub fn or_choose(&self, m: &Metric, values: impl IntoIterator<Item = f64>) -> Unit {
         self.of(m).cloned().unwrap_or_else(|| choose(m, values))
     }
 }
@@ -83,11 +61,11 @@ impl PageUnits {
 /// `rtt:ms` over loopback's 20 µs becomes µs, and the paper's numbers beside it are
 /// converted to the same unit. The titles made up from a column's heading follow.
 pub fn harmonise(tables: &mut [Table], results: &Results) -> PageUnits {
-    let mut values: BTreeMap<&'static str, (MetricKind, Vec<f64>)> = BTreeMap::new();
+    let mut values: BTreeMap<&'static str, (Metric, Vec<f64>)> = BTreeMap::new();
     for t in tables.iter() {
         for c in &t.metrics {
             let entry = values
-                .entry(family(c.metric).key())
+                .entry(c.metric.family)
                 .or_insert_with(|| (c.metric, Vec::new()));
             for r in &t.rows {
                 if let Some(row) = results.row(&r.point, c) {
@@ -101,12 +79,12 @@ pub fn harmonise(tables: &mut [Table], results: &Results) -> PageUnits {
     let units = PageUnits {
         units: values
             .into_iter()
-            .map(|(k, (m, v))| (k, choose(m, v)))
+            .map(|(k, (m, v))| (k, choose(&m, v)))
             .collect(),
     };
     for t in tables.iter_mut() {
         for i in 0..t.metrics.len() {
-            let Some(unit) = units.of(t.metrics[i].metric).cloned() else {
+            let Some(unit) = units.of(&t.metrics[i].metric).cloned() else {
                 continue;
             };
             let old: Column = t.metrics[i].clone();
@@ -161,24 +139,25 @@ pub fn decimals(mean: f64, interval: Option<(f64, f64)>) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use results::metric;
 
     #[test]
     fn a_unit_is_chosen_from_the_typical_magnitude() {
-        let rtt = choose(MetricKind::Rtt, [2e3, 20e3, 40e3, 3e6]);
+        let rtt = choose(&metric::RTT, [2e3, 20e3, 40e3, 3e6]);
         assert_eq!((rtt.name.as_str(), rtt.scale), ("µs", 1e3));
-        assert_eq!(choose(MetricKind::Rtt, [1.5e6, 9e6]).name, "ms");
-        assert_eq!(choose(MetricKind::Rtt, [500.0, 800.0]).name, "ns");
-        assert_eq!(choose(MetricKind::Rtt, [2e9]).name, "s");
-        assert_eq!(choose(MetricKind::Throughput, [74e3, 9e3]).name, "kbit/s");
-        assert_eq!(choose(MetricKind::Throughput, [368e6, 15e6]).name, "Mbit/s");
-        assert_eq!(choose(MetricKind::Throughput, [9.4e9]).name, "Gbit/s");
-        assert_eq!(choose(MetricKind::Throughput, [12.0]).name, "bit/s");
-        assert_eq!(choose(MetricKind::Loss, [0.01, 0.0]).name, "%");
+        assert_eq!(choose(&metric::RTT, [1.5e6, 9e6]).name, "ms");
+        assert_eq!(choose(&metric::RTT, [500.0, 800.0]).name, "ns");
+        assert_eq!(choose(&metric::RTT, [2e9]).name, "s");
+        assert_eq!(choose(&metric::THROUGHPUT, [74e3, 9e3]).name, "kbit/s");
+        assert_eq!(choose(&metric::THROUGHPUT, [368e6, 15e6]).name, "Mbit/s");
+        assert_eq!(choose(&metric::THROUGHPUT, [9.4e9]).name, "Gbit/s");
+        assert_eq!(choose(&metric::THROUGHPUT, [12.0]).name, "bit/s");
+        assert_eq!(choose(&metric::LOSS, [0.01, 0.0]).name, "%");
         // Nothing but zeros: the default.
-        assert_eq!(choose(MetricKind::Jitter, [0.0, 0.0]).name, "µs");
-        assert_eq!(choose(MetricKind::Jitter, []).name, "µs");
+        assert_eq!(choose(&metric::JITTER, [0.0, 0.0]).name, "µs");
+        assert_eq!(choose(&metric::JITTER, []).name, "µs");
         // A one-way delay below zero counts by its size.
-        assert_eq!(choose(MetricKind::Owd, [-4e6, 5e6]).name, "ms");
+        assert_eq!(choose(&metric::OWD, [-4e6, 5e6]).name, "ms");
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod compare;
 pub mod decode;
 pub mod doctor;
 pub mod human;
+pub mod metric;
 pub mod recv;
 pub mod send;
 pub mod text_table;
