@@ -10,6 +10,10 @@
 //!   each flow file of flows.md (a `text` block whose first line is `# flow file`) one
 //!   `dualperf send --flows` reads whole. A block whose first line is `# fragment` is
 //!   part of a file and is skipped.
+//! - README.md stays readable: no table cell over 40 words, every page of docs/ in its
+//!   index, every command in its table (and in docs/commands.md), the main job and CI's
+//!   test command first; ARCHITECTURE.md one page that names every crate. Every local
+//!   link of these pages and of docs/ names a file that is there.
 //! - Every key the code takes is named in its document as `` `key` ``. The lists come
 //!   from the code itself: serde's error for an unknown key lists every field of a
 //!   `deny_unknown_fields` struct (and for an unknown value every variant of an enum),
@@ -21,8 +25,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use ::lab::plan::{Plan, BACKGROUND_KEYS, FLOW_TABLE_KEYS, POINT_KEYS};
-use ::lab::tables::MetricKind;
 use ::lab::topology::Topology;
+use ::results::metric::Vocabulary;
 use ::router::config::RouterConfig;
 use ::router::qosconf::QosConfig;
 use serde_json::Value;
@@ -458,7 +462,12 @@ fn plan_keys() -> BTreeSet<String> {
             .chain(&BACKGROUND_KEYS)
             .map(|k| (*k).to_owned()),
     );
-    keys.extend(MetricKind::ALL.iter().map(|m| m.key().to_owned()));
+    keys.extend(
+        Vocabulary::standard()
+            .metrics()
+            .iter()
+            .map(|m| m.key.to_owned()),
+    );
     keys
 }
 
@@ -541,4 +550,322 @@ fn a_flow_that_sets_its_own_duration_is_refused_by_dry_run_naming_the_plans() {
         path.display()
     );
     assert!(out.stderr.contains(&want), "{}", out.stderr);
+}
+
+// README.md and ARCHITECTURE.md: pages people can read.
+
+/// The most words a cell of a README table may hold: the table is one line per command,
+/// and its detail is in docs/commands.md.
+const MAX_CELL_WORDS: usize = 40;
+
+fn read_top(name: &str) -> String {
+    let path = root().join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The text of `doc` outside its fenced blocks, each line with its line number.
+fn prose(doc: &str) -> Vec<(usize, &str)> {
+    let mut fenced = false;
+    let mut out = Vec::new();
+    for (n, line) in doc.lines().enumerate() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced {
+            out.push((n + 1, line));
+        }
+    }
+    out
+}
+
+/// Each cell of each table row of `doc` (not its `|---|` rows), with its line number. A
+/// cell ends at a `|` that is not escaped as `\|`.
+fn table_cells(doc: &str) -> Vec<(usize, String)> {
+    let mut cells = Vec::new();
+    for (n, line) in prose(doc) {
+        let row = line.trim();
+        if !row.starts_with('|') || row.chars().all(|c| "|-: ".contains(c)) {
+            continue;
+        }
+        let mut cell = String::new();
+        let mut prev = ' ';
+        for c in row.trim_matches('|').chars() {
+            if c == '|' && prev != '\\' {
+                cells.push((n, std::mem::take(&mut cell)));
+            } else {
+                cell.push(c);
+            }
+            prev = c;
+        }
+        cells.push((n, cell));
+    }
+    cells
+}
+
+/// Cells of `doc` over [`MAX_CELL_WORDS`] words, as `line: words: start of the cell`.
+fn long_cells(doc: &str) -> Vec<String> {
+    table_cells(doc)
+        .into_iter()
+        .filter_map(|(n, cell)| {
+            let words = cell.split_whitespace().count();
+            let start: String = cell.trim().chars().take(60).collect();
+            (words > MAX_CELL_WORDS).then(|| format!("README.md:{n}: {words} words: {start}"))
+        })
+        .collect()
+}
+
+#[test]
+fn no_cell_of_a_readme_table_is_over_40_words() {
+    // The rule itself, on a table written for it: 41 words is over, 40 is not, and an
+    // escaped bar does not end a cell.
+    let forty = vec!["w"; 40].join(" ");
+    let sample = format!("| a | b |\n|---|---|\n| `x` | {forty} |\n| `y \\| z` | {forty} w |\n");
+    let cells = table_cells(&sample);
+    assert_eq!(cells.len(), 6, "{cells:?}");
+    assert_eq!(cells[4].1.trim(), "`y \\| z`");
+    assert_eq!(long_cells(&sample).len(), 1, "{:?}", long_cells(&sample));
+
+    let readme = read_top("README.md");
+    let cells = table_cells(&readme);
+    assert!(
+        cells.len() >= 3 * 15,
+        "README.md has its command table ({} cells)",
+        cells.len()
+    );
+    let long = long_cells(&readme);
+    assert!(
+        long.is_empty(),
+        "cells over {MAX_CELL_WORDS} words (their detail belongs in docs/): {long:#?}"
+    );
+}
+
+/// The local links of `doc` (`](target)`, not `http://…`), each as its file (empty for
+/// the page itself) and its anchor (empty for none).
+fn local_links(doc: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (_, line) in prose(doc) {
+        for (i, _) in line.match_indices("](") {
+            let rest = &line[i + 2..];
+            let Some(end) = rest.find(')') else { continue };
+            let target = &rest[..end];
+            if target.contains("://") {
+                continue;
+            }
+            let (file, anchor) = target.split_once('#').unwrap_or((target, ""));
+            out.push((file.to_owned(), anchor.to_owned()));
+        }
+    }
+    out
+}
+
+/// The files `doc` links to.
+fn link_targets(doc: &str) -> BTreeSet<String> {
+    local_links(doc).into_iter().map(|(file, _)| file).collect()
+}
+
+/// The anchors of `doc`'s headings, as GitHub makes them: lower case, letters, digits,
+/// `-` and `_` kept, spaces as `-`, everything else dropped.
+fn anchors(doc: &str) -> BTreeSet<String> {
+    prose(doc)
+        .into_iter()
+        .filter(|(_, l)| l.starts_with('#'))
+        .map(|(_, l)| {
+            l.trim_start_matches('#')
+                .trim()
+                .to_lowercase()
+                .chars()
+                .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+                .map(|c| if c == ' ' { '-' } else { c })
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn the_readme_links_every_page_of_docs_and_every_link_resolves() {
+    let readme = read_top("README.md");
+    let targets = link_targets(&readme);
+    let mut pages = Vec::new();
+    for entry in std::fs::read_dir(root().join("docs")).expect("read docs/") {
+        let entry = entry.expect("a docs/ entry");
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if entry.path().is_dir() {
+            pages.push(format!("docs/{name}/"));
+        } else if name.ends_with(".md") {
+            pages.push(format!("docs/{name}"));
+        }
+    }
+    pages.sort();
+    assert!(
+        pages.len() >= 12 && pages.contains(&"docs/commands.md".to_owned()),
+        "docs/ as read: {pages:?}"
+    );
+    let unlinked: Vec<&String> = pages.iter().filter(|p| !targets.contains(*p)).collect();
+    assert!(
+        unlinked.is_empty(),
+        "README.md's documentation index does not link these pages: {unlinked:?}"
+    );
+    // Every local link of README.md, ARCHITECTURE.md and docs/*.md names a file that is
+    // there (relative to the page that links it), and a heading there if it has an
+    // anchor.
+    assert_eq!(
+        anchors("# A `b`: c (d = \"e\")\n## Quick start: two terminals\n"),
+        BTreeSet::from([
+            "a-b-c-d--e".to_owned(),
+            "quick-start-two-terminals".to_owned()
+        ])
+    );
+    let mut docs: Vec<(PathBuf, String)> = ["README.md", "ARCHITECTURE.md"]
+        .iter()
+        .map(|n| (root().join(n), read_top(n)))
+        .collect();
+    for p in pages.iter().filter(|p| p.ends_with(".md")) {
+        docs.push((root().join(p), read_top(p)));
+    }
+    let mut broken = Vec::new();
+    for (path, text) in &docs {
+        let dir = path.parent().expect("a page's directory");
+        for (file, anchor) in local_links(text) {
+            let target = if file.is_empty() {
+                path.clone()
+            } else {
+                dir.join(&file)
+            };
+            if !target.exists() {
+                broken.push(format!("{}: {file}: no such file", path.display()));
+            } else if !anchor.is_empty() {
+                let page = std::fs::read_to_string(&target).unwrap_or_default();
+                if !anchors(&page).contains(&anchor) {
+                    broken.push(format!(
+                        "{}: {file}#{anchor}: no such heading",
+                        path.display()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "links to nothing: {broken:#?}");
+}
+
+#[test]
+fn the_readme_opens_with_the_main_job_and_the_test_command_ci_runs() {
+    let readme = read_top("README.md");
+    let first = blocks(&readme)
+        .into_iter()
+        .next()
+        .expect("README.md has a code block");
+    assert_eq!(
+        first.text.lines().collect::<Vec<_>>(),
+        [
+            "cargo run --release --bin dualperf -- compare",
+            "cargo test --workspace"
+        ],
+        "README.md's first block (README.md:{})",
+        first.line
+    );
+    assert!(first.line < 10, "the two commands are on the first screen");
+    // .ci/run takes the first line of README.md that starts with `cargo test`.
+    let ci = read_top(".ci/run");
+    assert!(ci.contains("grep -m1 -E '^cargo test' README.md"), "{ci}");
+    let taken = readme.lines().find(|l| l.starts_with("cargo test"));
+    assert_eq!(taken, Some("cargo test --workspace"));
+}
+
+/// The subcommands `dualperf --help` lists (not `help`).
+fn subcommands() -> Vec<String> {
+    let out = run(&["--help"]);
+    out.assert_success();
+    let mut names = Vec::new();
+    let mut in_commands = false;
+    for line in out.stdout.lines() {
+        if line == "Commands:" {
+            in_commands = true;
+            continue;
+        }
+        if in_commands && !line.starts_with(' ') {
+            break;
+        }
+        // A command's own line is indented 2; its wrapped help more.
+        if in_commands && line.starts_with("  ") && !line.starts_with("   ") {
+            let name = line.split_whitespace().next().unwrap_or("");
+            if name != "help" {
+                names.push(name.to_owned());
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn every_command_has_a_row_in_the_readme_and_a_section_in_docs_commands_md() {
+    let names = subcommands();
+    assert!(
+        names.len() >= 17 && names.iter().any(|n| n == "portcheck"),
+        "the commands, as read: {names:?}"
+    );
+    let readme = read_top("README.md");
+    let first_cells: Vec<String> = table_cells(&readme)
+        .into_iter()
+        .scan(0, |last, (n, cell)| {
+            let first = *last != n;
+            *last = n;
+            Some(first.then_some(cell))
+        })
+        .flatten()
+        .collect();
+    let commands = read_doc("commands.md");
+    let mut missing = Vec::new();
+    for name in &names {
+        let call = format!("`dualperf {name}");
+        if !first_cells.iter().any(|c| c.contains(&call)) {
+            missing.push(format!("README.md has no row for dualperf {name}"));
+        }
+        let heading = commands
+            .lines()
+            .any(|l| l.starts_with("## ") && l.split_whitespace().any(|w| w == name));
+        if !heading {
+            missing.push(format!("docs/commands.md has no section for {name}"));
+        }
+    }
+    assert!(missing.is_empty(), "{missing:#?}");
+}
+
+#[test]
+fn architecture_md_is_one_page_naming_every_crate_in_a_bullet_and_in_the_layer_graph() {
+    let text = read_top("ARCHITECTURE.md");
+    let lines = text.lines().count();
+    assert!(
+        lines <= 70,
+        "ARCHITECTURE.md is {lines} lines: its detail belongs in docs/internals.md"
+    );
+    assert!(
+        table_cells(&text).is_empty(),
+        "ARCHITECTURE.md is bullets, not tables"
+    );
+    let graph = blocks(&text)
+        .into_iter()
+        .find(|b| b.text.contains("floor 0"))
+        .expect("ARCHITECTURE.md draws the layer graph");
+    let mut crates = Vec::new();
+    for entry in std::fs::read_dir(root().join("crates")).expect("read crates/") {
+        let entry = entry.expect("a crates/ entry");
+        if entry.path().join("Cargo.toml").exists() {
+            crates.push(entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+    crates.sort();
+    assert!(crates.len() >= 12, "crates/ as read: {crates:?}");
+    let mut missing = Vec::new();
+    for c in &crates {
+        if !text.lines().any(|l| l.starts_with(&format!("- `{c}`:"))) {
+            missing.push(format!("no bullet `- `{c}`: …`"));
+        }
+        if !graph
+            .text
+            .split_whitespace()
+            .any(|w| w.trim_matches(',') == c)
+        {
+            missing.push(format!("{c} is not in the layer graph"));
+        }
+    }
+    assert!(missing.is_empty(), "ARCHITECTURE.md: {missing:#?}");
 }
