@@ -6,6 +6,9 @@
 //!
 //! Every figure is computed by `meter` and cites its definition there; this crate only
 //! names and arranges them, so a renamed field is a compile error in every reader.
+//! One exception feeds `meter` itself: [`stamp`], the STAMP Session-Sender's reply
+//! meter, turns each reply's four timestamps into `meter`'s records and arranges the
+//! figures into `send`'s report.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -17,4 +20,5 @@ pub mod human;
 pub mod metric;
 pub mod recv;
 pub mod send;
+pub mod stamp;
 pub mod text_table;

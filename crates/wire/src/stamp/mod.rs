@@ -15,6 +15,8 @@
 //! - RFC 8972 §4: TLV framing and the U, M and I flags; the TLVs Extra Padding (§4.1),
 //!   Timestamp Information (§4.3), Class of Service (§4.4) and HMAC (§4.8, computed on
 //!   emit and checked on parse when a key is given): [`tlv`].
+//! - A Session-Sender's packets: which TLVs a packet of a given size carries and the
+//!   writer of a session's packets: [`writer`].
 //!
 //! Not implemented: the TLVs Location and its sub-TLVs (RFC 8972 §4.2), Direct
 //! Measurement (§4.5), Access Report (§4.6) and Follow-Up Telemetry (§4.7), those of
@@ -40,6 +42,7 @@
 pub mod packet;
 pub mod timestamp;
 pub mod tlv;
+pub mod writer;
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
@@ -52,6 +55,7 @@ pub use timestamp::{
 pub use tlv::{
     sync_source, timestamp_method, tlv_hmac, tlv_type, Tlv, TlvBody, TlvFlags, TLV_HEADER_LEN,
 };
+pub use writer::{format_name, layout, mode_name, Layout, PacketWriter, MAX_UDP_PAYLOAD};
 
 /// The UDP port a Session-Reflector listens on by default (RFC 8762 §4.1; the
 /// TWAMP-Test Receiver Port).
