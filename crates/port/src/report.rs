@@ -274,6 +274,48 @@ pub fn uri(path: &str) -> String {
     out
 }
 
+/// `portcheck --list-rules --json`: every rule with its examples.
+pub fn rules_json() -> Value {
+    let rows: Vec<Value> = RULES
+        .iter()
+        .map(|r| {
+            json!({
+                "id": r.id, "title": r.title, "severity": r.severity,
+                "languages": r.langs, "criterion": r.criterion,
+                "why": r.why, "fix": r.fix,
+                "example_flagged": r.example_bad, "example_not_flagged": r.example_good,
+            })
+        })
+        .collect();
+    Value::Array(rows)
+}
+
+/// `portcheck --list-rules`: every rule with its fix, then the criteria.
+pub fn rules_text() -> String {
+    let mut out = String::new();
+    for r in RULES {
+        let langs: Vec<&str> = r.langs.iter().map(|l| l.name()).collect();
+        out += &format!(
+            "{:<22} {:<7} {:<22} criterion {}  {}\n{:<22} fix: {}\n\n",
+            r.id,
+            r.severity.name(),
+            langs.join(","),
+            r.criterion,
+            r.title,
+            "",
+            r.fix
+        );
+    }
+    out += &format!(
+        "{} rules. Criteria (Bouras et al., H.323 study):\n",
+        RULES.len()
+    );
+    for (i, (name, what)) in crate::rules::CRITERIA.iter().enumerate() {
+        out += &format!("  {}. {name}: {what}\n", i + 1);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -215,39 +215,7 @@ pub(crate) fn run(args: PortcheckArgs) -> Result<()> {
 
 fn list_rules(json: bool) -> Result<()> {
     if json {
-        let rows: Vec<_> = RULES
-            .iter()
-            .map(|r| {
-                serde_json::json!({
-                    "id": r.id, "title": r.title, "severity": r.severity,
-                    "languages": r.langs, "criterion": r.criterion,
-                    "why": r.why, "fix": r.fix,
-                    "example_flagged": r.example_bad, "example_not_flagged": r.example_good,
-                })
-            })
-            .collect();
-        return crate::out::print_json(&rows);
+        return crate::out::print_json(&report::rules_json());
     }
-    let mut out = String::new();
-    for r in RULES {
-        let langs: Vec<&str> = r.langs.iter().map(|l| l.name()).collect();
-        out += &format!(
-            "{:<22} {:<7} {:<22} criterion {}  {}\n{:<22} fix: {}\n\n",
-            r.id,
-            r.severity.name(),
-            langs.join(","),
-            r.criterion,
-            r.title,
-            "",
-            r.fix
-        );
-    }
-    out += &format!(
-        "{} rules. Criteria (Bouras et al., H.323 study):\n",
-        RULES.len()
-    );
-    for (i, (name, what)) in port::rules::CRITERIA.iter().enumerate() {
-        out += &format!("  {}. {name}: {what}\n", i + 1);
-    }
-    crate::out::print(out)
+    crate::out::print(report::rules_text())
 }
