@@ -19,6 +19,34 @@ pub struct SyncState {
     pub chrony: Option<ChronyTracking>,
 }
 
+/// A host's synchronisation in a few words: the kernel's, then chrony's when it runs.
+pub fn sync_text(sync: &SyncState) -> String {
+    let mut parts = Vec::new();
+    match &sync.kernel {
+        Some(k) => parts.push(format!(
+            "{} (kernel: est. error {:.3} ms, max error {:.3} ms)",
+            if k.synchronised {
+                "synchronised"
+            } else {
+                "NOT synchronised"
+            },
+            k.est_error_ns as f64 / 1e6,
+            k.max_error_ns as f64 / 1e6
+        )),
+        None => parts.push("state unknown".into()),
+    }
+    if let Some(c) = &sync.chrony {
+        parts.push(format!(
+            "chrony: {} stratum {}, system time {:+.3} ms, root dispersion {:.3} ms",
+            c.reference,
+            c.stratum,
+            c.system_time_offset_ns / 1e6,
+            c.root_dispersion_ns / 1e6
+        ));
+    }
+    parts.join("; ")
+}
+
 /// The kernel clock discipline as `adjtimex(2)` reports it (read only: `modes` 0).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct KernelClock {
@@ -93,4 +121,40 @@ pub struct PeerClockDoc {
     pub remote: HostDoc,
     /// The peer's clock minus this host's, and its bound.
     pub offset: Option<OffsetEstimate>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sync_text_says_the_kernels_state_then_chronys() {
+        assert_eq!(sync_text(&SyncState::default()), "state unknown");
+        let sync = SyncState {
+            kernel: Some(KernelClock {
+                synchronised: false,
+                status: 0x40,
+                max_error_ns: 16_000_000,
+                est_error_ns: 1_600,
+                offset_ns: 0,
+                freq_ppm: 0.0,
+            }),
+            chrony: Some(ChronyTracking {
+                reference: "CB00710F (ntp1.example.net)".into(),
+                stratum: 3,
+                system_time_offset_ns: -6_523.0,
+                last_offset_ns: 0.0,
+                rms_offset_ns: 0.0,
+                root_delay_ns: 0.0,
+                root_dispersion_ns: 1_100_737.0,
+                leap_status: "Normal".into(),
+            }),
+        };
+        assert_eq!(
+            sync_text(&sync),
+            "NOT synchronised (kernel: est. error 0.002 ms, max error 16.000 ms); chrony: \
+             CB00710F (ntp1.example.net) stratum 3, system time -0.007 ms, root dispersion \
+             1.101 ms"
+        );
+    }
 }

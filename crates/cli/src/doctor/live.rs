@@ -1,16 +1,14 @@
 //! What the doctor measures or asks rather than reads from a file: how late sleeps
 //! wake and what a clock read costs (the measurements of `dualperf clock`), whether the
 //! timer slack can be lowered, the kernel's and chrony's clock state, `ip` on `PATH`,
-//! the process's CPU affinity, and a steal sample taken while the sleeps run. Tests
-//! fake all of it by building a [`Live`] by hand.
+//! the process's CPU affinity, and a steal sample taken while the sleeps run, into
+//! `lab::doctor`'s [`Live`] and [`StealSample`] (tests there fake them by hand).
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-use results::clock::SyncState;
-
-use super::checks::Sleeps;
-use super::sysfs::{CpuTimes, Host};
+use lab::doctor::checks::Sleeps;
+use lab::doctor::sysfs::Host;
+use lab::doctor::{Live, StealSample};
 
 /// How long the doctor may take: the steal sample and the sleeps run side by side.
 #[derive(Clone, Copy, Debug)]
@@ -43,33 +41,6 @@ pub(crate) const FAST: Budget = Budget {
     sleep_samples: 100,
     clock_reads: 20_000,
 };
-
-/// Everything the doctor learns that is not a file under the root.
-#[derive(Clone, Debug)]
-pub(crate) struct Live {
-    /// `clock_getres(CLOCK_MONOTONIC)`, ns.
-    pub(crate) timer_resolution_ns: u64,
-    /// One clock read, ns.
-    pub(crate) clock_read_ns: f64,
-    /// How late plain sleeps woke with the slack at 1 ns.
-    pub(crate) sleeps: Sleeps,
-    /// `PR_SET_TIMERSLACK` to 1 ns took (read back as 1).
-    pub(crate) slack_lowered: bool,
-    /// adjtimex and chrony.
-    pub(crate) sync: SyncState,
-    /// iproute2's `ip` on `PATH`.
-    pub(crate) ip: Option<PathBuf>,
-    /// CPUs this process may run on.
-    pub(crate) cpus_allowed: Option<usize>,
-}
-
-/// What the steal sample saw: `/proc/stat` before and after, and how far apart (ns).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct StealSample {
-    pub(crate) before: Option<CpuTimes>,
-    pub(crate) after: Option<CpuTimes>,
-    pub(crate) over_ns: u64,
-}
 
 /// Measures this host within `budget`: the sleeps (and the slack) on a thread of their
 /// own, so the caller's timer slack stays as it was, while this thread samples steal
@@ -105,7 +76,7 @@ pub(crate) fn measure(host: &Host, budget: &Budget) -> (Live, StealSample) {
     let over_ns = netio::clock::mono_ns().saturating_sub(t0);
     // Meanwhile: what is not timed.
     let sync = crate::hostinfo::sync_state();
-    let ip = crate::hostinfo::find_on_path("ip");
+    let ip = lab::doctor::programs::find_on_path("ip");
     let cpus_allowed = netio::cpu::allowed_cpus().ok().map(|c| c.len());
     let (slack_lowered, sleeps, clock_read_ns) = sleeper.join().unwrap_or((
         false,

@@ -2,7 +2,7 @@
 //! [`Check`]. No file, clock or process here, so every verdict is tested on made-up
 //! inputs. Each threshold names where it comes from: a kernel document, or the size or
 //! time dualperf itself uses (the constants below, each checked against its source by a
-//! test).
+//! test of the binary, in crates/cli/src/doctor/mod.rs).
 //!
 //! The verdicts mean (docs/doctor.md): `ok`, nothing to do; `warn`, measurements run but
 //! some figures are less exact than they could be, or a feature (the lab) needs
@@ -13,36 +13,36 @@ use std::path::Path;
 
 use results::clock::SyncState;
 use results::doctor::{Check, CheckId, Status};
+use results::human;
 
 use super::sysfs::{BufferLimits, Caps, CpuTimes, IdleState};
-use crate::human;
 
 /// How long `send` spins before each deadline by default, after sleeping until then:
 /// a wake-up later than this makes a packet leave late (`MAX_SPIN_NS` in
 /// crates/cli/src/send/engine.rs).
-pub(super) const SEND_SPIN_NS: u64 = 50_000;
+pub const SEND_SPIN_NS: u64 = 50_000;
 /// The receive buffer `recv` asks for its UDP sockets (`set_buffer_sizes(Some(4 <<
 /// 20), Some(16 << 20))` in crates/cli/src/recv/mod.rs).
-pub(super) const RECV_UDP_RCVBUF_BYTES: u64 = 16 << 20;
+pub const RECV_UDP_RCVBUF_BYTES: u64 = 16 << 20;
 /// The send buffer `send` asks for its UDP sockets without `--window`
 /// (`map_or(4 << 20, …)` in crates/cli/src/send/session.rs), and `recv` for its echoes.
-pub(super) const SEND_UDP_SNDBUF_BYTES: u64 = 4 << 20;
+pub const SEND_UDP_SNDBUF_BYTES: u64 = 4 << 20;
 /// The receive buffer `recv` sets on a TCP data stream whose header fields it reads
 /// (`DATA_RECV_BUFFER` in crates/cli/src/recv/conn.rs); a bulk flow's autotuned window
 /// needs as much room.
-pub(super) const TCP_DATA_RCVBUF_BYTES: u64 = 4 << 20;
+pub const TCP_DATA_RCVBUF_BYTES: u64 = 4 << 20;
 /// A timer coarser than this is not a high-resolution timer: with
 /// `CONFIG_HIGH_RES_TIMERS` `clock_getres` says 1 ns, without it a tick, 1 to 10 ms
 /// (Documentation/timers/highres.rst; time(7), "High-resolution timers").
-pub(super) const HRTIMER_RESOLUTION_NS: u64 = 1_000;
+pub const HRTIMER_RESOLUTION_NS: u64 = 1_000;
 /// Steal above this share of CPU time is a warning: a vCPU then loses 10 ms a second,
 /// in stretches of the hypervisor's scheduling slices (milliseconds), each longer by
 /// two orders than a loopback or lab delay (tens of µs), so delay tails and the loss
 /// of bursts become the hypervisor's.
-pub(super) const STEAL_WARN_PCT: f64 = 1.0;
+pub const STEAL_WARN_PCT: f64 = 1.0;
 /// Steal above this share fails: a tenth of the time stopped, so rates near a core's
 /// capacity and every delay percentile above the 90th are the hypervisor's.
-pub(super) const STEAL_FAIL_PCT: f64 = 10.0;
+pub const STEAL_FAIL_PCT: f64 = 10.0;
 
 /// Clocksources read in the vDSO, without a system call (each sets a
 /// `vdso_clock_mode`: arch/x86/kernel/tsc.c `tsc`, arch/x86/kernel/kvmclock.c
@@ -82,7 +82,7 @@ fn check(
 
 /// The clocksource: read in the vDSO (ok), by a system call (warn), or counting ticks
 /// (fail). `read_ns` is the measured cost of one clock read.
-pub(super) fn clocksource(current: Option<&str>, available: &[String], read_ns: f64) -> Check {
+pub fn clocksource(current: Option<&str>, available: &[String], read_ns: f64) -> Check {
     const TITLE: &str = "Clocksource";
     const WHY: &str =
         "Every packet is stamped when it is sent and when it arrives. With a clocksource \
@@ -144,21 +144,25 @@ pub(super) fn clocksource(current: Option<&str>, available: &[String], read_ns: 
     )
 }
 
-/// What a sleep measurement found (`crate::clock::measure_waits`, plain sleeps with the
-/// timer slack at 1 ns).
+/// What a sleep measurement found (the binary's `clock::measure_waits`, plain sleeps
+/// with the timer slack at 1 ns).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Sleeps {
-    pub(super) wait_ns: u64,
-    pub(super) samples: u32,
-    pub(super) overshoot_p50_ns: u64,
-    pub(super) overshoot_p99_ns: u64,
+pub struct Sleeps {
+    /// How long each sleep asked for, ns.
+    pub wait_ns: u64,
+    /// How many sleeps.
+    pub samples: u32,
+    /// The median of how late they woke, ns.
+    pub overshoot_p50_ns: u64,
+    /// The 99th percentile of how late they woke, ns.
+    pub overshoot_p99_ns: u64,
 }
 
 /// Timer resolution and sleep accuracy: `send` sleeps until [`SEND_SPIN_NS`] before
 /// each deadline and spins the rest, so sleeps that wake later than that make packets
 /// leave late: warn when the 99th percentile does, fail when the median does (or the
 /// timers are not high-resolution at all).
-pub(super) fn timer(resolution_ns: u64, sleeps: &Sleeps) -> Check {
+pub fn timer(resolution_ns: u64, sleeps: &Sleeps) -> Check {
     const TITLE: &str = "Timer resolution and sleep accuracy";
     const WHY: &str =
         "send paces packets by sleeping until 50 µs before each deadline and spinning \
@@ -207,7 +211,7 @@ pub(super) fn timer(resolution_ns: u64, sleeps: &Sleeps) -> Check {
 
 /// Timer slack: dualperf lowers its waiting threads' slack to 1 ns (`PR_SET_TIMERSLACK`);
 /// if it cannot, every sleep may wake up to the inherited slack late.
-pub(super) fn timer_slack(inherited_ns: Option<u64>, lowered: bool) -> Check {
+pub fn timer_slack(inherited_ns: Option<u64>, lowered: bool) -> Check {
     const TITLE: &str = "Timer slack";
     const WHY: &str = "The kernel may wake a sleeping thread up to its timer slack late, to batch \
         wake-ups (50 µs by default; prctl(2), PR_SET_TIMERSLACK). dualperf sets 1 ns on every \
@@ -263,7 +267,7 @@ fn cpu_ranges(cpus: &[usize]) -> String {
 
 /// The frequency governor: `performance` everywhere is ok, any other warns. Not exposed
 /// (most VMs: no cpufreq driver) is ok: nothing can be set from here.
-pub(super) fn cpu_governor(governors: &[(usize, String)]) -> Check {
+pub fn cpu_governor(governors: &[(usize, String)]) -> Check {
     const TITLE: &str = "CPU frequency scaling governor";
     const WHY: &str = "A governor other than performance lowers the clock while a CPU idles and \
         raises it with load (Documentation/admin-guide/pm/cpufreq.rst): the first packets of a \
@@ -314,7 +318,7 @@ pub(super) fn cpu_governor(governors: &[(usize, String)]) -> Check {
 /// Deep idle states: an enabled state whose exit latency exceeds [`SEND_SPIN_NS`] warns
 /// (a wake-up from it outlasts send's spin). None exposed (a VM without a cpuidle
 /// driver) is ok: the hypervisor decides.
-pub(super) fn cpu_idle(driver: Option<&str>, states: &[IdleState]) -> Check {
+pub fn cpu_idle(driver: Option<&str>, states: &[IdleState]) -> Check {
     const TITLE: &str = "Deep CPU idle states";
     const WHY: &str = "A CPU leaving an idle state takes its exit latency to run again \
         (Documentation/admin-guide/pm/cpuidle.rst): that much is added to a wake-up, so a \
@@ -390,7 +394,7 @@ pub(super) fn cpu_idle(driver: Option<&str>, states: &[IdleState]) -> Check {
 /// Steal over a sample (`before` → `after`, `over_ns` apart) and since boot
 /// (`after` alone): fail when the sample's share reaches [`STEAL_FAIL_PCT`], warn when
 /// either reaches [`STEAL_WARN_PCT`].
-pub(super) fn steal(
+pub fn steal(
     sample: Option<(CpuTimes, CpuTimes)>,
     over_ns: u64,
 ) -> (Check, Option<f64>, Option<f64>) {
@@ -460,7 +464,7 @@ pub(super) fn steal(
 /// Socket buffer limits against what dualperf asks for. With `CAP_NET_ADMIN` dualperf
 /// sets its sizes past `rmem_max`/`wmem_max` (`SO_RCVBUFFORCE`, socket(7)); without, they
 /// are capped there. TCP autotuning is capped by `tcp_rmem`/`tcp_wmem` either way.
-pub(super) fn socket_buffers(limits: &BufferLimits, cap_net_admin: Option<bool>) -> Check {
+pub fn socket_buffers(limits: &BufferLimits, cap_net_admin: Option<bool>) -> Check {
     const TITLE: &str = "Socket buffer limits";
     const WHY: &str = "recv asks 16 MiB of receive buffer for its UDP sockets and send 4 MiB of \
         send buffer, so a burst waits in the socket rather than being dropped by the kernel \
@@ -532,13 +536,13 @@ pub(super) fn socket_buffers(limits: &BufferLimits, cap_net_admin: Option<bool>)
 
 /// Clock synchronisation: synchronised is ok; unsynchronised (or unknown) warns, as it
 /// matters only to one-way delays across hosts.
-pub(super) fn clock_sync(sync: &SyncState) -> Check {
+pub fn clock_sync(sync: &SyncState) -> Check {
     const TITLE: &str = "Clock synchronisation";
     const WHY: &str = "A one-way delay between two hosts is the receiver's clock minus the \
         sender's, so it carries their offset (dualperf reports the offset and its bound beside \
         the delays, never subtracting it). On one host (loopback, or the lab's namespaces, which \
         share one kernel clock) this does not matter, nor for round trips (--meter rtt).";
-    let text = crate::hostinfo::sync_text(sync);
+    let text = results::clock::sync_text(sync);
     let kernel = sync.kernel.as_ref().map(|k| k.synchronised);
     let chrony_unsync = sync
         .chrony
@@ -564,7 +568,7 @@ pub(super) fn clock_sync(sync: &SyncState) -> Check {
 
 /// `CAP_NET_ADMIN` and network namespaces, for the lab: no namespaces in the kernel
 /// fails; none allowed, or no privilege, warns.
-pub(super) fn namespaces(caps: Option<Caps>, has_net_ns: bool, max_net_ns: Option<u64>) -> Check {
+pub fn namespaces(caps: Option<Caps>, has_net_ns: bool, max_net_ns: Option<u64>) -> Check {
     const TITLE: &str = "CAP_NET_ADMIN and network namespaces (the lab)";
     const WHY: &str = "The lab (dualperf lab, plans with a lab target) builds its hosts and \
         routers as network namespaces joined by veths (ip netns add, ip link): that needs a \
@@ -603,7 +607,7 @@ pub(super) fn namespaces(caps: Option<Caps>, has_net_ns: bool, max_net_ns: Optio
 }
 
 /// Packet sockets for the lab's router: none in the kernel fails; no `CAP_NET_RAW` warns.
-pub(super) fn af_packet(has_packet: bool, caps: Option<Caps>) -> Check {
+pub fn af_packet(has_packet: bool, caps: Option<Caps>) -> Check {
     const TITLE: &str = "Packet sockets (the lab's router)";
     const WHY: &str =
         "The lab's router (dualperf route) reads and writes frames through AF_PACKET \
@@ -646,7 +650,7 @@ pub(super) fn af_packet(has_packet: bool, caps: Option<Caps>) -> Check {
 }
 
 /// The programs the lab runs: iproute2's `ip`.
-pub(super) fn tools(ip: Option<&Path>) -> Check {
+pub fn tools(ip: Option<&Path>) -> Check {
     const TITLE: &str = "Tools the lab runs";
     const WHY: &str = "The lab builds namespaces, veths, addresses and routes with iproute2's ip. \
         Measurements on loopback need no other program.";
@@ -671,7 +675,7 @@ pub(super) fn tools(ip: Option<&Path>) -> Check {
 }
 
 /// CPUs this process may use: with one, sender and receiver share it.
-pub(super) fn cores(online: Option<usize>, allowed: Option<usize>) -> Check {
+pub fn cores(online: Option<usize>, allowed: Option<usize>) -> Check {
     const TITLE: &str = "CPUs available";
     const WHY: &str = "On one host the sender, the receiver (and in the lab each router) run at \
         once. With a single CPU they take turns: each packet waits for the other's time slice, \
@@ -716,26 +720,6 @@ mod tests {
             overshoot_p50_ns: p50,
             overshoot_p99_ns: p99,
         }
-    }
-
-    #[test]
-    fn the_constants_are_the_ones_dualperf_uses() {
-        // Each threshold is a size or time dualperf itself uses: if the source changes,
-        // the doctor must follow.
-        let engine = include_str!("../send/engine.rs");
-        assert!(engine.contains(&format!("const MAX_SPIN_NS: u64 = {};", "50_000")));
-        assert_eq!(SEND_SPIN_NS, 50_000);
-        let recv = include_str!("../recv/mod.rs");
-        assert!(recv.contains("set_buffer_sizes(Some(4 << 20), Some(16 << 20))"));
-        assert_eq!(
-            (RECV_UDP_RCVBUF_BYTES, SEND_UDP_SNDBUF_BYTES),
-            (16 << 20, 4 << 20)
-        );
-        let session = include_str!("../send/session.rs");
-        assert!(session.contains("spec.window_bytes.map_or(4 << 20,"));
-        let conn = include_str!("../recv/conn.rs");
-        assert!(conn.contains("const DATA_RECV_BUFFER: usize = 4 << 20;"));
-        assert_eq!(TCP_DATA_RCVBUF_BYTES, 4 << 20);
     }
 
     #[test]

@@ -16,50 +16,50 @@ const MAX_IDLE_STATES: usize = 10;
 
 /// A host's `/proc` and `/sys`, read from under `root` (`/` for this host).
 #[derive(Clone, Debug)]
-pub(crate) struct Host {
+pub struct Host {
     root: PathBuf,
 }
 
 /// One CPU idle state (`/sys/devices/system/cpu/cpuN/cpuidle/stateM/`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct IdleState {
+pub struct IdleState {
     /// Which CPU.
-    pub(crate) cpu: usize,
+    pub cpu: usize,
     /// `name`, e.g. `C6`.
-    pub(crate) name: String,
+    pub name: String,
     /// `latency`: its exit latency, µs (Documentation/admin-guide/pm/cpuidle.rst).
-    pub(crate) latency_us: u64,
+    pub latency_us: u64,
     /// `disable` is 1: the governor never picks it.
-    pub(crate) disabled: bool,
+    pub disabled: bool,
 }
 
 /// The aggregate `cpu` line of `/proc/stat`, in ticks of `USER_HZ`
 /// (Documentation/filesystems/proc.rst, "1.7 Miscellaneous kernel statistics").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct CpuTimes {
+pub struct CpuTimes {
     /// user + nice + system + idle + iowait + irq + softirq + steal. `guest` and
     /// `guest_nice` are left out: the kernel already counts them in `user` and `nice`.
-    pub(crate) total: u64,
+    pub total: u64,
     /// `steal`: time a hypervisor ran something else while this guest wanted to run.
-    pub(crate) steal: u64,
+    pub steal: u64,
 }
 
 /// The socket buffer limits (`/proc/sys/net/…`), bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct BufferLimits {
+pub struct BufferLimits {
     /// `net.core.rmem_max`: the most `SO_RCVBUF` may set.
-    pub(crate) rmem_max: Option<u64>,
+    pub rmem_max: Option<u64>,
     /// `net.core.wmem_max`: the most `SO_SNDBUF` may set.
-    pub(crate) wmem_max: Option<u64>,
+    pub wmem_max: Option<u64>,
     /// `net.ipv4.tcp_rmem`'s third field: the most TCP receive autotuning grows to.
-    pub(crate) tcp_rmem_max: Option<u64>,
+    pub tcp_rmem_max: Option<u64>,
     /// `net.ipv4.tcp_wmem`'s third field: the most TCP send autotuning grows to.
-    pub(crate) tcp_wmem_max: Option<u64>,
+    pub tcp_wmem_max: Option<u64>,
 }
 
 /// The process's effective capabilities (`CapEff` of `/proc/self/status`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Caps(pub(crate) u64);
+pub struct Caps(pub u64);
 
 impl Caps {
     /// `CAP_NET_ADMIN` (include/uapi/linux/capability.h).
@@ -67,23 +67,25 @@ impl Caps {
     /// `CAP_NET_RAW` (include/uapi/linux/capability.h).
     const NET_RAW: u32 = 13;
 
-    pub(crate) fn net_admin(self) -> bool {
+    /// `CAP_NET_ADMIN` is among them.
+    pub fn net_admin(self) -> bool {
         self.0 >> Self::NET_ADMIN & 1 == 1
     }
 
-    pub(crate) fn net_raw(self) -> bool {
+    /// `CAP_NET_RAW` is among them.
+    pub fn net_raw(self) -> bool {
         self.0 >> Self::NET_RAW & 1 == 1
     }
 }
 
 impl Host {
     /// This host.
-    pub(crate) fn this() -> Self {
+    pub fn this() -> Self {
         Self::at(Path::new("/"))
     }
 
     /// The tree under `root`.
-    pub(crate) fn at(root: &Path) -> Self {
+    pub fn at(root: &Path) -> Self {
         Self {
             root: root.to_owned(),
         }
@@ -101,7 +103,7 @@ impl Host {
     /// The current clocksource and those available: clocksource0's
     /// `current_clocksource` and `available_clocksource` (space-separated), the
     /// attributes of kernel/time/clocksource.c.
-    pub(crate) fn clocksource(&self) -> (Option<String>, Vec<String>) {
+    pub fn clocksource(&self) -> (Option<String>, Vec<String>) {
         const DIR: &str = "sys/devices/system/clocksource/clocksource0";
         let current = self.text(&format!("{DIR}/current_clocksource"));
         let available = self
@@ -112,7 +114,7 @@ impl Host {
     }
 
     /// `/proc/self/timerslack_ns` (Linux 4.6, Documentation/filesystems/proc.rst).
-    pub(crate) fn timer_slack_ns(&self) -> Option<u64> {
+    pub fn timer_slack_ns(&self) -> Option<u64> {
         parse_u64(&self.text("proc/self/timerslack_ns")?)
     }
 
@@ -137,7 +139,7 @@ impl Host {
     }
 
     /// Each CPU's `cpufreq/scaling_governor`, where it has one (none in most VMs).
-    pub(crate) fn governors(&self) -> Vec<(usize, String)> {
+    pub fn governors(&self) -> Vec<(usize, String)> {
         self.cpus()
             .into_iter()
             .filter_map(|cpu| {
@@ -152,7 +154,7 @@ impl Host {
 
     /// The cpuidle driver (`cpuidle/current_driver`; `none` when there is none) and
     /// every CPU's idle states whose `name` and `latency` read.
-    pub(crate) fn idle(&self) -> (Option<String>, Vec<IdleState>) {
+    pub fn idle(&self) -> (Option<String>, Vec<IdleState>) {
         let driver = self.text("sys/devices/system/cpu/cpuidle/current_driver");
         let mut states = Vec::new();
         for cpu in self.cpus() {
@@ -186,7 +188,7 @@ impl Host {
     }
 
     /// `/proc/stat`'s aggregate `cpu` line.
-    pub(crate) fn cpu_times(&self) -> Option<CpuTimes> {
+    pub fn cpu_times(&self) -> Option<CpuTimes> {
         let file = std::fs::File::open(self.path("proc/stat")).ok()?;
         let mut line = String::new();
         BufReader::new(file.take(MAX_FILE_BYTES))
@@ -196,7 +198,7 @@ impl Host {
     }
 
     /// The socket buffer limits.
-    pub(crate) fn buffer_limits(&self) -> BufferLimits {
+    pub fn buffer_limits(&self) -> BufferLimits {
         let one = |rel: &str| self.text(rel).as_deref().and_then(parse_u64);
         let third = |rel: &str| self.text(rel).as_deref().and_then(parse_triple_max);
         BufferLimits {
@@ -208,31 +210,31 @@ impl Host {
     }
 
     /// The process's effective capabilities.
-    pub(crate) fn caps(&self) -> Option<Caps> {
+    pub fn caps(&self) -> Option<Caps> {
         parse_cap_eff(&self.text("proc/self/status")?)
     }
 
     /// Whether the kernel has network namespaces: `/proc/self/ns/net` exists
     /// (CONFIG_NET_NS; namespaces(7)). A magic link: looked at, not followed.
-    pub(crate) fn has_net_ns(&self) -> bool {
+    pub fn has_net_ns(&self) -> bool {
         std::fs::symlink_metadata(self.path("proc/self/ns/net")).is_ok()
     }
 
     /// `/proc/sys/user/max_net_namespaces`: how many network namespaces a user may
     /// make (0 forbids them; namespaces(7), "/proc/sys/user").
-    pub(crate) fn max_net_namespaces(&self) -> Option<u64> {
+    pub fn max_net_namespaces(&self) -> Option<u64> {
         parse_u64(&self.text("proc/sys/user/max_net_namespaces")?)
     }
 
     /// Whether the kernel has packet sockets: `/proc/net/packet` exists (CONFIG_PACKET,
     /// packet(7)).
-    pub(crate) fn has_packet_sockets(&self) -> bool {
+    pub fn has_packet_sockets(&self) -> bool {
         self.path("proc/net/packet").is_file()
     }
 
     /// How many CPUs are online (`/sys/devices/system/cpu/online`, a CPU list:
     /// Documentation/ABI/stable/sysfs-devices-system-cpu).
-    pub(crate) fn cpus_online(&self) -> Option<usize> {
+    pub fn cpus_online(&self) -> Option<usize> {
         parse_cpu_list(&self.text("sys/devices/system/cpu/online")?)
     }
 }
@@ -275,7 +277,7 @@ pub(crate) fn parse_triple_max(text: &str) -> Option<u64> {
 
 /// `CapEff:` of a `/proc/PID/status`, read as the lab's preflight reads it.
 pub(crate) fn parse_cap_eff(status: &str) -> Option<Caps> {
-    lab::netlab::cap_eff(status).map(Caps)
+    crate::netlab::cap_eff(status).map(Caps)
 }
 
 /// The aggregate `cpu` line of `/proc/stat`: `cpu user nice system idle iowait irq
