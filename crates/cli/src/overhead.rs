@@ -1,10 +1,12 @@
 //! `dualperf overhead`: header overhead, fragmentation and codec bandwidth of IPv4 and
-//! IPv6, computed (never measured) by `wire::overhead` and `traffic::voip`.
+//! IPv6, computed (never measured) by `traffic::overhead_table` from `wire::overhead`
+//! and `traffic::voip`.
 
 use anyhow::Result;
-use serde::Serialize;
-use traffic::voip::{Bandwidth, Codec, VoipHeader};
-use wire::overhead::{carry, Carriage, Ip, Transport};
+use traffic::overhead_table::{
+    carriage_cells, carriage_rows, codec_cells, codec_rows, CARRIAGE_COLUMNS, CODEC_COLUMNS, SWEEP,
+};
+use wire::overhead::OverheadError;
 
 use crate::usage;
 
@@ -41,54 +43,21 @@ pub(crate) struct OverheadArgs {
     json: bool,
 }
 
-/// Kharche and Patil's payload sweep (Figure 6), with the sizes where IPv4 and
-/// IPv6 start to fragment on Ethernet.
-const SWEEP: [u32; 16] = [
-    32, 64, 128, 256, 512, 1024, 1452, 1453, 1472, 1473, 2048, 4096, 8192, 16384, 32768, 65496,
-];
-
-#[derive(Serialize)]
-struct Row {
-    transport: Transport,
-    ip: Ip,
-    #[serde(flatten)]
-    carriage: Carriage,
-}
-
-#[derive(Serialize)]
-struct CodecRow {
-    codec: Codec,
-    header: VoipHeader,
-    ditg_vad: bool,
-    ipv4: Bandwidth,
-    ipv6: Bandwidth,
-}
-
 pub(crate) fn run(args: OverheadArgs) -> Result<()> {
     if args.codecs {
         return codecs(args.json);
     }
     let payloads: &[u32] = if args.sweep { &SWEEP } else { &args.payload };
-    let mut rows = Vec::new();
-    for &payload in payloads {
-        for transport in [Transport::Tcp, Transport::Udp] {
-            for ip in [Ip::V4, Ip::V6] {
-                match carry(ip, transport, payload, args.mtu) {
-                    Ok(carriage) => rows.push(Row {
-                        transport,
-                        ip,
-                        carriage,
-                    }),
-                    Err(e @ wire::overhead::OverheadError::TooLarge { .. }) => {
-                        if !args.sweep {
-                            usage!("--payload {payload}: {e}");
-                        }
-                    }
-                    Err(e) => usage!("{e}"),
-                }
-            }
-        }
-    }
+    let rows = match carriage_rows(payloads, args.mtu, args.sweep) {
+        Ok(rows) => rows,
+        Err(
+            e @ traffic::overhead_table::RowError {
+                error: OverheadError::TooLarge { .. },
+                ..
+            },
+        ) => usage!("--payload {}: {e}", e.payload),
+        Err(e) => usage!("{e}"),
+    };
     if args.json {
         return crate::out::print_json(&serde_json::json!({
             "format_version": 1,
@@ -96,30 +65,9 @@ pub(crate) fn run(args: OverheadArgs) -> Result<()> {
             "rows": rows,
         }));
     }
-    let mut t = report::text_table::Table::new(&[
-        "payload B",
-        "proto",
-        "packets",
-        "header B",
-        "IP B",
-        "overhead %",
-        "captured frames B",
-        "on the wire B",
-        "wire overhead %",
-    ]);
+    let mut t = report::text_table::Table::new(&CARRIAGE_COLUMNS);
     for r in &rows {
-        let c = &r.carriage;
-        t.row(vec![
-            c.payload_bytes.to_string(),
-            format!("{}/{}", format!("{:?}", r.transport).to_uppercase(), r.ip),
-            c.packets.to_string(),
-            c.header_bytes.to_string(),
-            c.ip_bytes.to_string(),
-            format!("{:.2}", c.overhead_pct),
-            c.captured_frame_bytes.to_string(),
-            c.wire_bytes.to_string(),
-            format!("{:.2}", c.wire_overhead_pct),
-        ]);
+        t.row(carriage_cells(r));
     }
     crate::out::print(format!(
         "dualperf overhead: MTU {} bytes, Ethernet framing\n{}\
@@ -132,60 +80,16 @@ pub(crate) fn run(args: OverheadArgs) -> Result<()> {
 }
 
 fn codecs(json: bool) -> Result<()> {
-    let mut rows = Vec::new();
-    for codec in Codec::ALL {
-        for header in [VoipHeader::Rtp, VoipHeader::Crtp] {
-            for ditg_vad in [false, true] {
-                rows.push(CodecRow {
-                    codec,
-                    header,
-                    ditg_vad,
-                    ipv4: codec.bandwidth(header, ditg_vad, Ip::V4),
-                    ipv6: codec.bandwidth(header, ditg_vad, Ip::V6),
-                });
-            }
-        }
-    }
+    let rows = codec_rows();
     if json {
         return crate::out::print_json(&serde_json::json!({
             "format_version": 1,
             "codecs": rows,
         }));
     }
-    let kbit = |b: f64| format!("{:.2}", b / 1e3);
-    let mut t = report::text_table::Table::new(&[
-        "codec",
-        "header",
-        "VAD",
-        "payload B",
-        "pkt/s",
-        "payload kbit/s",
-        "IPv4 kbit/s",
-        "IPv6 kbit/s",
-        "IPv4 L2",
-        "IPv6 L2",
-        "IPv4 wire",
-        "IPv6 wire",
-        "hdr % v4",
-        "hdr % v6",
-    ]);
+    let mut t = report::text_table::Table::new(&CODEC_COLUMNS);
     for r in &rows {
-        t.row(vec![
-            r.codec.to_string(),
-            format!("{:?}", r.header).to_lowercase(),
-            if r.ditg_vad { "×0.65" } else { "-" }.to_owned(),
-            r.ipv4.payload_bytes.to_string(),
-            format!("{}", r.ipv4.pps),
-            kbit(r.ipv4.payload_bps),
-            kbit(r.ipv4.ip_bps),
-            kbit(r.ipv6.ip_bps),
-            kbit(r.ipv4.frame_bps),
-            kbit(r.ipv6.frame_bps),
-            kbit(r.ipv4.wire_bps),
-            kbit(r.ipv6.wire_bps),
-            format!("{:.1}", r.ipv4.header_pct),
-            format!("{:.1}", r.ipv6.header_pct),
-        ]);
+        t.row(codec_cells(r));
     }
     crate::out::print(format!(
         "dualperf overhead --codecs: D-ITG's VoIP models (payload = codec bytes × VAD + RTP 12 or CRTP 2)\n{}\

@@ -15,6 +15,7 @@ pub mod dist;
 pub mod ditg;
 pub mod flow;
 pub mod options;
+pub mod overhead_table;
 pub mod schedule;
 pub mod scheduler;
 pub mod stream;
