@@ -8,6 +8,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use traffic::FlowSpec;
 
+pub mod text;
+
 /// The version of [`SendReport`]'s format.
 pub const SEND_FORMAT_VERSION: u32 = 1;
 

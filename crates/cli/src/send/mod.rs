@@ -9,7 +9,7 @@
 //! - `flow.rs`: one flow inside an engine: its packets, its socket's batch, its echoes;
 //! - `remote.rs`: flows an agent sends (`--reverse`, `--bidir`, `--from`);
 //! - `--stamp` hands the one flow to the STAMP Session-Sender, `crate::stamp::sender`;
-//! - `text.rs`: what is printed without `--json` (the report types are `results::send`).
+//! - what is printed without `--json` is `results::send::text`, beside the report's types.
 
 mod engine;
 mod flow;

@@ -1,24 +1,25 @@
-//! What `dualperf send` prints without `--json`.
+//! What `dualperf send` prints without `--json`: a [`SendReport`] (and `--bidir`'s
+//! [`crate::send::BidirReport`]) as text.
 
 use std::collections::BTreeMap;
 
 use meter::FlowSummary;
-use results::send::{FlowOutcome, SendReport, StampOutcome};
 use wire::control::{Meter, Protocol};
 use wire::ds::{Dscp, Ecn};
 
 use crate::human;
+use crate::send::{FlowOutcome, SendReport, StampOutcome};
 
 /// Most flows shown one row each unless `--per-flow` asks for every row.
-pub(crate) const MAX_ROWS: usize = 20;
+pub const MAX_ROWS: usize = 20;
 
 /// Widest line of the default result table (`--wide` prints every column).
-pub(crate) const WIDTH: usize = 100;
+pub const WIDTH: usize = 100;
 
 /// `dualperf send`'s results as text: one table row per flow (up to [`MAX_ROWS`] flows,
 /// or all with `per_flow`; beyond that how the flows spread), then notes. The table fits
 /// [`WIDTH`] columns, or with `wide` has every column of the sender's figures.
-pub(crate) fn send_text(report: &SendReport, per_flow: bool, wide: bool) -> String {
+pub fn send_text(report: &SendReport, per_flow: bool, wide: bool) -> String {
     let rows = per_flow || report.flows.len() <= MAX_ROWS;
     let mut s = format!(
         "dualperf send to {}{}\n",
@@ -130,7 +131,7 @@ pub(crate) fn send_text(report: &SendReport, per_flow: bool, wide: bool) -> Stri
 /// A TCP flow's connection as its sender's kernel saw it (`TCP_INFO`): retransmitted
 /// segments (iperf3's Retr), the largest congestion window (iperf3's Cwnd) and the
 /// smoothed RTT's range over the samples; with `wide` a second line with the rest.
-fn tcp_text(id: u16, t: &results::send::TcpInfoSummary, wide: bool) -> String {
+fn tcp_text(id: u16, t: &crate::send::TcpInfoSummary, wide: bool) -> String {
     let d = |ns: Option<u64>| human::or_missing(ns, |v| human::duration(v as f64));
     let mut s = format!(
         "flow {id}: TCP {} retransmits, cwnd max {}, srtt min {}, mean {}, max {}\n",
@@ -251,7 +252,7 @@ fn table(flows: &[FlowOutcome]) -> String {
     for r in &mut rows {
         r[0] = shorten(&r[0], room);
     }
-    let mut t = report::text_table::Table::new(&header);
+    let mut t = crate::text_table::Table::new(&header);
     for r in rows {
         t.row(r);
     }
@@ -272,7 +273,7 @@ fn shorten(s: &str, n: usize) -> String {
 
 /// The full result table of `--wide`: every column, in fixed units.
 fn wide_table(flows: &[FlowOutcome]) -> String {
-    let mut t = report::text_table::Table::new(&[
+    let mut t = crate::text_table::Table::new(&[
         "flow",
         "proto",
         "size B",
@@ -337,8 +338,8 @@ fn clock_text(report: &SendReport) -> String {
     if let Some(sync) = &report.sync {
         s.push_str(&format!(
             "sender's clock: {}\nreceiver's clock: {}\n",
-            crate::hostinfo::sync_text(&sync.sender),
-            crate::hostinfo::sync_text(&sync.receiver)
+            crate::clock::sync_text(&sync.sender),
+            crate::clock::sync_text(&sync.receiver)
         ));
     }
     if let Some(caveat) = report.clock_caveat() {
@@ -484,11 +485,7 @@ fn counts(seen: &BTreeMap<u8, u64>, name: impl Fn(u8) -> String) -> String {
 }
 
 /// `send --bidir` as text: each direction with its heading, then what went wrong.
-pub(crate) fn bidir_text(
-    report: &results::send::BidirReport,
-    per_flow: bool,
-    wide: bool,
-) -> String {
+pub fn bidir_text(report: &crate::send::BidirReport, per_flow: bool, wide: bool) -> String {
     let mut s = String::new();
     for (name, r) in [
         ("forward (to the agent)", &report.forward),
@@ -508,8 +505,8 @@ pub(crate) fn bidir_text(
 
 /// How many flows spread: one row per figure, the median, 90th percentile and worst
 /// flow.
-fn spread_text(flows: usize, spread: &results::send::Spread) -> String {
-    let mut t = report::text_table::Table::new(&["over flows", "flows", "median", "p90", "worst"]);
+fn spread_text(flows: usize, spread: &crate::send::Spread) -> String {
+    let mut t = crate::text_table::Table::new(&["over flows", "flows", "median", "p90", "worst"]);
     let percent: fn(f64) -> String = human::percent;
     let rows = [
         ("lost", spread.loss_pct, percent),
