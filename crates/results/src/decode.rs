@@ -1,10 +1,16 @@
-//! What `dualperf decode LOG --json` prints (docs/output.md).
+//! What `dualperf decode LOG --json` prints (docs/output.md), how a log is read into it
+//! ([`read`]) and what `decode` prints without `--json` ([`text`]).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+pub mod read;
+pub mod text;
+
+pub use read::{decode, packet_csv, DecodeOptions, Decoded};
 
 /// The version of [`DecodeDoc`]'s format.
 pub const DECODE_FORMAT_VERSION: u32 = 1;
