@@ -18,8 +18,8 @@ use crate::usage;
   dualperf schema send                 # the schema of `dualperf send --json`
   dualperf schema --dir docs/schemas   # every schema, as NAME.schema.json")]
 pub(crate) struct SchemaArgs {
-    /// The document: send, send-bidir, recv, decode, compare, run-record, resolved, host,
-    /// peer-clock, router-stats, report, doctor.
+    /// The document: send, send-bidir, recv, decode, compare, run, run-dry-run,
+    /// run-record, resolved, host, peer-clock, router-stats, report, doctor.
     #[arg(value_name = "DOCUMENT", conflicts_with = "dir")]
     document: Option<String>,
     /// Write every schema into this directory as NAME.schema.json.
@@ -59,6 +59,16 @@ const DOCS: &[Doc] = &[
         name: "compare",
         what: "dualperf compare --json",
         schema: || schemars::schema_for!(results::compare::CompareReport),
+    },
+    Doc {
+        name: "run",
+        what: "dualperf run PLAN --json: the counts of a plan's run, its directory and index",
+        schema: || schemars::schema_for!(lab::rundoc::RunSummary),
+    },
+    Doc {
+        name: "run-dry-run",
+        what: "dualperf run PLAN --dry-run --json: every run and what it would run",
+        schema: || schemars::schema_for!(lab::rundoc::DryRun),
     },
     Doc {
         name: "run-record",

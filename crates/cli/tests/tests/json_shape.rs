@@ -1,7 +1,8 @@
 //! The JSON documents dualperf writes keep their shape: for fixed-seed runs on loopback
-//! (`send --json` with each meter, `recv --json`, `decode --json`, a run record of a
-//! small plan and `report --json` over it), every key path and the JSON type of its
-//! value equal those recorded in `fixtures/shapes/*.txt`.
+//! (`send --json` with each meter, `recv --json`, `decode --json`, a small plan's
+//! `run --dry-run --json`, `run --json` and run record, and `report --json` over it),
+//! every key path and the JSON type of its value equal those recorded in
+//! `fixtures/shapes/*.txt`.
 //!
 //! The fixtures were written by the binary before the crates were restructured
 //! (issue 13), so a renamed, dropped or retyped field fails here. To record shapes
@@ -152,7 +153,12 @@ fn a_run_record_and_its_report_keep_their_shape() {
     let plan = tmp.path("shape.toml");
     std::fs::write(&plan, PLAN).unwrap();
     let dir = tmp.path("results");
-    run(&["run", path_str(&plan), "--dir", path_str(&dir)]).assert_success();
+    let dry = run(&["run", path_str(&plan), "--dry-run", "--json"])
+        .assert_success()
+        .json();
+    let summary = run(&["run", path_str(&plan), "--dir", path_str(&dir), "--json"])
+        .assert_success()
+        .json();
     let mut records = Vec::new();
     for e in std::fs::read_dir(dir.join("runs")).unwrap() {
         let p = e.unwrap().path();
@@ -164,6 +170,8 @@ fn a_run_record_and_its_report_keep_their_shape() {
     let report = run(&["report", path_str(&dir), "--json"])
         .assert_success()
         .json();
+    check("run-dry-run", &[dry]);
+    check("run", &[summary]);
     check("run-record", &records);
     check("report", &[report]);
 }

@@ -166,7 +166,16 @@ fn run_records_and_reports_validate() {
     let plan = tmp.path("schema.toml");
     std::fs::write(&plan, PLAN).unwrap();
     let dir = tmp.path("results");
-    run(&["run", path_str(&plan), "--dir", path_str(&dir)]).assert_success();
+    let dry = run(&["run", path_str(&plan), "--dry-run", "--json"])
+        .assert_success()
+        .json();
+    assert_valid("run-dry-run", &dry);
+    serde_json::from_value::<lab::rundoc::DryRun>(dry).unwrap();
+    let summary = run(&["run", path_str(&plan), "--dir", path_str(&dir), "--json"])
+        .assert_success()
+        .json();
+    assert_valid("run", &summary);
+    serde_json::from_value::<lab::rundoc::RunSummary>(summary).unwrap();
     let mut n = 0;
     for e in std::fs::read_dir(dir.join("runs")).unwrap() {
         let p = e.unwrap().path();
