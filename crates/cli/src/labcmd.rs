@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use lab::netlab;
 use lab::topology::Topology;
-use router::stats::RouterStats;
 
 use crate::usage;
 
@@ -144,7 +143,7 @@ pub(crate) fn run(args: LabArgs) -> Result<()> {
                     "routers": state.routers,
                 }))?;
             } else {
-                print_nodes(&state);
+                print!("{}", lab::status::nodes_text(&state));
             }
             crate::out::note!(
                 "dualperf lab: '{}' is up ({} namespaces, {} routers); `dualperf lab down {}` removes it",
@@ -178,31 +177,7 @@ pub(crate) fn run(args: LabArgs) -> Result<()> {
                 }
                 Err(e) => return Err(e.into()),
             };
-            // Fresh counters: each running router rewrites its file on SIGUSR1.
-            let running = |pid: u32| std::path::Path::new(&format!("/proc/{pid}")).exists();
-            let asked: Vec<u32> = state
-                .routers
-                .iter()
-                .map(|r| r.pid)
-                .filter(|p| running(*p))
-                .collect();
-            // A router that ended since is shown as not running below.
-            let _ = netlab::signal("USR1", &asked);
-            if !asked.is_empty() {
-                std::thread::sleep(std::time::Duration::from_millis(200));
-            }
-            let routers: Vec<RouterStatus> = state
-                .routers
-                .iter()
-                .map(|r| RouterStatus {
-                    node: r.node.clone(),
-                    pid: r.pid,
-                    running: running(r.pid),
-                    stats: std::fs::read(&r.stats)
-                        .ok()
-                        .and_then(|b| serde_json::from_slice(&b).ok()),
-                })
-                .collect();
+            let routers = lab::status::routers(&state);
             if json {
                 return crate::out::print_json(&serde_json::json!({
                     "topology": state.topology,
@@ -210,18 +185,9 @@ pub(crate) fn run(args: LabArgs) -> Result<()> {
                     "routers": routers,
                 }));
             }
-            print_nodes(&state);
-            for r in routers {
-                println!(
-                    "router {} pid {} {}",
-                    r.node,
-                    r.pid,
-                    if r.running { "running" } else { "NOT RUNNING" }
-                );
-                if let Some(stats) = &r.stats {
-                    print_loop(stats);
-                    print_qos(stats);
-                }
+            print!("{}", lab::status::nodes_text(&state));
+            for r in &routers {
+                print!("{}", lab::status::router_text(r));
             }
             Ok(())
         }
@@ -307,7 +273,7 @@ fn node_setup(sysctls: &[String], ifaces: &[String]) -> Result<()> {
     // Every argument is checked before anything is written.
     let mut writes = Vec::with_capacity(sysctls.len());
     for s in sysctls {
-        match sysctl_path(s) {
+        match lab::nodesetup::sysctl_write(s) {
             Ok(w) => writes.push(w),
             Err(e) => usage!("--sysctl {s}: {e}"),
         }
@@ -320,9 +286,10 @@ fn node_setup(sysctls: &[String], ifaces: &[String]) -> Result<()> {
              dp-LAB.NODE …), and this process is in no such namespace"
         );
     }
-    for (path, value, key) in &writes {
-        std::fs::write(path, value)
-            .with_context(|| format!("cannot set {key} = {value} ({})", path.display()))?;
+    for w in &writes {
+        std::fs::write(&w.path, &w.value).with_context(|| {
+            format!("cannot set {} = {} ({})", w.key, w.value, w.path.display())
+        })?;
     }
     for ifname in ifaces {
         netio::ethtool::disable_offloads(ifname).context("cannot turn offloads off")?;
@@ -345,150 +312,4 @@ fn in_lab_namespace() -> bool {
             && std::fs::metadata(e.path())
                 .is_ok_and(|m| (m.dev(), m.ino()) == (mine.dev(), mine.ino()))
     })
-}
-
-/// `KEY=VALUE` as sysctl(8) takes it → the file under /proc/sys, the value, the key. A
-/// key with a `/` is a path (so names with dots work, as in sysctl(8)); otherwise dots
-/// separate its parts. Only keys under `net` are taken: they belong to the network
-/// namespace, while any other would change the whole host.
-fn sysctl_path(arg: &str) -> Result<(PathBuf, String, String), String> {
-    let (key, value) = arg
-        .split_once('=')
-        .ok_or_else(|| "not KEY=VALUE".to_owned())?;
-    let (key, value) = (key.trim(), value.trim());
-    let parts: Vec<&str> = if key.contains('/') {
-        key.split('/').collect()
-    } else {
-        key.split('.').collect()
-    };
-    if parts.first() != Some(&"net") || parts.len() < 2 {
-        return Err(format!("{key:?} is not a key under net"));
-    }
-    if parts
-        .iter()
-        .any(|p| p.is_empty() || *p == "." || *p == "..")
-    {
-        return Err(format!("{key:?} is not a sysctl key"));
-    }
-    if value.is_empty() || value.contains('\n') {
-        return Err("the value is empty or holds a newline".to_owned());
-    }
-    let path = parts
-        .iter()
-        .fold(PathBuf::from("/proc/sys"), |p, part| p.join(part));
-    Ok((path, value.to_owned(), key.to_owned()))
-}
-
-fn print_nodes(state: &netlab::LabState) {
-    let t = &state.topology;
-    for (i, n) in t.nodes.iter().enumerate() {
-        let addrs: Vec<String> = t
-            .ends_of(i)
-            .map(|(_, mine, _)| format!("{} {} {}", mine.ifname, mine.ipv4, mine.ipv6))
-            .collect();
-        println!(
-            "{:<10} {:<7} {}  {}",
-            n.name,
-            format!("{:?}", n.kind).to_lowercase(),
-            t.namespace(i),
-            addrs.join("; ")
-        );
-    }
-}
-
-/// A lab router as `lab status` shows it: its process and its stats file.
-#[derive(serde::Serialize)]
-struct RouterStatus {
-    node: String,
-    pid: u32,
-    running: bool,
-    /// Its stats file; `None` when it has none yet or it does not read.
-    stats: Option<RouterStats>,
-}
-
-/// A router's forwarding loop: did it stall (see `loop` in docs/output.md)?
-fn print_loop(stats: &RouterStats) {
-    let l = &stats.looped;
-    let sched = match (l.involuntary_switches, l.runqueue_wait_ns) {
-        (Some(k), Some(w)) => format!(
-            "; other tasks took its CPU {k} times, {:.1} ms in all",
-            w as f64 / 1e6
-        ),
-        _ => String::new(),
-    };
-    println!(
-        "  loop: longest turn {:.3} ms, longest gap {:.3} ms, turns over 1 ms {}, gaps over 1 ms {}{sched}",
-        l.max_turn_ns as f64 / 1e6,
-        l.max_gap_ns as f64 / 1e6,
-        l.turns_over_1ms,
-        l.gaps_over_1ms,
-    );
-}
-
-/// Per-class counters of a router's service policies, one line per class.
-fn print_qos(stats: &RouterStats) {
-    for i in &stats.interfaces {
-        let Some(qos) = &i.qos else {
-            continue;
-        };
-        println!("  {} service-policy output {}", i.name, qos.policy);
-        for c in &qos.classes {
-            let d = &c.dropped;
-            let ms = |v: Option<u64>| v.map_or("-".into(), |x| format!("{:.2}", x as f64 / 1e6));
-            println!(
-                "    {:<16} offered {:>9}  sent {:>9}  queued {:>4}  dropped: police {} priority-policer {} wred {}+{} queue-limit {}  queue delay p50 {} p99 {} ms",
-                c.name,
-                c.offered_packets,
-                c.sent_packets,
-                c.queued_packets,
-                d.police,
-                d.priority_policer,
-                d.wred_early,
-                d.wred_forced,
-                d.queue_limit,
-                ms(c.queue_delay.p50_ns),
-                ms(c.queue_delay.p99_ns),
-            );
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sysctl_keys_become_paths_under_proc_sys_net() {
-        let (path, value, key) = sysctl_path("net.ipv6.conf.to-r1.accept_dad=0").unwrap();
-        assert_eq!(
-            path,
-            PathBuf::from("/proc/sys/net/ipv6/conf/to-r1/accept_dad")
-        );
-        assert_eq!(
-            (value.as_str(), key.as_str()),
-            ("0", "net.ipv6.conf.to-r1.accept_dad")
-        );
-        // sysctl(8): a key with a slash is a path, so an interface name may hold dots.
-        let (path, ..) = sysctl_path("net/ipv6/conf/eth0.7/disable_ipv6 = 1").unwrap();
-        assert_eq!(
-            path,
-            PathBuf::from("/proc/sys/net/ipv6/conf/eth0.7/disable_ipv6")
-        );
-    }
-
-    #[test]
-    fn sysctls_outside_net_or_climbing_out_are_refused() {
-        for bad in [
-            "kernel.panic=1",
-            "vm/swappiness=1",
-            "net=1",
-            "net/../kernel/panic=1",
-            "net..ipv4.ip_forward=0",
-            "/net/ipv4/ip_forward=0",
-            "net.ipv4.ip_forward",
-            "net.ipv4.ip_forward=",
-        ] {
-            assert!(sysctl_path(bad).is_err(), "{bad}");
-        }
-    }
 }
