@@ -2,8 +2,8 @@
 //! loopback or between two nodes of a lab: the 2×2 table of Bouras et al. (H.323 study) (TCP
 //! and UDP), RFC 3986 bracketed literals, RFC 6724 ordering of several answers, and a
 //! Happy Eyeballs (RFC 8305) connect against a dual-stack, a refused and a stalled
-//! IPv6 server. The decisions are `dualstack`'s; this file only binds them to
-//! sockets and the clock.
+//! IPv6 server. The decisions, the report and its text are `dualstack`'s
+//! (`dualstack::interop`); this file only binds them to sockets and the clock.
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
@@ -11,10 +11,12 @@ use std::sync::mpsc;
 use std::time::Duration as StdDuration;
 
 use anyhow::{bail, Context, Result};
-use dualstack::eyeballs::{self, EventKind, HappyEyeballs, Outcome};
-use dualstack::hostport::{naive_split, parse_host_port, parse_url};
-use dualstack::select::{self, parse_gai_conf, Candidate, PolicyTable};
-use serde::Serialize;
+use dualstack::eyeballs::{self, HappyEyeballs, Outcome};
+use dualstack::interop::{
+    literal_inputs, mapped, parse_literal, short, table_plan, Cell, Eyeballs, Literal, Report,
+    Selection,
+};
+use dualstack::select::{parse_gai_conf, PolicyTable};
 use wire::time::{Duration, Instant};
 
 /// Check dual-stack behaviour on this host: the IPv4/IPv6 client × server table (Bouras et al.,
@@ -75,80 +77,6 @@ struct Place {
     v6: Ipv6Addr,
 }
 
-/// One cell of the 2×2 table.
-#[derive(Debug, Serialize)]
-struct Cell {
-    proto: &'static str,
-    client: &'static str,
-    server: &'static str,
-    /// What the client connected or sent to.
-    dest: SocketAddr,
-    ok: bool,
-    /// The client's address as the server saw it (`accept`/`recvfrom`).
-    server_saw: Option<String>,
-    /// The client's own address (`getsockname`).
-    client_local: Option<String>,
-    error: Option<String>,
-    note: &'static str,
-}
-
-impl Cell {
-    fn new(
-        proto: &'static str,
-        (client, server, dest, note): (&'static str, &'static str, SocketAddr, &'static str),
-    ) -> Cell {
-        Cell {
-            proto,
-            client,
-            server,
-            dest,
-            ok: false,
-            server_saw: None,
-            client_local: None,
-            error: None,
-            note,
-        }
-    }
-}
-
-#[derive(Debug, Serialize)]
-struct Literal {
-    input: String,
-    parsed: Result<String, String>,
-    naive_split: (String, Option<String>),
-    /// Connected to the dual-stack test server at the parsed address.
-    connected: Option<bool>,
-}
-
-#[derive(Debug, Serialize)]
-struct Selection {
-    name: String,
-    gai_conf: String,
-    /// The name's addresses in getaddrinfo's order (glibc sorts them by RFC 6724 with
-    /// the gai.conf table).
-    getaddrinfo_order: Vec<IpAddr>,
-    /// The same addresses sorted by `dualstack::select`; `agree` is null when
-    /// the name has fewer than two addresses (nothing to order).
-    rfc6724_order: Vec<IpAddr>,
-    agree: Option<bool>,
-    /// The test servers' two addresses as a resolver would return them unsorted (A
-    /// before AAAA), the sources this host's kernel picks for them, and their RFC 6724
-    /// order with the rule that decided.
-    answers: Vec<IpAddr>,
-    sources: Vec<Option<IpAddr>>,
-    answers_sorted: Vec<IpAddr>,
-    deciding_rules: Vec<String>,
-}
-
-#[derive(Debug, Serialize)]
-struct Eyeballs {
-    scenario: &'static str,
-    addresses: Vec<SocketAddr>,
-    winner: Option<SocketAddr>,
-    connect_ms: f64,
-    timeline: Vec<String>,
-}
-
 pub(crate) fn run(args: InteropArgs) -> Result<()> {
     let place = match &args.lab {
         None => Place {
@@ -165,15 +93,24 @@ pub(crate) fn run(args: InteropArgs) -> Result<()> {
     let literals = literals(&place, timeout)?;
     let selection = selection(&args, &place)?;
     let eyeballs = eyeballs_scenarios(&place, args.attempt_delay, timeout)?;
+    let report = Report {
+        place: if args.lab.is_some() {
+            "lab"
+        } else {
+            "loopback"
+        },
+        server_v4: place.v4,
+        server_v6: place.v6,
+        matrix: cells,
+        literals,
+        address_selection: selection,
+        happy_eyeballs: eyeballs,
+    };
     if args.json {
-        return crate::out::print_json(&serde_json::json!({
-            "place": if args.lab.is_some() { "lab" } else { "loopback" },
-            "server_v4": place.v4, "server_v6": place.v6,
-            "matrix": cells, "literals": literals,
-            "address_selection": selection, "happy_eyeballs": eyeballs,
-        }));
+        // Through a JSON value, whose keys are sorted: the document as it has always been.
+        return crate::out::print_json(&serde_json::to_value(&report)?);
     }
-    crate::out::print(render(&place, &cells, &literals, &selection, &eyeballs))
+    crate::out::print(dualstack::interop::render(&report))
 }
 
 fn lab_place(lab: &str, server: &str, client: &str) -> Result<Place> {
@@ -215,53 +152,6 @@ fn in_ns<T: Send + 'static>(
     .map_err(|_| anyhow::anyhow!("a socket thread panicked"))?
 }
 
-fn mapped(v4: Ipv4Addr) -> Ipv6Addr {
-    v4.to_ipv6_mapped()
-}
-
-/// The cells of the table: client, server, destination, which server (0 IPv4-only, 1
-/// dual-stack IPv6, 2 IPv6-only) at ports `p`, and what to expect.
-fn plan(
-    v4: Ipv4Addr,
-    v6: Ipv6Addr,
-    p: [u16; 3],
-) -> [(&'static str, &'static str, SocketAddr, usize, &'static str); 6] {
-    let at = |ip: IpAddr, i: usize| SocketAddr::new(ip, p[i]);
-    let (v4, v6, m) = (IpAddr::V4(v4), IpAddr::V6(v6), IpAddr::V6(mapped(v4)));
-    [
-        ("IPv4", "IPv4", at(v4, 0), 0, "IPv4 end to end"),
-        (
-            "IPv4",
-            "IPv6 dual-stack",
-            at(v4, 1),
-            1,
-            "IPv4 on the wire; the server sees an IPv4-mapped address",
-        ),
-        ("IPv6", "IPv6 dual-stack", at(v6, 1), 1, "IPv6 end to end"),
-        (
-            "IPv6",
-            "IPv4",
-            at(v6, 0),
-            0,
-            "no IPv6 socket on that port: refused (TCP RST, ICMPv6 port unreachable for UDP)",
-        ),
-        (
-            "IPv6 (mapped)",
-            "IPv4",
-            at(m, 0),
-            0,
-            "an AF_INET6 socket reaches an IPv4 server through ::ffff:a.b.c.d; IPv4 on the wire",
-        ),
-        (
-            "IPv4",
-            "IPv6-only (V6ONLY=1)",
-            at(v4, 2),
-            2,
-            "IPV6_V6ONLY=1 refuses IPv4: no port there",
-        ),
-    ]
-}
-
 /// TCP: an IPv4-only server, a dual-stack IPv6 server and an IPv6-only server; clients of
 /// each family connect, send a byte, and the server reports the peer it accepted.
 fn matrix_tcp(p: &Place, timeout: StdDuration) -> Result<Vec<Cell>> {
@@ -280,7 +170,7 @@ fn matrix_tcp(p: &Place, timeout: StdDuration) -> Result<Vec<Cell>> {
     );
     let servers = [&l4, &l6, &l6only];
     let mut cells = Vec::new();
-    for (client, server, dest, which, note) in plan(v4, v6, [p4, p6, p6o]) {
+    for (client, server, dest, which, note) in table_plan(v4, v6, [p4, p6, p6o]) {
         let listener = servers[which];
         let attempt = in_ns(p.client_ns.as_deref(), move || {
             let mut s = TcpStream::connect_timeout(&dest, timeout)?;
@@ -322,8 +212,9 @@ fn matrix_udp(p: &Place, timeout: StdDuration) -> Result<Vec<Cell>> {
     let servers = [&u4, &u6];
     let mut cells = Vec::new();
     // UDP has no IPv6-only server row: the dual-stack rows show the same thing.
-    for (client, server, dest, which, note) in
-        plan(v4, v6, [p4, p6, 0]).into_iter().filter(|c| c.3 < 2)
+    for (client, server, dest, which, note) in table_plan(v4, v6, [p4, p6, 0])
+        .into_iter()
+        .filter(|c| c.3 < 2)
     {
         let sock = servers[which];
         let sent = in_ns(p.client_ns.as_deref(), move || {
@@ -378,10 +269,6 @@ fn root_cause(e: &anyhow::Error) -> String {
     short(&e.root_cause().to_string())
 }
 
-fn short(s: &str) -> String {
-    s.split(" (os error").next().unwrap_or(s).to_string()
-}
-
 /// Host and URL strings with IPv6 literals: parsed by RFC 3986's rules and by a naive
 /// split at the first colon, and the parsed ones connected to a dual-stack server.
 fn literals(p: &Place, timeout: StdDuration) -> Result<Vec<Literal>> {
@@ -394,23 +281,9 @@ fn literals(p: &Place, timeout: StdDuration) -> Result<Vec<Literal>> {
     l6.set_nonblocking(true)?;
     let port = l6.local_addr()?.port();
     let (v4, v6) = (p.v4, p.v6);
-    let inputs = [
-        format!("[{v6}]:{port}"),
-        format!("http://[{v6}]:{port}/status"),
-        format!("{v4}:{port}"),
-        format!("[{}]:{port}", mapped(v4)),
-        format!("{v6}"),
-        format!("{v6}:{port}"),
-        "[fe80::1%25eth0]:80".to_string(),
-        format!("[{v4}]:{port}"),
-    ];
     let mut out = Vec::new();
-    for input in inputs {
-        let parsed = if input.contains("://") {
-            parse_url(&input).map(|u| u.host_port)
-        } else {
-            parse_host_port(&input)
-        };
+    for input in literal_inputs(v4, v6, port) {
+        let parsed = parse_literal(&input);
         let target = parsed
             .as_ref()
             .ok()
@@ -430,20 +303,7 @@ fn literals(p: &Place, timeout: StdDuration) -> Result<Vec<Literal>> {
             }
             _ => None,
         };
-        out.push(Literal {
-            parsed: parsed
-                .map(|hp| {
-                    format!(
-                        "host {} port {}",
-                        hp.host,
-                        hp.port.map_or("none".into(), |p| p.to_string())
-                    )
-                })
-                .map_err(|e| e.to_string()),
-            naive_split: naive_split(&input),
-            input,
-            connected,
-        });
+        out.push(Literal::new(input, parsed, connected));
     }
     Ok(out)
 }
@@ -475,46 +335,21 @@ fn selection(args: &InteropArgs, p: &Place) -> Result<Selection> {
             order.push(a.ip());
         }
     }
-    // Sorting getaddrinfo's own order: the sort is stable, so where RFC 6724 ties the
-    // resolver's order stands (rule 10) and only a real disagreement shows.
-    let sorted = |addrs: &[IpAddr], sources: &[Option<IpAddr>]| {
-        let mut c: Vec<Candidate> = addrs
-            .iter()
-            .zip(sources)
-            .map(|(&dst, &src)| Candidate { dst, src })
-            .collect();
-        select::sort_destinations(&mut c, &table);
-        c
-    };
     let name_sources: Vec<Option<IpAddr>> = order.iter().map(|&d| source_for(d)).collect();
-    let ours: Vec<IpAddr> = sorted(&order, &name_sources)
-        .iter()
-        .map(|c| c.dst)
-        .collect();
     let answers = vec![IpAddr::V4(p.v4), IpAddr::V6(p.v6)];
     let probe = answers.clone();
     let sources = in_ns(p.client_ns.as_deref(), move || {
         Ok(probe.iter().map(|&d| source_for(d)).collect::<Vec<_>>())
     })?;
-    let cands = sorted(&answers, &sources);
-    let deciding_rules = cands
-        .windows(2)
-        .map(|w| {
-            let (_, rule) = select::compare(&w[0], &w[1], &table);
-            format!("{} before {}: {rule}", w[0].dst, w[1].dst)
-        })
-        .collect();
-    Ok(Selection {
-        name: args.name.clone(),
-        gai_conf: conf,
-        agree: (order.len() > 1).then(|| ours == order),
-        getaddrinfo_order: order,
-        rfc6724_order: ours,
+    Ok(Selection::decide(
+        args.name.clone(),
+        conf,
+        &table,
+        order,
+        &name_sources,
         answers,
         sources,
-        answers_sorted: cands.iter().map(|c| c.dst).collect(),
-        deciding_rules,
-    })
+    ))
 }
 
 fn source_for(dst: IpAddr) -> Option<IpAddr> {
@@ -636,162 +471,11 @@ fn happy_eyeballs(
         }
     }
     while he.poll_cancel().is_some() {}
-    let timeline = he
-        .events()
-        .iter()
-        .map(|e| {
-            let what = match e.kind {
-                EventKind::Started { id, addr } => format!("attempt {id} to {addr} starts"),
-                EventKind::Connected { id } => format!("attempt {id} connected"),
-                EventKind::Failed { id } => format!("attempt {id} failed"),
-                EventKind::Cancelled { id } => format!("attempt {id} cancelled"),
-            };
-            format!("{:>8.1} ms  {what}", (e.at - start).as_nanos() as f64 / 1e6)
-        })
-        .collect();
+    let timeline = dualstack::interop::timeline(he.events(), start);
     Ok(match he.outcome() {
         Some(Outcome::Connected { addr, at, .. }) => {
             (Some(addr), (at - start).as_nanos() as f64 / 1e6, timeline)
         }
         _ => (None, (now() - start).as_nanos() as f64 / 1e6, timeline),
     })
-}
-
-fn render(p: &Place, cells: &[Cell], lits: &[Literal], sel: &Selection, he: &[Eyeballs]) -> String {
-    let mut o = String::new();
-    o += &format!(
-        "Dual-stack interoperability (as in Bouras et al., H.323 study), servers at {} and {}:\n\n",
-        p.v4, p.v6
-    );
-    for proto in ["tcp", "udp"] {
-        o += &format!(
-            "{:<8}{:<15}{:<22}{:<28}{:<5}{}\n",
-            proto.to_uppercase(),
-            "client",
-            "server",
-            "destination",
-            "ok",
-            "server saw / error"
-        );
-        for c in cells.iter().filter(|c| c.proto == proto) {
-            o += &format!(
-                "{:<8}{:<15}{:<22}{:<28}{:<5}{}\n",
-                "",
-                c.client,
-                c.server,
-                c.dest.to_string(),
-                if c.ok { "yes" } else { "no" },
-                c.server_saw
-                    .clone()
-                    .or_else(|| c.error.clone())
-                    .unwrap_or_default()
-            );
-        }
-        o += "\n";
-    }
-    o += "Bouras et al.'s table, as observed (TCP):\n";
-    let saw = |client: &str, server: &str| {
-        cells
-            .iter()
-            .find(|c| c.proto == "tcp" && c.client == client && c.server == server)
-            .map(|c| match (&c.server_saw, &c.error) {
-                (Some(s), _) => format!("server sees {s}"),
-                (None, Some(e)) => format!("fails: {e}"),
-                _ => "fails".into(),
-            })
-            .unwrap_or_default()
-    };
-    o += &format!(
-        "  {:<13}{:<36}{}\n",
-        "", "IPv4 server", "IPv6 server (dual-stack)"
-    );
-    o += &format!(
-        "  {:<13}{:<36}{}\n",
-        "IPv4 client",
-        saw("IPv4", "IPv4"),
-        saw("IPv4", "IPv6 dual-stack")
-    );
-    o += &format!(
-        "  {:<13}{:<36}{}\n",
-        "IPv6 client",
-        saw("IPv6", "IPv4"),
-        saw("IPv6", "IPv6 dual-stack")
-    );
-    o += &format!(
-        "  {:<13}to ::ffff:{}: {}\n",
-        "",
-        p.v4,
-        saw("IPv6 (mapped)", "IPv4")
-    );
-    o += "\nLiteral addresses (RFC 3986 §3.2.2), and a naive split at the first ':':\n";
-    for l in lits {
-        o += &format!(
-            "  {:<32} {}{}\n  {:<32} naive: host {:?}, port {}\n",
-            l.input,
-            match &l.parsed {
-                Ok(s) => s.clone(),
-                Err(e) => format!("error: {e}"),
-            },
-            match l.connected {
-                Some(true) => ", connected",
-                Some(false) => ", connect FAILED",
-                None => "",
-            },
-            "",
-            l.naive_split.0,
-            l.naive_split
-                .1
-                .as_deref()
-                .map_or("none".to_string(), |p| format!("{p:?}"))
-        );
-    }
-    o += &format!(
-        "\nAddress selection (RFC 6724 §6; policy: {}):\n",
-        sel.gai_conf
-    );
-    o += &format!(
-        "  {:?} → getaddrinfo: {}; ours: {}{}\n",
-        sel.name,
-        join(&sel.getaddrinfo_order),
-        join(&sel.rfc6724_order),
-        match sel.agree {
-            Some(true) => " (agree)",
-            Some(false) => " (DIFFER)",
-            None => " (one address: nothing to order)",
-        }
-    );
-    let srcs: Vec<String> = sel
-        .sources
-        .iter()
-        .map(|s| s.map_or("none".into(), |s| s.to_string()))
-        .collect();
-    o += &format!(
-        "  answers {} (sources {}) → {}\n",
-        join(&sel.answers),
-        srcs.join(", "),
-        join(&sel.answers_sorted)
-    );
-    for r in &sel.deciding_rules {
-        o += &format!("    {r}\n");
-    }
-    o += "\nHappy Eyeballs (RFC 8305 §5: IPv6 first; the next attempt when the delay runs out, or\nafter a failure but never within 10 ms of the last start):\n";
-    for h in he {
-        o += &format!(
-            "  {:<30} winner {:<24} after {:.1} ms\n",
-            h.scenario,
-            h.winner.map_or("none".into(), |a| a.to_string()),
-            h.connect_ms
-        );
-        for t in &h.timeline {
-            o += &format!("      {t}\n");
-        }
-    }
-    o
-}
-
-fn join(v: &[IpAddr]) -> String {
-    v.iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(", ")
 }

@@ -5,6 +5,8 @@
 //! - [`select`]: destination address selection (RFC 6724 §6) with the policy table of
 //!   §2.1, and `/etc/gai.conf`'s `label`/`precedence` lines.
 //! - [`eyeballs`]: the Happy Eyeballs connection-attempt state machine (RFC 8305 §4–§5).
+//! - [`interop`]: what `dualperf interop` observed, as its document and its text, and
+//!   the plan of what it tries.
 //!
 //! Nothing here opens a socket, resolves a name or reads a clock: callers pass text,
 //! addresses and instants (`wire::time`) in and get decisions out.
@@ -13,4 +15,5 @@
 
 pub mod eyeballs;
 pub mod hostport;
+pub mod interop;
 pub mod select;
