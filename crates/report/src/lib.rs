@@ -48,7 +48,7 @@ use std::path::PathBuf;
 pub use charts::{Plot, Plots};
 pub use doc::{schema, ReportDoc};
 pub use error::Error;
-pub use load::{load, Runs};
+pub use load::{load, load_with, Runs};
 pub use stats::{Results, Row};
 pub use tables::{Table, TableRow};
 
