@@ -21,7 +21,7 @@ use core::str::FromStr;
 use serde::{Deserialize, Serialize};
 use wire::control::Protocol;
 
-use crate::dist::Dist;
+use crate::distribution::Dist;
 
 /// An application model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -7,9 +7,9 @@
 //! | `-a ADDR` | (DEST) | must name DEST: one script goes to one receiver |
 //! | `-T UDP\|TCP` | `--udp`/`--tcp` | ICMP, SCTP and DCCP are refused |
 //! | `-C r` | `--rate r pps` | exact deadlines instead of a constant 1000/r ms gap |
-//! | `-U -E -N -O -V -Y -G -W a [b]` | `--idt DIST` | D-ITG's meanings ([`crate::dist::from_ditg_idt`]) |
+//! | `-U -E -N -O -V -Y -G -W a [b]` | `--idt DIST` | D-ITG's meanings ([`crate::distribution::from_ditg_idt`]) |
 //! | `-c s` | `--size s` | |
-//! | `-u -e -n -o -v -y -g -w a [b]` | `--size-dist DIST` | [`crate::dist::from_ditg_size`] |
+//! | `-u -e -n -o -v -y -g -w a [b]` | `--size-dist DIST` | [`crate::distribution::from_ditg_size`] |
 //! | `-Ft FILE`, `-Fs FILE` | `--idt file:FILE`, `--size-dist file:FILE` | D-ITG takes `-Ft`'s first value as a start delay; here every value is a gap (use `--start`) |
 //! | `-B D1 p… D2 p…` | `--on DIST --off DIST` | ON/OFF durations in ms; see below |
 //! | `-t ms`, `-z n`, `-k KB` | `--duration`, `--count`, `--bytes` | a KByte taken as 1024 bytes |
@@ -32,7 +32,7 @@
 //! random gaps starts each ON period with a packet): with ON periods shorter than the
 //! gap, D-ITG sends more packets than dualperf.
 
-use crate::dist::{from_ditg_idt, from_ditg_onoff_period, from_ditg_size, Dist};
+use crate::distribution::{from_ditg_idt, from_ditg_onoff_period, from_ditg_size, Dist};
 
 /// One script line, translated.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,7 +5,7 @@ use wire::control::{Meter, Protocol};
 use wire::ds::{ds_byte, Dscp, Ecn};
 use wire::time::Duration;
 
-use crate::dist::{Dist, OnOff};
+use crate::distribution::{Dist, OnOff};
 use crate::units::Rate;
 
 /// When a flow stops: whichever limit comes first. At least one must be set.

@@ -3,7 +3,7 @@
 //! Everything here is pure and seeded: a [`schedule::Schedule`] is handed the time and
 //! answers which packet is due, so it is tested in virtual time with exact numbers.
 //! Stochastic inter-departure-time and size distributions, seeded and reproducible, live in
-//! [`dist`]; D-ITG's application models in [`voip`] and [`app`], the seed studies' RTP
+//! [`distribution`]; D-ITG's application models in [`voip`] and [`app`], the seed studies' RTP
 //! streams in [`stream`], all on the same schedule. The flow options `dualperf send`
 //! takes, their parsers and checks are in [`options`]; D-ITG script lines translated into
 //! them in [`ditg`].
@@ -11,7 +11,7 @@
 #![warn(missing_docs)]
 
 pub mod app;
-pub mod dist;
+pub mod distribution;
 pub mod ditg;
 pub mod flow;
 pub mod options;

@@ -27,7 +27,7 @@
 
 use wire::time::{Duration, Instant};
 
-use crate::dist::{Dist, DistError, OnOffProcess, Sampler};
+use crate::distribution::{Dist, DistError, OnOffProcess, Sampler};
 use crate::flow::{FlowSpec, StopSpec, VideoSpec};
 
 /// Mixed into the seed of the size stream, so gaps and sizes are independent.
@@ -902,7 +902,7 @@ mod tests {
 
     #[test]
     fn on_off_gating_terminates_for_degenerate_processes() {
-        use crate::dist::{Dist, OnOff};
+        use crate::distribution::{Dist, OnOff};
         let mut s = spec(
             Rate::MilliPps(1_000_000),
             64,

@@ -35,7 +35,7 @@ use core::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::dist::Dist;
+use crate::distribution::Dist;
 use crate::flow::{RtpSpec, VideoSpec};
 use crate::units::Rate;
 

@@ -87,12 +87,12 @@ pub const P59_PAUSE_S: f64 = 1.587;
 /// Exponential talk spurts and silences with these means in seconds, as an on/off
 /// process in milliseconds ([`crate::FlowSpec::on_off_ms`]); see the module
 /// documentation for the source of the defaults.
-pub fn talk_spurts(spurt_s: f64, pause_s: f64) -> crate::dist::OnOff {
-    crate::dist::OnOff {
-        on: crate::dist::Dist::Exponential {
+pub fn talk_spurts(spurt_s: f64, pause_s: f64) -> crate::distribution::OnOff {
+    crate::distribution::OnOff {
+        on: crate::distribution::Dist::Exponential {
             mean: spurt_s * 1000.0,
         },
-        off: crate::dist::Dist::Exponential {
+        off: crate::distribution::Dist::Exponential {
             mean: pause_s * 1000.0,
         },
     }

@@ -7,7 +7,7 @@ use wire::probe;
 use wire::time::Duration;
 
 use crate::app::App;
-use crate::dist::{Dist, DistError, OnOff};
+use crate::distribution::{Dist, DistError, OnOff};
 use crate::flow::{FlowSpec, MarkingSpec, StopSpec};
 use crate::stream::Stream;
 use crate::units::Rate;
@@ -241,7 +241,7 @@ fn calls(spec: &FlowSpec, n: u32) -> Result<Vec<FlowSpec>, OptionError> {
     Ok((0..n)
         .map(|k| {
             let seed = spec.seed.wrapping_add(u64::from(k));
-            let phase_ns = crate::dist::splitmix64(seed ^ CALL_PHASE_STREAM) % period_ns;
+            let phase_ns = crate::distribution::splitmix64(seed ^ CALL_PHASE_STREAM) % period_ns;
             FlowSpec {
                 label: format!("{} #{}", spec.label, k + 1),
                 seed,

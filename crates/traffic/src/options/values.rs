@@ -4,7 +4,7 @@
 
 use wire::control::Meter;
 
-use crate::dist::{Dist, DistError};
+use crate::distribution::{Dist, DistError};
 use crate::voip::{VoipHeader, P59_PAUSE_S, P59_TALK_SPURT_S};
 
 /// A value an option cannot take, and why.
