@@ -394,7 +394,7 @@ pub(crate) struct Declared {
 }
 
 fn line_of(text: &str, offset: usize) -> Option<usize> {
-    Some(text[..offset.min(text.len())].matches('\n').count() + 1)
+    Some(wire::span::line_at(text, offset))
 }
 
 /// Read `[hosts]`: `None` for a plan of another target (which must have none).

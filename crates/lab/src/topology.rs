@@ -273,8 +273,7 @@ impl Topology {
     /// path is relative to it. Each QoS file is checked against the router's
     /// interfaces and link rates.
     pub fn parse_at(text: &str, base: Option<&std::path::Path>) -> Result<Self, TopologyError> {
-        let line_at =
-            |offset: usize| Some(text[..offset.min(text.len())].matches('\n').count() + 1);
+        let line_at = |offset: usize| Some(wire::span::line_at(text, offset));
         let file: File = toml::from_str(text).map_err(|e| {
             err(
                 e.span().and_then(|s| line_at(s.start)),

@@ -17,6 +17,7 @@
 //! - [`overhead`]: header overhead, fragmentation and Ethernet framing of IPv4 and IPv6.
 //! - [`control`]: the control-channel messages and the HMAC handshake.
 //! - [`stamp`]: STAMP test packets (RFC 8762) with their optional extensions (RFC 8972).
+//! - [`span`]: byte offsets → line numbers, for the TOML parsers' errors.
 //!
 //! The L2/L3 formats of a userspace router:
 //! - [`checksum`]: the RFC 1071 Internet checksum, pseudo-headers and the RFC 1624
@@ -47,6 +48,7 @@ pub mod ndp;
 pub mod overhead;
 pub mod probe;
 pub mod rtp;
+pub mod span;
 pub mod stamp;
 pub mod time;
 

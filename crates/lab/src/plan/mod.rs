@@ -240,8 +240,7 @@ impl Plan {
 
     /// The same, its tables' metrics checked against `vocabulary`.
     pub fn parse_with(text: &str, quick: bool, vocabulary: &Vocabulary) -> Result<Self, PlanError> {
-        let line_at =
-            |offset: usize| Some(text[..offset.min(text.len())].matches('\n').count() + 1);
+        let line_at = |offset: usize| Some(wire::span::line_at(text, offset));
         let file: PlanFile = toml::from_str(text).map_err(|e| {
             PlanError::at(
                 e.span().and_then(|s| line_at(s.start)),

@@ -219,22 +219,9 @@ pub(crate) fn runner_owned(key: &str) -> Option<String> {
     })
 }
 
-/// The line of `key = …` inside a table's span.
+/// The line of `key = …` inside a table's span ([`wire::span::key_line`]).
 pub(crate) fn key_line(text: &str, span: std::ops::Range<usize>, key: &str) -> Option<usize> {
-    let start = span.start.min(text.len());
-    let end = span.end.min(text.len());
-    let body = &text[start..end];
-    let mut offset = start;
-    for line in body.split_inclusive('\n') {
-        let t = line.trim_start();
-        if t.strip_prefix(key)
-            .is_some_and(|rest| rest.trim_start().starts_with('='))
-        {
-            return Some(text[..offset].matches('\n').count() + 1);
-        }
-        offset += line.len();
-    }
-    Some(text[..start].matches('\n').count() + 1)
+    Some(wire::span::key_line(text, span, key))
 }
 
 /// `send [--from AGENT] DEST --port PORT ARGS --duration Dns --json [--announce-start]

@@ -146,8 +146,7 @@ pub struct QosConfig {
 impl QosConfig {
     /// Parse and validate a QoS file.
     pub fn parse(text: &str) -> Result<Self, QosError> {
-        let line_at =
-            |offset: usize| Some(text[..offset.min(text.len())].matches('\n').count() + 1);
+        let line_at = |offset: usize| Some(wire::span::line_at(text, offset));
         let file: File = toml::from_str(text).map_err(|e| {
             err(
                 e.span().and_then(|s| line_at(s.start)),
