@@ -79,7 +79,10 @@
 
 mod file;
 
-use file::{class_map, err, parse_amount, parse_dscp, police, wred, Amount, Bandwidth, File};
+use file::{
+    class_map, err, parse_amount, parse_dscp, police, wred, Amount, Bandwidth, File,
+    PolicyClassFile, PolicyFile,
+};
 
 use std::collections::BTreeMap;
 
@@ -144,50 +147,28 @@ pub struct QosConfig {
 }
 
 impl QosConfig {
-    /// Parse and validate a QoS file.
+    /// Parse and validate a QoS file: its class maps, then each policy map, then the
+    /// service policies that attach them.
     pub fn parse(text: &str) -> Result<Self, QosError> {
-        let line_at = |offset: usize| Some(wire::span::line_at(text, offset));
         let file: File = toml::from_str(text).map_err(|e| {
             err(
-                e.span().and_then(|s| line_at(s.start)),
+                e.span().and_then(|s| line_at(text, s.start)),
                 e.message().trim().to_owned(),
             )
         })?;
         if *file.version.get_ref() != QOS_VERSION {
             return Err(err(
-                line_at(file.version.span().start),
+                line_at(text, file.version.span().start),
                 format!(
                     "QoS format version {} is not {QOS_VERSION}",
                     file.version.get_ref()
                 ),
             ));
         }
-        let mut maps: BTreeMap<String, ClassMap> = BTreeMap::new();
-        // Class map → the reservation table it asks about, by name.
-        let mut wants_table: BTreeMap<String, String> = BTreeMap::new();
-        for m in &file.class_map {
-            let line = line_at(m.span().start);
-            let c = m.get_ref();
-            if c.name == "class-default" || c.name.is_empty() {
-                return Err(err(
-                    line,
-                    format!("class_map name '{}' is reserved", c.name),
-                ));
-            }
-            if maps.contains_key(&c.name) {
-                return Err(err(
-                    line,
-                    format!("class_map '{}' is declared twice", c.name),
-                ));
-            }
-            maps.insert(c.name.clone(), class_map(c, line)?);
-            if let Some(r) = &c.reservation {
-                wants_table.insert(c.name.clone(), r.clone());
-            }
-        }
+        let maps = ClassMaps::parse(text, &file)?;
         let mut policies = BTreeMap::new();
         for p in &file.policy_map {
-            let pline = line_at(p.span().start);
+            let pline = line_at(text, p.span().start);
             let pf = p.get_ref();
             if policies.contains_key(&pf.name) {
                 return Err(err(
@@ -195,332 +176,9 @@ impl QosConfig {
                     format!("policy_map '{}' is declared twice", pf.name),
                 ));
             }
-            let tx_ring = pf.tx_ring.unwrap_or(2);
-            if !(1..=4096).contains(&tx_ring) {
-                return Err(err(pline, "tx_ring: 1 to 4096 packets"));
-            }
-            let max_reserved_percent = match &pf.max_reserved {
-                None => 75.0,
-                Some(s) => match parse_amount(s) {
-                    Some(Amount::Percent(p)) => p,
-                    _ => {
-                        return Err(err(
-                            pline,
-                            format!("max_reserved '{s}': a percentage, e.g. 75%"),
-                        ))
-                    }
-                },
-            };
-            let scheduler = match pf.scheduler.as_deref() {
-                None | Some("drr") => Scheduler::Drr,
-                Some("wfq") => Scheduler::Wfq,
-                Some("mdrr-strict") => Scheduler::MdrrStrict,
-                Some("mdrr-alternate") => Scheduler::MdrrAlternate,
-                Some(o) => {
-                    return Err(err(
-                        pline,
-                        format!("scheduler '{o}': drr, wfq, mdrr-strict or mdrr-alternate"),
-                    ))
-                }
-            };
-            if pf.class.len() > MAX_CLASSES {
-                return Err(err(pline, format!("at most {MAX_CLASSES} classes")));
-            }
-            let mut reservations: Vec<ReservationParams> = Vec::new();
-            for r in &pf.reservation {
-                let line = line_at(r.span().start);
-                let rf = r.get_ref();
-                if reservations.iter().any(|x| x.name == rf.name) {
-                    return Err(err(
-                        line,
-                        format!("reservation '{}' is declared twice", rf.name),
-                    ));
-                }
-                if reservations.len() == 32 {
-                    return Err(err(line, "at most 32 reservation tables per policy"));
-                }
-                let key = match rf.key.as_str() {
-                    "5-tuple" => KeyKind::FiveTuple,
-                    "flow-label" => KeyKind::FlowLabel,
-                    o => {
-                        return Err(err(
-                            line,
-                            format!(
-                                "reservation '{}': key '{o}': \"5-tuple\" or \"flow-label\"",
-                                rf.name
-                            ),
-                        ))
-                    }
-                };
-                let max_flows = rf.max_flows.unwrap_or(1000);
-                if !(1..=1_000_000).contains(&max_flows) {
-                    return Err(err(
-                        line,
-                        format!("reservation '{}': max_flows 1 to 1000000", rf.name),
-                    ));
-                }
-                let admit = match &rf.admit {
-                    None => None,
-                    Some(m) => match maps.get(m) {
-                        Some(map) if !map.conds.iter().any(|c| matches!(c, Cond::Reserved(_))) => {
-                            Some(map.clone())
-                        }
-                        Some(_) => {
-                            return Err(err(
-                                line,
-                                format!("reservation '{}': admit '{m}' may not itself ask about reservations", rf.name),
-                            ))
-                        }
-                        None => {
-                            return Err(err(
-                                line,
-                                format!("reservation '{}': admit '{m}': no class_map of that name", rf.name),
-                            ))
-                        }
-                    },
-                };
-                reservations.push(ReservationParams {
-                    name: rf.name.clone(),
-                    key,
-                    max_flows,
-                    admit,
-                });
-            }
-            let mut classes: Vec<ClassSpec> = Vec::new();
-            for c in &pf.class {
-                let line = line_at(c.span().start);
-                let cf = c.get_ref();
-                let is_default = cf.name == "class-default";
-                if classes.iter().any(|x| x.name == cf.name) {
-                    return Err(err(line, format!("class '{}' appears twice", cf.name)));
-                }
-                let map = if is_default {
-                    None
-                } else {
-                    let mut m = maps.get(&cf.name).cloned().ok_or_else(|| {
-                        err(
-                            line,
-                            format!("class '{}': no class_map of that name", cf.name),
-                        )
-                    })?;
-                    if let Some(table) = wants_table.get(&cf.name) {
-                        let i = reservations.iter().position(|r| &r.name == table).ok_or_else(|| {
-                            err(
-                                line,
-                                format!(
-                                    "class '{}': its class_map asks about reservation '{table}', which policy_map '{}' does not declare",
-                                    cf.name, pf.name
-                                ),
-                            )
-                        })?;
-                        for c in &mut m.conds {
-                            if *c == Cond::Reserved(file::UNRESOLVED) {
-                                *c = Cond::Reserved(i as u8);
-                            }
-                        }
-                    }
-                    Some(m)
-                };
-                let amount = |s: &str, what: &str| {
-                    parse_amount(s).ok_or_else(|| {
-                        err(
-                            line,
-                            format!("class '{}': {what} '{s}': a bit rate (2mbit) or a percentage (20%)", cf.name),
-                        )
-                    })
-                };
-                let priority = match &cf.priority {
-                    None => None,
-                    Some(s) => Some((amount(s, "priority")?, cf.burst)),
-                };
-                if cf.burst.is_some() && priority.is_none() {
-                    return Err(err(
-                        line,
-                        format!("class '{}': burst is the priority's", cf.name),
-                    ));
-                }
-                let bandwidth = match (&cf.bandwidth, &cf.bandwidth_remaining) {
-                    (Some(_), Some(_)) => {
-                        return Err(err(
-                            line,
-                            format!(
-                                "class '{}': bandwidth or bandwidth_remaining, not both",
-                                cf.name
-                            ),
-                        ))
-                    }
-                    (Some(s), None) => Some(Bandwidth::Fixed(amount(s, "bandwidth")?)),
-                    (None, Some(s)) => match parse_amount(s) {
-                        Some(Amount::Percent(p)) => Some(Bandwidth::Remaining(p)),
-                        _ => {
-                            return Err(err(
-                                line,
-                                format!(
-                                    "class '{}': bandwidth_remaining '{s}': a percentage",
-                                    cf.name
-                                ),
-                            ))
-                        }
-                    },
-                    (None, None) => None,
-                };
-                if priority.is_some() && bandwidth.is_some() {
-                    return Err(err(
-                        line,
-                        format!("class '{}': priority or bandwidth, not both", cf.name),
-                    ));
-                }
-                if priority.is_some() && cf.random_detect.is_some() {
-                    return Err(err(
-                        line,
-                        format!(
-                            "class '{}': random_detect does not apply to the priority queue",
-                            cf.name
-                        ),
-                    ));
-                }
-                let queue_limit = cf.queue_limit.unwrap_or(64);
-                if queue_limit == 0 {
-                    return Err(err(
-                        line,
-                        format!("class '{}': a queue_limit of 0 drops everything", cf.name),
-                    ));
-                }
-                let set_dscp = match &cf.set_dscp {
-                    None => None,
-                    Some(d) => Some(parse_dscp(d).ok_or_else(|| {
-                        err(
-                            line,
-                            format!(
-                                "class '{}': set_dscp '{d}': a name (ef, af41) or 0-63",
-                                cf.name
-                            ),
-                        )
-                    })?),
-                };
-                let police = cf
-                    .police
-                    .as_ref()
-                    .map(|p| police(p, line, &cf.name))
-                    .transpose()?;
-                let wred = cf
-                    .random_detect
-                    .as_ref()
-                    .map(|w| wred(w, line, &cf.name))
-                    .transpose()?;
-                if let Some(w) = &wred {
-                    let top = w
-                        .profiles
-                        .iter()
-                        .map(|(_, p)| p.max_th)
-                        .chain([w.default.max_th])
-                        .max();
-                    if top.is_some_and(|t| t > queue_limit) {
-                        return Err(err(line, format!("class '{}': a WRED max threshold above the queue_limit {queue_limit} is never reached", cf.name)));
-                    }
-                }
-                let fair_queue = cf.fair_queue.unwrap_or(false);
-                if fair_queue && (priority.is_some() || scheduler != Scheduler::Drr) {
-                    return Err(err(
-                        line,
-                        format!(
-                            "class '{}': fair_queue needs a bandwidth class (or class-default) under scheduler \"drr\"",
-                            cf.name
-                        ),
-                    ));
-                }
-                classes.push(ClassSpec {
-                    line,
-                    name: cf.name.clone(),
-                    map,
-                    priority,
-                    bandwidth,
-                    queue_limit,
-                    set_dscp,
-                    police,
-                    wred,
-                    fair_queue,
-                });
-            }
-            // class-default last, implicit if absent.
-            match classes.iter().position(|c| c.map.is_none()) {
-                Some(i) if i + 1 != classes.len() => {
-                    return Err(err(classes[i].line, "class-default must be the last class"))
-                }
-                Some(_) => {}
-                None => classes.push(ClassSpec {
-                    line: pline,
-                    name: "class-default".into(),
-                    map: None,
-                    priority: None,
-                    bandwidth: None,
-                    queue_limit: 64,
-                    set_dscp: None,
-                    police: None,
-                    wred: None,
-                    fair_queue: false,
-                }),
-            }
-            let prios: Vec<&ClassSpec> = classes.iter().filter(|c| c.priority.is_some()).collect();
-            if prios.len() > 1 {
-                return Err(err(prios[1].line, format!("classes '{}' and '{}' both have priority: one priority class per policy here", prios[0].name, prios[1].name)));
-            }
-            let forms: Vec<u8> = classes
-                .iter()
-                .filter_map(|c| match c.bandwidth {
-                    Some(Bandwidth::Fixed(Amount::Bps(_))) => Some(0),
-                    Some(Bandwidth::Fixed(Amount::Percent(_))) => Some(1),
-                    Some(Bandwidth::Remaining(_)) => Some(2),
-                    None => None,
-                })
-                .collect();
-            if forms.windows(2).any(|w| w[0] != w[1]) {
-                return Err(err(pline, format!("policy_map '{}': bandwidth classes mix kbit/s, percent and remaining percent (IOS refuses that)", pf.name)));
-            }
-            let remaining: f64 = classes
-                .iter()
-                .filter_map(|c| match c.bandwidth {
-                    Some(Bandwidth::Remaining(p)) => Some(p),
-                    _ => None,
-                })
-                .sum();
-            if remaining > 100.0 {
-                return Err(err(pline, format!("policy_map '{}': bandwidth_remaining adds up to {remaining}% (more than 100%)", pf.name)));
-            }
-            policies.insert(
-                pf.name.clone(),
-                PolicySpec {
-                    line: pline,
-                    name: pf.name.clone(),
-                    tx_ring,
-                    max_reserved_percent,
-                    scheduler,
-                    reservations,
-                    classes,
-                },
-            );
+            policies.insert(pf.name.clone(), policy(text, pline, pf, &maps)?);
         }
-        let mut service: Vec<(String, String, Option<usize>)> = Vec::new();
-        for s in &file.service_policy {
-            let line = line_at(s.span().start);
-            let sf = s.get_ref();
-            if !policies.contains_key(&sf.output) {
-                return Err(err(
-                    line,
-                    format!(
-                        "service_policy output '{}': no policy_map of that name",
-                        sf.output
-                    ),
-                ));
-            }
-            if service.iter().any(|(i, _, _)| *i == sf.interface) {
-                return Err(err(
-                    line,
-                    format!("interface '{}' has two output policies", sf.interface),
-                ));
-            }
-            service.push((sf.interface.clone(), sf.output.clone(), line));
-        }
+        let service = service(text, &file, &policies)?;
         Ok(Self {
             description: file.description,
             policies,
@@ -565,6 +223,457 @@ impl QosConfig {
             )
         })
     }
+}
+
+/// The 1-based line of byte `offset` of a QoS file ([`wire::span::line_at`]).
+fn line_at(text: &str, offset: usize) -> Option<usize> {
+    Some(wire::span::line_at(text, offset))
+}
+
+/// The file's class maps by name, with the reservation table each asks about.
+struct ClassMaps {
+    maps: BTreeMap<String, ClassMap>,
+    /// Class map → the reservation table it asks about, by name.
+    wants_table: BTreeMap<String, String>,
+}
+
+impl ClassMaps {
+    fn parse(text: &str, file: &File) -> Result<Self, QosError> {
+        let mut maps: BTreeMap<String, ClassMap> = BTreeMap::new();
+        let mut wants_table: BTreeMap<String, String> = BTreeMap::new();
+        for m in &file.class_map {
+            let line = line_at(text, m.span().start);
+            let c = m.get_ref();
+            if c.name == "class-default" || c.name.is_empty() {
+                return Err(err(
+                    line,
+                    format!("class_map name '{}' is reserved", c.name),
+                ));
+            }
+            if maps.contains_key(&c.name) {
+                return Err(err(
+                    line,
+                    format!("class_map '{}' is declared twice", c.name),
+                ));
+            }
+            maps.insert(c.name.clone(), class_map(c, line)?);
+            if let Some(r) = &c.reservation {
+                wants_table.insert(c.name.clone(), r.clone());
+            }
+        }
+        Ok(Self { maps, wants_table })
+    }
+}
+
+/// One `[[policy_map]]`: its settings, reservation tables and classes, checked together.
+fn policy(
+    text: &str,
+    pline: Option<usize>,
+    pf: &PolicyFile,
+    maps: &ClassMaps,
+) -> Result<PolicySpec, QosError> {
+    let tx_ring = pf.tx_ring.unwrap_or(2);
+    if !(1..=4096).contains(&tx_ring) {
+        return Err(err(pline, "tx_ring: 1 to 4096 packets"));
+    }
+    let max_reserved_percent = match &pf.max_reserved {
+        None => 75.0,
+        Some(s) => match parse_amount(s) {
+            Some(Amount::Percent(p)) => p,
+            _ => {
+                return Err(err(
+                    pline,
+                    format!("max_reserved '{s}': a percentage, e.g. 75%"),
+                ))
+            }
+        },
+    };
+    let scheduler = match pf.scheduler.as_deref() {
+        None | Some("drr") => Scheduler::Drr,
+        Some("wfq") => Scheduler::Wfq,
+        Some("mdrr-strict") => Scheduler::MdrrStrict,
+        Some("mdrr-alternate") => Scheduler::MdrrAlternate,
+        Some(o) => {
+            return Err(err(
+                pline,
+                format!("scheduler '{o}': drr, wfq, mdrr-strict or mdrr-alternate"),
+            ))
+        }
+    };
+    if pf.class.len() > MAX_CLASSES {
+        return Err(err(pline, format!("at most {MAX_CLASSES} classes")));
+    }
+    let reservations = reservations(text, pf, maps)?;
+    let mut classes: Vec<ClassSpec> = Vec::new();
+    for c in &pf.class {
+        let line = line_at(text, c.span().start);
+        let cf = c.get_ref();
+        if classes.iter().any(|x| x.name == cf.name) {
+            return Err(err(line, format!("class '{}' appears twice", cf.name)));
+        }
+        let map = class_map_of(line, cf, pf, maps, &reservations)?;
+        classes.push(class(line, cf, map, scheduler)?);
+    }
+    check_classes(pline, pf, &mut classes)?;
+    Ok(PolicySpec {
+        line: pline,
+        name: pf.name.clone(),
+        tx_ring,
+        max_reserved_percent,
+        scheduler,
+        reservations,
+        classes,
+    })
+}
+
+/// A policy's `[[policy_map.reservation]]` tables.
+fn reservations(
+    text: &str,
+    pf: &PolicyFile,
+    maps: &ClassMaps,
+) -> Result<Vec<ReservationParams>, QosError> {
+    let mut reservations: Vec<ReservationParams> = Vec::new();
+    for r in &pf.reservation {
+        let line = line_at(text, r.span().start);
+        let rf = r.get_ref();
+        if reservations.iter().any(|x| x.name == rf.name) {
+            return Err(err(
+                line,
+                format!("reservation '{}' is declared twice", rf.name),
+            ));
+        }
+        if reservations.len() == 32 {
+            return Err(err(line, "at most 32 reservation tables per policy"));
+        }
+        let key = match rf.key.as_str() {
+            "5-tuple" => KeyKind::FiveTuple,
+            "flow-label" => KeyKind::FlowLabel,
+            o => {
+                return Err(err(
+                    line,
+                    format!(
+                        "reservation '{}': key '{o}': \"5-tuple\" or \"flow-label\"",
+                        rf.name
+                    ),
+                ))
+            }
+        };
+        let max_flows = rf.max_flows.unwrap_or(1000);
+        if !(1..=1_000_000).contains(&max_flows) {
+            return Err(err(
+                line,
+                format!("reservation '{}': max_flows 1 to 1000000", rf.name),
+            ));
+        }
+        let admit =
+            match &rf.admit {
+                None => None,
+                Some(m) => match maps.maps.get(m) {
+                    Some(map) if !map.conds.iter().any(|c| matches!(c, Cond::Reserved(_))) => {
+                        Some(map.clone())
+                    }
+                    Some(_) => return Err(err(
+                        line,
+                        format!(
+                            "reservation '{}': admit '{m}' may not itself ask about reservations",
+                            rf.name
+                        ),
+                    )),
+                    None => {
+                        return Err(err(
+                            line,
+                            format!(
+                                "reservation '{}': admit '{m}': no class_map of that name",
+                                rf.name
+                            ),
+                        ))
+                    }
+                },
+            };
+        reservations.push(ReservationParams {
+            name: rf.name.clone(),
+            key,
+            max_flows,
+            admit,
+        });
+    }
+    Ok(reservations)
+}
+
+/// The class map a policy's class matches with (none: class-default), its reservation
+/// table resolved to the policy's own.
+fn class_map_of(
+    line: Option<usize>,
+    cf: &PolicyClassFile,
+    pf: &PolicyFile,
+    maps: &ClassMaps,
+    reservations: &[ReservationParams],
+) -> Result<Option<ClassMap>, QosError> {
+    if cf.name == "class-default" {
+        return Ok(None);
+    }
+    let mut m = maps.maps.get(&cf.name).cloned().ok_or_else(|| {
+        err(
+            line,
+            format!("class '{}': no class_map of that name", cf.name),
+        )
+    })?;
+    if let Some(table) = maps.wants_table.get(&cf.name) {
+        let i = reservations.iter().position(|r| &r.name == table).ok_or_else(|| {
+            err(
+                line,
+                format!(
+                    "class '{}': its class_map asks about reservation '{table}', which policy_map '{}' does not declare",
+                    cf.name, pf.name
+                ),
+            )
+        })?;
+        for c in &mut m.conds {
+            if *c == Cond::Reserved(file::UNRESOLVED) {
+                *c = Cond::Reserved(i as u8);
+            }
+        }
+    }
+    Ok(Some(m))
+}
+
+/// A policy's class: its rate (priority or bandwidth), then its queue.
+fn class(
+    line: Option<usize>,
+    cf: &PolicyClassFile,
+    map: Option<ClassMap>,
+    scheduler: Scheduler,
+) -> Result<ClassSpec, QosError> {
+    let (priority, bandwidth) = class_rates(line, cf)?;
+    let queue_limit = cf.queue_limit.unwrap_or(64);
+    if queue_limit == 0 {
+        return Err(err(
+            line,
+            format!("class '{}': a queue_limit of 0 drops everything", cf.name),
+        ));
+    }
+    let set_dscp = match &cf.set_dscp {
+        None => None,
+        Some(d) => Some(parse_dscp(d).ok_or_else(|| {
+            err(
+                line,
+                format!(
+                    "class '{}': set_dscp '{d}': a name (ef, af41) or 0-63",
+                    cf.name
+                ),
+            )
+        })?),
+    };
+    let police = cf
+        .police
+        .as_ref()
+        .map(|p| police(p, line, &cf.name))
+        .transpose()?;
+    let wred = cf
+        .random_detect
+        .as_ref()
+        .map(|w| wred(w, line, &cf.name))
+        .transpose()?;
+    if let Some(w) = &wred {
+        let top = w
+            .profiles
+            .iter()
+            .map(|(_, p)| p.max_th)
+            .chain([w.default.max_th])
+            .max();
+        if top.is_some_and(|t| t > queue_limit) {
+            return Err(err(line, format!("class '{}': a WRED max threshold above the queue_limit {queue_limit} is never reached", cf.name)));
+        }
+    }
+    let fair_queue = cf.fair_queue.unwrap_or(false);
+    if fair_queue && (priority.is_some() || scheduler != Scheduler::Drr) {
+        return Err(err(
+            line,
+            format!(
+                "class '{}': fair_queue needs a bandwidth class (or class-default) under scheduler \"drr\"",
+                cf.name
+            ),
+        ));
+    }
+    Ok(ClassSpec {
+        line,
+        name: cf.name.clone(),
+        map,
+        priority,
+        bandwidth,
+        queue_limit,
+        set_dscp,
+        police,
+        wred,
+        fair_queue,
+    })
+}
+
+/// A class's `priority` (with its burst) or `bandwidth` / `bandwidth_remaining`.
+#[allow(clippy::type_complexity)]
+fn class_rates(
+    line: Option<usize>,
+    cf: &PolicyClassFile,
+) -> Result<(Option<(Amount, Option<u64>)>, Option<Bandwidth>), QosError> {
+    let amount = |s: &str, what: &str| {
+        parse_amount(s).ok_or_else(|| {
+            err(
+                line,
+                format!(
+                    "class '{}': {what} '{s}': a bit rate (2mbit) or a percentage (20%)",
+                    cf.name
+                ),
+            )
+        })
+    };
+    let priority = match &cf.priority {
+        None => None,
+        Some(s) => Some((amount(s, "priority")?, cf.burst)),
+    };
+    if cf.burst.is_some() && priority.is_none() {
+        return Err(err(
+            line,
+            format!("class '{}': burst is the priority's", cf.name),
+        ));
+    }
+    let bandwidth = match (&cf.bandwidth, &cf.bandwidth_remaining) {
+        (Some(_), Some(_)) => {
+            return Err(err(
+                line,
+                format!(
+                    "class '{}': bandwidth or bandwidth_remaining, not both",
+                    cf.name
+                ),
+            ))
+        }
+        (Some(s), None) => Some(Bandwidth::Fixed(amount(s, "bandwidth")?)),
+        (None, Some(s)) => match parse_amount(s) {
+            Some(Amount::Percent(p)) => Some(Bandwidth::Remaining(p)),
+            _ => {
+                return Err(err(
+                    line,
+                    format!(
+                        "class '{}': bandwidth_remaining '{s}': a percentage",
+                        cf.name
+                    ),
+                ))
+            }
+        },
+        (None, None) => None,
+    };
+    if priority.is_some() && bandwidth.is_some() {
+        return Err(err(
+            line,
+            format!("class '{}': priority or bandwidth, not both", cf.name),
+        ));
+    }
+    if priority.is_some() && cf.random_detect.is_some() {
+        return Err(err(
+            line,
+            format!(
+                "class '{}': random_detect does not apply to the priority queue",
+                cf.name
+            ),
+        ));
+    }
+    Ok((priority, bandwidth))
+}
+
+/// A policy's classes together: class-default last (implicit if absent), one priority
+/// class, one form of bandwidth, remaining percentages within 100 %.
+fn check_classes(
+    pline: Option<usize>,
+    pf: &PolicyFile,
+    classes: &mut Vec<ClassSpec>,
+) -> Result<(), QosError> {
+    match classes.iter().position(|c| c.map.is_none()) {
+        Some(i) if i + 1 != classes.len() => {
+            return Err(err(classes[i].line, "class-default must be the last class"))
+        }
+        Some(_) => {}
+        None => classes.push(ClassSpec {
+            line: pline,
+            name: "class-default".into(),
+            map: None,
+            priority: None,
+            bandwidth: None,
+            queue_limit: 64,
+            set_dscp: None,
+            police: None,
+            wred: None,
+            fair_queue: false,
+        }),
+    }
+    let prios: Vec<&ClassSpec> = classes.iter().filter(|c| c.priority.is_some()).collect();
+    if prios.len() > 1 {
+        return Err(err(
+            prios[1].line,
+            format!(
+                "classes '{}' and '{}' both have priority: one priority class per policy here",
+                prios[0].name, prios[1].name
+            ),
+        ));
+    }
+    let forms: Vec<u8> = classes
+        .iter()
+        .filter_map(|c| match c.bandwidth {
+            Some(Bandwidth::Fixed(Amount::Bps(_))) => Some(0),
+            Some(Bandwidth::Fixed(Amount::Percent(_))) => Some(1),
+            Some(Bandwidth::Remaining(_)) => Some(2),
+            None => None,
+        })
+        .collect();
+    if forms.windows(2).any(|w| w[0] != w[1]) {
+        return Err(err(pline, format!("policy_map '{}': bandwidth classes mix kbit/s, percent and remaining percent (IOS refuses that)", pf.name)));
+    }
+    let remaining: f64 = classes
+        .iter()
+        .filter_map(|c| match c.bandwidth {
+            Some(Bandwidth::Remaining(p)) => Some(p),
+            _ => None,
+        })
+        .sum();
+    if remaining > 100.0 {
+        return Err(err(
+            pline,
+            format!(
+                "policy_map '{}': bandwidth_remaining adds up to {remaining}% (more than 100%)",
+                pf.name
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `[[service_policy]]`: (interface, policy, line), one output policy per interface.
+#[allow(clippy::type_complexity)]
+fn service(
+    text: &str,
+    file: &File,
+    policies: &BTreeMap<String, PolicySpec>,
+) -> Result<Vec<(String, String, Option<usize>)>, QosError> {
+    let mut service: Vec<(String, String, Option<usize>)> = Vec::new();
+    for s in &file.service_policy {
+        let line = line_at(text, s.span().start);
+        let sf = s.get_ref();
+        if !policies.contains_key(&sf.output) {
+            return Err(err(
+                line,
+                format!(
+                    "service_policy output '{}': no policy_map of that name",
+                    sf.output
+                ),
+            ));
+        }
+        if service.iter().any(|(i, _, _)| *i == sf.interface) {
+            return Err(err(
+                line,
+                format!("interface '{}' has two output policies", sf.interface),
+            ));
+        }
+        service.push((sf.interface.clone(), sf.output.clone(), line));
+    }
+    Ok(service)
 }
 
 impl PolicySpec {
