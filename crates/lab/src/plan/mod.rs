@@ -95,6 +95,7 @@ pub enum Order {
     Alternating,
 }
 
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PlanFile {
@@ -238,157 +239,40 @@ impl Plan {
         Self::parse_with(text, quick, &Vocabulary::standard())
     }
 
-    /// The same, its tables' metrics checked against `vocabulary`.
+    /// The same, its tables' metrics checked against `vocabulary`. In phases: the file,
+    /// its scalars, the base flow, the factors, the points, then what hangs off them.
     pub fn parse_with(text: &str, quick: bool, vocabulary: &Vocabulary) -> Result<Self, PlanError> {
-        let line_at = |offset: usize| Some(wire::span::line_at(text, offset));
         let file: PlanFile = toml::from_str(text).map_err(|e| {
             PlanError::at(
-                e.span().and_then(|s| line_at(s.start)),
+                e.span().and_then(|s| line_at(text, s.start)),
                 e.message().to_owned(),
             )
         })?;
         if *file.version.get_ref() != PLAN_VERSION {
             return Err(PlanError::at(
-                line_at(file.version.span().start),
+                line_at(text, file.version.span().start),
                 format!(
                     "plan format version {} is not {PLAN_VERSION}, the one this dualperf reads",
                     file.version.get_ref()
                 ),
             ));
         }
-        let target = match &file.target {
-            None => "loopback".to_owned(),
-            Some(t) if t.get_ref() == "loopback" || t.get_ref() == "hosts" => t.get_ref().clone(),
-            Some(t) if t.get_ref().strip_prefix("lab:").is_some_and(|p| !p.trim().is_empty()) => {
-                t.get_ref().clone()
-            }
-            Some(t) => {
-                return Err(PlanError::at(
-                    line_at(t.span().start),
-                    format!(
-                        "target '{}': \"loopback\", \"lab:TOPOLOGY.toml\" (a topology file, relative to the plan) or \"hosts\" (with [hosts])",
-                        t.get_ref()
-                    ),
-                ))
-            }
-        };
+        let target = parse_target(text, file.target.as_ref())?;
         let declared = crate::hosts::parse_hosts(
             text,
             file.hosts.as_ref(),
             target == "hosts",
-            file.target.as_ref().and_then(|t| line_at(t.span().start)),
+            file.target
+                .as_ref()
+                .and_then(|t| line_at(text, t.span().start)),
         )?;
         let declared = declared.as_ref();
         let quick_file = if quick { file.quick.as_ref() } else { None };
-        let repetitions = quick_file
-            .and_then(|q| q.repetitions.as_ref())
-            .or(file.repetitions.as_ref());
-        let repetitions = match repetitions {
-            None => 1,
-            Some(r) if *r.get_ref() == 0 => {
-                return Err(PlanError::at(
-                    line_at(r.span().start),
-                    "repetitions must be at least 1",
-                ))
-            }
-            Some(r) => *r.get_ref(),
-        };
-        let duration_text = quick_file
-            .and_then(|q| q.duration.as_ref())
-            .unwrap_or(&file.duration);
-        let duration = parse_duration(duration_text.get_ref())
-            .ok()
-            .filter(|d| *d > Duration::ZERO)
-            .ok_or_else(|| {
-                PlanError::at(
-                    line_at(duration_text.span().start),
-                    format!(
-                        "duration '{}' is not a length above 0 (e.g. 10s, 500ms)",
-                        duration_text.get_ref()
-                    ),
-                )
-            })?;
-
-        let settings_of = |table: &Spanned<toml::Table>| -> Result<Vec<Setting>, PlanError> {
-            let mut out = Vec::new();
-            for (key, value) in table.get_ref() {
-                if FLOW_TABLE_KEYS.contains(&key.as_str()) {
-                    continue;
-                }
-                let line = key_line(text, table.span(), key);
-                if let Some(why) = runner_owned(key) {
-                    return Err(PlanError::at(line, why));
-                }
-                out.push(Setting {
-                    key: key.clone(),
-                    value: scalar(value, line, key)?,
-                    line,
-                });
-            }
-            Ok(out)
-        };
-        let base = match &file.flow {
-            // A point's `factors` say what it stands for; the base flow is no point.
-            Some(t) if t.get_ref().contains_key("factors") => {
-                return Err(PlanError::at(
-                    key_line(text, t.span(), "factors"),
-                    "factors in [flow]: sweep options with the top-level [factors] table; a [[points]] entry's factors = { … } says what that point stands for",
-                ))
-            }
-            Some(t) => settings_of(t)?,
-            None => Vec::new(),
-        };
-        let (base_background, base_qos) = match &file.flow {
-            Some(t) => specials(text, t, declared)?,
-            None => (None, None),
-        };
-        let (base_from, base_to) = match &file.flow {
-            Some(t) => crate::hosts::point_ends(text, t, declared)?,
-            None => (None, None),
-        };
-        let background_lead = match &file.background_lead {
-            None => None,
-            Some(l) => Some(
-                parse_duration(l.get_ref())
-                    .ok()
-                    .filter(|d| *d <= Duration::from_secs(600))
-                    .ok_or_else(|| {
-                        PlanError::at(
-                            line_at(l.span().start),
-                            format!(
-                                "background_lead '{}': a length such as 2s, at most 600s",
-                                l.get_ref()
-                            ),
-                        )
-                    })?,
-            ),
-        };
-        let interval = match &file.interval {
-            None => None,
-            Some(l) => {
-                let line = line_at(l.span().start);
-                let d = parse_duration(l.get_ref())
-                    .ok()
-                    .filter(|d| *d >= Duration::from_millis(10) && *d <= Duration::from_secs(3600))
-                    .ok_or_else(|| {
-                        PlanError::at(
-                            line,
-                            format!(
-                                "interval '{}': a window length such as 1s or 100ms, from 10ms to 1h",
-                                l.get_ref()
-                            ),
-                        )
-                    })?;
-                if file.stamp.is_some() {
-                    return Err(PlanError::at(
-                        line,
-                        "interval: STAMP flows ([stamp]) report no interval series",
-                    ));
-                }
-                Some(d)
-            }
-        };
-        if let Some(s) = base.iter().find(|s| s.key == "ip") {
+        let (repetitions, duration) = lengths(text, &file, quick_file)?;
+        let base = BaseFlow::parse(text, file.flow.as_ref(), declared)?;
+        let background_lead = background_lead(text, file.background_lead.as_ref())?;
+        let interval = interval(text, file.interval.as_ref(), file.stamp.is_some())?;
+        if let Some(s) = base.settings.iter().find(|s| s.key == "ip") {
             return Err(PlanError::at(
                 s.line,
                 "ip is a factor (ip = [4, 6]), not a flow option",
@@ -397,241 +281,22 @@ impl Plan {
         let factors_table = quick_file
             .and_then(|q| q.factors.as_ref())
             .or(file.factors.as_ref());
-        let mut families = vec![4, 6];
-        let mut factors: Vec<(String, Vec<Option<String>>, Option<usize>)> = Vec::new();
-        if let Some(t) = factors_table {
-            for (key, value) in t.get_ref() {
-                let line = key_line(text, t.span(), key);
-                let toml::Value::Array(values) = value else {
-                    return Err(PlanError::at(
-                        line,
-                        format!("factor {key} must be a list of values"),
-                    ));
-                };
-                if values.is_empty() {
-                    return Err(PlanError::at(line, format!("factor {key} has no values")));
-                }
-                if key == "from" || key == "to" {
-                    return Err(PlanError::at(
-                        line,
-                        format!(
-                            "{key} is not a factor: it names a point's host (target = \"hosts\")"
-                        ),
-                    ));
-                }
-                if let Some(why) = runner_owned(key) {
-                    return Err(PlanError::at(line, format!("factor {why}")));
-                }
-                let values = values
-                    .iter()
-                    .map(|v| scalar(v, line, key))
-                    .collect::<Result<Vec<_>, _>>()?;
-                if key == "ip" {
-                    families = values
-                        .iter()
-                        .map(|v| match v.as_deref() {
-                            Some("4") => Ok(4),
-                            Some("6") => Ok(6),
-                            _ => Err(PlanError::at(line, "ip takes 4 and/or 6")),
-                        })
-                        .collect::<Result<_, _>>()?;
-                    let mut seen = Vec::new();
-                    families.retain(|f| {
-                        let first = !seen.contains(f);
-                        seen.push(*f);
-                        first
-                    });
-                    continue;
-                }
-                factors.push((key.clone(), values, line));
-            }
-        }
-        let mut points = Vec::new();
-        // The cross product of the factors, the first factor varying slowest.
-        let combos = factors
-            .iter()
-            .try_fold(1usize, |n, (_, v, _)| n.checked_mul(v.len()))
-            .filter(|n| *n <= MAX_POINTS)
-            .ok_or_else(|| {
-                PlanError::at(
-                    factors_table.and_then(|t| line_at(t.span().start)),
-                    format!("the factors make more than {MAX_POINTS} points"),
-                )
-            })?;
-        if !factors.is_empty() {
-            for mut index in 0..combos {
-                let mut chosen = Vec::new();
-                for (key, values, line) in factors.iter().rev() {
-                    let v = &values[index % values.len()];
-                    index /= values.len();
-                    chosen.push((key.clone(), v.clone(), *line));
-                }
-                chosen.reverse();
-                let mut settings = base.clone();
-                let mut named = BTreeMap::new();
-                for (key, value, line) in chosen {
-                    named.insert(key.clone(), value.clone().unwrap_or_else(|| "true".into()));
-                    settings.retain(|s| s.key != key);
-                    settings.push(Setting { key, value, line });
-                }
-                let id = named
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect::<Vec<_>>()
-                    .join(",");
-                points.push(Point {
-                    id,
-                    factors: named,
-                    settings,
-                    background: base_background.clone().unwrap_or_default(),
-                    qos: base_qos.clone().unwrap_or_default(),
-                    from: base_from.clone(),
-                    to: base_to.clone(),
-                });
-            }
-        }
+        let (families, factors) = parse_factors(text, factors_table)?;
+        let mut points = sweep(text, &base, &factors, factors_table)?;
         for p in &file.points {
-            let mut extra = settings_of(p)?;
-            let (background, qos) = specials(text, p, declared)?;
-            let (from, to) = crate::hosts::point_ends(text, p, declared)?;
-            let label = match extra.iter().position(|s| s.key == "label") {
-                Some(i) => extra.remove(i),
-                None => {
-                    return Err(PlanError::at(
-                        line_at(p.span().start),
-                        "every [[points]] entry needs a label",
-                    ))
-                }
-            };
-            let label_text = label.value.clone().unwrap_or_default();
-            // `group` names the report table the point belongs to; it is not a flow option.
-            let group = extra
-                .iter()
-                .position(|s| s.key == "group")
-                .map(|i| extra.remove(i))
-                .and_then(|g| g.value);
-            let mut settings = base.clone();
-            for s in extra {
-                settings.retain(|b| b.key != s.key);
-                settings.push(s);
-            }
-            settings.push(Setting {
-                key: "label".into(),
-                value: Some(label_text.clone()),
-                line: label.line,
-            });
-            let mut named = BTreeMap::from([("point".to_owned(), label_text.clone())]);
-            if let Some(g) = group {
-                named.insert("group".to_owned(), g);
-            }
-            // `factors = { flows = 8 }`: what the point stands for, for the report's
-            // tables and plots (not flow options).
-            if let Some(f) = p.get_ref().get("factors") {
-                let line = key_line(text, p.span(), "factors");
-                let t = f.as_table().ok_or_else(|| {
-                    PlanError::at(
-                        line,
-                        "factors of a point: a table, e.g. factors = { flows = 8 }",
-                    )
-                })?;
-                for (k, v) in t {
-                    if k == "point" || k == "group" {
-                        return Err(PlanError::at(
-                            line,
-                            format!("factors: '{k}' is the point's own"),
-                        ));
-                    }
-                    let v = scalar(v, line, k)?.unwrap_or_else(|| "true".into());
-                    named.insert(k.clone(), v);
-                }
-            }
-            points.push(Point {
-                id: label_text,
-                factors: named,
-                settings,
-                background: background
-                    .or_else(|| base_background.clone())
-                    .unwrap_or_default(),
-                qos: qos.or_else(|| base_qos.clone()).unwrap_or_default(),
-                from: from.or_else(|| base_from.clone()),
-                to: to.or_else(|| base_to.clone()),
-            });
+            points.push(extra_point(text, p, &base, declared)?);
         }
         if points.is_empty() {
             // No sweep and no extra point: the base flow alone.
-            points.push(Point {
-                id: "flow".into(),
-                factors: BTreeMap::new(),
-                settings: base,
-                background: base_background.unwrap_or_default(),
-                qos: base_qos.unwrap_or_default(),
-                from: base_from,
-                to: base_to,
-            });
+            points.push(base.point("flow".into(), BTreeMap::new(), base.settings.clone()));
         }
         if let Some(declared) = declared {
             points.iter_mut().for_each(crate::hosts::resolve);
             crate::hosts::check_families(declared, &points, &families)?;
         }
-        let mut seen = std::collections::BTreeSet::new();
-        for p in &points {
-            // Run ids (file names) are the point ids made safe: they must stay apart.
-            if !seen.insert(run_id(1, &p.id, 4)) {
-                return Err(PlanError::at(
-                    None,
-                    format!(
-                        "two points are both named '{}' (or alike once made a file name)",
-                        p.id
-                    ),
-                ));
-            }
-        }
-        let total = (points.len() as u64) * (families.len() as u64) * u64::from(repetitions);
-        if total > MAX_RUNS {
-            return Err(PlanError::at(
-                None,
-                format!("{total} runs: a plan may have at most {MAX_RUNS}"),
-            ));
-        }
-        let mut tables = Vec::new();
-        for t in &file.tables {
-            let line = line_at(t.span().start);
-            let spec = parse_table(t.get_ref(), vocabulary).map_err(|e| PlanError::at(line, e.to_string()))?;
-            if !points.iter().any(|p| spec.holds(&p.factors)) {
-                // The quick variant may leave a table's points out (a size it skips);
-                // the whole plan is where a table must hold something.
-                if quick {
-                    continue;
-                }
-                return Err(PlanError::at(
-                    line,
-                    format!(
-                        "table '{}': no point has every factor its where names",
-                        spec.title
-                    ),
-                ));
-            }
-            tables.push(spec);
-        }
-        let stamp = match file.stamp {
-            None => None,
-            Some(st) => {
-                if target == "hosts" {
-                    return Err(PlanError::at(
-                        line_at(st.span().start),
-                        "[stamp] needs a loopback or lab target: across hosts the agents are the receivers",
-                    ));
-                }
-                let st = st.into_inner();
-                if st.port == Some(0) {
-                    return Err(PlanError::at(line_at(0), "[stamp] port must be 1 to 65535"));
-                }
-                Some(StampTarget {
-                    port: st.port.unwrap_or(862),
-                    reflectors: st.reflectors,
-                })
-            }
-        };
+        check_counts(&points, &families, repetitions)?;
+        let tables = parse_tables(text, &file.tables, &points, vocabulary, quick)?;
+        let stamp = parse_stamp(text, file.stamp, &target)?;
         let runs = order_runs(
             points.len(),
             &families,
@@ -748,6 +413,477 @@ impl Plan {
             / self.runs.len().max(1) as u64;
         Duration::from_nanos((each.as_nanos() + lead).saturating_mul(runs as u64))
     }
+}
+
+/// The 1-based line of byte `offset` of a plan's text ([`wire::span::line_at`]).
+fn line_at(text: &str, offset: usize) -> Option<usize> {
+    Some(wire::span::line_at(text, offset))
+}
+
+/// `target`: loopback when absent.
+fn parse_target(text: &str, target: Option<&Spanned<String>>) -> Result<String, PlanError> {
+    match target {
+        None => Ok("loopback".to_owned()),
+        Some(t) if t.get_ref() == "loopback" || t.get_ref() == "hosts" => Ok(t.get_ref().clone()),
+        Some(t) if t.get_ref().strip_prefix("lab:").is_some_and(|p| !p.trim().is_empty()) => {
+            Ok(t.get_ref().clone())
+        }
+        Some(t) => Err(PlanError::at(
+            line_at(text, t.span().start),
+            format!(
+                "target '{}': \"loopback\", \"lab:TOPOLOGY.toml\" (a topology file, relative to the plan) or \"hosts\" (with [hosts])",
+                t.get_ref()
+            ),
+        )),
+    }
+}
+
+/// `repetitions` and `duration`, `[quick]`'s when it gives them.
+fn lengths(
+    text: &str,
+    file: &PlanFile,
+    quick_file: Option<&QuickFile>,
+) -> Result<(u32, Duration), PlanError> {
+    let repetitions = quick_file
+        .and_then(|q| q.repetitions.as_ref())
+        .or(file.repetitions.as_ref());
+    let repetitions = match repetitions {
+        None => 1,
+        Some(r) if *r.get_ref() == 0 => {
+            return Err(PlanError::at(
+                line_at(text, r.span().start),
+                "repetitions must be at least 1",
+            ))
+        }
+        Some(r) => *r.get_ref(),
+    };
+    let duration_text = quick_file
+        .and_then(|q| q.duration.as_ref())
+        .unwrap_or(&file.duration);
+    let duration = parse_duration(duration_text.get_ref())
+        .ok()
+        .filter(|d| *d > Duration::ZERO)
+        .ok_or_else(|| {
+            PlanError::at(
+                line_at(text, duration_text.span().start),
+                format!(
+                    "duration '{}' is not a length above 0 (e.g. 10s, 500ms)",
+                    duration_text.get_ref()
+                ),
+            )
+        })?;
+    Ok((repetitions, duration))
+}
+
+/// A table's flow options (`[flow]`, a `[[points]]` entry), each with its line.
+fn settings_of(text: &str, table: &Spanned<toml::Table>) -> Result<Vec<Setting>, PlanError> {
+    let mut out = Vec::new();
+    for (key, value) in table.get_ref() {
+        if FLOW_TABLE_KEYS.contains(&key.as_str()) {
+            continue;
+        }
+        let line = key_line(text, table.span(), key);
+        if let Some(why) = runner_owned(key) {
+            return Err(PlanError::at(line, why));
+        }
+        out.push(Setting {
+            key: key.clone(),
+            value: scalar(value, line, key)?,
+            line,
+        });
+    }
+    Ok(out)
+}
+
+/// `[flow]`: what every point starts from.
+struct BaseFlow {
+    settings: Vec<Setting>,
+    background: Option<Vec<Background>>,
+    qos: Option<BTreeMap<String, String>>,
+    from: Option<String>,
+    to: Option<String>,
+}
+
+impl BaseFlow {
+    fn parse(
+        text: &str,
+        flow: Option<&Spanned<toml::Table>>,
+        declared: Option<&crate::hosts::Declared>,
+    ) -> Result<Self, PlanError> {
+        let Some(t) = flow else {
+            return Ok(Self {
+                settings: Vec::new(),
+                background: None,
+                qos: None,
+                from: None,
+                to: None,
+            });
+        };
+        // A point's `factors` say what it stands for; the base flow is no point.
+        if t.get_ref().contains_key("factors") {
+            return Err(PlanError::at(
+                key_line(text, t.span(), "factors"),
+                "factors in [flow]: sweep options with the top-level [factors] table; a [[points]] entry's factors = { … } says what that point stands for",
+            ));
+        }
+        let settings = settings_of(text, t)?;
+        let (background, qos) = specials(text, t, declared)?;
+        let (from, to) = crate::hosts::point_ends(text, t, declared)?;
+        Ok(Self {
+            settings,
+            background,
+            qos,
+            from,
+            to,
+        })
+    }
+
+    /// A point of the base flow's background, QoS and hosts.
+    fn point(
+        &self,
+        id: String,
+        factors: BTreeMap<String, String>,
+        settings: Vec<Setting>,
+    ) -> Point {
+        Point {
+            id,
+            factors,
+            settings,
+            background: self.background.clone().unwrap_or_default(),
+            qos: self.qos.clone().unwrap_or_default(),
+            from: self.from.clone(),
+            to: self.to.clone(),
+        }
+    }
+}
+
+/// `background_lead`, at most 600 s.
+fn background_lead(
+    text: &str,
+    lead: Option<&Spanned<String>>,
+) -> Result<Option<Duration>, PlanError> {
+    let Some(l) = lead else {
+        return Ok(None);
+    };
+    parse_duration(l.get_ref())
+        .ok()
+        .filter(|d| *d <= Duration::from_secs(600))
+        .map(Some)
+        .ok_or_else(|| {
+            PlanError::at(
+                line_at(text, l.span().start),
+                format!(
+                    "background_lead '{}': a length such as 2s, at most 600s",
+                    l.get_ref()
+                ),
+            )
+        })
+}
+
+/// `interval`: from 10 ms to 1 h, and not with `[stamp]`.
+fn interval(
+    text: &str,
+    interval: Option<&Spanned<String>>,
+    stamp: bool,
+) -> Result<Option<Duration>, PlanError> {
+    let Some(l) = interval else {
+        return Ok(None);
+    };
+    let line = line_at(text, l.span().start);
+    let d = parse_duration(l.get_ref())
+        .ok()
+        .filter(|d| *d >= Duration::from_millis(10) && *d <= Duration::from_secs(3600))
+        .ok_or_else(|| {
+            PlanError::at(
+                line,
+                format!(
+                    "interval '{}': a window length such as 1s or 100ms, from 10ms to 1h",
+                    l.get_ref()
+                ),
+            )
+        })?;
+    if stamp {
+        return Err(PlanError::at(
+            line,
+            "interval: STAMP flows ([stamp]) report no interval series",
+        ));
+    }
+    Ok(Some(d))
+}
+
+/// A swept factor: its option, its values (`None`: a bare flag) and its line.
+type Factor = (String, Vec<Option<String>>, Option<usize>);
+
+/// `[factors]`: the families (`ip`, default 4 and 6) and the other factors, in order.
+fn parse_factors(
+    text: &str,
+    table: Option<&Spanned<toml::Table>>,
+) -> Result<(Vec<u8>, Vec<Factor>), PlanError> {
+    let mut families = vec![4, 6];
+    let mut factors = Vec::new();
+    let Some(t) = table else {
+        return Ok((families, factors));
+    };
+    for (key, value) in t.get_ref() {
+        let line = key_line(text, t.span(), key);
+        let toml::Value::Array(values) = value else {
+            return Err(PlanError::at(
+                line,
+                format!("factor {key} must be a list of values"),
+            ));
+        };
+        if values.is_empty() {
+            return Err(PlanError::at(line, format!("factor {key} has no values")));
+        }
+        if key == "from" || key == "to" {
+            return Err(PlanError::at(
+                line,
+                format!("{key} is not a factor: it names a point's host (target = \"hosts\")"),
+            ));
+        }
+        if let Some(why) = runner_owned(key) {
+            return Err(PlanError::at(line, format!("factor {why}")));
+        }
+        let values = values
+            .iter()
+            .map(|v| scalar(v, line, key))
+            .collect::<Result<Vec<_>, _>>()?;
+        if key == "ip" {
+            families = values
+                .iter()
+                .map(|v| match v.as_deref() {
+                    Some("4") => Ok(4),
+                    Some("6") => Ok(6),
+                    _ => Err(PlanError::at(line, "ip takes 4 and/or 6")),
+                })
+                .collect::<Result<_, _>>()?;
+            let mut seen = Vec::new();
+            families.retain(|f| {
+                let first = !seen.contains(f);
+                seen.push(*f);
+                first
+            });
+            continue;
+        }
+        factors.push((key.clone(), values, line));
+    }
+    Ok((families, factors))
+}
+
+/// The cross product of the factors, the first factor varying slowest: one point each.
+fn sweep(
+    text: &str,
+    base: &BaseFlow,
+    factors: &[Factor],
+    factors_table: Option<&Spanned<toml::Table>>,
+) -> Result<Vec<Point>, PlanError> {
+    let combos = factors
+        .iter()
+        .try_fold(1usize, |n, (_, v, _)| n.checked_mul(v.len()))
+        .filter(|n| *n <= MAX_POINTS)
+        .ok_or_else(|| {
+            PlanError::at(
+                factors_table.and_then(|t| line_at(text, t.span().start)),
+                format!("the factors make more than {MAX_POINTS} points"),
+            )
+        })?;
+    let mut points = Vec::new();
+    if factors.is_empty() {
+        return Ok(points);
+    }
+    for mut index in 0..combos {
+        let mut chosen = Vec::new();
+        for (key, values, line) in factors.iter().rev() {
+            let v = &values[index % values.len()];
+            index /= values.len();
+            chosen.push((key.clone(), v.clone(), *line));
+        }
+        chosen.reverse();
+        let mut settings = base.settings.clone();
+        let mut named = BTreeMap::new();
+        for (key, value, line) in chosen {
+            named.insert(key.clone(), value.clone().unwrap_or_else(|| "true".into()));
+            settings.retain(|s| s.key != key);
+            settings.push(Setting { key, value, line });
+        }
+        let id = named
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        points.push(base.point(id, named, settings));
+    }
+    Ok(points)
+}
+
+/// A `[[points]]` entry: its label, group and options over the base flow's.
+fn extra_point(
+    text: &str,
+    p: &Spanned<toml::Table>,
+    base: &BaseFlow,
+    declared: Option<&crate::hosts::Declared>,
+) -> Result<Point, PlanError> {
+    let mut extra = settings_of(text, p)?;
+    let (background, qos) = specials(text, p, declared)?;
+    let (from, to) = crate::hosts::point_ends(text, p, declared)?;
+    let label = match extra.iter().position(|s| s.key == "label") {
+        Some(i) => extra.remove(i),
+        None => {
+            return Err(PlanError::at(
+                line_at(text, p.span().start),
+                "every [[points]] entry needs a label",
+            ))
+        }
+    };
+    let label_text = label.value.clone().unwrap_or_default();
+    // `group` names the report table the point belongs to; it is not a flow option.
+    let group = extra
+        .iter()
+        .position(|s| s.key == "group")
+        .map(|i| extra.remove(i))
+        .and_then(|g| g.value);
+    let mut settings = base.settings.clone();
+    for s in extra {
+        settings.retain(|b| b.key != s.key);
+        settings.push(s);
+    }
+    settings.push(Setting {
+        key: "label".into(),
+        value: Some(label_text.clone()),
+        line: label.line,
+    });
+    let mut named = BTreeMap::from([("point".to_owned(), label_text.clone())]);
+    if let Some(g) = group {
+        named.insert("group".to_owned(), g);
+    }
+    point_factors(text, p, &mut named)?;
+    Ok(Point {
+        id: label_text,
+        factors: named,
+        settings,
+        background: background
+            .or_else(|| base.background.clone())
+            .unwrap_or_default(),
+        qos: qos.or_else(|| base.qos.clone()).unwrap_or_default(),
+        from: from.or_else(|| base.from.clone()),
+        to: to.or_else(|| base.to.clone()),
+    })
+}
+
+/// A point's `factors = { flows = 8 }`: what it stands for, for the report's tables and
+/// plots (not flow options), into `named`.
+fn point_factors(
+    text: &str,
+    p: &Spanned<toml::Table>,
+    named: &mut BTreeMap<String, String>,
+) -> Result<(), PlanError> {
+    let Some(f) = p.get_ref().get("factors") else {
+        return Ok(());
+    };
+    let line = key_line(text, p.span(), "factors");
+    let t = f.as_table().ok_or_else(|| {
+        PlanError::at(
+            line,
+            "factors of a point: a table, e.g. factors = { flows = 8 }",
+        )
+    })?;
+    for (k, v) in t {
+        if k == "point" || k == "group" {
+            return Err(PlanError::at(
+                line,
+                format!("factors: '{k}' is the point's own"),
+            ));
+        }
+        let v = scalar(v, line, k)?.unwrap_or_else(|| "true".into());
+        named.insert(k.clone(), v);
+    }
+    Ok(())
+}
+
+/// Points apart as file names, and at most [`MAX_RUNS`] runs.
+fn check_counts(points: &[Point], families: &[u8], repetitions: u32) -> Result<(), PlanError> {
+    let mut seen = std::collections::BTreeSet::new();
+    for p in points {
+        // Run ids (file names) are the point ids made safe: they must stay apart.
+        if !seen.insert(run_id(1, &p.id, 4)) {
+            return Err(PlanError::at(
+                None,
+                format!(
+                    "two points are both named '{}' (or alike once made a file name)",
+                    p.id
+                ),
+            ));
+        }
+    }
+    let total = (points.len() as u64) * (families.len() as u64) * u64::from(repetitions);
+    if total > MAX_RUNS {
+        return Err(PlanError::at(
+            None,
+            format!("{total} runs: a plan may have at most {MAX_RUNS}"),
+        ));
+    }
+    Ok(())
+}
+
+/// `[[tables]]`, each holding some point (of the whole plan: `--quick` may leave a
+/// table's points out, and then drops the table).
+fn parse_tables(
+    text: &str,
+    tables: &[Spanned<toml::Table>],
+    points: &[Point],
+    vocabulary: &Vocabulary,
+    quick: bool,
+) -> Result<Vec<TableSpec>, PlanError> {
+    let mut out = Vec::new();
+    for t in tables {
+        let line = line_at(text, t.span().start);
+        let spec =
+            parse_table(t.get_ref(), vocabulary).map_err(|e| PlanError::at(line, e.to_string()))?;
+        if !points.iter().any(|p| spec.holds(&p.factors)) {
+            // The quick variant may leave a table's points out (a size it skips);
+            // the whole plan is where a table must hold something.
+            if quick {
+                continue;
+            }
+            return Err(PlanError::at(
+                line,
+                format!(
+                    "table '{}': no point has every factor its where names",
+                    spec.title
+                ),
+            ));
+        }
+        out.push(spec);
+    }
+    Ok(out)
+}
+
+/// `[stamp]`: a reflector on loopback or in a lab, never across hosts.
+fn parse_stamp(
+    text: &str,
+    stamp: Option<Spanned<StampFile>>,
+    target: &str,
+) -> Result<Option<StampTarget>, PlanError> {
+    let Some(st) = stamp else {
+        return Ok(None);
+    };
+    if target == "hosts" {
+        return Err(PlanError::at(
+            line_at(text, st.span().start),
+            "[stamp] needs a loopback or lab target: across hosts the agents are the receivers",
+        ));
+    }
+    let st = st.into_inner();
+    if st.port == Some(0) {
+        return Err(PlanError::at(
+            line_at(text, 0),
+            "[stamp] port must be 1 to 65535",
+        ));
+    }
+    Ok(Some(StampTarget {
+        port: st.port.unwrap_or(862),
+        reflectors: st.reflectors,
+    }))
 }
 
 /// A table's `background` (a list of flows, each a table of `dualperf send` options and
