@@ -843,7 +843,7 @@ fn architecture_md_is_one_page_naming_every_crate_in_a_bullet_and_in_the_layer_g
     );
     let graph = blocks(&text)
         .into_iter()
-        .find(|b| b.text.contains("floor 0"))
+        .find(|b| b.text.contains("──►"))
         .expect("ARCHITECTURE.md draws the layer graph");
     let mut crates = Vec::new();
     for entry in std::fs::read_dir(root().join("crates")).expect("read crates/") {
@@ -868,4 +868,39 @@ fn architecture_md_is_one_page_naming_every_crate_in_a_bullet_and_in_the_layer_g
         }
     }
     assert!(missing.is_empty(), "ARCHITECTURE.md: {missing:#?}");
+    // Each arrow drawn is what layers.rs allows (the binary's "everything below" aside).
+    let drawn = drawn_edges(&graph.text);
+    for (krate, allowed) in crate::layers::ALLOWED.iter().filter(|(k, _)| *k != "cli") {
+        let allowed: BTreeSet<String> = allowed.iter().map(|c| (*c).to_owned()).collect();
+        assert_eq!(
+            drawn.get(*krate),
+            Some(&allowed),
+            "ARCHITECTURE.md's layer graph draws {krate}'s edges otherwise than layers.rs allows"
+        );
+    }
+}
+
+/// The edges the layer graph draws: each `NAME ──► a, b` (a crate alone, `NAME`, has
+/// none), the segments of a line apart by runs of spaces, after its `floor N` or `top`.
+fn drawn_edges(graph: &str) -> std::collections::BTreeMap<String, BTreeSet<String>> {
+    let mut edges = std::collections::BTreeMap::new();
+    for line in graph.lines() {
+        let body = line
+            .trim_start_matches("top")
+            .trim_start_matches("floor")
+            .trim_start()
+            .trim_start_matches(|c: char| c.is_ascii_digit());
+        for segment in body.split("   ").map(str::trim).filter(|s| !s.is_empty()) {
+            let (name, to) = segment.split_once('─').unwrap_or((segment, ""));
+            let to: BTreeSet<String> = to
+                .trim_start_matches(['─', '►', ' '])
+                .split(", ")
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map(str::to_owned)
+                .collect();
+            edges.insert(name.trim().to_owned(), to);
+        }
+    }
+    edges
 }

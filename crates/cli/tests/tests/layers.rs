@@ -18,7 +18,7 @@ use serde_json::Value;
 /// - the top: `cli`, the one binary, binds everything to the kernel.
 ///
 /// No core (`wire`, `meter`, `traffic`, `qos`, `router`, `dualstack`) may reach `netio`.
-const ALLOWED: &[(&str, &[&str])] = &[
+pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
     ("wire", &[]),
     ("meter", &[]),
     ("netio", &[]),
