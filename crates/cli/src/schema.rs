@@ -18,8 +18,8 @@ use crate::usage;
   dualperf schema send                 # the schema of `dualperf send --json`
   dualperf schema --dir docs/schemas   # every schema, as NAME.schema.json")]
 pub(crate) struct SchemaArgs {
-    /// The document: send, send-bidir, recv, decode, compare, run, run-dry-run,
-    /// run-record, resolved, host, peer-clock, router-stats, report, doctor.
+    /// The document: send, send-bidir, recv, decode, log-meta, log-flow, compare, run,
+    /// run-dry-run, run-record, resolved, host, peer-clock, router-stats, report, doctor.
     #[arg(value_name = "DOCUMENT", conflicts_with = "dir")]
     document: Option<String>,
     /// Write every schema into this directory as NAME.schema.json.
@@ -54,6 +54,16 @@ const DOCS: &[Doc] = &[
         name: "decode",
         what: "dualperf decode LOG --json",
         schema: || schemars::schema_for!(results::decode::DecodeDoc),
+    },
+    Doc {
+        name: "log-meta",
+        what: "a per-packet log's metadata (recv/send --log): decode --json's meta",
+        schema: || schemars::schema_for!(results::log::LogMeta),
+    },
+    Doc {
+        name: "log-flow",
+        what: "a per-packet log's flow entries, its start and end: decode --json's flow_info",
+        schema: || schemars::schema_for!(results::log::LogFlow),
     },
     Doc {
         name: "compare",

@@ -12,6 +12,16 @@ pub mod text;
 
 pub use read::{decode, packet_csv, DecodeOptions, Decoded};
 
+use crate::log::{LogFlow, LogMeta};
+
+/// `v` with the keys of every object in name order (as the log's own JSON was printed
+/// before it had types).
+fn in_name_order<S: serde::Serializer, T: Serialize>(v: &T, s: S) -> Result<S::Ok, S::Error> {
+    serde_json::to_value(v)
+        .map_err(serde::ser::Error::custom)?
+        .serialize(s)
+}
+
 /// The version of [`DecodeDoc`]'s format.
 pub const DECODE_FORMAT_VERSION: u32 = 1;
 
@@ -23,12 +33,14 @@ pub struct DecodeDoc {
     /// The log file.
     pub log: PathBuf,
     /// What the writer recorded about itself (`tool`, `version`, where it listened or
-    /// sent, when), as it wrote it; `null` if unreadable.
-    pub meta: serde_json::Value,
+    /// sent, when); `null` if unreadable.
+    #[serde(serialize_with = "in_name_order")]
+    pub meta: Option<LogMeta>,
     /// Per logged flow key: what the writer recorded about the flow (its announcement,
     /// session, peer) and, merged in from its end entry, what it knew once the flow
-    /// ended (`sent_packets`, `unlogged_records`), as it wrote them.
-    pub flow_info: BTreeMap<u32, serde_json::Value>,
+    /// ended (`sent_packets`, `unlogged_records`).
+    #[serde(serialize_with = "in_name_order")]
+    pub flow_info: BTreeMap<u32, LogFlow>,
     /// Per-flow and total summaries of the arrivals ([`meter::SummaryMeter`], the
     /// streaming form of [`meter::summarize_all`]).
     pub summary: meter::Summary,

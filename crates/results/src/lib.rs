@@ -17,6 +17,7 @@ pub mod compare;
 pub mod decode;
 pub mod doctor;
 pub mod human;
+pub mod log;
 pub mod metric;
 pub mod recv;
 pub mod send;

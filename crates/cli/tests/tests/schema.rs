@@ -133,6 +133,13 @@ fn send_recv_and_decode_outputs_validate() {
         .assert_success()
         .json();
     assert_valid("decode", &decoded);
+    assert_valid("log-meta", &decoded["meta"]);
+    let flows = decoded["flow_info"].as_object().unwrap();
+    assert_eq!(flows.len(), 3, "{decoded:#}");
+    for flow in flows.values() {
+        assert_valid("log-flow", flow);
+        serde_json::from_value::<results::log::LogFlow>(flow.clone()).unwrap();
+    }
     serde_json::from_value::<results::decode::DecodeDoc>(decoded.clone()).unwrap();
     // The check can fail: a key the types do not declare is refused.
     let mut extra = owd.clone();

@@ -9,7 +9,10 @@ use std::io::{Read, Write};
 use meter::log::{Entry, LogReader};
 use meter::{IntervalError, IntervalSeries, SummaryMeter, TxMeter};
 
+use wire::control::Meter;
+
 use super::{DecodeDoc, LogEnd, DECODE_FORMAT_VERSION};
+use crate::log::{LogFlow, LogMeta};
 
 /// What to decode.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -26,9 +29,9 @@ pub struct DecodeOptions {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Decoded {
     /// [`DecodeDoc::meta`].
-    pub meta: serde_json::Value,
+    pub meta: Option<LogMeta>,
     /// [`DecodeDoc::flow_info`].
-    pub flow_info: BTreeMap<u32, serde_json::Value>,
+    pub flow_info: BTreeMap<u32, LogFlow>,
     /// [`DecodeDoc::summary`].
     pub summary: meter::Summary,
     /// [`DecodeDoc::sent`].
@@ -72,7 +75,7 @@ impl Decoded {
 struct Fed {
     rx: SummaryMeter,
     tx: BTreeMap<u32, TxMeter>,
-    info: BTreeMap<u32, serde_json::Value>,
+    info: BTreeMap<u32, LogFlow>,
     ended: BTreeSet<u32>,
     last_flow: Option<u32>,
 }
@@ -85,8 +88,7 @@ pub fn decode<R: Read>(
     options: &DecodeOptions,
     stream_error: impl FnOnce() -> Option<String>,
 ) -> Result<Decoded, IntervalError> {
-    let meta: serde_json::Value =
-        serde_json::from_str(reader.meta_json()).unwrap_or(serde_json::Value::Null);
+    let meta = LogMeta::parse(reader.meta_json());
     let version = reader.header().version;
     let mut rx = SummaryMeter::new();
     if let Some(w) = options.interval_ns {
@@ -121,13 +123,17 @@ pub fn decode<R: Read>(
     // rather than lost. A sender's log holds arrivals only for round-trip flows (the
     // echoes): for its one-way flows there is nothing to lose, and counting their
     // packets as sent would report them all lost.
-    let sender_log = meta["tool"] == "dualperf send";
-    let arrivals_expected =
-        |id: u32| !sender_log || info.get(&id).is_some_and(|i| i["spec"]["meter"] == "rtt");
+    let sender_log = meta.as_ref().and_then(|m| m.tool.as_deref()) == Some("dualperf send");
+    let arrivals_expected = |id: u32| {
+        !sender_log
+            || info
+                .get(&id)
+                .is_some_and(|i| i.spec.as_ref().is_some_and(|s| s.meter == Meter::Rtt))
+    };
     let mut sent: BTreeMap<u32, u64> = info
         .iter()
         .filter(|(id, _)| arrivals_expected(**id) && !end.cut_flows.contains(id))
-        .filter_map(|(id, i)| Some((*id, i.get("sent_packets")?.as_u64()?)))
+        .filter_map(|(id, i)| Some((*id, i.sent_packets.flatten()?)))
         .collect();
     for (id, t) in &tx {
         if arrivals_expected(*id) && !end.cut_flows.contains(id) {
@@ -179,25 +185,17 @@ fn feed<R: Read>(
         };
         match entry {
             Entry::FlowInfo { flow, json } if wanted(flow) => {
-                let v = serde_json::from_str(&json).unwrap_or(serde_json::Value::Null);
+                let info = LogFlow::parse(&json).unwrap_or_default();
                 // RTP flows: the RFC 3550 §6.4.1 jitter against the RTP timestamps the
                 // receiver logged, with the media clock it was announced.
-                if let Some(hz) = v["announce"]["rtp_clock_hz"].as_u64() {
-                    fed.rx
-                        .set_rtp_clock(flow, u32::try_from(hz).unwrap_or(u32::MAX));
+                if let Some(hz) = info.announce.as_ref().and_then(|a| a.rtp_clock_hz) {
+                    fed.rx.set_rtp_clock(flow, hz);
                 }
-                fed.info.insert(flow, v);
+                fed.info.insert(flow, info);
             }
             Entry::FlowEnd { flow, json } if wanted(flow) => {
-                let v: serde_json::Value =
-                    serde_json::from_str(&json).unwrap_or(serde_json::Value::Null);
-                let into = fed
-                    .info
-                    .entry(flow)
-                    .or_insert_with(|| serde_json::json!({}));
-                if let (Some(into), Some(from)) = (into.as_object_mut(), v.as_object()) {
-                    into.extend(from.iter().map(|(k, v)| (k.clone(), v.clone())));
-                }
+                let end = LogFlow::parse(&json).unwrap_or_default();
+                fed.info.entry(flow).or_default().merge(end);
                 fed.ended.insert(flow);
             }
             Entry::Rx(r) if wanted(r.flow) => {
@@ -288,8 +286,12 @@ mod tests {
     /// A receiver's log of flow 7: 4 sent, seq 2 lost, with its info and end entries.
     fn receiver_log() -> Vec<u8> {
         let mut w = LogWriter::new(Vec::new(), r#"{"tool":"dualperf recv"}"#).unwrap();
-        w.write_flow(7, r#"{"flow_id":1,"announce":{"protocol":"udp","meter":"owd"}}"#)
-            .unwrap();
+        let announce = wire::control::FlowAnnounce {
+            label: "flow 0".into(),
+            ..wire::control::FlowAnnounce::default()
+        };
+        let info = serde_json::json!({"flow_id": 1, "announce": announce, "peer": "198.18.0.1"});
+        w.write_flow(7, &info.to_string()).unwrap();
         for seq in [0u64, 1, 3] {
             w.write_rx(&RxRecord {
                 flow: 7,
@@ -301,7 +303,8 @@ mod tests {
             })
             .unwrap();
         }
-        w.write_flow_end(7, r#"{"flow_id":1,"sent_packets":4}"#).unwrap();
+        w.write_flow_end(7, r#"{"flow_id":1,"sent_packets":4}"#)
+            .unwrap();
         w.into_inner().unwrap()
     }
 
@@ -314,15 +317,18 @@ mod tests {
         assert_eq!((d.end.rx_records, d.end.tx_records), (3, 0));
         assert_eq!(d.end.bytes_read, bytes.len() as u64);
         let flow = d.summary.flow(7).unwrap();
-        assert_eq!((flow.packets, flow.loss.sent, flow.loss.lost), (3, Some(4), 1));
+        assert_eq!(
+            (flow.packets, flow.loss.sent, flow.loss.lost),
+            (3, Some(4), 1)
+        );
         // The end entry merged into the flow's info.
-        assert_eq!(d.flow_info[&7]["sent_packets"], 4);
-        assert_eq!(d.flow_info[&7]["announce"]["meter"], "owd");
+        assert_eq!(d.flow_info[&7].sent_packets, Some(Some(4)));
+        assert_eq!(d.flow_info[&7].meter(), Some(Meter::Owd));
         assert!(!d.sender_log);
         assert_eq!(d.flows_seen, BTreeSet::from([7]));
         let text = super::super::text::text(&d);
         assert!(
-            text.starts_with("flow 7: udp, meter owd\n")
+            text.starts_with("flow 7: udp, meter owd, \"flow 0\", from 198.18.0.1\n")
                 && text.contains("  lost            1 of 4 expected (25.000 %); 1 bursts,"),
             "{text}"
         );

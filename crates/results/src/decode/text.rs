@@ -6,10 +6,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 use meter::FlowSummary;
+use wire::control::Meter;
 
 use super::read::Decoded;
 use super::LogEnd;
 use crate::human;
+use crate::log::LogFlow;
 
 /// The report in D-ITG ITGDec's layout (`decode --itgdec`), then the sent side, RTP
 /// jitter and schedule error of each flow, where the log ends, and the interval series
@@ -93,7 +95,7 @@ pub fn text(d: &Decoded) -> String {
         let _ = writeln!(out, "flow {id}{}", describe(info));
         // A sender's log holds the echoes of its round-trip flows: their delay is the
         // round trip (the receiver's hold time not taken out).
-        let rtt = d.sender_log && field(info, "meter") == Some("rtt");
+        let rtt = d.sender_log && info.and_then(LogFlow::meter) == Some(Meter::Rtt);
         if let Some(f) = received.get(id) {
             flow_lines(&mut out, f, if rtt { "round trip" } else { "delay" });
         }
@@ -174,22 +176,23 @@ pub fn text(d: &Decoded) -> String {
     out
 }
 
-/// A field of a flow's info: the receiver's `announce`, or the sender's `spec`.
-fn field<'a>(info: Option<&'a serde_json::Value>, name: &str) -> Option<&'a str> {
-    let info = info?;
-    info["announce"][name]
-        .as_str()
-        .or_else(|| info["spec"][name].as_str())
+/// `udp`, `rtt`: a value as its JSON string.
+fn name(v: impl serde::Serialize) -> Option<String> {
+    serde_json::to_value(v).ok()?.as_str().map(str::to_owned)
 }
 
 /// `: udp, meter owd, "flow 0", from 127.0.0.1 port 42483`: what the log says of a flow.
-fn describe(info: Option<&serde_json::Value>) -> String {
+fn describe(info: Option<&LogFlow>) -> String {
     let mut parts = Vec::new();
-    parts.extend(field(info, "protocol").map(str::to_owned));
-    parts.extend(field(info, "meter").map(|m| format!("meter {m}")));
-    parts.extend(field(info, "label").map(|l| format!("{l:?}")));
-    if let Some(peer) = info.and_then(|i| i["peer"].as_str()) {
-        let port = info.and_then(|i| i["announce"]["src_port"].as_u64());
+    parts.extend(info.and_then(LogFlow::protocol).and_then(name));
+    parts.extend(
+        info.and_then(LogFlow::meter)
+            .and_then(name)
+            .map(|m| format!("meter {m}")),
+    );
+    parts.extend(info.and_then(LogFlow::label).map(|l| format!("{l:?}")));
+    if let Some(peer) = info.and_then(|i| i.peer) {
+        let port = info.and_then(|i| i.announce.as_ref()?.src_port);
         parts.push(match port {
             Some(p) => format!("from {peer} port {p}"),
             None => format!("from {peer}"),
