@@ -17,6 +17,8 @@
 //!   emit and checked on parse when a key is given): [`tlv`].
 //! - A Session-Sender's packets: which TLVs a packet of a given size carries and the
 //!   writer of a session's packets: [`writer`].
+//! - A Session-Reflector's answers: the reflected packet, stateless or stateful, and a
+//!   packet rate per sender: [`reflect`].
 //!
 //! Not implemented: the TLVs Location and its sub-TLVs (RFC 8972 §4.2), Direct
 //! Measurement (§4.5), Access Report (§4.6) and Follow-Up Telemetry (§4.7), those of
@@ -25,8 +27,7 @@
 //! draft-ietf-ippm-asymmetrical-pkts / stamp-ext-hdr) and the EC1/RPE bits
 //! draft-ietf-ippm-stamp-cos-ecn puts in the CoS TLV's Reserved field. Their TLVs parse
 //! as [`TlvBody::Unknown`], kept octet for octet, so a reflector can echo them.
-//! Also not here: what a reflector does (copying fields, setting U, stateful sequence
-//! numbers, DSCP policy), key management, and RFC 8762 §4.6's reading of short packets
+//! Also not here: key management, and RFC 8762 §4.6's reading of short packets
 //! (a shorter packet is [`StampError::Truncated`]).
 //!
 //! Choices the RFCs leave open, in brief (details in [`tlv`] and [`packet`]):
@@ -40,6 +41,7 @@
 //!   Without a key nothing is checked. `emit` in authenticated mode needs a key.
 
 pub mod packet;
+pub mod reflect;
 pub mod timestamp;
 pub mod tlv;
 pub mod writer;
