@@ -510,3 +510,78 @@ fn frame_throughput(report: &SendReport) -> Option<f64> {
             .map(|b| b * (bytes + packets * (8.0 + ip + 14.0)) / bytes)
     })?
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_unit_is_read_by_its_name_or_the_papers_spelling_of_it() {
+        let unit = |m: &Metric, text: &str| Unit::parse(m, text).map(|u| (u.name, u.scale));
+        assert_eq!(unit(&THROUGHPUT, "Mbps"), Some(("Mbit/s".into(), 1e6)));
+        assert_eq!(unit(&THROUGHPUT, "Kbps"), Some(("kbit/s".into(), 1e3)));
+        assert_eq!(
+            unit(&THROUGHPUT, "MBps"),
+            None,
+            "megabytes are not megabits"
+        );
+        assert_eq!(unit(&RTT, "us"), Some(("µs".into(), 1e3)));
+        assert_eq!(unit(&RTT, "Mbit/s"), None);
+        assert_eq!(unit(&LOSS, "%"), Some(("%".into(), 1.0)));
+        assert_eq!(
+            (RTT.base_unit(), LOSS.base_unit(), THROUGHPUT.base_unit()),
+            ("ns", "%", "bit/s")
+        );
+        assert_eq!(RTT_MEDIAN.default_unit().name, "µs");
+    }
+
+    #[test]
+    fn every_key_has_one_meaning_and_the_vocabulary_grows_by_one_metric() {
+        let standard = Vocabulary::standard();
+        let mut keys: Vec<&str> = standard.metrics().iter().map(|m| m.key).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        assert_eq!(keys.len(), STANDARD.len());
+        assert_ne!(RTT, RTT_MEDIAN);
+        assert_ne!(RTT.title, RTT_MEDIAN.title, "two metrics, two names");
+        assert_eq!(
+            standard.keys(),
+            "throughput, rtt, rtt_median, owd, delay, jitter, loss, jitter_rfc3550, \
+             frame_throughput, cpu_per_frame, qos_per_frame"
+        );
+        let count = Units {
+            ladder: &[("packets", 1.0)],
+            aliases: &[],
+            choices: "packets",
+        };
+        let sent = Metric::new(
+            "sent_packets",
+            "Sent packets",
+            "sent",
+            count,
+            "packets",
+            |r| Some(r.flows.first()?.sent.packets as f64),
+        );
+        let more = standard.clone().with(sent);
+        assert_eq!(more.metrics().len(), STANDARD.len() + 1);
+        assert_eq!(
+            more.get("sent_packets").map(|m| m.title),
+            Some("Sent packets")
+        );
+        assert_eq!(standard.get("sent_packets"), None);
+        let again = std::panic::catch_unwind(|| Vocabulary::standard().with(RTT));
+        assert!(again.is_err(), "a second 'rtt' is refused");
+    }
+
+    #[test]
+    fn a_metric_is_written_and_read_by_its_key() {
+        assert_eq!(
+            serde_json::to_string(&RTT_MEDIAN).unwrap(),
+            "\"rtt_median\""
+        );
+        let m: Metric = serde_json::from_str("\"jitter_rfc3550\"").unwrap();
+        assert_eq!(m.title, "Jitter (RFC 3550)");
+        let e = serde_json::from_str::<Metric>("\"speed\"").unwrap_err();
+        assert!(e.to_string().contains("no metric 'speed'"), "{e}");
+    }
+}
