@@ -245,14 +245,14 @@ pub(crate) fn measure(
     };
     store.write_json(
         &host_file,
-        &crate::out::sorted_json(&host_metadata(&plan.target))?,
+        &crate::out::sorted_json(&host_metadata(&plan.target.to_string()))?,
     )?;
     // This host's checks (`dualperf doctor`, briefly), kept for the report to warn of
     // beside the results; a resume adds its own.
     let doctor = crate::doctor::record();
     store.put_doctor(&doctor)?;
     // Only what bears on where the plan runs (doctor.json keeps every check).
-    let scope = results::doctor::Scope::of_target(&plan.target);
+    let scope = plan.target.scope();
     let problems: Vec<String> = doctor.problems_for(scope).map(|c| c.line()).collect();
     for line in &problems {
         crate::out::note!("{who}: host check: {line}");
@@ -693,21 +693,22 @@ fn target_of(
     plan_path: &Path,
     keys: bool,
 ) -> Result<(Target, Option<(lab::topology::Topology, String)>)> {
-    if plan.target == "hosts" {
-        let keys = if keys {
-            let dir = plan_path.parent().unwrap_or(Path::new("."));
-            match lab::hosts::read_keys(&plan.hosts, dir, &|var| std::env::var(var).ok()) {
-                Ok(k) => k,
-                Err(e) => usage!("{}: {e}", plan_path.display()),
-            }
-        } else {
-            Default::default()
-        };
-        let hosts = lab::hosts::Hosts::new(plan.hosts.clone(), keys);
-        return Ok((Target::Hosts(hosts), None));
-    }
-    let Some(file) = plan.lab_topology() else {
-        return Ok((Target::Local(Place::Loopback), None));
+    let file = match &plan.target {
+        lab::plan::Target::Loopback => return Ok((Target::Local(Place::Loopback), None)),
+        lab::plan::Target::Lab(path) => path.trim(),
+        lab::plan::Target::Hosts => {
+            let keys = if keys {
+                let dir = plan_path.parent().unwrap_or(Path::new("."));
+                match lab::hosts::read_keys(&plan.hosts, dir, &|var| std::env::var(var).ok()) {
+                    Ok(k) => k,
+                    Err(e) => usage!("{}: {e}", plan_path.display()),
+                }
+            } else {
+                Default::default()
+            };
+            let hosts = lab::hosts::Hosts::new(plan.hosts.clone(), keys);
+            return Ok((Target::Hosts(hosts), None));
+        }
     };
     let beside = plan_path.parent().unwrap_or(Path::new(".")).join(file);
     let path = if beside.is_file() {

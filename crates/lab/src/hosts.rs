@@ -743,7 +743,7 @@ agent6 = "2001:2:0:3::2"
     #[test]
     fn a_hosts_plan_names_each_flows_ends() {
         let p = Plan::parse(PLAN, false).unwrap();
-        assert_eq!(p.target, "hosts");
+        assert_eq!(p.target, crate::plan::Target::Hosts);
         assert_eq!(
             p.hosts.keys().map(String::as_str).collect::<Vec<_>>(),
             ["bg-a", "bg-b", "receiver", "sender"]

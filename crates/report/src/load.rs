@@ -6,7 +6,6 @@ use std::path::PathBuf;
 
 use lab::store::{HostInfo, Resolved, RunRecord, Store};
 use lab::tables::TableSpec;
-use results::doctor::Scope;
 use results::metric::Vocabulary;
 
 use crate::error::Error;
@@ -185,7 +184,7 @@ pub fn load_with(
         let scope = std::fs::read(dir.join("resolved.json"))
             .ok()
             .and_then(|text| Resolved::parse(&text).ok())
-            .map(|(r, _)| Scope::of_target(&r.plan.target));
+            .map(|(r, _)| r.plan.target.scope());
         match store.doctors() {
             Ok(docs) => {
                 for (_, doc) in docs {

@@ -95,6 +95,79 @@ pub enum Order {
     Alternating,
 }
 
+/// Where a plan's flows go (`target = …`), read once when the plan is parsed. Written
+/// (plan files, `resolved.json`) as the plan spells it: `loopback`, `lab:TOPOLOGY.toml`,
+/// `hosts`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum Target {
+    /// On this host, to 127.0.0.1 and ::1.
+    Loopback,
+    /// A namespace lab built for the plan from this topology file (relative to the
+    /// plan, as written after `lab:`); the flows go from its `sender` to its `receiver`.
+    Lab(String),
+    /// Between the agents of [`Plan::hosts`].
+    Hosts,
+}
+
+impl Target {
+    /// The topology file of a lab target, trimmed.
+    pub fn lab_topology(&self) -> Option<&str> {
+        match self {
+            Self::Lab(path) => Some(path.trim()),
+            _ => None,
+        }
+    }
+
+    /// The host checks that bear on measuring here.
+    pub fn scope(&self) -> results::doctor::Scope {
+        match self {
+            Self::Loopback => results::doctor::Scope::Loopback,
+            Self::Lab(_) => results::doctor::Scope::Lab,
+            Self::Hosts => results::doctor::Scope::Hosts,
+        }
+    }
+}
+
+impl std::str::FromStr for Target {
+    type Err = ();
+
+    fn from_str(s: &str) -> Result<Self, ()> {
+        match s {
+            "loopback" => Ok(Self::Loopback),
+            "hosts" => Ok(Self::Hosts),
+            _ => match s.strip_prefix("lab:") {
+                Some(path) if !path.trim().is_empty() => Ok(Self::Lab(path.to_owned())),
+                _ => Err(()),
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Loopback => f.write_str("loopback"),
+            Self::Lab(path) => write!(f, "lab:{path}"),
+            Self::Hosts => f.write_str("hosts"),
+        }
+    }
+}
+
+impl TryFrom<String> for Target {
+    type Error = String;
+
+    fn try_from(s: String) -> Result<Self, String> {
+        s.parse()
+            .map_err(|()| format!("target '{s}': \"loopback\", \"lab:TOPOLOGY.toml\" or \"hosts\""))
+    }
+}
+
+impl From<Target> for String {
+    fn from(t: Target) -> Self {
+        t.to_string()
+    }
+}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -200,7 +273,8 @@ pub struct Plan {
     /// Where the flows go: `loopback`, `lab:TOPOLOGY.toml` (a namespace lab built for
     /// the plan; the flows go from its `sender` to its `receiver`), or `hosts` (between
     /// the agents of [`Plan::hosts`]).
-    pub target: String,
+    #[schemars(with = "String")]
+    pub target: Target,
     /// `target = "hosts"`: the hosts, by name (`[hosts.NAME]`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub hosts: BTreeMap<String, crate::hosts::Host>,
@@ -261,7 +335,7 @@ impl Plan {
         let declared = crate::hosts::parse_hosts(
             text,
             file.hosts.as_ref(),
-            target == "hosts",
+            target == Target::Hosts,
             file.target
                 .as_ref()
                 .and_then(|t| line_at(text, t.span().start)),
@@ -393,7 +467,7 @@ impl Plan {
 
     /// The topology file of a lab target, as written in the plan.
     pub fn lab_topology(&self) -> Option<&str> {
-        self.target.strip_prefix("lab:").map(str::trim)
+        self.target.lab_topology()
     }
 
     /// How long measuring every run takes, roughly (for `--dry-run` and the ETA).
@@ -420,22 +494,20 @@ fn line_at(text: &str, offset: usize) -> Option<usize> {
     Some(wire::span::line_at(text, offset))
 }
 
-/// `target`: loopback when absent.
-fn parse_target(text: &str, target: Option<&Spanned<String>>) -> Result<String, PlanError> {
-    match target {
-        None => Ok("loopback".to_owned()),
-        Some(t) if t.get_ref() == "loopback" || t.get_ref() == "hosts" => Ok(t.get_ref().clone()),
-        Some(t) if t.get_ref().strip_prefix("lab:").is_some_and(|p| !p.trim().is_empty()) => {
-            Ok(t.get_ref().clone())
-        }
-        Some(t) => Err(PlanError::at(
+/// `target`, read once: loopback when absent.
+fn parse_target(text: &str, target: Option<&Spanned<String>>) -> Result<Target, PlanError> {
+    let Some(t) = target else {
+        return Ok(Target::Loopback);
+    };
+    t.get_ref().parse().map_err(|()| {
+        PlanError::at(
             line_at(text, t.span().start),
             format!(
                 "target '{}': \"loopback\", \"lab:TOPOLOGY.toml\" (a topology file, relative to the plan) or \"hosts\" (with [hosts])",
                 t.get_ref()
             ),
-        )),
-    }
+        )
+    })
 }
 
 /// `repetitions` and `duration`, `[quick]`'s when it gives them.
@@ -862,12 +934,12 @@ fn parse_tables(
 fn parse_stamp(
     text: &str,
     stamp: Option<Spanned<StampFile>>,
-    target: &str,
+    target: &Target,
 ) -> Result<Option<StampTarget>, PlanError> {
     let Some(st) = stamp else {
         return Ok(None);
     };
-    if target == "hosts" {
+    if *target == Target::Hosts {
         return Err(PlanError::at(
             line_at(text, st.span().start),
             "[stamp] needs a loopback or lab target: across hosts the agents are the receivers",
@@ -1541,6 +1613,43 @@ seed = 7
             .replace("label = \"g711\"", "label = \"g 711\"");
         let e = Plan::parse(&text, false).unwrap_err();
         assert!(e.to_string().contains("alike once made a file name"), "{e}");
+    }
+
+    #[test]
+    fn the_target_is_read_once_and_written_as_the_plan_spells_it() {
+        for (text, target) in [
+            ("loopback", Target::Loopback),
+            ("hosts", Target::Hosts),
+            ("lab: two-hop.toml", Target::Lab(" two-hop.toml".into())),
+        ] {
+            let t: Target = text.parse().unwrap();
+            assert_eq!(t, target);
+            assert_eq!(serde_json::to_string(&t).unwrap(), format!("\"{text}\""));
+            assert_eq!(
+                serde_json::from_str::<Target>(&format!("\"{text}\"")).unwrap(),
+                t
+            );
+        }
+        assert_eq!(
+            Target::Lab(" two-hop.toml".into()).lab_topology(),
+            Some("two-hop.toml")
+        );
+        assert_eq!(Target::Hosts.lab_topology(), None);
+        for bad in ["moon", "lab:", "lab:  ", "Loopback"] {
+            assert_eq!(bad.parse::<Target>(), Err(()), "{bad}");
+            assert!(serde_json::from_str::<Target>(&format!("\"{bad}\"")).is_err());
+        }
+        let plan = Plan::parse(
+            &PLAN.replace(
+                "name = \"sizes\"",
+                "name = \"sizes\"\ntarget = \"lab:two-hop.toml\"",
+            ),
+            false,
+        )
+        .unwrap();
+        assert_eq!(plan.target, Target::Lab("two-hop.toml".into()));
+        assert_eq!(plan.lab_topology(), Some("two-hop.toml"));
+        assert_eq!(Plan::parse(PLAN, false).unwrap().target, Target::Loopback);
     }
 
     #[test]
