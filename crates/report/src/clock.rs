@@ -10,9 +10,9 @@
 use std::collections::BTreeSet;
 
 use lab::store::RunRecord;
-use results::metric;
 use meter::clock::OffsetEstimate;
 use meter::FlowSummary;
+use results::metric;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -322,10 +322,7 @@ mod tests {
             true,
         )];
         let clocks = run_clocks(&rtt);
-        let mut tables = vec![
-            table("p", metric::DELAY, 0),
-            table("p", metric::OWD, 0),
-        ];
+        let mut tables = vec![table("p", metric::DELAY, 0), table("p", metric::OWD, 0)];
         annotate(&mut tables, &clocks);
         assert!(tables[0].notes.is_empty());
         assert_eq!(tables[1].notes.len(), 2);

@@ -237,10 +237,7 @@ mod tests {
             specs: vec![TableSpec {
                 title: "Table 7. UDP Round Trip Time".into(),
                 select: BTreeMap::new(),
-                metrics: vec![
-                    column(metric::RTT, "ms"),
-                    column(metric::JITTER, "ms"),
-                ],
+                metrics: vec![column(metric::RTT, "ms"), column(metric::JITTER, "ms")],
                 paper: BTreeMap::from([("64".to_owned(), vec![Some(0.5), None])]),
             }],
             provenance: Default::default(),
@@ -295,11 +292,7 @@ mod tests {
         assert_eq!(declared.metrics[0].unit.name, "µs");
         assert_eq!(declared.paper["64"][0], Some(500.0));
         for t in &report.tables {
-            for c in t
-                .metrics
-                .iter()
-                .filter(|c| c.metric.covers(&metric::DELAY))
-            {
+            for c in t.metrics.iter().filter(|c| c.metric.covers(&metric::DELAY)) {
                 assert_eq!(c.unit.name, "µs", "{}", t.title);
             }
         }
