@@ -283,8 +283,11 @@ fn points(runs: &Runs, columns: &[(&Table, &Column)]) -> Vec<Point> {
             .find(|row| &row.point == id)
             .map_or_else(|| id.clone(), |row| row.label.clone());
         let mut reps: BTreeMap<u32, Repetition> = BTreeMap::new();
+        // Each repetition's start of each family, to tell which ran first.
+        let mut starts: BTreeMap<(u32, u8), u64> = BTreeMap::new();
         let mut errors = Vec::new();
         for r in records {
+            starts.insert((r.run.repetition, r.run.family), r.started_unix_ns);
             let Some(side) = side(r, columns) else {
                 continue;
             };
@@ -301,10 +304,14 @@ fn points(runs: &Runs, columns: &[(&Table, &Column)]) -> Vec<Point> {
                 ipv6: None,
             });
             if r.run.family == 6 {
-                rep.ipv6_first = rep.ipv4.is_none();
                 rep.ipv6 = Some(side);
             } else {
                 rep.ipv4 = Some(side);
+            }
+        }
+        for (n, rep) in reps.iter_mut() {
+            if let (Some(v4), Some(v6)) = (starts.get(&(*n, 4)), starts.get(&(*n, 6))) {
+                rep.ipv6_first = v6 < v4;
             }
         }
         let spec = records
@@ -605,4 +612,472 @@ fn level_pct(level: f64) -> String {
         .map(|d| format!("{pct:.d$}"))
         .find(|s| s.parse::<f64>().is_ok_and(|v| v < 100.0))
         .unwrap_or_else(|| format!("{pct}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn splitmix(state: &mut u64) -> u64 {
+        *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = *state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn uniform(state: &mut u64) -> f64 {
+        ((splitmix(state) >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+
+    /// A standard normal draw (Box–Muller).
+    fn normal(state: &mut u64) -> f64 {
+        let (u1, u2) = (uniform(state), uniform(state));
+        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+    }
+
+    /// The battery's four metrics: key, table title, heading, unit, scale, noun.
+    const METRICS: [(&str, &str, &str, &str, f64, &str); 4] = [
+        (
+            "throughput",
+            "Throughput",
+            "Throughput (Mbit/s)",
+            "Mbit/s",
+            1e6,
+            "throughput",
+        ),
+        (
+            "rtt_median",
+            "Round-trip time, median",
+            "Median round trip time (µs)",
+            "µs",
+            1e3,
+            "median round trip time",
+        ),
+        ("jitter", "Jitter", "Jitter (µs)", "µs", 1e3, "jitter"),
+        ("loss", "Loss", "Packet loss (%)", "%", 1.0, "packet loss"),
+    ];
+
+    /// How the battery compares its metrics: ratios of the first three (a median of a
+    /// histogram within its buckets' error), differences of loss.
+    fn specs() -> Vec<Spec> {
+        let log = |resolution| Spec {
+            scale: Scale::Log,
+            low: 0.0,
+            high: f64::INFINITY,
+            resolution,
+        };
+        vec![
+            log(0.0),
+            log(meter::hist::RELATIVE_ERROR),
+            log(0.0),
+            Spec {
+                scale: Scale::Linear,
+                low: 0.0,
+                high: 100.0,
+                resolution: 0.0,
+            },
+        ]
+    }
+
+    fn side(run: String, throughput_bps: f64, rtt_ns: f64, jitter_ns: f64, loss_pct: f64) -> Side {
+        let flow = serde_json::from_value(serde_json::json!({
+            "id": 1,
+            "spec": {
+                "protocol": "udp", "meter": "rtt", "rate": "5000pps", "size_bytes": 64,
+                "stop": {"duration_ns": 400_000_000, "count": null, "limit_bytes": null},
+                "start_offset_ns": 0,
+                "marking": {"dscp": null, "ecn": null, "ttl": null, "flow_label": null},
+                "nodelay": false, "label": "",
+            },
+            "sent": {"packets": 1000, "bytes": 64000},
+        }))
+        .expect("a minimal flow outcome");
+        let figures = [throughput_bps, rtt_ns, jitter_ns, loss_pct]
+            .into_iter()
+            .zip(METRICS)
+            .map(|(v, m)| (m.0.to_owned(), v))
+            .collect();
+        Side {
+            run,
+            figures,
+            sent_packets: 1000,
+            received_packets: Some(1000),
+            attempts: 1,
+            not_counted: None,
+            flow,
+        }
+    }
+
+    /// One run of point `t` as loopback gives them, noisily: every figure drawn around
+    /// the point's own centre with a skewed (log-normal) run-to-run spread; the round
+    /// trip is the host's state at that moment (`host`, shared by the two runs of a
+    /// pair) times a run's own 3 % spread times `rtt_factor`.
+    fn run_of(state: &mut u64, run: String, t: usize, host: f64, rtt_factor: f64) -> Side {
+        let lognormal =
+            |state: &mut u64, centre: f64, sigma: f64| centre * (sigma * normal(state)).exp();
+        let loss = if uniform(state) < 0.2 {
+            0.05 * uniform(state)
+        } else {
+            0.0
+        };
+        side(
+            run,
+            lognormal(state, 2e6 * (t + 1) as f64, 0.01),
+            lognormal(state, 5_000.0 + 4_000.0 * t as f64, 0.03) * host * rtt_factor,
+            lognormal(state, 800.0 + 300.0 * t as f64, 0.5),
+            loss,
+        )
+    }
+
+    /// A battery of 16 points × `reps` runs a family, every family's runs drawn from one
+    /// distribution, except IPv6's round trips in the first `shifted` points, which are
+    /// `rtt_factor` times longer. The host's state varies from pair to pair by a
+    /// log-normal factor of σ `host_sigma`.
+    fn draw(seed: u64, reps: u32, host_sigma: f64, shifted: usize, rtt_factor: f64) -> Vec<Point> {
+        let mut state = seed;
+        (0..16)
+            .map(|t| Point {
+                id: format!("p{t}"),
+                name: format!("point {t}"),
+                protocol: serde_json::from_value(serde_json::json!("udp")).expect("udp"),
+                size_bytes: 64,
+                rate: None,
+                runs: (0..reps)
+                    .map(|rep| {
+                        let factor = if t < shifted { rtt_factor } else { 1.0 };
+                        let host = (host_sigma * normal(&mut state)).exp();
+                        let id = |f: u8| format!("p{t}-r{}-v{f}", rep + 1);
+                        Repetition {
+                            repetition: rep + 1,
+                            ipv6_first: (rep as usize + t) % 2 == 1,
+                            ipv4: Some(run_of(&mut state, id(4), t, host, 1.0)),
+                            ipv6: Some(run_of(&mut state, id(6), t, host, factor)),
+                        }
+                    })
+                    .collect(),
+                errors: Vec::new(),
+            })
+            .collect()
+    }
+
+    /// The page of `points` under `analysis`: one table per metric with a row per point.
+    fn page(points: Vec<Point>, reps: u32, analysis: Analysis) -> CompareReport {
+        let mut tables: Vec<VerdictTable> = METRICS
+            .iter()
+            .map(|&(key, title, heading, unit, scale, noun)| VerdictTable {
+                title: title.into(),
+                metric: key.into(),
+                heading: heading.into(),
+                unit: unit.into(),
+                scale,
+                noun: noun.into(),
+                all_zero: points
+                    .iter()
+                    .flat_map(|p| p.runs.iter().flat_map(|r| [&r.ipv4, &r.ipv6]))
+                    .flatten()
+                    .all(|s| s.figures[key] == 0.0),
+                rows: points
+                    .iter()
+                    .map(|p| VerdictRow {
+                        point: p.id.clone(),
+                        label: p.name.clone(),
+                        comparison: None,
+                    })
+                    .collect(),
+            })
+            .collect();
+        let verdicts = judge(&points, &mut tables, &specs(), analysis);
+        let mut r = CompareReport {
+            format_version: COMPARE_FORMAT_VERSION,
+            tool: "dualperf test".into(),
+            dir: None,
+            plan: "compare".into(),
+            target: "loopback".into(),
+            repetitions: reps,
+            duration_ns: 400_000_000,
+            quick: true,
+            interrupted: false,
+            analysis,
+            verdicts,
+            tables,
+            summary: Vec::new(),
+            host_checks: Vec::new(),
+            definitions: Vec::new(),
+            points,
+        };
+        r.summary = summary(&r);
+        r
+    }
+
+    fn fixture(
+        seed: u64,
+        reps: u32,
+        host_sigma: f64,
+        shifted: usize,
+        rtt_factor: f64,
+    ) -> CompareReport {
+        page(
+            draw(seed, reps, host_sigma, shifted, rtt_factor),
+            reps,
+            Analysis::Paired,
+        )
+    }
+
+    /// Point `p`'s comparison of metric `m` (the index of its table).
+    fn cmp(r: &CompareReport, m: usize, p: usize) -> meter::verdict::RunsComparison {
+        r.tables[m].rows[p].comparison.expect("a comparison")
+    }
+
+    /// The data rows of each metric's table in the text report.
+    fn table_rows(text: &str) -> Vec<Vec<String>> {
+        text.lines()
+            .filter(|l| l.starts_with("point "))
+            .map(|l| {
+                l.split("  ")
+                    .map(str::trim)
+                    .filter(|c| !c.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn noise_from_one_distribution_gives_no_verdict_in_any_row() {
+        let r = fixture(2026, 3, 0.15, 0, 1.0);
+        // 16 points × 4 metrics, every one testable.
+        assert_eq!(r.verdicts.tested, 64);
+        assert_eq!(r.verdicts.discoveries, 0, "{:#?}", r.tables[1].rows[0]);
+        let text = render(&r);
+        let rows = table_rows(&text);
+        assert_eq!(rows.len(), 64, "{text}");
+        for row in &rows {
+            // point, runs, IPv4, IPv6, Δ, interval, Δ %, interval %
+            assert_eq!(row[1], "3+3", "{row:?}");
+            assert_eq!(
+                (row[4].as_str(), row[6].as_str()),
+                ("≈", "≈"),
+                "{row:?}\n{text}"
+            );
+            assert!(row[5].starts_with('['), "{row:?}");
+        }
+        assert_eq!(
+            r.summary,
+            ["Throughput, median round trip time, jitter and packet loss show no difference between the families in any point (≈ throughout)."]
+        );
+        // The medians still differ from row to row, as noise does: the table does not
+        // hide them, it declines to call them a difference.
+        assert!(rows.iter().any(|row| row[2] != row[3]));
+    }
+
+    /// Over many such batteries, few show any difference at all: the verdicts allow for
+    /// the table's 64 comparisons (a 5 % false discovery rate, which is the chance of
+    /// any false verdict when there is no real difference).
+    #[test]
+    fn batteries_of_noise_rarely_show_a_difference() {
+        let batteries = 300;
+        let any = (0..batteries)
+            .filter(|seed| fixture(*seed, 3, 0.15, 0, 1.0).verdicts.discoveries > 0)
+            .count();
+        assert!(
+            any as f64 <= 0.07 * batteries as f64,
+            "{any} of {batteries}"
+        );
+    }
+
+    #[test]
+    fn a_real_shift_is_shown_with_an_interval_that_covers_it() {
+        // A host whose state moves the round trips by 15 % from pair to pair, each run
+        // by 3 % more on its own: IPv6 adds 20 % to the round trip of the first 8 points
+        // in a battery of 5 runs a family, 50 % in a --quick one (3).
+        for (reps, factor) in [(3, 1.5), (5, 1.2)] {
+            shift_found(reps, factor);
+        }
+    }
+
+    fn shift_found(reps: u32, factor: f64) {
+        let r = fixture(23, reps, 0.15, 8, factor);
+        let shift_pct = (factor - 1.0) * 100.0;
+        for t in 0..16 {
+            let c = cmp(&r, 1, t);
+            let (low, high) = (c.rel_ci_low_pct.unwrap(), c.rel_ci_high_pct.unwrap());
+            if t < 8 {
+                assert_eq!(c.verdict, Verdict::Significant, "{reps} {t}: {c:?}");
+                assert!(low <= shift_pct && shift_pct <= high, "{reps} {t}: {c:?}");
+                assert!(low > 0.0 && c.ci_low.unwrap() > 0.0);
+            } else {
+                assert_eq!(c.verdict, Verdict::NotSignificant, "{reps} {t}: {c:?}");
+                assert!(low <= 0.0 && 0.0 <= high);
+            }
+            for m in [0, 2, 3] {
+                assert_eq!(
+                    cmp(&r, m, t).verdict,
+                    Verdict::NotSignificant,
+                    "{reps} {t} {m}"
+                );
+            }
+        }
+        let text = render(&r);
+        let rtt_rows: Vec<Vec<String>> = table_rows(&text).into_iter().skip(16).take(16).collect();
+        for row in &rtt_rows[..8] {
+            assert!(
+                row[4].starts_with('+') && row[6].starts_with('+'),
+                "{row:?}"
+            );
+        }
+        assert_eq!(r.summary.len(), 2, "{:?}", r.summary);
+        assert!(
+            r.summary[0].starts_with("Median round trip time is ")
+                && r.summary[0].contains(" µs (")
+                && r.summary[0].ends_with(" higher over IPv6 (significant in 8 of 16 points)."),
+            "{}",
+            r.summary[0]
+        );
+        assert_eq!(
+            r.summary[1],
+            "Throughput, jitter and packet loss show no difference between the families in any point (≈ throughout)."
+        );
+    }
+
+    #[test]
+    fn one_run_a_family_gives_medians_without_verdicts() {
+        let r = fixture(5, 1, 0.15, 0, 1.0);
+        assert_eq!(r.verdicts.tested, 0);
+        assert_eq!(r.verdicts.level, None);
+        let text = render(&r);
+        let rows = table_rows(&text);
+        assert_eq!(rows.len(), 64, "{text}");
+        assert!(
+            rows.iter()
+                .all(|row| row[1] == "1+1" && row[4].starts_with('(') && row[5] == "-"),
+            "{text}"
+        );
+        assert_eq!(
+            r.summary,
+            ["No verdicts: each family needs at least 2 runs of a point."]
+        );
+    }
+
+    /// Runs not in pairs (order "random") get no paired verdict, even where IPv6 is
+    /// really slower: the pairs are not used, nothing is tested, and the page says why.
+    #[test]
+    fn pooled_runs_give_no_verdict_and_say_so() {
+        let points = draw(23, 3, 0.15, 8, 1.5);
+        let paired = page(points.clone(), 3, Analysis::Paired);
+        assert_eq!(paired.verdicts.tested, 64, "the same runs, paired");
+        assert_eq!(paired.verdicts.discoveries, 8);
+        let r = page(points, 3, Analysis::Pooled);
+        assert_eq!(
+            (r.verdicts.tested, r.verdicts.discoveries, r.verdicts.level),
+            (0, 0, None)
+        );
+        for (m, t) in r.tables.iter().enumerate() {
+            for (p, row) in t.rows.iter().enumerate() {
+                let c = row.comparison.expect("medians of both families");
+                assert_eq!(
+                    (c.n_a, c.n_b, c.n_pairs, c.verdict),
+                    (3, 3, 0, Verdict::Undefined),
+                    "{m} {p}"
+                );
+            }
+        }
+        assert_eq!(
+            r.summary,
+            ["Pooled analysis: the runs are not in pairs (the plan's order is random), so no paired verdict is made; the tables above compare each family's mean (Welch's t-test)."]
+        );
+        let text = render(&r);
+        assert!(
+            text.starts_with("Verdicts, plan 'compare': IPv4 (127.0.0.1) vs IPv6 (::1); 3 runs a family per point, 400 ms each, pooled (not in pairs)\n"),
+            "{text}"
+        );
+        assert!(table_rows(&text).is_empty(), "{text}");
+        assert!(text.contains(&format!("\n{}\n", r.summary[0])), "{text}");
+    }
+
+    #[test]
+    fn a_loss_table_of_zeros_is_one_line() {
+        let mut points = draw(9, 3, 0.15, 0, 1.0);
+        for p in &mut points {
+            for run in &mut p.runs {
+                for s in [&mut run.ipv4, &mut run.ipv6].into_iter().flatten() {
+                    s.figures.insert("loss".into(), 0.0);
+                }
+            }
+        }
+        let r = page(points, 3, Analysis::Paired);
+        assert_eq!(
+            r.tables.iter().map(|t| t.all_zero).collect::<Vec<_>>(),
+            [false, false, false, true]
+        );
+        let text = render(&r);
+        assert!(
+            text.contains(
+                "\nPacket loss (%): 0 in every run of every point, over both families.\n"
+            ),
+            "{text}"
+        );
+        assert_eq!(table_rows(&text).len(), 48);
+    }
+
+    #[test]
+    fn small_differences_keep_a_digit_and_levels_read_plainly() {
+        assert_eq!(signed(0.0004, 3), "+0.0004");
+        assert_eq!(signed(-0.25, 1), "-0.2");
+        assert_eq!(signed(0.0, 1), "+0.0");
+        assert_eq!(level_pct(0.95), "95");
+        assert_eq!(level_pct(1.0 - 0.05 / 64.0), "99.92");
+        assert_eq!(level_pct(0.999_999), "99.9999");
+    }
+
+    /// Under the tables, the host's checks that were not ok (which of them bear on the
+    /// comparison is `load`'s choice), each on its line; none, no heading.
+    #[test]
+    fn the_host_checks_are_shown_under_the_tables() {
+        let mut r = fixture(1, 2, 0.15, 0, 1.0);
+        let text = render(&r);
+        assert!(!text.contains("Host check"), "{text}");
+        r.host_checks = vec![
+            "warn steal: 3 % of the CPU taken by the hypervisor".into(),
+            "warn namespaces: not root".into(),
+        ];
+        let text = render(&r);
+        assert!(
+            text.contains("\n\nHost check (dualperf doctor; the figures above may carry these):\n  warn steal: 3 % of the CPU taken by the hypervisor\n  warn namespaces: not root\n"),
+            "{text}"
+        );
+    }
+
+    /// A run that fell behind its schedule stays in the document but not in the
+    /// statistics: it measured the host, not the stacks.
+    #[test]
+    fn a_run_that_fell_behind_is_kept_but_not_counted() {
+        let mut points = draw(3, 5, 0.15, 0, 1.0);
+        let run = points[0].runs[2].ipv4.as_mut().unwrap();
+        run.flow.sent.planned_packets = Some(1000);
+        run.flow.sent.packets = 899;
+        run.not_counted = fell_behind(&run.flow);
+        assert_eq!(
+            run.not_counted.as_deref(),
+            Some("sent 899 of 1000 planned packets: the host fell behind (dualperf doctor may say why); not counted")
+        );
+        let why = format!("run 3 IPv4: {}", run.not_counted.clone().unwrap());
+        points[0].errors.push(why);
+        let kept = points[1].runs[2].ipv4.as_mut().unwrap();
+        kept.flow.sent.planned_packets = Some(1000);
+        kept.flow.sent.packets = 900;
+        assert_eq!(fell_behind(&kept.flow), None);
+        let r = page(points, 5, Analysis::Paired);
+        for m in 0..4 {
+            let c = cmp(&r, m, 0);
+            assert_eq!((c.n_a, c.n_b, c.n_pairs), (4, 5, 4), "{m}");
+            assert_eq!(cmp(&r, m, 1).n_pairs, 5, "{m}");
+        }
+        assert!(r.points[0].runs[2].ipv4.is_some(), "kept in the document");
+        let text = render(&r);
+        assert!(
+            text.contains("\n1 run not counted (fell behind its schedule; named in --json's errors); the verdicts use the runs that kept up.\n"),
+            "{text}"
+        );
+    }
 }

@@ -585,6 +585,8 @@ fn compare_runs_its_battery_through_the_lab_and_removes_it() {
         "--rate",
         "1000pps",
         "--json",
+        "--dir",
+        path_str(&dir.path("run")),
     ]);
     // Compare builds the lab under a name of its own: the topology's and its pid.
     let own = ::lab::netlab::job_name(&name, compare.pid() as u32);
@@ -598,13 +600,13 @@ fn compare_runs_its_battery_through_the_lab_and_removes_it() {
         out.stderr
     );
     let doc = out.json();
-    assert_eq!(doc["target"], format!("lab:{own}"));
+    assert_eq!(doc["target"], format!("lab:{}", topo.display()));
     let p = &doc["points"][0];
     let runs = p["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2, "{p:#}");
     for r in runs {
         for side in ["ipv4", "ipv6"] {
-            assert_eq!(r[side]["loss_pct"], 0.0, "{side}: {r:#}");
+            assert_eq!(r[side]["figures"]["loss"], 0.0, "{side}: {r:#}");
             assert!(
                 r[side]["received_packets"].as_u64().unwrap() >= 490,
                 "{side}: {r:#}"
@@ -612,13 +614,16 @@ fn compare_runs_its_battery_through_the_lab_and_removes_it() {
             // Through two routers: at least the two 512 B frames' serialization at
             // 10 Mbit/s.
             let floor = 2.0 * 554.0 * 8.0 / 10e6 * 1e9;
-            assert!(r[side]["rtt_mean_ns"].as_f64().unwrap() > floor);
-            assert!(r[side]["rtt_median_ns"].as_f64().unwrap() > floor);
+            assert!(r[side]["flow"]["rtt"]["delay"]["mean_ns"].as_f64().unwrap() > floor);
+            assert!(r[side]["figures"]["rtt_median"].as_f64().unwrap() > floor);
         }
     }
     // Verdicts through the lab as on loopback: both runs of each family paired.
-    assert_eq!(p["stats"]["rtt_median_ns"]["n_pairs"], 2, "{p:#}");
-    assert_ne!(p["stats"]["rtt_median_ns"]["verdict"], "undefined", "{p:#}");
+    let rtt = &doc["tables"][1];
+    assert_eq!(rtt["metric"], "rtt_median");
+    let c = &rtt["rows"][0]["comparison"];
+    assert_eq!(c["n_pairs"], 2, "{rtt:#}");
+    assert_ne!(c["verdict"], "undefined", "{rtt:#}");
     let ns = Command::new("ip").args(["netns", "list"]).output().unwrap();
     assert!(
         !String::from_utf8_lossy(&ns.stdout).contains(&format!("dp-{own}.")),
@@ -1004,6 +1009,7 @@ fn compare_lab_leaves_a_two_hop_lab_and_its_process_untouched() {
     let routers = router_pids(&lab.state());
     assert_eq!((namespaces.len(), routers.len()), (6, 2));
     let (_exec, sleep) = exec_sleep("two-hop", "dp-two-hop.receiver");
+    let tmp = TempDir::new("lab-compare-own");
     let compare = Proc::spawn(&[
         "compare",
         "--lab",
@@ -1019,12 +1025,20 @@ fn compare_lab_leaves_a_two_hop_lab_and_its_process_untouched() {
         "--duration",
         "200ms",
         "--json",
+        "--dir",
+        path_str(&tmp.path("run")),
     ]);
     let own = ::lab::netlab::job_name("two-hop", compare.pid() as u32);
     let _own = Lab::guard(&own);
     let out = compare.finish_within(std::time::Duration::from_secs(300));
     out.assert_success();
-    assert_eq!(out.json()["target"], format!("lab:{own}"));
+    assert_eq!(out.json()["target"], "lab:topologies/two-hop.toml");
+    assert!(
+        out.stderr
+            .contains(&format!("building lab '{own}' (topology 'two-hop')")),
+        "{}",
+        out.stderr
+    );
     // two-hop as it was: its namespaces, its state file, its routers, the process.
     assert_eq!(lab.namespaces(), namespaces);
     assert_eq!(std::fs::read(state_file).unwrap(), state);
