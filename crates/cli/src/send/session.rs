@@ -84,6 +84,73 @@ pub(crate) fn marking_of(spec: &FlowSpec) -> netio::Marking {
 /// have run, a failure comes back as a [`PartialReport`] carrying everything measured.
 pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result<SendReport> {
     let dest = config.dest;
+    let (mut ctrl, mut reader, clock, sync) = open_control(config)?;
+    let engines = assign(&config.flows, config.threads);
+    let (conns, grants) = register(&mut ctrl, &mut reader, config, &engines)?;
+    // From here on the watcher reads the control connection.
+    let (results_rx, watcher_done) = watch_results(&ctrl, reader)?;
+    let log = open_log(config, &grants)?;
+    let run = Arc::new(EngineRun {
+        pacing: Pacing {
+            spin: config.spin,
+            batch_window: config.batch_window,
+        },
+        halt: Arc::new(AtomicBool::new(false)),
+        progress: Arc::new(AtomicU64::new(0)),
+        progress_bytes: Arc::new(AtomicU64::new(0)),
+        log: log.as_ref().map(crate::logsink::LogSink::producer),
+    });
+    let (started, tcp_streams) = start_engines(config, stop, &run, &grants, conns, &engines)?;
+    let (capped, tcp_reports) = supervise(config, stop, &run, &started, &watcher_done, tcp_streams);
+    let results = join_engines(started.handles, &engines)?;
+
+    let mut errors: Vec<String> = capped.into_iter().collect();
+    if started.unstarted && !stop.load(Ordering::SeqCst) {
+        errors.push("halted before the flows started: whoever held them went away".into());
+    }
+    errors.extend(
+        results
+            .iter()
+            .zip(&grants)
+            .filter_map(|(r, g)| r.error.as_ref().map(|e| format!("flow {}: {e}", g.id))),
+    );
+    if let Some(log) = &log {
+        close_log(log, &grants, &results, &mut errors);
+    }
+    let remote = finish(
+        &mut ctrl,
+        &grants,
+        &results,
+        &results_rx,
+        &watcher_done,
+        &mut errors,
+    );
+    let flows = outcomes(config, &grants, results, remote, log.is_some(), tcp_reports);
+    let report = SendReport {
+        format_version: 1,
+        tool: format!("dualperf {}", env!("CARGO_PKG_VERSION")),
+        dest,
+        interrupted: stop.load(Ordering::SeqCst),
+        clock,
+        sync,
+        sum: SumStats::of(&flows),
+        flows,
+    };
+    PartialReport::unless_errors(report, &errors)
+}
+
+/// The control connection, authenticated, with the receiver's clock against ours
+/// (measured before any flow loads the path) and, between two clocks, how well each
+/// end's is disciplined.
+fn open_control(
+    config: &SendConfig,
+) -> Result<(
+    TcpStream,
+    MsgReader,
+    Option<meter::clock::OffsetEstimate>,
+    Option<results::send::SessionSync>,
+)> {
+    let dest = config.dest;
     let mut ctrl = netio::tcp::connect(
         dest,
         &netio::Marking::default(),
@@ -104,73 +171,83 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
             crate::control::handshake(&mut ctrl, &mut reader, config.key.as_deref(), "receiver")?
         }
     }
-    // The receiver's clock against ours, before any flow loads the path.
     let clock = crate::control::estimate_offset(&mut ctrl, &mut reader, CLOCK_EXCHANGES)?;
-    // Two clocks: how well each end's is disciplined goes with the offset.
     let sync = match clock {
         Some(c) if !c.same_clock => Some(crate::control::session_sync(&mut ctrl, &mut reader)?),
         _ => None,
     };
-    let engines = assign(&config.flows, config.threads);
-    let (conns, grants) = register(&mut ctrl, &mut reader, config, &engines)?;
+    Ok((ctrl, reader, clock, sync))
+}
 
-    // From here on the watcher reads the control connection.
+/// The receiver's results, as they come.
+type ResultsMsg = Result<Results<FlowSummary, meter::RtpJitterSummary, Vec<meter::Interval>>>;
+
+/// A thread that reads the receiver's results (of many flows, maybe in several
+/// messages): they come on the channel, and the flag is set once it has read them (or
+/// the connection ended).
+fn watch_results(
+    ctrl: &TcpStream,
+    mut reader: MsgReader,
+) -> Result<(mpsc::Receiver<ResultsMsg>, Arc<AtomicBool>)> {
     let (results_tx, results_rx) = mpsc::channel();
     let watcher_done = Arc::new(AtomicBool::new(false));
-    {
-        let mut rd = ctrl.try_clone()?;
-        rd.set_read_timeout(None)?;
-        let done = watcher_done.clone();
-        std::thread::Builder::new()
-            .name("control-watch".into())
-            .spawn(move || {
-                // Results of many flows may come in several messages: all of them.
-                let msg: Result<
-                    Results<FlowSummary, meter::RtpJitterSummary, Vec<meter::Interval>>,
-                > = reader.read_results(&mut rd);
-                done.store(true, Ordering::SeqCst);
-                let _ = results_tx.send(msg);
-            })?;
-    }
+    let mut rd = ctrl.try_clone()?;
+    rd.set_read_timeout(None)?;
+    let done = watcher_done.clone();
+    std::thread::Builder::new()
+        .name("control-watch".into())
+        .spawn(move || {
+            let msg: ResultsMsg = reader.read_results(&mut rd);
+            done.store(true, Ordering::SeqCst);
+            let _ = results_tx.send(msg);
+        })?;
+    Ok((results_rx, watcher_done))
+}
 
-    let halt = Arc::new(AtomicBool::new(false));
-    let progress = Arc::new(AtomicU64::new(0));
-    let progress_bytes = Arc::new(AtomicU64::new(0));
-    let pacing = Pacing {
-        spin: config.spin,
-        batch_window: config.batch_window,
+/// `--log`: the log streams as the flows run: each flow's FlowInfo first (written
+/// here), its records as they are made, its FlowEnd last ([`close_log`]).
+fn open_log(config: &SendConfig, grants: &[FlowGrant]) -> Result<Option<crate::logsink::LogSink>> {
+    let Some(path) = &config.log else {
+        return Ok(None);
     };
-    // The log streams as the flows run: each flow's FlowInfo first, its records as they
-    // are made, its FlowEnd last.
-    let log = match &config.log {
-        Some(path) => {
-            let meta = serde_json::json!({"tool": "dualperf send", "version": env!("CARGO_PKG_VERSION"), "dest": config.dest});
-            let log = crate::logsink::LogSink::create(path, &meta.to_string())?;
-            for (spec, g) in config.flows.iter().zip(&grants) {
-                let info = serde_json::json!({"flow_id": g.id, "spec": spec});
-                log.write_entry(&meter::log::Entry::FlowInfo {
-                    flow: u32::from(g.id),
-                    json: info.to_string(),
-                })?;
-            }
-            Some(log)
-        }
-        None => None,
-    };
-    // One engine thread per group of flows; each gets its plans, in flow order.
-    let run = Arc::new(EngineRun {
-        pacing,
-        halt: halt.clone(),
-        progress: progress.clone(),
-        progress_bytes: progress_bytes.clone(),
-        log: log.as_ref().map(crate::logsink::LogSink::producer),
-    });
+    let meta = serde_json::json!({"tool": "dualperf send", "version": env!("CARGO_PKG_VERSION"), "dest": config.dest});
+    let log = crate::logsink::LogSink::create(path, &meta.to_string())?;
+    for (spec, g) in config.flows.iter().zip(grants) {
+        let info = serde_json::json!({"flow_id": g.id, "spec": spec});
+        log.write_entry(&meter::log::Entry::FlowInfo {
+            flow: u32::from(g.id),
+            json: info.to_string(),
+        })?;
+    }
+    Ok(Some(log))
+}
+
+/// The engine threads, started together at `origin`.
+struct Started {
+    handles: Vec<std::thread::JoinHandle<Vec<super::flow::FlowResult>>>,
+    origin: Instant,
+    /// A held session whose flows were halted before they started.
+    unstarted: bool,
+}
+
+/// One engine thread per group of flows, each given its plans in flow order; once every
+/// engine has its flows set up (or has died, which its join reports), all start
+/// together a little later, so that no flow's first deadline falls in the setup. With
+/// them, a duplicate of each TCP data socket, for `TCP_INFO`.
+fn start_engines(
+    config: &SendConfig,
+    stop: &Arc<AtomicBool>,
+    run: &Arc<EngineRun>,
+    grants: &[FlowGrant],
+    conns: Vec<Conn>,
+    engines: &[usize],
+) -> Result<(Started, Vec<Option<TcpStream>>)> {
     let n_engines = engines.iter().max().map_or(0, |m| m + 1);
     let mut plans: Vec<Vec<FlowPlan>> = (0..n_engines).map(|_| Vec::new()).collect();
     // TCP_INFO is read on a duplicate of each TCP data socket (the engine's shutdown
     // still sends the FIN; the duplicates are closed once the engines are done).
     let mut tcp_streams = Vec::new();
-    for (((spec, grant), conn), &e) in config.flows.iter().zip(&grants).zip(conns).zip(&engines) {
+    for (((spec, grant), conn), &e) in config.flows.iter().zip(grants).zip(conns).zip(engines) {
         tcp_streams.push(match &conn {
             Conn::Tcp(stream) => stream.try_clone().ok(),
             Conn::Udp(_) => None,
@@ -202,8 +279,6 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
         );
     }
     drop(ready_tx);
-    // Every engine has its flows set up (or has died, which its join reports): all start
-    // together, a little later, so that no flow's first deadline falls in the setup.
     for _ in 0..n_engines {
         if ready_rx.recv().is_err() {
             break;
@@ -212,7 +287,7 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
     // A held session is now set up: its flows start when told, or are halted unsent.
     let unstarted = config.hold.as_ref().is_some_and(|hold| !hold(stop));
     if unstarted {
-        halt.store(true, Ordering::SeqCst);
+        run.halt.store(true, Ordering::SeqCst);
     }
     let origin = Instant::from_nanos(netio::clock::mono_ns() + START_MARGIN_NS);
     for tx in origin_txs {
@@ -221,6 +296,33 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
     if config.announce_start {
         eprintln!("dualperf send: started");
     }
+    Ok((
+        Started {
+            handles,
+            origin,
+            unstarted,
+        },
+        tcp_streams,
+    ))
+}
+
+/// While the engines run: live lines and the TCP flows' series at `--interval`'s window
+/// edges, halting on a stop, on the receiver's going away or at an agent's caps, and
+/// `--progress`. Returns why a cap halted the flows, and each TCP flow's report.
+fn supervise(
+    config: &SendConfig,
+    stop: &Arc<AtomicBool>,
+    run: &EngineRun,
+    started: &Started,
+    watcher_done: &AtomicBool,
+    tcp_streams: Vec<Option<TcpStream>>,
+) -> (
+    Option<String>,
+    std::vec::IntoIter<Option<results::send::TcpReport>>,
+) {
+    let (halt, progress, progress_bytes) = (&run.halt, &run.progress, &run.progress_bytes);
+    let origin = started.origin;
+    let handles = &started.handles;
     let total_planned: Option<u64> = config.flows.iter().map(FlowSpec::planned_packets).sum();
     let all_tcp = config.flows.iter().all(|f| f.protocol == Protocol::Tcp);
     let mut last_print = std::time::Instant::now();
@@ -245,22 +347,9 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
         if stop.load(Ordering::Relaxed) || watcher_done.load(Ordering::Relaxed) {
             halt.store(true, Ordering::SeqCst);
         }
-        if let Some(caps) = &config.caps {
-            let bytes = progress_bytes.load(Ordering::Relaxed);
-            let ran =
-                StdDuration::from_nanos(netio::clock::mono_ns().saturating_sub(origin.as_nanos()));
-            if capped.is_none() && (bytes >= caps.bytes || ran >= caps.duration) {
-                capped = Some(if bytes >= caps.bytes {
-                    format!(
-                        "halted at the agent's byte cap ({} bytes, --max-bytes)",
-                        caps.bytes
-                    )
-                } else {
-                    format!(
-                        "halted at the agent's duration cap ({} s, --max-duration)",
-                        caps.duration.as_secs_f64()
-                    )
-                });
+        if capped.is_none() {
+            capped = cap_reached(config, progress_bytes.load(Ordering::Relaxed), origin);
+            if capped.is_some() {
                 halt.store(true, Ordering::SeqCst);
             }
         }
@@ -292,7 +381,34 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
             tcp.finish(now);
         }
     }
-    let mut tcp_reports = tcp.reports().into_iter();
+    (capped, tcp.reports().into_iter())
+}
+
+/// Why an agent's caps halt the flows, once `bytes` or the time since `origin` reach
+/// them.
+fn cap_reached(config: &SendConfig, bytes: u64, origin: Instant) -> Option<String> {
+    let caps = config.caps.as_ref()?;
+    let ran = StdDuration::from_nanos(netio::clock::mono_ns().saturating_sub(origin.as_nanos()));
+    if bytes >= caps.bytes {
+        Some(format!(
+            "halted at the agent's byte cap ({} bytes, --max-bytes)",
+            caps.bytes
+        ))
+    } else if ran >= caps.duration {
+        Some(format!(
+            "halted at the agent's duration cap ({} s, --max-duration)",
+            caps.duration.as_secs_f64()
+        ))
+    } else {
+        None
+    }
+}
+
+/// Each engine's results, back in flow order.
+fn join_engines(
+    handles: Vec<std::thread::JoinHandle<Vec<super::flow::FlowResult>>>,
+    engines: &[usize],
+) -> Result<Vec<super::flow::FlowResult>> {
     let mut per_engine = Vec::new();
     for h in handles {
         let results = h
@@ -300,45 +416,52 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
             .map_err(|_| anyhow::anyhow!("a sender thread panicked"))?;
         per_engine.push(results.into_iter());
     }
-    // Back in flow order.
-    let results: Vec<_> = engines
+    Ok(engines
         .iter()
         .map(|&e| {
             per_engine[e]
                 .next()
                 .unwrap_or_else(super::flow::FlowResult::empty)
         })
-        .collect();
+        .collect())
+}
 
-    let mut errors: Vec<String> = capped.into_iter().collect();
-    if unstarted && !stop.load(Ordering::SeqCst) {
-        errors.push("halted before the flows started: whoever held them went away".into());
-    }
-    errors.extend(
-        results
-            .iter()
-            .zip(&grants)
-            .filter_map(|(r, g)| r.error.as_ref().map(|e| format!("flow {}: {e}", g.id))),
-    );
-    if let Some(log) = &log {
-        for (g, r) in grants.iter().zip(&results) {
-            let end = serde_json::json!({"flow_id": g.id, "sent_packets": r.sent_total().0, "unlogged_records": r.unlogged});
-            let entry = meter::log::Entry::FlowEnd {
-                flow: u32::from(g.id),
-                json: end.to_string(),
-            };
-            if let Err(e) = log.write_entry(&entry) {
-                errors.push(format!("{e:#}"));
-            }
-        }
-        match log.finish() {
-            Ok(()) => crate::out::note!("dualperf: wrote {}", log.written()),
-            Err(e) => errors.push(format!("{e:#}")),
+/// Each flow's FlowEnd, and the log closed; its failures join `errors`.
+fn close_log(
+    log: &crate::logsink::LogSink,
+    grants: &[FlowGrant],
+    results: &[super::flow::FlowResult],
+    errors: &mut Vec<String>,
+) {
+    for (g, r) in grants.iter().zip(results) {
+        let end = serde_json::json!({"flow_id": g.id, "sent_packets": r.sent_total().0, "unlogged_records": r.unlogged});
+        let entry = meter::log::Entry::FlowEnd {
+            flow: u32::from(g.id),
+            json: end.to_string(),
+        };
+        if let Err(e) = log.write_entry(&entry) {
+            errors.push(format!("{e:#}"));
         }
     }
+    match log.finish() {
+        Ok(()) => crate::out::note!("dualperf: wrote {}", log.written()),
+        Err(e) => errors.push(format!("{e:#}")),
+    }
+}
+
+/// `Finish` with what each flow sent, and the receiver's results for it, by flow id;
+/// what went wrong joins `errors`.
+fn finish(
+    ctrl: &mut TcpStream,
+    grants: &[FlowGrant],
+    results: &[super::flow::FlowResult],
+    results_rx: &mpsc::Receiver<ResultsMsg>,
+    watcher_done: &AtomicBool,
+    errors: &mut Vec<String>,
+) -> HashMap<u16, TypedResult> {
     let sent: Vec<FlowSent> = grants
         .iter()
-        .zip(&results)
+        .zip(results)
         .map(|(g, r)| FlowSent {
             id: g.id,
             // Every packet, omitted (-O) or not: the receiver counts loss from them.
@@ -349,7 +472,7 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
     // The receiver may already have reported (it was stopped): then Finish may fail,
     // and its results cover only what it received until then.
     let receiver_ended_first = watcher_done.load(Ordering::SeqCst);
-    let _ = write_msg(&mut ctrl, &Msg::Finish { flows: sent });
+    let _ = write_msg(ctrl, &Msg::Finish { flows: sent });
     let remote: Vec<TypedResult> = match results_rx.recv_timeout(RESULTS_TIMEOUT) {
         Ok(Ok(Results::Flows(flows, _))) => {
             if receiver_ended_first {
@@ -378,12 +501,23 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
         }
     };
     // Each flow's result by id, taken (not copied) into its outcome.
-    let mut remote: HashMap<u16, TypedResult> = remote.into_iter().map(|r| (r.id, r)).collect();
+    remote.into_iter().map(|r| (r.id, r)).collect()
+}
 
-    let flows: Vec<FlowOutcome> = config
+/// Each flow's outcome: what it sent, its echoes, the receiver's figures and its TCP
+/// report.
+fn outcomes(
+    config: &SendConfig,
+    grants: &[FlowGrant],
+    results: Vec<super::flow::FlowResult>,
+    mut remote: HashMap<u16, TypedResult>,
+    logged: bool,
+    mut tcp_reports: std::vec::IntoIter<Option<results::send::TcpReport>>,
+) -> Vec<FlowOutcome> {
+    config
         .flows
         .iter()
-        .zip(&grants)
+        .zip(grants)
         .zip(results)
         .map(|((spec, grant), res)| {
             let mut r = remote.remove(&grant.id);
@@ -412,7 +546,7 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
                 receiver_hold: res.hold,
                 malformed_at_receiver: r.as_ref().map(|r| r.malformed),
                 error: res.error,
-                unlogged_records: log.as_ref().map(|_| res.unlogged),
+                unlogged_records: logged.then_some(res.unlogged),
                 stamp: None,
                 delay_cdf_ns,
                 received_rtp: r.as_ref().and_then(|r| r.rtp),
@@ -422,18 +556,7 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
                 tcp: tcp_reports.next().flatten(),
             }
         })
-        .collect();
-    let report = SendReport {
-        format_version: 1,
-        tool: format!("dualperf {}", env!("CARGO_PKG_VERSION")),
-        dest,
-        interrupted: stop.load(Ordering::SeqCst),
-        clock,
-        sync,
-        sum: SumStats::of(&flows),
-        flows,
-    };
-    PartialReport::unless_errors(report, &errors)
+        .collect()
 }
 
 /// Paced packets a second one sender thread is given by default. On this project's
