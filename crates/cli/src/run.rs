@@ -117,7 +117,9 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
     if args.dry_run {
         let (target, _) = target_of(&plan, &args.plan, false)?;
         if args.json {
-            return crate::out::print_json(&crate::out::sorted_json(&dry_run_json(&plan, &target))?);
+            return crate::out::print_json(&crate::out::sorted_json(&dry_run_json(
+                &plan, &target,
+            ))?);
         }
         return crate::out::print(dry_run(&plan, &target));
     }
@@ -200,7 +202,107 @@ pub(crate) fn measure(
     executor: &mut dyn lab::executor::Executor,
 ) -> Result<Measured> {
     let (plan, dir, who) = (job.plan, job.dir, job.who);
-    let store = Store::create(&dir)?;
+    let store = open_dir(job)?;
+    let stop = crate::interrupt::flag();
+    let tty = crate::out::progress_on_stderr();
+    let started = std::time::Instant::now();
+    let progress = |done: usize, total: usize, run: &lab::plan::Run| {
+        let elapsed = started.elapsed();
+        // Once runs have been measured, their pace predicts the rest better than the
+        // plan's estimate does.
+        let left = if done > 0 {
+            elapsed.mul_f64((total - done) as f64 / done as f64)
+        } else {
+            std::time::Duration::from_nanos(plan.estimated(total - done).as_nanos())
+        };
+        let point = &plan.points[run.point].id;
+        let what = format!(
+            "{point} · IPv{} · repetition {}/{}",
+            run.family, run.repetition, plan.repetitions
+        );
+        if tty {
+            eprint!("\r\x1b[2K{}", progress_bar(done, total, &what, left, 24));
+        } else {
+            crate::out::note!(
+                "{who}: {}/{total} {what} (about {} left, {} so far)",
+                done + 1,
+                crate::human::span(left),
+                crate::human::span(elapsed)
+            );
+        }
+    };
+    let exe = std::env::current_exe().context("cannot find the dualperf binary")?;
+    // A lab target: build it, and keep its topology and router configurations with the
+    // results. A hosts target: read the hosts' keys.
+    let (mut target, topology) = target_of(plan, job.plan_path, true)?;
+    let qos_files = match qos_files(plan, job.plan_path, topology.as_ref().map(|(t, _)| t)) {
+        Ok(q) => q,
+        Err(e) => usage!("{}: {e}", job.plan_path.display()),
+    };
+    let _lab = match &topology {
+        None => None,
+        Some((t, text)) => {
+            // A lab of its own, under a name no other process uses (a lab up under the
+            // topology's name is left alone); the run directory keeps the topology.
+            crate::out::note!(
+                "{who}: building lab '{}' (topology '{}') …",
+                lab::netlab::job_name(&t.name, std::process::id()),
+                t.name
+            );
+            let (own, guard) = lab::netlab::up_own(t, &exe)?;
+            target = match Place::of_lab(&own) {
+                Ok(p) => Target::Local(p),
+                Err(e) => usage!("{}: {e}", job.plan_path.display()),
+            };
+            keep_lab(&store, t, text, &qos_files)?;
+            Some(guard)
+        }
+    };
+    let outcome = execute(
+        plan,
+        &store,
+        &RunConfig {
+            exe,
+            target,
+            resume: job.resume,
+            stop: &stop,
+            progress: &progress,
+            qos_files,
+        },
+        executor,
+    );
+    if tty {
+        eprintln!();
+    }
+    // The run directory is the record; the index is derived from it, so a failure here
+    // loses nothing (`dualperf export DIR` indexes it again).
+    let index_path = job
+        .index
+        .map_or_else(|| lab::index::default_path(dir), Path::to_owned);
+    let indexed = match lab::index::Index::open(&index_path).and_then(|mut i| i.put_store(&store)) {
+        Ok((_, n)) => {
+            crate::out::note!("{who}: {n} runs indexed in {}", index_path.display());
+            Some(n)
+        }
+        Err(e) => {
+            eprintln!("{who}: warning: not indexed: {e}");
+            None
+        }
+    };
+    Ok(Measured {
+        outcome,
+        index_path,
+        indexed,
+        interrupted: stop.load(std::sync::atomic::Ordering::SeqCst),
+    })
+}
+
+/// The run directory of `job`, checked (a new run goes into a directory without runs;
+/// a resume, under the same plan), with the plan, its expansion, the host and the host
+/// check written (a resume adds its own host and check).
+fn open_dir(job: &Job<'_>) -> Result<Store> {
+    let (plan, dir, who) = (job.plan, job.dir, job.who);
+    let store = Store::create(dir)?;
     if store.has_runs()? && !job.resume {
         usage!(
             "{} already holds runs: give --resume to go on with it, or another --dir",
@@ -260,117 +362,38 @@ pub(crate) fn measure(
     if !problems.is_empty() {
         crate::out::note!("{who}: `dualperf doctor` says why each matters and how to fix it");
     }
-    let stop = crate::interrupt::flag();
-    let tty = crate::out::progress_on_stderr();
-    let started = std::time::Instant::now();
-    let progress = |done: usize, total: usize, run: &lab::plan::Run| {
-        let elapsed = started.elapsed();
-        // Once runs have been measured, their pace predicts the rest better than the
-        // plan's estimate does.
-        let left = if done > 0 {
-            elapsed.mul_f64((total - done) as f64 / done as f64)
-        } else {
-            std::time::Duration::from_nanos(plan.estimated(total - done).as_nanos())
-        };
-        let point = &plan.points[run.point].id;
-        let what = format!(
-            "{point} · IPv{} · repetition {}/{}",
-            run.family, run.repetition, plan.repetitions
-        );
-        if tty {
-            eprint!("\r\x1b[2K{}", progress_bar(done, total, &what, left, 24));
-        } else {
-            crate::out::note!(
-                "{who}: {}/{total} {what} (about {} left, {} so far)",
-                done + 1,
-                crate::human::span(left),
-                crate::human::span(elapsed)
-            );
-        }
-    };
-    let exe = std::env::current_exe().context("cannot find the dualperf binary")?;
-    // A lab target: build it, and keep its topology and router configurations with the
-    // results. A hosts target: read the hosts' keys.
-    let (mut target, topology) = target_of(plan, job.plan_path, true)?;
-    let qos_files = match qos_files(plan, job.plan_path, topology.as_ref().map(|(t, _)| t)) {
-        Ok(q) => q,
-        Err(e) => usage!("{}: {e}", job.plan_path.display()),
-    };
-    let _lab = match &topology {
-        None => None,
-        Some((t, text)) => {
-            // A lab of its own, under a name no other process uses (a lab up under the
-            // topology's name is left alone); the run directory keeps the topology.
-            crate::out::note!(
-                "{who}: building lab '{}' (topology '{}') …",
-                lab::netlab::job_name(&t.name, std::process::id()),
-                t.name
-            );
-            let (own, guard) = lab::netlab::up_own(t, &exe)?;
-            target = match Place::of_lab(&own) {
-                Ok(p) => Target::Local(p),
-                Err(e) => usage!("{}: {e}", job.plan_path.display()),
-            };
-            let lab_dir = dir.join("lab");
-            std::fs::create_dir_all(&lab_dir)
-                .with_context(|| format!("cannot create {}", lab_dir.display()))?;
-            store.write_file("lab/topology.toml", text.as_bytes())?;
-            store.write_json("lab/topology.json", t)?;
-            for (i, n) in t.nodes.iter().enumerate() {
-                if n.kind == lab::topology::Kind::Router {
-                    let cfg = toml::to_string(&t.router_config(i)).unwrap_or_default();
-                    store.write_file(&format!("lab/{}.toml", n.name), cfg.as_bytes())?;
-                    if let Some(q) = &n.qos {
-                        store.write_file(&format!("lab/{}.qos.toml", n.name), q.text.as_bytes())?;
-                    }
-                }
+    Ok(store)
+}
+
+/// A lab plan's lab, kept with the results: its topology, each router's configuration
+/// and QoS file, and the QoS files the points name.
+fn keep_lab(
+    store: &Store,
+    t: &lab::topology::Topology,
+    text: &str,
+    qos_files: &std::collections::BTreeMap<String, String>,
+) -> Result<()> {
+    let lab_dir = store.dir().join("lab");
+    std::fs::create_dir_all(&lab_dir)
+        .with_context(|| format!("cannot create {}", lab_dir.display()))?;
+    store.write_file("lab/topology.toml", text.as_bytes())?;
+    store.write_json("lab/topology.json", t)?;
+    for (i, n) in t.nodes.iter().enumerate() {
+        if n.kind == lab::topology::Kind::Router {
+            let cfg = toml::to_string(&t.router_config(i)).unwrap_or_default();
+            store.write_file(&format!("lab/{}.toml", n.name), cfg.as_bytes())?;
+            if let Some(q) = &n.qos {
+                store.write_file(&format!("lab/{}.qos.toml", n.name), q.text.as_bytes())?;
             }
-            for (file, text) in &qos_files {
-                store.write_file(
-                    &format!("lab/{}", lab::plan::file_safe(file)),
-                    text.as_bytes(),
-                )?;
-            }
-            Some(guard)
         }
-    };
-    let outcome = execute(
-        plan,
-        &store,
-        &RunConfig {
-            exe,
-            target,
-            resume: job.resume,
-            stop: &stop,
-            progress: &progress,
-            qos_files,
-        },
-        executor,
-    );
-    if tty {
-        eprintln!();
     }
-    // The run directory is the record; the index is derived from it, so a failure here
-    // loses nothing (`dualperf export DIR` indexes it again).
-    let index_path = job
-        .index
-        .map_or_else(|| lab::index::default_path(dir), Path::to_owned);
-    let indexed = match lab::index::Index::open(&index_path).and_then(|mut i| i.put_store(&store)) {
-        Ok((_, n)) => {
-            crate::out::note!("{who}: {n} runs indexed in {}", index_path.display());
-            Some(n)
-        }
-        Err(e) => {
-            eprintln!("{who}: warning: not indexed: {e}");
-            None
-        }
-    };
-    Ok(Measured {
-        outcome,
-        index_path,
-        indexed,
-        interrupted: stop.load(std::sync::atomic::Ordering::SeqCst),
-    })
+    for (file, text) in qos_files {
+        store.write_file(
+            &format!("lab/{}", lab::plan::file_safe(file)),
+            text.as_bytes(),
+        )?;
+    }
+    Ok(())
 }
 
 impl Job<'_> {
@@ -747,7 +770,13 @@ fn dry_run_json(plan: &Plan, target: &Target) -> lab::rundoc::DryRun {
                     DrySend::Hosts {
                         from: from.to_owned(),
                         to: to.to_owned(),
-                        command: hosts_send(hosts, from, to, r.family, plan.measured_args(p).join(" ")),
+                        command: hosts_send(
+                            hosts,
+                            from,
+                            to,
+                            r.family,
+                            plan.measured_args(p).join(" "),
+                        ),
                     }
                 }
                 Target::Local(place) => DrySend::Local {
@@ -758,7 +787,10 @@ fn dry_run_json(plan: &Plan, target: &Target) -> lab::rundoc::DryRun {
             let background = p
                 .background
                 .iter()
-                .map(|b| DryBackground { label: b.label.clone(), args: plan.background_args(p, b) })
+                .map(|b| DryBackground {
+                    label: b.label.clone(),
+                    args: plan.background_args(p, b),
+                })
                 .collect();
             DryRunRun {
                 id: r.id.clone(),
