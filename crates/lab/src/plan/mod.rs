@@ -316,21 +316,7 @@ impl Plan {
     /// The same, its tables' metrics checked against `vocabulary`. In phases: the file,
     /// its scalars, the base flow, the factors, the points, then what hangs off them.
     pub fn parse_with(text: &str, quick: bool, vocabulary: &Vocabulary) -> Result<Self, PlanError> {
-        let file: PlanFile = toml::from_str(text).map_err(|e| {
-            PlanError::at(
-                e.span().and_then(|s| line_at(text, s.start)),
-                e.message().to_owned(),
-            )
-        })?;
-        if *file.version.get_ref() != PLAN_VERSION {
-            return Err(PlanError::at(
-                line_at(text, file.version.span().start),
-                format!(
-                    "plan format version {} is not {PLAN_VERSION}, the one this dualperf reads",
-                    file.version.get_ref()
-                ),
-            ));
-        }
+        let file = read_file(text)?;
         let target = parse_target(text, file.target.as_ref())?;
         let declared = crate::hosts::parse_hosts(
             text,
@@ -492,6 +478,26 @@ impl Plan {
 /// The 1-based line of byte `offset` of a plan's text ([`wire::span::line_at`]).
 fn line_at(text: &str, offset: usize) -> Option<usize> {
     Some(wire::span::line_at(text, offset))
+}
+
+/// The plan file as TOML reads it, of the format this build reads.
+fn read_file(text: &str) -> Result<PlanFile, PlanError> {
+    let file: PlanFile = toml::from_str(text).map_err(|e| {
+        PlanError::at(
+            e.span().and_then(|s| line_at(text, s.start)),
+            e.message().to_owned(),
+        )
+    })?;
+    if *file.version.get_ref() != PLAN_VERSION {
+        return Err(PlanError::at(
+            line_at(text, file.version.span().start),
+            format!(
+                "plan format version {} is not {PLAN_VERSION}, the one this dualperf reads",
+                file.version.get_ref()
+            ),
+        ));
+    }
+    Ok(file)
 }
 
 /// `target`, read once: loopback when absent.
