@@ -82,7 +82,7 @@ fn peer(args: &ClockArgs, dest: &str) -> Result<()> {
             h.hostname,
             h.kernel,
             h.tool,
-            crate::hostinfo::sync_text(&h.clock)
+            results::clock::sync_text(&h.clock)
         ));
     }
     match &doc.offset {
@@ -216,7 +216,7 @@ pub(crate) fn run(args: ClockArgs) -> Result<()> {
     }
     text.push_str(&format!(
         "\nclock: {}\n",
-        crate::hostinfo::sync_text(&report.sync)
+        results::clock::sync_text(&report.sync)
     ));
     text.push_str(&t.render());
     crate::out::print(text)

@@ -10,9 +10,6 @@ use std::path::Path;
 
 use results::clock::{HostDoc, KernelClock, SyncState};
 
-// The clock's state in a few words lives with its type.
-pub(crate) use results::clock::sync_text;
-
 /// This host's clock synchronisation: the kernel's discipline (`None` when `adjtimex`
 /// fails) and chrony's tracking (`None` without `chronyc` on `PATH`, or when it fails,
 /// prints no tracking line, or takes over 2 s).
