@@ -22,4 +22,5 @@ pub mod metric;
 pub mod recv;
 pub mod send;
 pub mod stamp;
+pub mod tcp_info;
 pub mod text_table;
