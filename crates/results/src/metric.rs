@@ -362,7 +362,7 @@ pub const RTT_MEDIAN: Metric = Metric {
     ..Metric::new(
         "rtt_median",
         "Median round trip time",
-        "median (p50) of the round trips of the echoes, the receiver's hold time taken out, within the histogram's 1/128 (RFC 2330 §11.3's percentiles)",
+        "median (p50, nearest rank) of the round trips (RFC 2681) of the echoes, the receiver's hold time taken out, from the meter's histogram within 1/128",
         TIME,
         "µs",
         |r| Some(r.flows.first()?.rtt.as_ref()?.delay.as_ref()?.p50_ns? as f64),
