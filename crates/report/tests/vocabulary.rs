@@ -1,6 +1,6 @@
 //! A metric added to the vocabulary ([`results::metric`]) with no other change: a plan's
-//! table may name it, a name the vocabulary lacks is refused, and `report` titles,
-//! scales and reads it from a run directory.
+//! table may name it, a name the vocabulary lacks is refused, `report` titles, scales
+//! and reads it from a run directory, and the verdict page `compare` prints compares it.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -49,6 +49,8 @@ fn run_dir(plan: &Plan) -> PathBuf {
             serde_json::from_str(include_str!("../../lab/tests/data/send-udp-rtt.json")).unwrap();
         let sent = if r.family == 4 { 40 } else { 60 } + u64::from(r.repetition);
         report["flows"][0]["sent"]["packets"] = sent.into();
+        // On schedule: every planned packet sent (a run behind it would not count).
+        report["flows"][0]["sent"]["planned_packets"] = sent.into();
         let record = RunRecord {
             format_version: lab::store::FORMAT_VERSION,
             run: r.clone(),
@@ -142,6 +144,22 @@ fn a_metric_added_to_the_vocabulary_is_validated_and_reported() {
         )),
         "{csv}"
     );
+
+    // The verdict page `dualperf compare` prints (report's verdict layer, the same
+    // page `report` prints under its tables): the new metric's table, each
+    // repetition's IPv6 run against its IPv4 run.
+    let page = &rendered.verdicts;
+    assert_eq!(page.tables.len(), 1);
+    assert_eq!(page.tables[0].metric, "sent_packets");
+    assert_eq!(page.tables[0].heading, "Sent packets (packets)");
+    let c = page.tables[0].rows[0].comparison.expect("a comparison");
+    assert_eq!((c.n_pairs, c.median_a, c.median_b), (2, 41.5, 61.5));
+    // Compared as a ratio: IPv4's median times e^(the median of the pairs' log ratios) − 1.
+    let d = ((61.0_f64 / 41.0).ln() + (62.0_f64 / 42.0).ln()) / 2.0;
+    assert!((c.diff - 41.5 * d.exp_m1()).abs() < 1e-9, "{c:?}");
+    let shown = report::verdicts::render(page);
+    assert!(shown.contains("Sent packets (packets)"), "{shown}");
+    assert!(text.contains(&shown), "report prints the page compare prints");
 
     // Read with the standard vocabulary, the table naming it is left out, said so.
     let mut warnings = Vec::new();
