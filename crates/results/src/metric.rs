@@ -107,6 +107,12 @@ pub struct Metric {
     pub alike: &'static [&'static str],
     /// Where a run's value comes from.
     pub source: Source,
+    /// How finely a run's value is known, as a fraction of itself: a figure read from
+    /// the meter's log-linear histogram (a percentile) is within
+    /// [`meter::hist::RELATIVE_ERROR`]; 0 for exact figures (sums, means, counts). The
+    /// verdicts never take the spread of paired runs below what that rounding alone
+    /// gives (`meter::verdict::RunsInput::resolution`).
+    pub resolution: f64,
 }
 
 impl Metric {
@@ -130,6 +136,7 @@ impl Metric {
             family: key,
             alike: &[],
             source: Source::Report(read),
+            resolution: 0.0,
         }
     }
 
@@ -359,6 +366,7 @@ pub const RTT: Metric = Metric {
 /// histogram within 1/128, only for a flow metered round trip.
 pub const RTT_MEDIAN: Metric = Metric {
     family: "delay",
+    resolution: meter::hist::RELATIVE_ERROR,
     ..Metric::new(
         "rtt_median",
         "Median round trip time",
