@@ -3,7 +3,8 @@
 //! ([`LogMeta`]) and each flow's entries ([`LogFlow`]: its FlowInfo, and its FlowEnd
 //! merged in), as `decode --json` prints them in `meta` and `flow_info`.
 //!
-//! A key dualperf does not write (another writer's, a later version's) is kept as it is
+//! The writers (`recv`, `send`) and the reader (`decode`) share these types. A key
+//! dualperf does not write (another writer's, a later version's) is kept as it is
 //! in `other`; an entry that does not read as these types keeps all its keys there.
 
 use std::collections::BTreeMap;
@@ -41,7 +42,17 @@ pub struct LogMeta {
     pub other: Other,
 }
 
+/// `v`'s JSON with every object's keys in name order, as logs have always held it.
+fn in_name_order(v: &impl Serialize) -> String {
+    serde_json::to_value(v).map_or_else(|_| "{}".to_owned(), |v| v.to_string())
+}
+
 impl LogMeta {
+    /// The metadata as a log's header holds it.
+    pub fn to_json(&self) -> String {
+        in_name_order(self)
+    }
+
     /// The metadata in `json`; `None` when it is not JSON at all.
     pub fn parse(json: &str) -> Option<Self> {
         let v: serde_json::Value = serde_json::from_str(json).ok()?;
@@ -108,6 +119,11 @@ fn typed_or_kept<T: serde::de::DeserializeOwned>(
 }
 
 impl LogFlow {
+    /// The entry as a log holds it.
+    pub fn to_json(&self) -> String {
+        in_name_order(self)
+    }
+
     /// A flow entry's JSON; `None` when it is not JSON at all.
     pub fn parse(json: &str) -> Option<Self> {
         let v: serde_json::Value = serde_json::from_str(json).ok()?;
@@ -181,6 +197,11 @@ mod tests {
             "flow_id": 1, "session": 3, "peer": "198.18.0.1", "announce": announce,
         });
         assert_eq!(again(&info.to_string()), info);
+        // Written back byte for byte: what the log held before the entries had types.
+        assert_eq!(
+            LogFlow::parse(&info.to_string()).unwrap().to_json(),
+            info.to_string()
+        );
         let mut flow = LogFlow::parse(&info.to_string()).unwrap();
         // The receiver's end of a flow whose sent count it never learnt.
         let end = serde_json::json!({
@@ -197,6 +218,10 @@ mod tests {
         let spec = FlowSpec::default();
         let sent = serde_json::json!({"flow_id": 2, "spec": spec});
         assert_eq!(again(&sent.to_string()), sent);
+        assert_eq!(
+            LogFlow::parse(&sent.to_string()).unwrap().to_json(),
+            sent.to_string()
+        );
         assert_eq!(
             LogFlow::parse(&sent.to_string()).unwrap().meter(),
             Some(spec.meter)

@@ -430,15 +430,16 @@ impl Shared {
             let Some(log) = &self.log else {
                 return;
             };
-            let info = serde_json::json!({
-                "flow_id": flow.id,
-                "session": session,
-                "peer": peer_ip,
-                "announce": flow.announce,
-            });
+            let info = results::log::LogFlow {
+                flow_id: Some(flow.id),
+                session: Some(session),
+                peer: Some(peer_ip),
+                announce: Some(flow.announce.clone()),
+                ..Default::default()
+            };
             let entry = Entry::FlowInfo {
                 flow: flow.log_key,
-                json: info.to_string(),
+                json: info.to_json(),
             };
             if let Err(e) = log.write_entry(&entry) {
                 eprintln!(
@@ -468,15 +469,16 @@ impl Shared {
             let sent = sent_of.get(&id).copied().flatten();
             if let Some(log) = &self.log {
                 // After every shard's lock: every record of the flow was handed over before.
-                let end = serde_json::json!({
-                    "flow_id": id,
-                    "session": flow.session,
-                    "sent_packets": sent,
-                    "unlogged_records": state.unlogged,
-                });
+                let end = results::log::LogFlow {
+                    flow_id: Some(id),
+                    session: Some(flow.session),
+                    sent_packets: Some(sent),
+                    unlogged_records: Some(state.unlogged),
+                    ..Default::default()
+                };
                 let entry = Entry::FlowEnd {
                     flow: flow.log_key,
-                    json: end.to_string(),
+                    json: end.to_json(),
                 };
                 if let Err(e) = log.write_entry(&entry) {
                     eprintln!("dualperf recv: warning: the log lost flow {id}'s end: {e:#}");
@@ -581,13 +583,14 @@ impl Receiver {
         };
         let log = match &config.log {
             Some(path) => {
-                let meta = serde_json::json!({
-                    "tool": "dualperf recv",
-                    "version": env!("CARGO_PKG_VERSION"),
-                    "listen": local,
-                    "created_unix_ns": netio::clock::wall_ns(),
-                });
-                Some(crate::logsink::LogSink::create(path, &meta.to_string())?)
+                let meta = results::log::LogMeta {
+                    tool: Some("dualperf recv".into()),
+                    version: Some(env!("CARGO_PKG_VERSION").into()),
+                    listen: Some(local.to_string()),
+                    created_unix_ns: Some(netio::clock::wall_ns()),
+                    ..Default::default()
+                };
+                Some(crate::logsink::LogSink::create(path, &meta.to_json())?)
             }
             None => None,
         };

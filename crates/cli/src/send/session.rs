@@ -210,13 +210,22 @@ fn open_log(config: &SendConfig, grants: &[FlowGrant]) -> Result<Option<crate::l
     let Some(path) = &config.log else {
         return Ok(None);
     };
-    let meta = serde_json::json!({"tool": "dualperf send", "version": env!("CARGO_PKG_VERSION"), "dest": config.dest});
-    let log = crate::logsink::LogSink::create(path, &meta.to_string())?;
+    let meta = results::log::LogMeta {
+        tool: Some("dualperf send".into()),
+        version: Some(env!("CARGO_PKG_VERSION").into()),
+        dest: Some(config.dest.to_string()),
+        ..Default::default()
+    };
+    let log = crate::logsink::LogSink::create(path, &meta.to_json())?;
     for (spec, g) in config.flows.iter().zip(grants) {
-        let info = serde_json::json!({"flow_id": g.id, "spec": spec});
+        let info = results::log::LogFlow {
+            flow_id: Some(g.id),
+            spec: Some(spec.clone()),
+            ..Default::default()
+        };
         log.write_entry(&meter::log::Entry::FlowInfo {
             flow: u32::from(g.id),
-            json: info.to_string(),
+            json: info.to_json(),
         })?;
     }
     Ok(Some(log))
@@ -434,10 +443,15 @@ fn close_log(
     errors: &mut Vec<String>,
 ) {
     for (g, r) in grants.iter().zip(results) {
-        let end = serde_json::json!({"flow_id": g.id, "sent_packets": r.sent_total().0, "unlogged_records": r.unlogged});
+        let end = results::log::LogFlow {
+            flow_id: Some(g.id),
+            sent_packets: Some(Some(r.sent_total().0)),
+            unlogged_records: Some(r.unlogged),
+            ..Default::default()
+        };
         let entry = meter::log::Entry::FlowEnd {
             flow: u32::from(g.id),
-            json: end.to_string(),
+            json: end.to_json(),
         };
         if let Err(e) = log.write_entry(&entry) {
             errors.push(format!("{e:#}"));
