@@ -4,6 +4,7 @@
 use std::net::IpAddr;
 use std::time::Duration as StdDuration;
 
+pub(crate) use wire::prefix::Prefix;
 use wire::time::Duration;
 
 /// `10s`, `250ms`, `100us`, `2m`; a bare number is seconds.
@@ -33,38 +34,7 @@ pub(crate) fn byte_count(s: &str) -> Result<u64, String> {
 }
 
 /// An address prefix (`agent --allow`, `recv --stamp-allow`): `198.18.0.0/15`,
-/// `2001:2::/48`, or one address (IPv4-mapped IPv6 counts as IPv4).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Prefix {
-    net: IpAddr,
-    len: u8,
-}
-
-impl Prefix {
-    /// Whether `ip` is inside (IPv4-mapped IPv6 counts as IPv4).
-    pub(crate) fn contains(&self, ip: IpAddr) -> bool {
-        match (self.net, crate::control::canonical(ip)) {
-            (IpAddr::V4(n), IpAddr::V4(a)) => {
-                let mask = u32::MAX.checked_shl(32 - u32::from(self.len)).unwrap_or(0);
-                u32::from(n) & mask == u32::from(a) & mask
-            }
-            (IpAddr::V6(n), IpAddr::V6(a)) => {
-                let mask = u128::MAX
-                    .checked_shl(128 - u32::from(self.len))
-                    .unwrap_or(0);
-                u128::from(n) & mask == u128::from(a) & mask
-            }
-            _ => false,
-        }
-    }
-}
-
-impl std::fmt::Display for Prefix {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.net, self.len)
-    }
-}
-
+/// `2001:2::/48`, `[2001:2::1]`, or one address (IPv4-mapped IPv6 counts as IPv4).
 pub(crate) fn prefix(s: &str) -> Result<Prefix, String> {
     let (addr, len) = match s.split_once('/') {
         Some((a, l)) => (a, Some(l)),
@@ -78,14 +48,11 @@ pub(crate) fn prefix(s: &str) -> Result<Prefix, String> {
     let net = crate::control::canonical(net);
     let max = if net.is_ipv4() { 32 } else { 128 };
     let len = match len {
-        None => max,
-        Some(l) => l
-            .parse::<u8>()
-            .ok()
-            .filter(|l| *l <= max)
-            .ok_or_else(|| format!("'{s}': the prefix length must be 0 to {max}"))?,
+        None => Some(max),
+        Some(l) => l.parse::<u8>().ok(),
     };
-    Ok(Prefix { net, len })
+    len.and_then(|len| Prefix::new(net, len))
+        .ok_or_else(|| format!("'{s}': the prefix length must be 0 to {max}"))
 }
 
 /// A key given in hex (`--stamp-key`): at least 16 bytes.

@@ -56,22 +56,7 @@ use serde::Serialize;
 /// Whether `addr` lies in `prefix/len` (same family only; a length beyond the family's
 /// width is taken as the full width).
 pub fn prefix_match(addr: std::net::IpAddr, prefix: std::net::IpAddr, len: u8) -> bool {
-    use std::net::IpAddr;
-    match (addr, prefix) {
-        (IpAddr::V4(a), IpAddr::V4(p)) => {
-            let m = u32::MAX
-                .checked_shl(32 - u32::from(len.min(32)))
-                .unwrap_or(0);
-            u32::from(a) & m == u32::from(p) & m
-        }
-        (IpAddr::V6(a), IpAddr::V6(p)) => {
-            let m = u128::MAX
-                .checked_shl(128 - u32::from(len.min(128)))
-                .unwrap_or(0);
-            u128::from(a) & m == u128::from(p) & m
-        }
-        _ => false,
-    }
+    wire::prefix::matches(addr, prefix, len)
 }
 
 /// Why a packet was dropped.

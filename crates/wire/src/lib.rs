@@ -18,6 +18,7 @@
 //! - [`control`]: the control-channel messages and the HMAC handshake.
 //! - [`stamp`]: STAMP test packets (RFC 8762) with their optional extensions (RFC 8972).
 //! - [`span`]: byte offsets → line numbers, for the TOML parsers' errors.
+//! - [`prefix`]: IPv4 and IPv6 address prefixes, parsed and matched.
 //!
 //! The L2/L3 formats of a userspace router:
 //! - [`checksum`]: the RFC 1071 Internet checksum, pseudo-headers and the RFC 1624
@@ -46,6 +47,7 @@ pub mod ipv4;
 pub mod ipv6;
 pub mod ndp;
 pub mod overhead;
+pub mod prefix;
 pub mod probe;
 pub mod rtp;
 pub mod span;

@@ -255,15 +255,8 @@ pub(super) fn parse_range(s: &Scalar, max: u64) -> Option<(u64, u64)> {
 }
 
 pub(super) fn parse_prefix(s: &str) -> Option<(IpAddr, u8)> {
-    let (a, l) = match s.split_once('/') {
-        Some((a, l)) => (a.parse::<IpAddr>().ok()?, l.parse::<u8>().ok()?),
-        None => {
-            let a: IpAddr = s.parse().ok()?;
-            (a, if a.is_ipv4() { 32 } else { 128 })
-        }
-    };
-    let width = if a.is_ipv4() { 32 } else { 128 };
-    (l <= width).then_some((a, l))
+    let p: wire::prefix::Prefix = s.parse().ok()?;
+    Some((p.addr(), p.bits()))
 }
 
 pub(super) fn parse_action(s: &str) -> Option<Action> {
