@@ -86,12 +86,7 @@ fn comparison_of(c: &Column) -> Spec {
     } else {
         f64::NEG_INFINITY
     };
-    // A median is read from the run's histogram of round trips.
-    let resolution = if c.metric.key.ends_with("_median") {
-        meter::hist::RELATIVE_ERROR
-    } else {
-        0.0
-    };
+    let resolution = c.metric.resolution;
     Spec {
         scale,
         low,
@@ -572,12 +567,8 @@ pub fn render(r: &CompareReport) -> String {
         out.push_str(line);
         out.push('\n');
     }
-    if !r.host_checks.is_empty() {
-        out.push_str("\nHost check (dualperf doctor; the figures above may carry these):\n");
-        for c in &r.host_checks {
-            out.push_str(&format!("  {c}\n"));
-        }
-    }
+    // The host checks are not repeated here: `report` prints them under its opening
+    // lines, `compare` as it starts (both from the run directory's doctor.json).
     let errors: usize = r.points.iter().map(|p| p.errors.len()).sum();
     if errors > 0 {
         out.push_str(&format!(
@@ -1030,22 +1021,26 @@ mod tests {
         assert_eq!(level_pct(0.999_999), "99.9999");
     }
 
-    /// Under the tables, the host's checks that were not ok (which of them bear on the
-    /// comparison is `load`'s choice), each on its line; none, no heading.
+    /// The host's checks that were not ok stay in the document (`--json`; which of them
+    /// bear on the comparison is `load`'s choice), but the page does not repeat them:
+    /// `report` prints them under its opening lines, `compare` as it starts.
     #[test]
-    fn the_host_checks_are_shown_under_the_tables() {
+    fn the_host_checks_are_kept_in_the_document_not_repeated_on_the_page() {
         let mut r = fixture(1, 2, 0.15, 0, 1.0);
-        let text = render(&r);
-        assert!(!text.contains("Host check"), "{text}");
+        let without = render(&r);
         r.host_checks = vec![
             "warn steal: 3 % of the CPU taken by the hypervisor".into(),
             "warn namespaces: not root".into(),
         ];
-        let text = render(&r);
-        assert!(
-            text.contains("\n\nHost check (dualperf doctor; the figures above may carry these):\n  warn steal: 3 % of the CPU taken by the hypervisor\n  warn namespaces: not root\n"),
-            "{text}"
+        let json = serde_json::to_value(&r).expect("a document");
+        assert_eq!(
+            json["host_checks"],
+            serde_json::json!([
+                "warn steal: 3 % of the CPU taken by the hypervisor",
+                "warn namespaces: not root"
+            ])
         );
+        assert_eq!(render(&r), without);
     }
 
     /// A run that fell behind its schedule stays in the document but not in the
