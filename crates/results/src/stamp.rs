@@ -17,7 +17,15 @@ use meter::{FlowMeter, FlowSummary, RxRecord};
 use wire::probe::SeqUnwrapper;
 use wire::stamp::{format_name, mode_name, ErrorEstimate, Mode, ReflectorRepr, TlvBody};
 
-use crate::send::{HoldStats, HoldSums, StampCos, StampOutcome};
+use std::net::SocketAddr;
+
+use meter::TxMeter;
+use traffic::FlowSpec;
+
+use crate::send::{
+    sent_stats, FlowOutcome, HoldStats, HoldSums, SendReport, StampCos, StampOutcome, SumStats,
+    SEND_FORMAT_VERSION,
+};
 
 /// The flow id of the one flow in a STAMP session's report.
 pub const FLOW_ID: u16 = 0;
@@ -373,6 +381,62 @@ impl ReplyMeter {
     }
 }
 
+/// What a STAMP session did besides its replies, for [`Figures::into_report`].
+pub struct Session<'a> {
+    /// The flow sent.
+    pub spec: &'a FlowSpec,
+    /// What was sent.
+    pub tx: &'a TxMeter,
+    /// Why sending ended early, if it did.
+    pub error: Option<String>,
+    /// The round trip's distribution (`send --cdf`).
+    pub delay_cdf_ns: Option<Vec<i64>>,
+    /// The Session-Reflector.
+    pub dest: SocketAddr,
+    /// The tool that ran it (`dualperf VERSION`).
+    pub tool: String,
+    /// Sending was stopped (Ctrl-C).
+    pub interrupted: bool,
+}
+
+impl Figures {
+    /// `send`'s report of a STAMP session: its one flow, with the forward view as what
+    /// was received, the round trip, the reflector's turnarounds and the STAMP figures.
+    pub fn into_report(self, session: Session<'_>) -> SendReport {
+        let spec = session.spec;
+        let flow = FlowOutcome {
+            id: FLOW_ID,
+            spec: spec.clone(),
+            sent: sent_stats(spec, session.tx),
+            received: Some(self.forward),
+            received_rtp: None,
+            rtt: Some(self.rtt),
+            receiver_hold: self.turnaround,
+            intervals: None,
+            intervals_error: None,
+            malformed_at_receiver: None,
+            error: session.error,
+            unlogged_records: None,
+            stamp: Some(self.outcome),
+            delay_cdf_ns: session.delay_cdf_ns,
+            tcp: None,
+            received_omitted: None,
+            zerocopy: None,
+        };
+        let flows = vec![flow];
+        SendReport {
+            format_version: SEND_FORMAT_VERSION,
+            tool: session.tool,
+            dest: session.dest,
+            interrupted: session.interrupted,
+            clock: self.clock,
+            sync: None,
+            sum: SumStats::of(&flows),
+            flows,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -646,5 +710,42 @@ mod tests {
         assert_eq!(f.forward.marking.dscp_seen.get(&46), Some(&2));
         assert_eq!(f.forward.marking.ecn_seen.get(&2), Some(&2));
         assert_eq!(f.forward.marking.tos_unknown, 1);
+    }
+
+    #[test]
+    fn the_report_has_the_one_flow_with_the_sessions_figures() {
+        let mut m = ReplyMeter::new(1, None, 1);
+        for n in 0..3 {
+            let s = exchange(n, 0);
+            m.handle_reply(&reply(1, n as u32, n as u32, s), meta(s.t4_ns), 4);
+        }
+        let spec = FlowSpec::default();
+        let tx = TxMeter::default();
+        let report = m
+            .finish(4, Mode::Unauthenticated, ee(false))
+            .into_report(Session {
+                spec: &spec,
+                tx: &tx,
+                error: Some("stopped".into()),
+                delay_cdf_ns: Some(vec![1, 2]),
+                dest: "[2001:2::1]:862".parse().unwrap(),
+                tool: "dualperf test".into(),
+                interrupted: true,
+            });
+        assert_eq!(report.flows.len(), 1);
+        let f = &report.flows[0];
+        assert_eq!(f.id, FLOW_ID);
+        assert_eq!(f.rtt.as_ref().unwrap().packets, 3);
+        assert_eq!(f.rtt.as_ref().unwrap().loss.lost, 1);
+        assert_eq!(f.received.as_ref().unwrap().packets, 3);
+        assert_eq!(f.receiver_hold.as_ref().unwrap().packets, 3);
+        assert_eq!(f.stamp.as_ref().unwrap().replies, 3);
+        assert_eq!(f.error.as_deref(), Some("stopped"));
+        assert_eq!(f.delay_cdf_ns, Some(vec![1, 2]));
+        assert_eq!(report.clock.unwrap().samples, 3);
+        assert_eq!(
+            (report.tool.as_str(), report.interrupted, report.dest.port()),
+            ("dualperf test", true, 862)
+        );
     }
 }

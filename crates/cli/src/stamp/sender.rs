@@ -27,8 +27,8 @@ use std::time::Duration as StdDuration;
 
 use anyhow::{Context, Result};
 use meter::{TxMeter, TxRecord};
-use results::send::{sent_stats, FlowOutcome, SendReport, SumStats};
-use results::stamp::{ReplyMeta, ReplyMeter, FLOW_ID};
+use results::send::SendReport;
+use results::stamp::{ReplyMeta, ReplyMeter, Session, FLOW_ID};
 use traffic::{FlowSpec, Schedule, Transmit};
 use wire::stamp::{ErrorEstimate, Mode, PacketWriter, TimestampFormat, MAX_UDP_PAYLOAD};
 use wire::time::{Duration, Instant};
@@ -157,10 +157,9 @@ pub(crate) fn run(config: &StampConfig, stop: &Arc<AtomicBool>) -> Result<SendRe
 
     let packets = sent.tx.packets();
     let figures = meter.finish(packets, config.mode, ee);
-    let outcome = figures.outcome;
     let mut errors: Vec<String> = sent.error.iter().cloned().collect();
     errors.extend(recv_error);
-    if packets > 0 && outcome.replies == 0 {
+    if packets > 0 && figures.outcome.replies == 0 {
         let why = if shared.refused.load(Ordering::SeqCst) {
             format!(
                 "{} refused the packets (ICMP port unreachable): is a STAMP reflector listening on port {}?",
@@ -176,36 +175,15 @@ pub(crate) fn run(config: &StampConfig, stop: &Arc<AtomicBool>) -> Result<SendRe
         };
         errors.push(why);
     }
-    let flow = FlowOutcome {
-        id: FLOW_ID,
-        spec: spec.clone(),
-        sent: sent_stats(spec, &sent.tx),
-        received: Some(figures.forward),
-        received_rtp: None,
-        rtt: Some(figures.rtt),
-        receiver_hold: figures.turnaround,
-        intervals: None,
-        intervals_error: None,
-        malformed_at_receiver: None,
+    let report = figures.into_report(Session {
+        spec,
+        tx: &sent.tx,
         error: sent.error,
-        unlogged_records: None,
-        stamp: Some(outcome),
         delay_cdf_ns: config.cdf.then(|| meter.rtt_cdf_ns()).flatten(),
-        tcp: None,
-        received_omitted: None,
-        zerocopy: None,
-    };
-    let flows = vec![flow];
-    let report = SendReport {
-        format_version: results::send::SEND_FORMAT_VERSION,
-        tool: format!("dualperf {}", env!("CARGO_PKG_VERSION")),
         dest: config.dest,
+        tool: format!("dualperf {}", env!("CARGO_PKG_VERSION")),
         interrupted: stop.load(Ordering::SeqCst),
-        clock: figures.clock,
-        sync: None,
-        sum: SumStats::of(&flows),
-        flows,
-    };
+    });
     PartialReport::unless_errors(report, &errors)
 }
 
