@@ -4,9 +4,10 @@
 //! (`inproc.rs`), and the `report` crate's verdict layer prints its verdicts, exactly as
 //! `dualperf report DIR` prints them again.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Result;
+use lab::plan::select::Selection;
 use lab::plan::{Overrides, Plan};
 use traffic::Rate;
 use wire::time::Duration;
@@ -115,7 +116,7 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
         Some(p) => (crate::args::read_input(p, "the plan")?, p.clone()),
         None => (BATTERY.to_owned(), PathBuf::from("plans/compare.toml")),
     };
-    let text = match select(&text, &args, plan_path.parent()) {
+    let text = match selection(&args).and_then(|s| s.apply(&text, plan_path.parent())) {
         Ok(t) => t,
         Err(e) => usage!("{}: {e}", plan_path.display()),
     };
@@ -202,38 +203,22 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
     job.finish(outcome)
 }
 
-/// The battery's text with the flags applied: `--sizes`, `--protocols` and `--rate`
-/// replace the sweep's factors (in `[factors]` and `[quick]`), `--no-voip`,
-/// `--no-games` and a protocol list without UDP leave out the points of those groups,
-/// `--lab` sets the target. Unchanged when no flag changes it (its comments kept).
-fn select(text: &str, args: &CompareArgs, base: Option<&Path>) -> Result<String, String> {
-    let changes = args.sizes.is_some()
-        || args.protocols.is_some()
-        || args.rate.is_some()
-        || args.no_voip
-        || args.no_games
-        || args.lab;
-    if !changes {
-        return Ok(text.to_owned());
-    }
-    let mut doc: toml::Table = toml::from_str(text).map_err(|e| e.message().to_owned())?;
-    let factor = |key: &str, values: toml::Value| (key.to_owned(), values);
-    let mut set: Vec<(String, toml::Value)> = Vec::new();
+/// What the flags change in the battery ([`lab::plan::select`]): `--sizes`,
+/// `--protocols` and `--rate` replace the sweep's factors, `--no-voip`, `--no-games` and
+/// a protocol list without UDP (the VoIP and game models are UDP) leave out the points of
+/// those groups, `--lab` sets the target.
+fn selection(args: &CompareArgs) -> Result<Selection, String> {
+    let mut s = Selection::default();
     if let Some(sizes) = &args.sizes {
-        for &s in sizes {
-            if s < wire::probe::HEADER_LEN as u32 || s > 65_507 {
-                return Err(format!("size {s} is outside 16..=65507 bytes"));
-            }
+        if let Some(bad) = sizes
+            .iter()
+            .find(|&&s| s < wire::probe::HEADER_LEN as u32 || s > 65_507)
+        {
+            return Err(format!("size {bad} is outside 16..=65507 bytes"));
         }
-        set.push(factor(
-            "size",
-            toml::Value::Array(
-                sizes
-                    .iter()
-                    .map(|&s| toml::Value::Integer(s.into()))
-                    .collect(),
-            ),
-        ));
+        let values = sizes.iter().map(|&s| toml::Value::Integer(s.into()));
+        s.factors
+            .push(("size".into(), toml::Value::Array(values.collect())));
     }
     let mut udp = true;
     if let Some(protocols) = &args.protocols {
@@ -245,62 +230,29 @@ fn select(text: &str, args: &CompareArgs, base: Option<&Path>) -> Result<String,
             }
         }
         udp = list.iter().any(|p| p.as_str() == Some("udp"));
-        set.push(factor("protocol", toml::Value::Array(list)));
+        s.factors
+            .push(("protocol".into(), toml::Value::Array(list)));
     }
     if let Some(rate) = &args.rate {
-        set.push(factor(
-            "rate",
-            toml::Value::Array(vec![toml::Value::String(rate.to_string())]),
-        ));
+        let value = toml::Value::Array(vec![toml::Value::String(rate.to_string())]);
+        s.factors.push(("rate".into(), value));
     }
-    // Each sweep (the plan's and its quick one) takes the values.
-    for (key, values) in &set {
-        if let Some(toml::Value::Table(f)) = doc.get_mut("factors") {
-            f.insert(key.clone(), values.clone());
-        }
-        if let Some(toml::Value::Table(q)) = doc.get_mut("quick") {
-            if let Some(toml::Value::Table(f)) = q.get_mut("factors") {
-                f.insert(key.clone(), values.clone());
-            }
-        }
+    if args.no_voip || !udp {
+        s.leave_out_groups.push("VoIP".into());
     }
-    // The VoIP and game models are UDP: left out with --no-voip, --no-games, or
-    // protocols without UDP.
-    let leave_out = |group: Option<&str>| match group {
-        Some("VoIP") => args.no_voip || !udp,
-        Some("Games") => args.no_games || !udp,
-        _ => false,
-    };
-    if let Some(toml::Value::Array(points)) = doc.get_mut("points") {
-        points.retain(|p| !leave_out(p.get("group").and_then(toml::Value::as_str)));
+    if args.no_games || !udp {
+        s.leave_out_groups.push("Games".into());
     }
     if args.lab {
-        let topology = match &args.topology {
-            Some(t) => std::path::absolute(t)
-                .map_err(|e| format!("{}: {e}", t.display()))?
-                .display()
-                .to_string(),
-            None => "topologies/two-hop.toml".to_owned(),
-        };
-        doc.insert(
-            "target".into(),
-            toml::Value::String(format!("lab:{topology}")),
-        );
-    } else if let (Some(toml::Value::String(t)), Some(base)) = (doc.get("target"), base) {
-        // A plan's own lab topology, relative to the plan: the run directory's copy of
-        // the plan is elsewhere.
-        if let Some(file) = t
-            .strip_prefix("lab:")
-            .filter(|f| Path::new(f).is_relative())
-        {
-            if base.join(file).is_file() {
-                let abs = std::path::absolute(base.join(file)).map_err(|e| e.to_string())?;
-                doc.insert(
-                    "target".into(),
-                    toml::Value::String(format!("lab:{}", abs.display())),
-                );
-            }
-        }
+        s.target = Some(match &args.topology {
+            Some(t) => format!(
+                "lab:{}",
+                std::path::absolute(t)
+                    .map_err(|e| format!("{}: {e}", t.display()))?
+                    .display()
+            ),
+            None => "lab:topologies/two-hop.toml".to_owned(),
+        });
     }
-    toml::to_string(&doc).map_err(|e| e.to_string())
+    Ok(s)
 }

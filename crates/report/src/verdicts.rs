@@ -194,7 +194,9 @@ pub fn compare_doc(runs: &Runs, tables: &[Table], dir: Option<String>) -> Compar
             .flat_map(|p| p.runs.iter().flat_map(|r| [&r.ipv4, &r.ipv6]))
             .flatten()
             .filter_map(|s| s.figures.get(&key))
-            .all(|v| *v == 0.0);
+            .try_fold(false, |_, v| (*v == 0.0).then_some(true))
+            // At least one run has the figure, and every one that has it is 0.
+            .unwrap_or(false);
         specs.push(comparison_of(c));
         vtables.push(VerdictTable {
             title: t.title.clone(),
@@ -433,7 +435,7 @@ fn metric_table(t: &VerdictTable, out: &mut String) {
 pub fn summary(r: &CompareReport) -> Vec<String> {
     if r.analysis == Analysis::Pooled {
         return vec![
-            "Pooled analysis: the runs are not in pairs (the plan's order is random), so no paired verdict is made; the tables above compare each family's mean (Welch's t-test).".into(),
+            "Pooled analysis: the runs are not in pairs (the plan's order is random), so no paired verdict is made; `dualperf report` of the run directory compares each family's mean (Welch's t-test).".into(),
         ];
     }
     let mut lines = Vec::new();
@@ -498,7 +500,7 @@ pub fn summary(r: &CompareReport) -> Vec<String> {
                 range(&up),
                 of(up.len()),
                 range(&down),
-                down.len()
+                of(down.len())
             )),
         }
     }
@@ -975,7 +977,7 @@ mod tests {
         }
         assert_eq!(
             r.summary,
-            ["Pooled analysis: the runs are not in pairs (the plan's order is random), so no paired verdict is made; the tables above compare each family's mean (Welch's t-test)."]
+            ["Pooled analysis: the runs are not in pairs (the plan's order is random), so no paired verdict is made; `dualperf report` of the run directory compares each family's mean (Welch's t-test)."]
         );
         let text = render(&r);
         assert!(

@@ -58,6 +58,7 @@ use toml::Spanned;
 use crate::tables::{parse_table, TableSpec, Vocabulary};
 
 pub(crate) mod point;
+pub mod select;
 
 pub use point::{
     file_safe, Background, PlanError, Point, SendOption, Setting, BACKGROUND_KEYS, FLOW_TABLE_KEYS,
