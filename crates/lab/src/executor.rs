@@ -11,7 +11,180 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
-use crate::runner::{Place, RunError};
+use crate::store::StoreError;
+
+/// Why a plan stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The run directory.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A process could not be started or read.
+    #[error("{what}: {source}")]
+    Process {
+        /// Which.
+        what: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The receiver did not say where it listens.
+    #[error("the receiver did not start: {0}")]
+    Receiver(String),
+    /// A lab router refused or did not take a point's QoS file, or a run's flows have
+    /// nowhere to go.
+    #[error("run {run}: {message}")]
+    Lab {
+        /// The run.
+        run: String,
+        /// Why.
+        message: String,
+    },
+    /// A sender refused its options: the plan is wrong, and so is every later run.
+    #[error("run {run}: dualperf send refused the options: {stderr}")]
+    Usage {
+        /// The run.
+        run: String,
+        /// What the sender said.
+        stderr: String,
+    },
+    /// A host of a hosts plan did not answer `dualperf clock --peer` (before any run).
+    #[error("host {host} ({addr}): {message}")]
+    Host {
+        /// The host's name in the plan.
+        host: String,
+        /// Its agent's address as asked.
+        addr: String,
+        /// Why.
+        message: String,
+    },
+    /// Interrupted; what was finished is stored.
+    #[error("interrupted after {done} of {total} runs; `--resume` goes on from there")]
+    Interrupted {
+        /// Runs stored.
+        done: usize,
+        /// Runs in the plan.
+        total: usize,
+    },
+}
+
+/// Where the receiver and the senders run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// On this host, to 127.0.0.1 and ::1.
+    Loopback,
+    /// In a lab's namespaces: senders in one, the receiver in another at these addresses.
+    Lab {
+        /// The lab's name.
+        lab: String,
+        /// Its routers: (node, its topology's QoS file text, if any).
+        routers: Vec<(String, Option<String>)>,
+        /// Background flows' place: from node `bg-a` to node `bg-b`, when the lab has
+        /// them (namespaces and the receiver's addresses).
+        background: Option<(String, String, std::net::Ipv4Addr, std::net::Ipv6Addr)>,
+        /// The senders' namespace.
+        sender_ns: String,
+        /// The receiver's namespace.
+        receiver_ns: String,
+        /// The receiver's IPv4 address.
+        receiver_v4: std::net::Ipv4Addr,
+        /// The receiver's IPv6 address.
+        receiver_v6: std::net::Ipv6Addr,
+    },
+}
+
+impl Place {
+    /// The place of a lab's flows: from its node `sender` to its node `receiver` (at
+    /// the addresses of the receiver's first link). An error names what is missing.
+    pub fn of_lab(t: &crate::topology::Topology) -> Result<Self, String> {
+        let (Some(sender), Some(receiver)) = (t.node("sender"), t.node("receiver")) else {
+            return Err("the lab needs nodes named 'sender' and 'receiver'".into());
+        };
+        let (_, end, _) = t
+            .ends_of(receiver)
+            .next()
+            .ok_or_else(|| "the receiver has no link".to_owned())?;
+        let background = match (t.node("bg-a"), t.node("bg-b")) {
+            (Some(a), Some(b)) => t
+                .ends_of(b)
+                .next()
+                .map(|(_, e, _)| (t.namespace(a), t.namespace(b), e.ipv4, e.ipv6)),
+            _ => None,
+        };
+        Ok(Self::Lab {
+            lab: t.name.clone(),
+            routers: t
+                .nodes
+                .iter()
+                .filter(|n| n.kind == crate::topology::Kind::Router)
+                .map(|n| (n.name.clone(), n.qos.as_ref().map(|q| q.text.clone())))
+                .collect(),
+            background,
+            sender_ns: t.namespace(sender),
+            receiver_ns: t.namespace(receiver),
+            receiver_v4: end.ipv4,
+            receiver_v6: end.ipv6,
+        })
+    }
+
+    /// The receiver's address for `family` (4 or 6).
+    pub fn dest(&self, family: u8) -> String {
+        match (self, family) {
+            (Self::Loopback, 4) => "127.0.0.1".into(),
+            (Self::Loopback, _) => "::1".into(),
+            (Self::Lab { receiver_v4, .. }, 4) => receiver_v4.to_string(),
+            (Self::Lab { receiver_v6, .. }, _) => receiver_v6.to_string(),
+        }
+    }
+
+    /// A command running `exe` here: directly, or in `ns` through `ip netns exec`.
+    pub(crate) fn command(exe: &PathBuf, ns: Option<&str>) -> Command {
+        match ns {
+            None => Command::new(exe),
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns]).arg(exe);
+                c
+            }
+        }
+    }
+
+    /// Where background flows go: on loopback, loopback; in a lab, from `bg-a` to
+    /// `bg-b`, if it has them.
+    pub fn background(&self) -> Option<Place> {
+        match self {
+            Self::Loopback => Some(Self::Loopback),
+            Self::Lab {
+                background: Some((s, r, v4, v6)),
+                ..
+            } => Some(Self::Lab {
+                lab: String::new(),
+                routers: Vec::new(),
+                background: None,
+                sender_ns: s.clone(),
+                receiver_ns: r.clone(),
+                receiver_v4: *v4,
+                receiver_v6: *v6,
+            }),
+            Self::Lab { .. } => None,
+        }
+    }
+
+    /// The senders' namespace; `None` here.
+    pub fn sender_ns(&self) -> Option<&str> {
+        match self {
+            Self::Loopback => None,
+            Self::Lab { sender_ns, .. } => Some(sender_ns),
+        }
+    }
+
+    /// The receiver's namespace; `None` here.
+    pub fn receiver_ns(&self) -> Option<&str> {
+        match self {
+            Self::Loopback => None,
+            Self::Lab { receiver_ns, .. } => Some(receiver_ns),
+        }
+    }
+}
 
 /// Starts a plan's receiver and its measured senders ([`crate::runner::execute`]).
 pub trait Executor {
