@@ -4,7 +4,7 @@
 use std::fmt::Write;
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use lab::index::{default_path, Index, ToSql};
 use lab::store::Store;
 use serde_json::Value;
@@ -45,13 +45,6 @@ pub(crate) struct ExportArgs {
     #[arg(long)]
     prune: bool,
 }
-
-const RUNS: &str = "SELECT d.plan, r.dir, r.run_id, r.point, r.family, r.repetition,
-       r.started_unix_ns, r.protocol, r.size_bytes, r.throughput_bps, r.rtt_ns, r.owd_ns,
-       r.delay_ns, r.jitter_ns, r.loss_pct, r.packets_sent, r.packets_received,
-       (SELECT json_group_object(f.key, f.value) FROM factors f
-         WHERE f.dir = r.dir AND f.point = r.point) AS factors
-  FROM runs r JOIN dirs d USING (dir)";
 
 pub(crate) fn run(args: ExportArgs) -> Result<()> {
     let path = args
@@ -100,7 +93,7 @@ pub(crate) fn run(args: ExportArgs) -> Result<()> {
     let (columns, mut rows) = match &args.sql {
         Some(sql) => index.query(sql, &[])?,
         None => {
-            let mut sql = format!("{RUNS} WHERE 1");
+            let mut sql = format!("{} WHERE 1", lab::index::EXPORT_RUNS);
             let mut params: Vec<&dyn ToSql> = Vec::new();
             if !dirs.is_empty() {
                 let marks = vec!["?"; dirs.len()].join(",");
@@ -132,7 +125,17 @@ pub(crate) fn run(args: ExportArgs) -> Result<()> {
             .into_iter()
             .map(|r| columns.iter().cloned().zip(r).collect())
             .collect();
-        return crate::out::print_json(&objects);
+        if args.sql.is_some() {
+            // A query's own columns: no type to hold them to.
+            return crate::out::print_json(&objects);
+        }
+        let runs: Vec<lab::index::ExportRow> = objects
+            .into_iter()
+            .map(|o| serde_json::from_value(Value::Object(o)))
+            .collect::<Result<_, _>>()
+            .context("an indexed run does not read as export's row")?;
+        // Keys in name order, as the document has always had them.
+        return crate::out::print_json(&crate::out::sorted_json(&runs)?);
     }
     let mut out = columns
         .iter()

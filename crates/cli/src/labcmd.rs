@@ -137,11 +137,8 @@ pub(crate) fn run(args: LabArgs) -> Result<()> {
                 Err(e) => return Err(e.into()),
             };
             if json {
-                crate::out::print_json(&serde_json::json!({
-                    "topology": state.topology,
-                    "namespaces": state.namespaces,
-                    "routers": state.routers,
-                }))?;
+                // Keys in name order, as the document has always had them.
+                crate::out::print_json(&crate::out::sorted_json(&state)?)?;
             } else {
                 print!("{}", lab::status::nodes_text(&state));
             }
@@ -179,11 +176,13 @@ pub(crate) fn run(args: LabArgs) -> Result<()> {
             };
             let routers = lab::status::routers(&state);
             if json {
-                return crate::out::print_json(&serde_json::json!({
-                    "topology": state.topology,
-                    "namespaces": state.namespaces,
-                    "routers": routers,
-                }));
+                let doc = lab::status::LabStatus {
+                    topology: state.topology,
+                    namespaces: state.namespaces,
+                    routers,
+                };
+                // Keys in name order, as the document has always had them.
+                return crate::out::print_json(&crate::out::sorted_json(&doc)?);
             }
             print!("{}", lab::status::nodes_text(&state));
             for r in &routers {

@@ -4,7 +4,8 @@
 
 use anyhow::Result;
 use traffic::overhead_table::{
-    carriage_cells, carriage_rows, codec_cells, codec_rows, CARRIAGE_COLUMNS, CODEC_COLUMNS, SWEEP,
+    carriage_cells, carriage_rows, codec_cells, codec_rows, CarriageDoc, CodecDoc,
+    CARRIAGE_COLUMNS, CODEC_COLUMNS, SWEEP,
 };
 use wire::overhead::OverheadError;
 
@@ -59,11 +60,12 @@ pub(crate) fn run(args: OverheadArgs) -> Result<()> {
         Err(e) => usage!("{e}"),
     };
     if args.json {
-        return crate::out::print_json(&serde_json::json!({
-            "format_version": 1,
-            "mtu": args.mtu,
-            "rows": rows,
-        }));
+        // Keys in name order, as the document has always had them.
+        return crate::out::print_json(&crate::out::sorted_json(&CarriageDoc {
+            format_version: 1,
+            mtu: args.mtu,
+            rows,
+        })?);
     }
     let mut t = report::text_table::Table::new(&CARRIAGE_COLUMNS);
     for r in &rows {
@@ -82,10 +84,11 @@ pub(crate) fn run(args: OverheadArgs) -> Result<()> {
 fn codecs(json: bool) -> Result<()> {
     let rows = codec_rows();
     if json {
-        return crate::out::print_json(&serde_json::json!({
-            "format_version": 1,
-            "codecs": rows,
-        }));
+        // Keys in name order, as the document has always had them.
+        return crate::out::print_json(&crate::out::sorted_json(&CodecDoc {
+            format_version: 1,
+            codecs: rows,
+        })?);
     }
     let mut t = report::text_table::Table::new(&CODEC_COLUMNS);
     for r in &rows {

@@ -19,7 +19,8 @@ use crate::usage;
   dualperf schema --dir docs/schemas   # every schema, as NAME.schema.json")]
 pub(crate) struct SchemaArgs {
     /// The document: send, send-bidir, recv, decode, log-meta, log-flow, compare, run,
-    /// run-dry-run, run-record, resolved, host, peer-clock, router-stats, report, doctor.
+    /// run-dry-run, run-record, resolved, host, peer-clock, router-stats, report, export,
+    /// lab-up, lab-status, overhead, overhead-codecs, doctor.
     #[arg(value_name = "DOCUMENT", conflicts_with = "dir")]
     document: Option<String>,
     /// Write every schema into this directory as NAME.schema.json.
@@ -112,6 +113,31 @@ const DOCS: &[Doc] = &[
         schema: report::schema,
     },
     Doc {
+        name: "export",
+        what: "dualperf export --json: the indexed runs, one object a run (not with --sql)",
+        schema: || schemars::schema_for!(Vec<lab::index::ExportRow>),
+    },
+    Doc {
+        name: "lab-up",
+        what: "dualperf lab up --json: the lab it built, its namespaces and routers",
+        schema: || schemars::schema_for!(lab::netlab::LabState),
+    },
+    Doc {
+        name: "lab-status",
+        what: "dualperf lab status --json: the lab, each router with fresh counters",
+        schema: || schemars::schema_for!(lab::status::LabStatus),
+    },
+    Doc {
+        name: "overhead",
+        what: "dualperf overhead --json: a payload's headers, packets and bytes on a link",
+        schema: || schemars::schema_for!(traffic::overhead_table::CarriageDoc),
+    },
+    Doc {
+        name: "overhead-codecs",
+        what: "dualperf overhead --codecs --json: D-ITG's VoIP codecs' bandwidth",
+        schema: || schemars::schema_for!(traffic::overhead_table::CodecDoc),
+    },
+    Doc {
         name: "doctor",
         what: "dualperf doctor --json, kept by dualperf run as a run directory's doctor.json",
         schema: || schemars::schema_for!(results::doctor::DoctorDoc),
@@ -138,7 +164,7 @@ pub(crate) fn run(args: SchemaArgs) -> Result<()> {
         None => {
             let mut s = String::from("Documents (dualperf schema NAME prints one):\n");
             for d in DOCS {
-                s.push_str(&format!("  {:<14}{}\n", d.name, d.what));
+                s.push_str(&format!("  {:<17}{}\n", d.name, d.what));
             }
             crate::out::print(s)
         }

@@ -30,6 +30,58 @@ use results::metric::{self, Metric};
 /// The schema this build writes (`PRAGMA user_version`).
 pub const SCHEMA_VERSION: i64 = 1;
 
+/// The runs as `dualperf export` lists them, one [`ExportRow`] a row: its columns in
+/// that type's order; the caller adds its `WHERE` and `ORDER BY` after `WHERE 1`.
+pub const EXPORT_RUNS: &str = "SELECT d.plan, r.dir, r.run_id, r.point, r.family, r.repetition,
+       r.started_unix_ns, r.protocol, r.size_bytes, r.throughput_bps, r.rtt_ns, r.owd_ns,
+       r.delay_ns, r.jitter_ns, r.loss_pct, r.packets_sent, r.packets_received,
+       (SELECT json_group_object(f.key, f.value) FROM factors f
+         WHERE f.dir = r.dir AND f.point = r.point) AS factors
+  FROM runs r JOIN dirs d USING (dir)";
+
+/// One run of the index as `dualperf export --json` prints it (a row of
+/// [`EXPORT_RUNS`], the factors read as an object). A metric the run lacks is null.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExportRow {
+    /// The plan's name (empty when its `resolved.json` did not read).
+    pub plan: String,
+    /// The run directory, absolute.
+    pub dir: String,
+    /// The run's id.
+    pub run_id: String,
+    /// Its point's id.
+    pub point: String,
+    /// IP version, 4 or 6.
+    pub family: u8,
+    /// Its repetition, from 0.
+    pub repetition: u32,
+    /// When it started, ns since the Unix epoch.
+    pub started_unix_ns: i64,
+    /// Its first flow's protocol, `udp` or `tcp`.
+    pub protocol: Option<String>,
+    /// Its first flow's payload size, bytes.
+    pub size_bytes: Option<i64>,
+    /// Throughput, bit/s.
+    pub throughput_bps: Option<f64>,
+    /// Round-trip time, ns.
+    pub rtt_ns: Option<f64>,
+    /// One-way delay, ns.
+    pub owd_ns: Option<f64>,
+    /// Delay, ns.
+    pub delay_ns: Option<f64>,
+    /// Jitter, ns.
+    pub jitter_ns: Option<f64>,
+    /// Loss, %.
+    pub loss_pct: Option<f64>,
+    /// Its first flow's packets sent.
+    pub packets_sent: Option<i64>,
+    /// Its first flow's packets received.
+    pub packets_received: Option<i64>,
+    /// Its point's factors, name to value; null when they did not read.
+    pub factors: Option<std::collections::BTreeMap<String, String>>,
+}
+
 /// A protocol as run records spell it (`spec.protocol`).
 fn protocol_name(p: wire::control::Protocol) -> &'static str {
     match p {

@@ -108,8 +108,8 @@ pub enum LabError {
     },
 }
 
-/// What `up` made.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// What `up` made; `dualperf lab up --json` prints it.
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LabState {
     /// The topology, resolved.
     pub topology: Topology,
@@ -120,7 +120,7 @@ pub struct LabState {
 }
 
 /// A running `dualperf route`.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RouterProc {
     /// Node name.
     pub node: String,

@@ -7,15 +7,26 @@ use std::path::Path;
 use std::time::Duration;
 
 use router::stats::RouterStats;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::netlab::{self, LabState};
 
 /// How long the routers asked for fresh counters get to rewrite their stats files.
 const FRESH_COUNTERS_WAIT: Duration = Duration::from_millis(200);
 
+/// `dualperf lab status --json`: the lab as `up` made it, each router with fresh counters.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LabStatus {
+    /// The topology, resolved.
+    pub topology: crate::topology::Topology,
+    /// Namespaces, in node order.
+    pub namespaces: Vec<String>,
+    /// Each router, as [`routers`] found it.
+    pub routers: Vec<RouterStatus>,
+}
+
 /// A lab router as `lab status` shows it: its process and its stats file.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RouterStatus {
     /// The router's node.
     pub node: String,

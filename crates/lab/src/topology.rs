@@ -70,7 +70,7 @@ fn err(line: Option<usize>, message: impl Into<String>) -> TopologyError {
 }
 
 /// Host or router.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {
     /// Sends and receives with the kernel's stack.
@@ -125,7 +125,7 @@ struct LinkFile {
 }
 
 /// One side of a link.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct End {
     /// Index into [`Topology::nodes`].
     pub node: usize,
@@ -140,7 +140,7 @@ pub struct End {
 }
 
 /// A resolved link.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Link {
     /// 1-based number, in file order.
     pub number: usize,
@@ -153,7 +153,7 @@ pub struct Link {
 }
 
 /// A node.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Node {
     /// Name, as written.
     pub name: String,
@@ -168,7 +168,7 @@ pub struct Node {
 }
 
 /// A router's QoS file: where it was read from and its text.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NodeQos {
     /// The file, as resolved (relative paths are taken from the topology's directory).
     pub path: String,
@@ -206,7 +206,7 @@ pub fn kernel_mac(mac: &str) -> String {
 }
 
 /// A validated topology.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Topology {
     /// Lab name (namespaces are `dp-NAME.NODE`; names hold no dots, so one lab's prefix is never another's).
     pub name: String,

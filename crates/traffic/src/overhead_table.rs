@@ -3,7 +3,7 @@
 //! and the bandwidth of D-ITG's VoIP codecs ([`codec_rows`], from [`crate::voip`]), with
 //! each row's cells as the text table shows them.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use wire::overhead::{carry, Carriage, Ip, OverheadError, Transport};
 
 use crate::voip::{Bandwidth, Codec, VoipHeader};
@@ -14,8 +14,28 @@ pub const SWEEP: [u32; 16] = [
     32, 64, 128, 256, 512, 1024, 1452, 1453, 1472, 1473, 2048, 4096, 8192, 16384, 32768, 65496,
 ];
 
+/// `dualperf overhead --json`: the payloads' table on a link of one MTU.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CarriageDoc {
+    /// The document's format, 1.
+    pub format_version: u32,
+    /// The link MTU, bytes.
+    pub mtu: u32,
+    /// Each payload over TCP and UDP, over IPv4 and IPv6 (see [`carriage_rows`]).
+    pub rows: Vec<Row>,
+}
+
+/// `dualperf overhead --codecs --json`: the codecs' table.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CodecDoc {
+    /// The document's format, 1.
+    pub format_version: u32,
+    /// Each codec with each header, without and with D-ITG's VAD factor (see [`codec_rows`]).
+    pub codecs: Vec<CodecRow>,
+}
+
 /// One payload over one transport and one IP version.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Row {
     /// TCP or UDP.
     pub transport: Transport,
@@ -93,7 +113,7 @@ pub fn carriage_cells(r: &Row) -> Vec<String> {
 }
 
 /// One codec with one header, with or without D-ITG's VAD factor, over both IP versions.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CodecRow {
     /// The codec.
     pub codec: Codec,

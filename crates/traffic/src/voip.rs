@@ -153,7 +153,7 @@ impl Codec {
 }
 
 /// The bandwidth of a VoIP flow as D-ITG models it, at each layer, over one IP version.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Bandwidth {
     /// UDP payload bytes per packet (codec bytes and the RTP/CRTP header D-ITG counts).
     pub payload_bytes: u32,

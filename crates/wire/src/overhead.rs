@@ -22,7 +22,7 @@
 //!   definition (Kharche & Patil §4.3: "the ratio of the header size in bytes to the total bytes
 //!   in the data unit"), so 32 bytes over TCP/IPv4 give 40/72 = 55.56 %.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// IPv4 header without options.
 pub const IPV4_HEADER: u32 = 20;
@@ -51,7 +51,7 @@ pub const MAX_UDP_PAYLOAD_V4: u32 = 65_507;
 pub const MAX_UDP_PAYLOAD_V6: u32 = 65_527;
 
 /// IP version.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Ip {
     /// IPv4.
@@ -61,7 +61,7 @@ pub enum Ip {
 }
 
 /// Transport.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Transport {
     /// UDP: one datagram, fragmented by IP beyond the MTU.
@@ -127,7 +127,7 @@ pub enum OverheadError {
 }
 
 /// How one message crosses the link.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Carriage {
     /// Application bytes.
     pub payload_bytes: u32,

@@ -300,6 +300,7 @@ fn ipv4_and_ipv6_cross_both_routers_with_ttl_and_hop_limit_down_by_two() {
     let status = run(&["lab", "status", &lab.name, "--json"]);
     status.assert_success();
     let doc = status.json();
+    crate::schema::assert_valid("lab-status", &doc);
     for r in doc["routers"].as_array().unwrap() {
         assert_eq!(r["running"], true, "{r:#}");
         let ifaces = r["stats"]["interfaces"].as_array().unwrap();
@@ -717,6 +718,7 @@ fn lab_up_and_route_print_their_documents_as_json() {
     up.assert_success();
     assert_eq!(up.stderr, "", "--quiet leaves stderr empty");
     let doc = up.json();
+    crate::schema::assert_valid("lab-up", &doc);
     assert_eq!(doc["topology"]["name"], name.as_str());
     assert_eq!(doc["namespaces"].as_array().unwrap().len(), 6, "{doc}");
     let routers = doc["routers"].as_array().unwrap();

@@ -7,6 +7,7 @@ fn kharche_table_1_and_seed_000s_frames() {
     let doc = run(&["overhead", "--payload", "32,252", "--json"])
         .assert_success()
         .json();
+    crate::schema::assert_valid("overhead", &doc);
     let rows = doc["rows"].as_array().unwrap();
     let row = |payload: u64, transport: &str, ip: &str| {
         rows.iter()
@@ -53,6 +54,7 @@ fn codec_bandwidths_are_ditgs() {
     let doc = run(&["overhead", "--codecs", "--json"])
         .assert_success()
         .json();
+    crate::schema::assert_valid("overhead-codecs", &doc);
     let g711 = &doc["codecs"][0];
     assert_eq!(g711["ipv4"]["payload_bps"], 73_600.0);
     assert_eq!(g711["ipv6"]["ip_bps"], 112_000.0);

@@ -291,6 +291,7 @@ fn a_killed_run_resumes_without_measuring_twice() {
         let rows = run(&["export", path_str(&dir), "--json"])
             .assert_success()
             .json();
+        crate::schema::assert_valid("export", &rows);
         let rows = rows.as_array().unwrap();
         assert_eq!(rows.len(), 8, "{rows:#?}");
         for r in rows {
