@@ -238,6 +238,16 @@ fn decode_of_a_one_way_sender_log_reports_the_sent_side_and_no_loss() {
     send("::1", rx.port, &args).assert_success();
     rx.finish().finished.assert_success();
     let doc = decode(&log, &["--json"]).assert_success().json();
+    // The sender's log entries (its metadata, each flow's spec and end) are the types'.
+    crate::schema::assert_valid("decode", &doc);
+    assert_eq!(doc["meta"]["tool"], "dualperf send", "{doc:#}");
+    crate::schema::assert_valid("log-meta", &doc["meta"]);
+    let flows = doc["flow_info"].as_object().unwrap();
+    assert_eq!(flows.len(), 1, "{doc:#}");
+    for flow in flows.values() {
+        assert_eq!(u(flow, "/sent_packets"), 50, "{flow:#}");
+        crate::schema::assert_valid("log-flow", flow);
+    }
     assert!(
         doc["summary"]["flows"].as_array().unwrap().is_empty(),
         "{doc:#}"
