@@ -2,7 +2,7 @@
 //! points' factors, the points' order and the declared tables.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use lab::store::{HostInfo, Resolved, RunRecord, Store};
 use lab::tables::TableSpec;
@@ -155,52 +155,12 @@ pub fn load_with(
     let mut provenance = Provenance::default();
     let mut completeness = Completeness::default();
     for dir in dirs {
-        if let Some(h) = std::fs::read(dir.join("host.json"))
-            .ok()
-            .and_then(|b| serde_json::from_slice::<HostInfo>(&b).ok())
-        {
-            let host = match (&h.hostname, &h.kernel) {
-                (Some(n), Some(k)) => format!("{n} (Linux {k})"),
-                (Some(n), None) => n.clone(),
-                (None, Some(k)) => format!("Linux {k}"),
-                (None, None) => String::new(),
-            };
-            let version = format!("dualperf {}", h.dualperf.trim_start_matches("dualperf "));
-            for (list, item) in [
-                (&mut provenance.hosts, host),
-                (&mut provenance.versions, version),
-            ] {
-                if !item.is_empty() && !list.contains(&item) {
-                    list.push(item);
-                }
-            }
-        }
+        add_host(dir, &mut provenance);
         let store = match Store::open(dir) {
             Ok(s) => s,
             Err(e) => return Err(Error::Open(e)),
         };
-        // The host's checks: a warning, never a reason not to report; only those that
-        // bear on where the plan ran (its target), when the resolved plan says.
-        let scope = std::fs::read(dir.join("resolved.json"))
-            .ok()
-            .and_then(|text| Resolved::parse(&text).ok())
-            .map(|(r, _)| r.plan.target.scope());
-        match store.doctors() {
-            Ok(docs) => {
-                for (_, doc) in docs {
-                    let problems: Vec<_> = match scope {
-                        Some(scope) => doc.problems_for(scope).collect(),
-                        None => doc.problems().collect(),
-                    };
-                    for line in problems.into_iter().map(|c| c.line()) {
-                        if !provenance.doctor.contains(&line) {
-                            provenance.doctor.push(line);
-                        }
-                    }
-                }
-            }
-            Err(e) => warnings.push(format!("{e}; its host checks are left out")),
-        }
+        add_host_checks(dir, &store, &mut provenance, warnings);
         // The points' factors and their order, from the resolved plan.
         if let Ok(text) = std::fs::read(dir.join("resolved.json")) {
             let (resolved, left_out) = match Resolved::parse_with(&text, vocabulary) {
@@ -307,6 +267,61 @@ pub fn load_with(
         completeness,
         vocabulary: vocabulary.clone(),
     })
+}
+
+/// The host a directory ran on and the dualperf that measured, each once.
+fn add_host(dir: &Path, provenance: &mut Provenance) {
+    if let Some(h) = std::fs::read(dir.join("host.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<HostInfo>(&b).ok())
+    {
+        let host = match (&h.hostname, &h.kernel) {
+            (Some(n), Some(k)) => format!("{n} (Linux {k})"),
+            (Some(n), None) => n.clone(),
+            (None, Some(k)) => format!("Linux {k}"),
+            (None, None) => String::new(),
+        };
+        let version = format!("dualperf {}", h.dualperf.trim_start_matches("dualperf "));
+        for (list, item) in [
+            (&mut provenance.hosts, host),
+            (&mut provenance.versions, version),
+        ] {
+            if !item.is_empty() && !list.contains(&item) {
+                list.push(item);
+            }
+        }
+    }
+}
+
+/// A directory's host checks that were not ok, each line once.
+fn add_host_checks(
+    dir: &Path,
+    store: &Store,
+    provenance: &mut Provenance,
+    warnings: &mut Vec<String>,
+) {
+    // The host's checks: a warning, never a reason not to report; only those that
+    // bear on where the plan ran (its target), when the resolved plan says.
+    let scope = std::fs::read(dir.join("resolved.json"))
+        .ok()
+        .and_then(|text| Resolved::parse(&text).ok())
+        .map(|(r, _)| r.plan.target.scope());
+    match store.doctors() {
+        Ok(docs) => {
+            for (_, doc) in docs {
+                let problems: Vec<_> = match scope {
+                    Some(scope) => doc.problems_for(scope).collect(),
+                    None => doc.problems().collect(),
+                };
+                for line in problems.into_iter().map(|c| c.line()) {
+                    if !provenance.doctor.contains(&line) {
+                        provenance.doctor.push(line);
+                    }
+                }
+            }
+        }
+        Err(e) => warnings.push(format!("{e}; its host checks are left out")),
+    }
 }
 
 /// A directory's finished runs (exit code 0), added to `records`.

@@ -280,40 +280,7 @@ impl Results {
                 });
             }
         }
-        let series = order
-            .iter()
-            .flat_map(|point| records.iter().filter(move |r| &r.point == point))
-            .filter_map(|r| {
-                let intervals = r.report.as_ref()?.flows.first()?.intervals.as_ref()?;
-                let start = intervals.first()?.start_ns;
-                let throughput = intervals
-                    .iter()
-                    .filter_map(|i| {
-                        let t = i.end_ns.saturating_sub(start) as f64 / 1e9;
-                        i.bitrate_bps.map(|b| (t, b))
-                    })
-                    .collect::<Vec<_>>();
-                (!throughput.is_empty()).then(|| RunSeries {
-                    point: r.point.clone(),
-                    family: r.run.family,
-                    throughput,
-                })
-            })
-            .collect();
-        let cdfs = order
-            .iter()
-            .flat_map(|point| records.iter().filter(move |r| &r.point == point))
-            .filter_map(|r| {
-                let flow = r.report.as_ref()?.flows.first()?;
-                let delay_ns = flow.delay_cdf_ns.clone().filter(|c| c.len() == 101)?;
-                Some(RunCdf {
-                    point: r.point.clone(),
-                    family: r.run.family,
-                    round_trip: flow.rtt.is_some(),
-                    delay_ns,
-                })
-            })
-            .collect();
+        let (series, cdfs) = (series(order, records), cdfs(order, records));
         Self {
             rows,
             index,
@@ -346,4 +313,46 @@ impl Results {
 
 fn is_zero(v: &u8) -> bool {
     *v == 0
+}
+
+/// Each run's throughput over time (`send --interval`), in plan order.
+fn series(order: &[String], records: &[RunRecord]) -> Vec<RunSeries> {
+    order
+        .iter()
+        .flat_map(|point| records.iter().filter(move |r| &r.point == point))
+        .filter_map(|r| {
+            let intervals = r.report.as_ref()?.flows.first()?.intervals.as_ref()?;
+            let start = intervals.first()?.start_ns;
+            let throughput = intervals
+                .iter()
+                .filter_map(|i| {
+                    let t = i.end_ns.saturating_sub(start) as f64 / 1e9;
+                    i.bitrate_bps.map(|b| (t, b))
+                })
+                .collect::<Vec<_>>();
+            (!throughput.is_empty()).then(|| RunSeries {
+                point: r.point.clone(),
+                family: r.run.family,
+                throughput,
+            })
+        })
+        .collect()
+}
+
+/// Each run's delay distribution (`send --cdf`, 101 points), in plan order.
+fn cdfs(order: &[String], records: &[RunRecord]) -> Vec<RunCdf> {
+    order
+        .iter()
+        .flat_map(|point| records.iter().filter(move |r| &r.point == point))
+        .filter_map(|r| {
+            let flow = r.report.as_ref()?.flows.first()?;
+            let delay_ns = flow.delay_cdf_ns.clone().filter(|c| c.len() == 101)?;
+            Some(RunCdf {
+                point: r.point.clone(),
+                family: r.run.family,
+                round_trip: flow.rtt.is_some(),
+                delay_ns,
+            })
+        })
+        .collect()
 }
