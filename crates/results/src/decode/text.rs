@@ -269,6 +269,27 @@ fn flow_lines(out: &mut String, f: &FlowSummary, delay: &str) {
             or_missing(f.rate_pps, human::packet_rate)
         ),
     );
+    delay_lines(out, f, delay);
+    let mut order = format!(
+        "{} duplicated, {} reordered (RFC 4737)",
+        loss.duplicates, loss.reordered
+    );
+    if let Some(x) = loss.max_reorder_extent {
+        order.push_str(&format!(", extent up to {x} pkt"));
+    }
+    if loss.outside_window > 0 {
+        order.push_str(&format!(
+            ", {} outside the reordering window",
+            loss.outside_window
+        ));
+    }
+    line(out, "order", order);
+    marking_lines(out, f);
+}
+
+/// The delay (`delay` names it), the jitters, IPDV and PDV of a flow's figures.
+fn delay_lines(out: &mut String, f: &FlowSummary, delay: &str) {
+    use human::{duration, or_missing};
     match &f.delay {
         Some(d) => {
             let p = |v: Option<i64>| or_missing(v.map(|v| v as f64), duration);
@@ -335,20 +356,10 @@ fn flow_lines(out: &mut String, f: &FlowSummary, delay: &str) {
             ns_u(j.pdv_p99_ns)
         ),
     );
-    let mut order = format!(
-        "{} duplicated, {} reordered (RFC 4737)",
-        loss.duplicates, loss.reordered
-    );
-    if let Some(x) = loss.max_reorder_extent {
-        order.push_str(&format!(", extent up to {x} pkt"));
-    }
-    if loss.outside_window > 0 {
-        order.push_str(&format!(
-            ", {} outside the reordering window",
-            loss.outside_window
-        ));
-    }
-    line(out, "order", order);
+}
+
+/// The header fields a flow's packets carried, and its kernel stamps.
+fn marking_lines(out: &mut String, f: &FlowSummary) {
     let m = &f.marking;
     line(
         out,
