@@ -1,15 +1,20 @@
 //! dualperf's experiment runner: plans, run lists and result directories.
 //!
+//! - [`check`]: a plan's flows and QoS files checked before anything runs;
 //! - [`doctor`]: the host check (`dualperf doctor`, a run directory's `doctor.json`):
 //!   /proc and /sys read under a root, judged with no I/O, and its text;
+//! - [`dryrun`]: `run --dry-run`'s text and document: each run and what it would run;
 //! - [`executor`]: who starts a plan's receiver and senders: `dualperf` processes, or
 //!   an executor the binary supplies that runs the same command lines in process;
 //! - [`failures`]: why runs failed, each reason once with the runs it hit;
+//! - [`host`]: the host a run was measured on (`host.json`);
 //! - [`hosts`]: plans across real hosts (`target = "hosts"`): their agents, keys, and
 //!   the `dualperf send --from` and `clock --peer` commands that drive them;
 //! - [`index`]: the SQLite index of run directories, for queries across runs;
 //! - [`nodesetup`]: the sysctls the hidden `lab node-setup` may write (keys under `net`);
 //! - [`plan`]: a TOML plan → validated points and the ordered list of runs;
+//! - [`progress`]: a run's progress bar on a terminal;
+//! - [`resume`]: the settings a run goes on with, and the command that resumes it;
 //! - [`status`]: what `lab up` and `lab status` show of a lab: nodes, routers' counters;
 //! - [`store`]: the run directory of versioned, self-describing files, written so that a
 //!   killed run loses nothing it had finished and resumes without measuring twice;
@@ -24,15 +29,20 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod check;
 pub mod doctor;
+pub mod dryrun;
 pub mod executor;
 pub mod failures;
+pub mod host;
 pub mod hosts;
 #[cfg(feature = "index")]
 pub mod index;
 pub mod netlab;
 pub mod nodesetup;
 pub mod plan;
+pub mod progress;
+pub mod resume;
 pub mod rundoc;
 pub mod runner;
 pub mod status;
