@@ -20,7 +20,8 @@ use crate::usage;
 pub(crate) struct SchemaArgs {
     /// The document: send, send-bidir, recv, decode, log-meta, log-flow, compare, run,
     /// run-dry-run, run-record, resolved, host, peer-clock, router-stats, report, export,
-    /// lab-up, lab-status, overhead, overhead-codecs, doctor.
+    /// lab-up, lab-status, overhead, overhead-codecs, doctor, portcheck, portcheck-rules,
+    /// portcheck-criteria, interop.
     #[arg(value_name = "DOCUMENT", conflicts_with = "dir")]
     document: Option<String>,
     /// Write every schema into this directory as NAME.schema.json.
@@ -142,6 +143,26 @@ const DOCS: &[Doc] = &[
         what: "dualperf doctor --json, kept by dualperf run as a run directory's doctor.json",
         schema: || schemars::schema_for!(results::doctor::DoctorDoc),
     },
+    Doc {
+        name: "portcheck",
+        what: "dualperf portcheck --json: the scan's findings (--format sarif is SARIF 2.1.0)",
+        schema: || schemars::schema_for!(port::report::FindingsDoc<'static>),
+    },
+    Doc {
+        name: "portcheck-rules",
+        what: "dualperf portcheck --list-rules --json: every rule with its examples",
+        schema: || schemars::schema_for!(Vec<port::report::RuleRow>),
+    },
+    Doc {
+        name: "portcheck-criteria",
+        what: "dualperf portcheck --criteria --json: the eight criteria, judged",
+        schema: || schemars::schema_for!(port::criteria::CriteriaDoc<'static>),
+    },
+    Doc {
+        name: "interop",
+        what: "dualperf interop --json: the dual-stack matrix, literals, selection, eyeballs",
+        schema: || schemars::schema_for!(dualstack::interop::Report),
+    },
 ];
 
 pub(crate) fn run(args: SchemaArgs) -> Result<()> {
@@ -163,8 +184,9 @@ pub(crate) fn run(args: SchemaArgs) -> Result<()> {
     match &args.document {
         None => {
             let mut s = String::from("Documents (dualperf schema NAME prints one):\n");
+            let width = DOCS.iter().map(|d| d.name.len()).max().unwrap_or(0) + 2;
             for d in DOCS {
-                s.push_str(&format!("  {:<17}{}\n", d.name, d.what));
+                s.push_str(&format!("  {:<width$}{}\n", d.name, d.what));
             }
             crate::out::print(s)
         }

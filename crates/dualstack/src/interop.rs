@@ -15,7 +15,7 @@ use crate::hostport::{naive_split, parse_host_port, parse_url, HostPort, HostPor
 use crate::select::{self, Candidate, PolicyTable};
 
 /// Everything `dualperf interop` observed: its `--json` document.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Report {
     /// `loopback`, or `lab` (two nodes of a running lab).
     pub place: &'static str,
@@ -34,7 +34,7 @@ pub struct Report {
 }
 
 /// One cell of the 2×2 table.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Cell {
     /// `tcp` or `udp`.
     pub proto: &'static str,
@@ -77,7 +77,7 @@ impl Cell {
 }
 
 /// One host or URL string with a literal.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Literal {
     /// As written.
     pub input: String,
@@ -114,7 +114,7 @@ impl Literal {
 }
 
 /// RFC 6724's order against getaddrinfo's, and for the test servers' two addresses.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Selection {
     /// The name resolved.
     pub name: String,
@@ -190,7 +190,7 @@ impl Selection {
 }
 
 /// One Happy Eyeballs scenario.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Eyeballs {
     /// Which servers listen: both families, IPv6 refused, IPv6 stalled.
     pub scenario: &'static str,

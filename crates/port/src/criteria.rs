@@ -18,7 +18,7 @@ use crate::rules::{rule, CRITERIA, EVIDENCE};
 use crate::walk::Scan;
 
 /// A socket of the process under test.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct ProcSocket {
     /// `tcp`, `tcp6`, `udp` or `udp6`: the `/proc/net` table it was found in.
     pub proto: &'static str,
@@ -29,7 +29,7 @@ pub struct ProcSocket {
 }
 
 /// A probe of a TCP listener over loopback.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Probe {
     /// The listener's port.
     pub port: u16,
@@ -40,7 +40,7 @@ pub struct Probe {
 }
 
 /// What was seen of the program under test.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct Runtime {
     /// Its process id.
     pub pid: u32,
@@ -57,7 +57,7 @@ pub struct Runtime {
 }
 
 /// One criterion, judged.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Check {
     /// 1 to 8.
     pub number: usize,
@@ -344,16 +344,39 @@ pub fn judge(scan: Option<&Scan>, rt: Option<&Runtime>) -> Vec<Check> {
 }
 
 /// `portcheck --criteria --json`: the checks, the program under test, the sources.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct CriteriaDoc<'a> {
+    /// The eight criteria, judged.
+    pub criteria: &'a [Check],
+    /// What was seen of the program under test (`--run` or `--pid`), else null.
+    pub runtime: Option<&'a Runtime>,
+    /// What the scan of the sources found, when sources were given, else null.
+    pub sources: Option<Sources<'a>>,
+}
+
+/// The scan's share of `portcheck --criteria --json`.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct Sources<'a> {
+    /// Source files read.
+    pub files_scanned: u64,
+    /// IPv4-dependent sites found in them.
+    pub finding_count: usize,
+    /// Each evidence identifier and how many files use it.
+    pub evidence: &'a BTreeMap<&'static str, u64>,
+}
+
+/// `portcheck --criteria --json` as a value (keys sorted).
 pub fn json(checks: &[Check], runtime: Option<&Runtime>, scan: Option<&Scan>) -> serde_json::Value {
-    serde_json::json!({
-        "criteria": checks,
-        "runtime": runtime,
-        "sources": scan.map(|s| serde_json::json!({
-            "files_scanned": s.files_scanned,
-            "finding_count": s.finding_count(),
-            "evidence": s.evidence,
-        })),
-    })
+    let doc = CriteriaDoc {
+        criteria: checks,
+        runtime,
+        sources: scan.map(|s| Sources {
+            files_scanned: s.files_scanned,
+            finding_count: s.finding_count(),
+            evidence: &s.evidence,
+        }),
+    };
+    serde_json::to_value(doc).expect("a criteria document serialises")
 }
 
 /// `portcheck --criteria` as text: each check with its evidence, then what was seen of

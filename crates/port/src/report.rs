@@ -13,10 +13,12 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::lex::Lang;
 use crate::rules::{rule, Severity, RULES};
-use crate::walk::Scan;
+use crate::walk::{Scan, Skipped};
 
 /// The project's repository, as the workspace's `Cargo.toml` states it (`repository`),
 /// so that it is set in one place.
@@ -126,45 +128,91 @@ fn severity_counts(scan: &Scan) -> (usize, usize, usize) {
     c
 }
 
-/// dualperf's own JSON: every finding with its rule's title, why and fix, per-rule
-/// counts, and the skipped files.
+/// `portcheck --json`: dualperf's own report of a scan.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct FindingsDoc<'a> {
+    /// The tool's name (`dualperf portcheck`).
+    pub tool: &'a str,
+    /// Its version.
+    pub version: &'a str,
+    /// Source files read.
+    pub files_scanned: u64,
+    /// Their size in bytes.
+    pub bytes_scanned: u64,
+    /// How many findings there are (one per line at most).
+    pub finding_count: usize,
+    /// Findings per rule id, for the rules with any.
+    pub counts_by_rule: BTreeMap<&'static str, usize>,
+    /// Every finding, by path then position.
+    pub findings: Vec<FindingRow<'a>>,
+    /// The files that were not scanned, and why.
+    pub skipped: &'a [Skipped],
+}
+
+/// One finding of `portcheck --json`, with its rule's title, why and fix.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct FindingRow<'a> {
+    /// The file, as walked, with `/` separators.
+    pub path: &'a str,
+    pub lang: Lang,
+    /// 1-based line and column (Unicode code points) where the match starts.
+    pub line: usize,
+    pub column: usize,
+    /// 1-based column just past the match.
+    pub end_column: usize,
+    /// The rule's id.
+    pub rule: &'static str,
+    pub severity: Severity,
+    /// The rule's title, why it matters, and what to use instead.
+    pub title: &'static str,
+    pub why: &'static str,
+    pub fix: &'static str,
+    /// The criterion (1 to 8, Bouras et al.) the rule bears on.
+    pub criterion: u8,
+    /// The matched text.
+    pub matched: &'a str,
+    /// The whole source line.
+    pub snippet: &'a str,
+    /// The other rules that matched on the same line, in table order.
+    pub also: &'a [&'static str],
+}
+
+/// dualperf's own JSON ([`FindingsDoc`]) as a value (keys sorted): every finding with
+/// its rule's title, why and fix, per-rule counts, and the skipped files.
 pub fn json(scan: &Scan, tool: Tool<'_>) -> Value {
-    let findings: Vec<Value> = scan
+    let findings: Vec<FindingRow<'_>> = scan
         .findings()
         .filter_map(|(file, f)| {
             let r = rule(f.rule)?;
-            Some(json!({
-                "path": file.path,
-                "lang": file.lang,
-                "line": f.line,
-                "column": f.column,
-                "end_column": f.end_column,
-                "rule": f.rule,
-                "severity": f.severity,
-                "title": r.title,
-                "why": r.why,
-                "fix": r.fix,
-                "criterion": r.criterion,
-                "matched": f.matched,
-                "snippet": f.snippet,
-                "also": f.also,
-            }))
+            Some(FindingRow {
+                path: &file.path,
+                lang: file.lang,
+                line: f.line,
+                column: f.column,
+                end_column: f.end_column,
+                rule: f.rule,
+                severity: f.severity,
+                title: r.title,
+                why: r.why,
+                fix: r.fix,
+                criterion: r.criterion,
+                matched: &f.matched,
+                snippet: &f.snippet,
+                also: &f.also,
+            })
         })
         .collect();
-    let counts: serde_json::Map<String, Value> = counts_by_rule(scan)
-        .into_iter()
-        .map(|(id, n)| (id.to_string(), json!(n)))
-        .collect();
-    json!({
-        "tool": tool.name,
-        "version": tool.version,
-        "files_scanned": scan.files_scanned,
-        "bytes_scanned": scan.bytes_scanned,
-        "finding_count": findings.len(),
-        "counts_by_rule": counts,
-        "findings": findings,
-        "skipped": scan.skipped,
-    })
+    let doc = FindingsDoc {
+        tool: tool.name,
+        version: tool.version,
+        files_scanned: scan.files_scanned,
+        bytes_scanned: scan.bytes_scanned,
+        finding_count: findings.len(),
+        counts_by_rule: counts_by_rule(scan).into_iter().collect(),
+        findings,
+        skipped: &scan.skipped,
+    };
+    serde_json::to_value(doc).expect("a findings document serialises")
 }
 
 /// A SARIF 2.1.0 log with one run.
@@ -274,20 +322,43 @@ pub fn uri(path: &str) -> String {
     out
 }
 
-/// `portcheck --list-rules --json`: every rule with its examples.
+/// One rule of `portcheck --list-rules --json`.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct RuleRow {
+    /// The rule's id (what `--rule` takes).
+    pub id: &'static str,
+    pub title: &'static str,
+    pub severity: Severity,
+    /// The languages it looks at.
+    pub languages: &'static [Lang],
+    /// The criterion (1 to 8, Bouras et al.) it bears on.
+    pub criterion: u8,
+    /// Why it matters, and what to use instead.
+    pub why: &'static str,
+    pub fix: &'static str,
+    /// A line it flags, and its IPv6-ready form, which it does not.
+    pub example_flagged: &'static str,
+    pub example_not_flagged: &'static str,
+}
+
+/// `portcheck --list-rules --json` ([`RuleRow`]s) as a value (keys sorted): every rule
+/// with its examples.
 pub fn rules_json() -> Value {
-    let rows: Vec<Value> = RULES
+    let rows: Vec<RuleRow> = RULES
         .iter()
-        .map(|r| {
-            json!({
-                "id": r.id, "title": r.title, "severity": r.severity,
-                "languages": r.langs, "criterion": r.criterion,
-                "why": r.why, "fix": r.fix,
-                "example_flagged": r.example_bad, "example_not_flagged": r.example_good,
-            })
+        .map(|r| RuleRow {
+            id: r.id,
+            title: r.title,
+            severity: r.severity,
+            languages: r.langs,
+            criterion: r.criterion,
+            why: r.why,
+            fix: r.fix,
+            example_flagged: r.example_bad,
+            example_not_flagged: r.example_good,
         })
         .collect();
-    Value::Array(rows)
+    serde_json::to_value(rows).expect("the rules serialise")
 }
 
 /// `portcheck --list-rules`: every rule with its fix, then the criteria.

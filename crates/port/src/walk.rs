@@ -60,7 +60,7 @@ pub struct FileFindings {
 }
 
 /// A file that was not scanned, and why.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Skipped {
     pub path: String,
     pub reason: String,

@@ -106,6 +106,7 @@ fn loopback_shows_the_two_by_two_table_with_the_mapped_address() {
     let r = run(&["interop", "--json"]);
     r.assert_success();
     let doc = r.json();
+    crate::schema::assert_valid("interop", &doc);
     check_matrix(&doc, "127.0.0.1", "::1", "127.0.0.1");
     check_eyeballs(&doc, "127.0.0.1", "::1");
     let lits = doc["literals"].as_array().unwrap();

@@ -36,6 +36,7 @@ fn the_legacy_fixture_in_text_json_and_sarif_with_exit_codes() {
     let json = run(&["portcheck", "--json", "--fail-on", "none", &dir]);
     assert_eq!(json.code(), Some(0));
     let j = json.json();
+    crate::schema::assert_valid("portcheck", &j);
     assert_eq!(j["files_scanned"], 4);
     let n = j["finding_count"].as_u64().unwrap();
     assert!(n > 100, "{n}");
@@ -131,6 +132,7 @@ fn usage_mistakes_are_refused_with_exit_2() {
     let rules = run(&["portcheck", "--list-rules", "--json"]);
     rules.assert_success();
     let list = rules.json();
+    crate::schema::assert_valid("portcheck-rules", &list);
     assert!(list.as_array().unwrap().len() >= 25);
     assert!(run(&["portcheck", "--list-rules"])
         .stdout
@@ -161,6 +163,7 @@ fn criteria_for_a_dual_stack_server_and_an_ipv4_only_one() {
     ]);
     dual.assert_success();
     let d = dual.json();
+    crate::schema::assert_valid("portcheck-criteria", &d);
     let socks = d["runtime"]["sockets"].as_array().unwrap();
     assert!(
         socks
@@ -213,6 +216,13 @@ fn criteria_for_a_dual_stack_server_and_an_ipv4_only_one() {
         assert!(both.stdout.contains(&format!("] {n}. ")), "{}", both.stdout);
     }
     assert!(both.stdout.contains("gethostbyname ×"), "{}", both.stdout);
+    // The sources alone, as JSON: the scan's share of the document.
+    let sources = run(&["portcheck", "--criteria", "--json", &fixture()]);
+    sources.assert_success();
+    let s = sources.json();
+    crate::schema::assert_valid("portcheck-criteria", &s);
+    assert_eq!(s["sources"]["files_scanned"], 4, "{s}");
+    assert_eq!(s["runtime"], serde_json::Value::Null, "{s}");
     let none = run(&["portcheck", "--criteria"]);
     assert_eq!(none.code(), Some(2));
 }
