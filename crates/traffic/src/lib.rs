@@ -16,6 +16,7 @@ pub mod ditg;
 pub mod flow;
 pub mod options;
 pub mod overhead_table;
+pub mod policy;
 pub mod schedule;
 pub mod scheduler;
 pub mod stream;
