@@ -57,7 +57,9 @@ use serde::Serialize;
 use crate::lex::Lang;
 
 /// How serious a finding is; SARIF's `level`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     /// Worth a look: may be fine (a family check, a single-answer lookup).

@@ -159,7 +159,10 @@ fn a_metric_added_to_the_vocabulary_is_validated_and_reported() {
     assert!((c.diff - 41.5 * d.exp_m1()).abs() < 1e-9, "{c:?}");
     let shown = report::verdicts::render(page);
     assert!(shown.contains("Sent packets (packets)"), "{shown}");
-    assert!(text.contains(&shown), "report prints the page compare prints");
+    assert!(
+        text.contains(&shown),
+        "report prints the page compare prints"
+    );
 
     // Read with the standard vocabulary, the table naming it is left out, said so.
     let mut warnings = Vec::new();

@@ -7,7 +7,11 @@ use std::ops::Range;
 /// The 1-based line of byte `offset` in `text` (an offset past the end is the last line).
 pub fn line_at(text: &str, offset: usize) -> usize {
     let end = floor_boundary(text, offset.min(text.len()));
-    text.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
 }
 
 /// The line of `key = …` inside a table's span (the table's first line if no line of the

@@ -675,7 +675,9 @@ pub(crate) fn run(mut args: SendArgs) -> Result<()> {
 /// `--reverse`, `--bidir`, `--flows`, `--ditg-script` and `--log` are refused.
 pub(crate) fn plain_session(args: SendArgs) -> Result<SendConfig> {
     if args.stamp || args.from.is_some() || args.reverse || args.bidir {
-        usage!("an in-process sender runs a plain session: no --stamp, --from, --reverse or --bidir");
+        usage!(
+            "an in-process sender runs a plain session: no --stamp, --from, --reverse or --bidir"
+        );
     }
     if args.flows.is_some() || args.ditg_script.is_some() || args.log.is_some() {
         usage!("an in-process sender takes its flows from the command line, and keeps no log");

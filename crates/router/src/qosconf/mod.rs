@@ -365,31 +365,32 @@ fn reservations(
                 format!("reservation '{}': max_flows 1 to 1000000", rf.name),
             ));
         }
-        let admit =
-            match &rf.admit {
-                None => None,
-                Some(m) => match maps.maps.get(m) {
-                    Some(map) if !map.conds.iter().any(|c| matches!(c, Cond::Reserved(_))) => {
-                        Some(map.clone())
-                    }
-                    Some(_) => return Err(err(
+        let admit = match &rf.admit {
+            None => None,
+            Some(m) => match maps.maps.get(m) {
+                Some(map) if !map.conds.iter().any(|c| matches!(c, Cond::Reserved(_))) => {
+                    Some(map.clone())
+                }
+                Some(_) => {
+                    return Err(err(
                         line,
                         format!(
                             "reservation '{}': admit '{m}' may not itself ask about reservations",
                             rf.name
                         ),
-                    )),
-                    None => {
-                        return Err(err(
-                            line,
-                            format!(
-                                "reservation '{}': admit '{m}': no class_map of that name",
-                                rf.name
-                            ),
-                        ))
-                    }
-                },
-            };
+                    ))
+                }
+                None => {
+                    return Err(err(
+                        line,
+                        format!(
+                            "reservation '{}': admit '{m}': no class_map of that name",
+                            rf.name
+                        ),
+                    ))
+                }
+            },
+        };
         reservations.push(ReservationParams {
             name: rf.name.clone(),
             key,
