@@ -112,6 +112,13 @@ pub(crate) struct CompareArgs {
 pub(crate) const BATTERY: &str = include_str!("../../../plans/compare.toml");
 
 pub(crate) fn run(args: CompareArgs) -> Result<()> {
+    // A topology given is read and checked before anything is made.
+    if let Some(t) = &args.topology {
+        let text = crate::args::read_input(t, "the topology")?;
+        if let Err(e) = lab::topology::Topology::parse_at(&text, t.parent()) {
+            usage!("{}: {e}", t.display());
+        }
+    }
     let (text, plan_path) = match &args.plan {
         Some(p) => (crate::args::read_input(p, "the plan")?, p.clone()),
         None => (BATTERY.to_owned(), PathBuf::from("plans/compare.toml")),

@@ -188,6 +188,14 @@ pub(crate) fn measure(
     executor: &mut dyn lab::executor::Executor,
 ) -> Result<Measured> {
     let (plan, dir, who) = (job.plan, job.dir, job.who);
+    // Where it runs, checked before the run directory is made: a topology, QoS file or
+    // key that cannot be read leaves no directory behind.
+    let (mut target, topology) = target_of(plan, job.plan_path, true)?;
+    let qos_files =
+        match lab::check::qos_files(plan, job.plan_path, topology.as_ref().map(|(t, _)| t)) {
+            Ok(q) => q,
+            Err(e) => usage!("{}: {e}", job.plan_path.display()),
+        };
     let store = open_dir(job)?;
     let stop = crate::interrupt::flag();
     let tty = crate::out::progress_on_stderr();
@@ -222,13 +230,7 @@ pub(crate) fn measure(
     };
     let exe = std::env::current_exe().context("cannot find the dualperf binary")?;
     // A lab target: build it, and keep its topology and router configurations with the
-    // results. A hosts target: read the hosts' keys.
-    let (mut target, topology) = target_of(plan, job.plan_path, true)?;
-    let qos_files =
-        match lab::check::qos_files(plan, job.plan_path, topology.as_ref().map(|(t, _)| t)) {
-            Ok(q) => q,
-            Err(e) => usage!("{}: {e}", job.plan_path.display()),
-        };
+    // results.
     let _lab = match &topology {
         None => None,
         Some((t, text)) => {
