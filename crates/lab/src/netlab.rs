@@ -484,17 +484,36 @@ fn write_state(state: &LabState) -> Result<(), LabError> {
     std::fs::rename(&tmp, &path).map_err(io(&path))
 }
 
+/// Builds the lab `t` in phases: namespaces, veths, each node's setup, addresses,
+/// hosts' neighbours and routes, then the routers (each recorded in `state` as it
+/// starts). `pcap`, when given, is where each router writes its captures.
 fn build(
     t: &Topology,
     exe: &Path,
     pcap: Option<&Path>,
     state: &mut LabState,
 ) -> Result<(), LabError> {
+    make_namespaces(t)?;
+    make_veths(t)?;
+    set_up_nodes(t, exe)?;
+    address_and_raise_links(t)?;
+    fill_hosts_neighbors_and_routes(t)?;
+    start_routers(t, exe, pcap, state)
+}
+
+/// One network namespace per node of `t`, each with its loopback up.
+fn make_namespaces(t: &Topology) -> Result<(), LabError> {
     for i in 0..t.nodes.len() {
         let ns = t.namespace(i);
         run(&["ip", "netns", "add", &ns])?;
         run(&["ip", "-n", &ns, "link", "set", "lo", "up"])?;
     }
+    Ok(())
+}
+
+/// One veth pair per link of `t`, its ends in their nodes' namespaces with the link's
+/// MTU, left down.
+fn make_veths(t: &Topology) -> Result<(), LabError> {
     for l in &t.links {
         let [a, b] = &l.ends;
         let (na, nb) = (t.namespace(a.node), t.namespace(b.node));
@@ -516,8 +535,12 @@ fn build(
             run(&["ip", "-n", &ns, "link", "set", &end.ifname, "mtu", &mtu])?;
         }
     }
-    // One process per namespace, while its veths are down: sysctls, then offloads off
-    // (wire-sized frames with full checksums for the router).
+    Ok(())
+}
+
+/// One `exe lab node-setup` process per namespace, while its veths are down: sysctls,
+/// then offloads off (wire-sized frames with full checksums for the router).
+fn set_up_nodes(t: &Topology, exe: &Path) -> Result<(), LabError> {
     for (i, node) in t.nodes.iter().enumerate() {
         let ifaces: Vec<&str> = t.ends_of(i).map(|(_, e, _)| e.ifname.as_str()).collect();
         let ns = t.namespace(i);
@@ -532,6 +555,12 @@ fn build(
         }
         run(&args)?;
     }
+    Ok(())
+}
+
+/// Every link end up, a host's end with its IPv4 (/24) and IPv6 (/64, no DAD)
+/// addresses first; a router's ends carry no kernel addresses.
+fn address_and_raise_links(t: &Topology) -> Result<(), LabError> {
     for l in &t.links {
         for end in &l.ends {
             let ns = t.namespace(end.node);
@@ -562,6 +591,11 @@ fn build(
             run(&["ip", "-n", &ns, "link", "set", &end.ifname, "up"])?;
         }
     }
+    Ok(())
+}
+
+/// Each host's permanent neighbour entries and its routes, as the topology gives them.
+fn fill_hosts_neighbors_and_routes(t: &Topology) -> Result<(), LabError> {
     for (i, node) in t.nodes.iter().enumerate() {
         if node.kind != Kind::Host {
             continue;
@@ -603,6 +637,18 @@ fn build(
             ])?;
         }
     }
+    Ok(())
+}
+
+/// Starts each router of `t` in its namespace, one at a time: writes its config and
+/// QoS file, spawns `exe route` in its own process group, records it in `state` (and on
+/// disk) and waits until it forwards.
+fn start_routers(
+    t: &Topology,
+    exe: &Path,
+    pcap: Option<&Path>,
+    state: &mut LabState,
+) -> Result<(), LabError> {
     let dir = state_dir(&t.name);
     for (i, node) in t.nodes.iter().enumerate() {
         if node.kind != Kind::Router {
@@ -660,23 +706,29 @@ fn build(
             log: log.clone(),
         });
         write_state(state)?;
-        // Ready when it says so; gone means it failed.
-        let deadline = StdInstant::now() + StdDuration::from_secs(10);
-        loop {
-            let said = std::fs::read_to_string(&log).unwrap_or_default();
-            if said.contains("dualperf route: forwarding") {
-                break;
-            }
-            if !alive(child.id()) || StdInstant::now() > deadline {
-                return Err(LabError::Router {
-                    node: node.name.clone(),
-                    log: said.trim().to_owned(),
-                });
-            }
-            std::thread::sleep(StdDuration::from_millis(20));
-        }
+        wait_until_forwarding(&node.name, child.id(), &log)?;
     }
     Ok(())
+}
+
+/// Waits (up to 10 s) until the router `node`, process `pid`, says in its `log` that it
+/// forwards; its exit or the deadline is [`LabError::Router`] with what it said.
+fn wait_until_forwarding(node: &str, pid: u32, log: &Path) -> Result<(), LabError> {
+    // Ready when it says so; gone means it failed.
+    let deadline = StdInstant::now() + StdDuration::from_secs(10);
+    loop {
+        let said = std::fs::read_to_string(log).unwrap_or_default();
+        if said.contains("dualperf route: forwarding") {
+            return Ok(());
+        }
+        if !alive(pid) || StdInstant::now() > deadline {
+            return Err(LabError::Router {
+                node: node.to_owned(),
+                log: said.trim().to_owned(),
+            });
+        }
+        std::thread::sleep(StdDuration::from_millis(20));
+    }
 }
 
 /// What `lab node-setup` writes in the namespace of a node of `kind` with interfaces
