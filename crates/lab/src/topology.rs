@@ -262,6 +262,186 @@ fn parse_loss(s: &str) -> Option<LossModel> {
     })
 }
 
+/// The topology file `text` as TOML, with its format version and lab name checked.
+fn read_file(text: &str) -> Result<File, TopologyError> {
+    let line_at = |offset: usize| Some(wire::span::line_at(text, offset));
+    let file: File = toml::from_str(text).map_err(|e| {
+        err(
+            e.span().and_then(|s| line_at(s.start)),
+            e.message().to_owned(),
+        )
+    })?;
+    if *file.version.get_ref() != TOPOLOGY_VERSION {
+        return Err(err(
+            line_at(file.version.span().start),
+            format!(
+                "topology format version {} is not {TOPOLOGY_VERSION}",
+                file.version.get_ref()
+            ),
+        ));
+    }
+    let name = file.name.get_ref();
+    if !name_ok(name, 16) {
+        return Err(err(
+            line_at(file.name.span().start),
+            format!("lab name '{name}': 1 to 16 of a-z, 0-9 and '-'"),
+        ));
+    }
+    Ok(file)
+}
+
+/// The node `nf`, declared at `line`, checked against the nodes declared before it
+/// (`nodes`); a router's `qos` file is read relative to `base`.
+fn resolve_node(
+    nf: &NodeFile,
+    line: Option<usize>,
+    base: Option<&std::path::Path>,
+    nodes: &[Node],
+) -> Result<Node, TopologyError> {
+    // `to-NAME` must fit Linux's 15-byte interface names.
+    if !name_ok(&nf.name, 12) {
+        return Err(err(
+            line,
+            format!("node name '{}': 1 to 12 of a-z, 0-9 and '-'", nf.name),
+        ));
+    }
+    if nodes.iter().any(|x| x.name == nf.name) {
+        return Err(err(line, format!("node '{}' is declared twice", nf.name)));
+    }
+    let qos = match &nf.qos {
+        None => None,
+        Some(_) if nf.kind != Kind::Router => {
+            return Err(err(
+                line,
+                format!("node '{}': only a router takes qos", nf.name),
+            ))
+        }
+        Some(q) => {
+            let path = base.map_or_else(|| std::path::PathBuf::from(q), |b| b.join(q));
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                err(
+                    line,
+                    format!("node '{}': qos {}: {e}", nf.name, path.display()),
+                )
+            })?;
+            Some(NodeQos {
+                path: path.display().to_string(),
+                text,
+            })
+        }
+    };
+    if nf.cpu.is_some() && nf.kind != Kind::Router {
+        return Err(err(
+            line,
+            format!("node '{}': only a router takes cpu", nf.name),
+        ));
+    }
+    Ok(Node {
+        name: nf.name.clone(),
+        kind: nf.kind,
+        qos,
+        cpu: nf.cpu,
+    })
+}
+
+/// Link `number` (1-based, in file order), `lf` declared at `line`, between two of
+/// `nodes` and checked against the links before it (`links`), with its ends'
+/// interface names, MACs and addresses.
+fn resolve_link(
+    number: usize,
+    lf: &LinkFile,
+    line: Option<usize>,
+    nodes: &[Node],
+    links: &[Link],
+) -> Result<Link, TopologyError> {
+    let find = |n: &str| {
+        nodes
+            .iter()
+            .position(|x| x.name == n)
+            .ok_or_else(|| err(line, format!("link to unknown node '{n}'")))
+    };
+    let (a, b) = (find(&lf.a)?, find(&lf.b)?);
+    if a == b {
+        return Err(err(line, "a link joins two different nodes"));
+    }
+    if links.iter().any(|x| {
+        let (p, q) = (x.ends[0].node, x.ends[1].node);
+        (p, q) == (a, b) || (p, q) == (b, a)
+    }) {
+        return Err(err(
+            line,
+            format!("a second link between {} and {}", lf.a, lf.b),
+        ));
+    }
+    let mtu = lf.mtu.unwrap_or(1500);
+    if !(1280..=65535).contains(&mtu) {
+        return Err(err(line, "mtu: 1280 (IPv6's minimum) to 65535"));
+    }
+    let emulation = link_emulation(lf, line)?;
+    let end = |node: usize, peer: usize, side: u8| End {
+        node,
+        ifname: format!("to-{}", nodes[peer].name),
+        mac: format!(
+            "02:64:70:{:02x}:{:02x}:{:02x}",
+            number >> 8,
+            number & 0xff,
+            side
+        ),
+        ipv4: Ipv4Addr::new(198, 18, number as u8, side),
+        ipv6: Ipv6Addr::new(0x2001, 2, 0, number as u16, 0, 0, 0, u16::from(side)),
+    };
+    Ok(Link {
+        number,
+        ends: [end(a, b, 1), end(b, a, 2)],
+        mtu,
+        emulation,
+    })
+}
+
+/// What the link `lf`, declared at `line`, emulates: its rate, delay, jitter, loss and
+/// queue limits (unset ones are 0, no loss and 1000 packets).
+fn link_emulation(lf: &LinkFile, line: Option<usize>) -> Result<Emulation, TopologyError> {
+    let rate_bps = match &lf.rate {
+        None => 0,
+        Some(r) => match r.parse::<Rate>() {
+            Ok(Rate::Bps(b)) if b > 0 => b,
+            _ => return Err(err(line, format!("rate '{r}': a bit rate, e.g. 10mbit"))),
+        },
+    };
+    let dur = |v: &Option<String>, what: &str| -> Result<u64, TopologyError> {
+        match v {
+            None => Ok(0),
+            Some(s) => parse_duration(s)
+                .ok()
+                .filter(|d| *d <= Duration::from_secs(60))
+                .map(Duration::as_nanos)
+                .ok_or_else(|| err(line, format!("{what} '{s}': e.g. 5ms, at most 60s"))),
+        }
+    };
+    let delay_ns = dur(&lf.delay, "delay")?;
+    let jitter_ns = dur(&lf.jitter, "jitter")?;
+    let loss = match &lf.loss {
+        None => LossModel::None,
+        Some(s) => parse_loss(s).ok_or_else(|| {
+            err(
+                line,
+                format!("loss '{s}': a percentage (1%) or ge:P,R,LOSS_GOOD,LOSS_BAD in %"),
+            )
+        })?,
+    };
+    if lf.limit == Some(0) || lf.limit_bytes == Some(0) {
+        return Err(err(line, "a queue limit of 0 drops everything"));
+    }
+    Ok(Emulation {
+        rate_bps,
+        delay_ns,
+        jitter_ns,
+        loss,
+        limit_packets: lf.limit.unwrap_or(1000),
+        limit_bytes: lf.limit_bytes,
+    })
+}
+
 impl Topology {
     /// Parse and resolve a topology file; a router's `qos` file is read relative to the
     /// current directory (see [`Topology::parse_at`]).
@@ -274,76 +454,12 @@ impl Topology {
     /// interfaces and link rates.
     pub fn parse_at(text: &str, base: Option<&std::path::Path>) -> Result<Self, TopologyError> {
         let line_at = |offset: usize| Some(wire::span::line_at(text, offset));
-        let file: File = toml::from_str(text).map_err(|e| {
-            err(
-                e.span().and_then(|s| line_at(s.start)),
-                e.message().to_owned(),
-            )
-        })?;
-        if *file.version.get_ref() != TOPOLOGY_VERSION {
-            return Err(err(
-                line_at(file.version.span().start),
-                format!(
-                    "topology format version {} is not {TOPOLOGY_VERSION}",
-                    file.version.get_ref()
-                ),
-            ));
-        }
+        let file = read_file(text)?;
         let name = file.name.get_ref().clone();
-        if !name_ok(&name, 16) {
-            return Err(err(
-                line_at(file.name.span().start),
-                format!("lab name '{name}': 1 to 16 of a-z, 0-9 and '-'"),
-            ));
-        }
         let mut nodes: Vec<Node> = Vec::new();
         for n in &file.node {
-            let line = line_at(n.span().start);
-            let nf = n.get_ref();
-            // `to-NAME` must fit Linux's 15-byte interface names.
-            if !name_ok(&nf.name, 12) {
-                return Err(err(
-                    line,
-                    format!("node name '{}': 1 to 12 of a-z, 0-9 and '-'", nf.name),
-                ));
-            }
-            if nodes.iter().any(|x| x.name == nf.name) {
-                return Err(err(line, format!("node '{}' is declared twice", nf.name)));
-            }
-            let qos = match &nf.qos {
-                None => None,
-                Some(_) if nf.kind != Kind::Router => {
-                    return Err(err(
-                        line,
-                        format!("node '{}': only a router takes qos", nf.name),
-                    ))
-                }
-                Some(q) => {
-                    let path = base.map_or_else(|| std::path::PathBuf::from(q), |b| b.join(q));
-                    let text = std::fs::read_to_string(&path).map_err(|e| {
-                        err(
-                            line,
-                            format!("node '{}': qos {}: {e}", nf.name, path.display()),
-                        )
-                    })?;
-                    Some(NodeQos {
-                        path: path.display().to_string(),
-                        text,
-                    })
-                }
-            };
-            if nf.cpu.is_some() && nf.kind != Kind::Router {
-                return Err(err(
-                    line,
-                    format!("node '{}': only a router takes cpu", nf.name),
-                ));
-            }
-            nodes.push(Node {
-                name: nf.name.clone(),
-                kind: nf.kind,
-                qos,
-                cpu: nf.cpu,
-            });
+            let node = resolve_node(n.get_ref(), line_at(n.span().start), base, &nodes)?;
+            nodes.push(node);
         }
         if file.link.len() > MAX_LINKS {
             return Err(err(None, format!("at most {MAX_LINKS} links")));
@@ -351,87 +467,8 @@ impl Topology {
         let mut links: Vec<Link> = Vec::new();
         for (i, l) in file.link.iter().enumerate() {
             let line = line_at(l.span().start);
-            let lf = l.get_ref();
-            let find = |n: &str| {
-                nodes
-                    .iter()
-                    .position(|x| x.name == n)
-                    .ok_or_else(|| err(line, format!("link to unknown node '{n}'")))
-            };
-            let (a, b) = (find(&lf.a)?, find(&lf.b)?);
-            if a == b {
-                return Err(err(line, "a link joins two different nodes"));
-            }
-            if links.iter().any(|x| {
-                let (p, q) = (x.ends[0].node, x.ends[1].node);
-                (p, q) == (a, b) || (p, q) == (b, a)
-            }) {
-                return Err(err(
-                    line,
-                    format!("a second link between {} and {}", lf.a, lf.b),
-                ));
-            }
-            let mtu = lf.mtu.unwrap_or(1500);
-            if !(1280..=65535).contains(&mtu) {
-                return Err(err(line, "mtu: 1280 (IPv6's minimum) to 65535"));
-            }
-            let rate_bps = match &lf.rate {
-                None => 0,
-                Some(r) => match r.parse::<Rate>() {
-                    Ok(Rate::Bps(b)) if b > 0 => b,
-                    _ => return Err(err(line, format!("rate '{r}': a bit rate, e.g. 10mbit"))),
-                },
-            };
-            let dur = |v: &Option<String>, what: &str| -> Result<u64, TopologyError> {
-                match v {
-                    None => Ok(0),
-                    Some(s) => parse_duration(s)
-                        .ok()
-                        .filter(|d| *d <= Duration::from_secs(60))
-                        .map(Duration::as_nanos)
-                        .ok_or_else(|| err(line, format!("{what} '{s}': e.g. 5ms, at most 60s"))),
-                }
-            };
-            let delay_ns = dur(&lf.delay, "delay")?;
-            let jitter_ns = dur(&lf.jitter, "jitter")?;
-            let loss = match &lf.loss {
-                None => LossModel::None,
-                Some(s) => parse_loss(s).ok_or_else(|| {
-                    err(
-                        line,
-                        format!("loss '{s}': a percentage (1%) or ge:P,R,LOSS_GOOD,LOSS_BAD in %"),
-                    )
-                })?,
-            };
-            if lf.limit == Some(0) || lf.limit_bytes == Some(0) {
-                return Err(err(line, "a queue limit of 0 drops everything"));
-            }
-            let number = i + 1;
-            let end = |node: usize, peer: usize, side: u8| End {
-                node,
-                ifname: format!("to-{}", nodes[peer].name),
-                mac: format!(
-                    "02:64:70:{:02x}:{:02x}:{:02x}",
-                    number >> 8,
-                    number & 0xff,
-                    side
-                ),
-                ipv4: Ipv4Addr::new(198, 18, number as u8, side),
-                ipv6: Ipv6Addr::new(0x2001, 2, 0, number as u16, 0, 0, 0, u16::from(side)),
-            };
-            links.push(Link {
-                number,
-                ends: [end(a, b, 1), end(b, a, 2)],
-                mtu,
-                emulation: Emulation {
-                    rate_bps,
-                    delay_ns,
-                    jitter_ns,
-                    loss,
-                    limit_packets: lf.limit.unwrap_or(1000),
-                    limit_bytes: lf.limit_bytes,
-                },
-            });
+            let link = resolve_link(i + 1, l.get_ref(), line, &nodes, &links)?;
+            links.push(link);
         }
         for (i, n) in nodes.iter().enumerate() {
             if !links.iter().any(|l| l.ends.iter().any(|e| e.node == i)) {
