@@ -1169,207 +1169,134 @@ int check(in_addr_t a) { return a == INADDR_NONE; }
         assert!(scan_matches(src, Lang::C, None).len() > 3);
     }
 
-    /// (source, rule, flagged?) per language: a positive and a negative case each.
-    #[test]
-    fn rules_in_python_go_java_and_cpp() {
-        let cases: &[(Lang, &str, &str, bool)] = &[
-            (
-                Lang::Python,
-                "ip = socket.gethostbyname(h)",
-                "gethostbyname",
-                true,
-            ),
-            (
-                Lang::Python,
-                "infos = socket.getaddrinfo(h, p)  # not gethostbyname",
-                "gethostbyname",
-                false,
-            ),
-            (Lang::Python, "b = socket.inet_aton(s)", "inet_aton", true),
-            (
-                Lang::Python,
-                "b = socket.inet_pton(socket.AF_INET6, s)",
-                "inet_aton",
-                false,
-            ),
-            (
-                Lang::Python,
-                "s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)",
-                "af_inet",
-                true,
-            ),
-            (
-                Lang::Python,
-                "s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)",
-                "af_inet",
-                false,
-            ),
-            (
-                Lang::Python,
-                "host, port = arg.split(':')",
-                "colon_split",
-                true,
-            ),
-            (
-                Lang::Python,
-                "host, _, port = arg.rpartition(\":\")",
-                "colon_split",
-                true,
-            ),
-            (Lang::Python, "k, v = line.split('=')", "colon_split", false),
-            (
-                Lang::Python,
-                "url = f\"http://{host}:{port}/\"",
-                "colon_format",
-                true,
-            ),
-            (
-                Lang::Python,
-                "addr = \"%s:%d\" % (host, port)",
-                "colon_format",
-                true,
-            ),
-            (
-                Lang::Python,
-                "msg = \"%s:%d\" % (name, count)",
-                "colon_format",
-                false,
-            ),
-            (Lang::Python, "DEFAULT = '192.0.2.1'", "ipv4_literal", true),
-            (
-                Lang::Python,
-                "VERSION = '1.2.3'  # 192.0.2.1",
-                "ipv4_literal",
-                false,
-            ),
-            (
-                Lang::Python,
-                "s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, 0xb8)",
-                "ip_tos",
-                true,
-            ),
-            (
-                Lang::Python,
-                "s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, 0xb8)",
-                "ip_tos",
-                false,
-            ),
-            (
-                Lang::Python,
-                "a = ipaddress.IPv4Address(t)",
-                "ipv4_type",
-                true,
-            ),
-            (
-                Lang::Python,
-                "a = ipaddress.ip_address(t)",
-                "ipv4_type",
-                false,
-            ),
-            (
-                Lang::Go,
-                "c, err := net.Dial(\"udp4\", addr)",
-                "ipv4_network_name",
-                true,
-            ),
-            (
-                Lang::Go,
-                "c, err := net.Dial(\"udp\", addr) // udp4",
-                "ipv4_network_name",
-                false,
-            ),
-            (
-                Lang::Go,
-                "parts := strings.Split(hp, \":\")",
-                "colon_split",
-                true,
-            ),
-            (
-                Lang::Go,
-                "host, port, err := net.SplitHostPort(hp)",
-                "colon_split",
-                false,
-            ),
-            (
-                Lang::Go,
-                "addr := host + \":\" + port",
-                "colon_format",
-                true,
-            ),
-            (
-                Lang::Go,
-                "addr := net.JoinHostPort(host, port)",
-                "colon_format",
-                false,
-            ),
-            (Lang::Go, "if ip.To4() == nil { return }", "ipv4_type", true),
-            (Lang::Go, "const def = `10.0.0.1`", "ipv4_literal", true),
-            (
-                Lang::Go,
-                "const v = `1.2.3` // 10.0.0.1",
-                "ipv4_literal",
-                false,
-            ),
-            (
-                Lang::Java,
-                "String[] p = hostPort.split(\":\");",
-                "colon_split",
-                true,
-            ),
-            (
-                Lang::Java,
-                "String[] p = line.split(\",\");",
-                "colon_split",
-                false,
-            ),
-            (
-                Lang::Java,
-                "String s = host + \":\" + port;",
-                "colon_format",
-                true,
-            ),
-            (
-                Lang::Java,
-                "String s = name + \":\" + count;",
-                "colon_format",
-                false,
-            ),
-            (
-                Lang::Java,
-                "Inet4Address a = (Inet4Address) addr;",
-                "ipv4_type",
-                true,
-            ),
-            (
-                Lang::Java,
-                "InetAddress a = addr; // Inet4Address",
-                "ipv4_type",
-                false,
-            ),
-            (
-                Lang::Java,
-                "System.setProperty(\"java.net.preferIPv4Stack\", \"true\");",
-                "prefer_ipv4_stack",
-                true,
-            ),
-            (Lang::Cpp, "auto c = hp.find(':');", "colon_split", true),
-            (Lang::Cpp, "auto c = hp.find('/');", "colon_split", false),
-            (
-                Lang::Cpp,
-                "os << host << \":\" << port;",
-                "colon_format",
-                true,
-            ),
-            (
-                Lang::Cpp,
-                "auto s = R\"(127.0.0.1)\";",
-                "ipv4_literal",
-                true,
-            ),
-        ];
-        for &(lang, src, id, want) in cases {
+    /// Asserts, for each (source, rule, flagged?) of `cases` in `lang`, whether the rule
+    /// flags the source.
+    fn assert_flags(lang: Lang, cases: &[(&str, &str, bool)]) {
+        for &(src, id, want) in cases {
             assert_eq!(flags(src, lang, id), want, "{lang:?} {id}: {src}");
         }
+    }
+
+    /// (source, rule, flagged?) in Python: a positive and a negative case each.
+    #[test]
+    fn rules_in_python() {
+        assert_flags(
+            Lang::Python,
+            &[
+                ("ip = socket.gethostbyname(h)", "gethostbyname", true),
+                (
+                    "infos = socket.getaddrinfo(h, p)  # not gethostbyname",
+                    "gethostbyname",
+                    false,
+                ),
+                ("b = socket.inet_aton(s)", "inet_aton", true),
+                (
+                    "b = socket.inet_pton(socket.AF_INET6, s)",
+                    "inet_aton",
+                    false,
+                ),
+                (
+                    "s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)",
+                    "af_inet",
+                    true,
+                ),
+                (
+                    "s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)",
+                    "af_inet",
+                    false,
+                ),
+                ("host, port = arg.split(':')", "colon_split", true),
+                ("host, _, port = arg.rpartition(\":\")", "colon_split", true),
+                ("k, v = line.split('=')", "colon_split", false),
+                ("url = f\"http://{host}:{port}/\"", "colon_format", true),
+                ("addr = \"%s:%d\" % (host, port)", "colon_format", true),
+                ("msg = \"%s:%d\" % (name, count)", "colon_format", false),
+                ("DEFAULT = '192.0.2.1'", "ipv4_literal", true),
+                ("VERSION = '1.2.3'  # 192.0.2.1", "ipv4_literal", false),
+                (
+                    "s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, 0xb8)",
+                    "ip_tos",
+                    true,
+                ),
+                (
+                    "s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, 0xb8)",
+                    "ip_tos",
+                    false,
+                ),
+                ("a = ipaddress.IPv4Address(t)", "ipv4_type", true),
+                ("a = ipaddress.ip_address(t)", "ipv4_type", false),
+            ],
+        );
+    }
+
+    /// (source, rule, flagged?) in Go: a positive and a negative case each.
+    #[test]
+    fn rules_in_go() {
+        assert_flags(
+            Lang::Go,
+            &[
+                (
+                    "c, err := net.Dial(\"udp4\", addr)",
+                    "ipv4_network_name",
+                    true,
+                ),
+                (
+                    "c, err := net.Dial(\"udp\", addr) // udp4",
+                    "ipv4_network_name",
+                    false,
+                ),
+                ("parts := strings.Split(hp, \":\")", "colon_split", true),
+                (
+                    "host, port, err := net.SplitHostPort(hp)",
+                    "colon_split",
+                    false,
+                ),
+                ("addr := host + \":\" + port", "colon_format", true),
+                (
+                    "addr := net.JoinHostPort(host, port)",
+                    "colon_format",
+                    false,
+                ),
+                ("if ip.To4() == nil { return }", "ipv4_type", true),
+                ("const def = `10.0.0.1`", "ipv4_literal", true),
+                ("const v = `1.2.3` // 10.0.0.1", "ipv4_literal", false),
+            ],
+        );
+    }
+
+    /// (source, rule, flagged?) in Java: a positive and a negative case each.
+    #[test]
+    fn rules_in_java() {
+        assert_flags(
+            Lang::Java,
+            &[
+                ("String[] p = hostPort.split(\":\");", "colon_split", true),
+                ("String[] p = line.split(\",\");", "colon_split", false),
+                ("String s = host + \":\" + port;", "colon_format", true),
+                ("String s = name + \":\" + count;", "colon_format", false),
+                ("Inet4Address a = (Inet4Address) addr;", "ipv4_type", true),
+                ("InetAddress a = addr; // Inet4Address", "ipv4_type", false),
+                (
+                    "System.setProperty(\"java.net.preferIPv4Stack\", \"true\");",
+                    "prefer_ipv4_stack",
+                    true,
+                ),
+            ],
+        );
+    }
+
+    /// (source, rule, flagged?) in C++: a positive and a negative case each.
+    #[test]
+    fn rules_in_cpp() {
+        assert_flags(
+            Lang::Cpp,
+            &[
+                ("auto c = hp.find(':');", "colon_split", true),
+                ("auto c = hp.find('/');", "colon_split", false),
+                ("os << host << \":\" << port;", "colon_format", true),
+                ("auto s = R\"(127.0.0.1)\";", "ipv4_literal", true),
+            ],
+        );
     }
 
     #[test]
