@@ -1,6 +1,7 @@
 //! `dualperf run`: a plan's runs land in a run directory, a kill loses nothing finished,
 //! and `--resume` measures only what is missing.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::support::{path_str, run, u, Proc, TempDir};
@@ -58,16 +59,33 @@ fn a_killed_run_resumes_without_measuring_twice() {
         "{dry}"
     );
 
+    let stored = kill_after_a_few_runs(&plan, &dir);
+    let all = resume_the_rest(&plan, &dir, &stored);
+    let tp = assert_json_report(&dir, &all);
+    let mean = tp["ipv4"]["mean"].as_f64().unwrap();
+    assert_markdown_report(&dir, &tp);
+    let csv = assert_csv_report(&dir, mean);
+    assert_html_and_plot_files(&tmp, &dir, &csv);
+    assert_sqlite_index(&tmp, &dir);
+    // Resuming under another plan is refused.
+    std::fs::write(&plan, PLAN.replace("[64, 256]", "[64, 512]")).unwrap();
+    let other = run(&["run", path_str(&plan), "--dir", path_str(&dir), "--resume"]);
+    assert_eq!(other.code(), Some(2), "{}", other.stderr);
+}
+
+/// Runs `plan` into `dir`, kills it (-9) once at least 3 of its 8 runs are stored and
+/// sees its children end with it: the ids of the runs stored before the kill.
+fn kill_after_a_few_runs(plan: &Path, dir: &Path) -> Vec<String> {
     // Kill -9 after a few runs are stored.
-    let proc = Proc::spawn(&["run", path_str(&plan), "--dir", path_str(&dir)]);
+    let proc = Proc::spawn(&["run", path_str(plan), "--dir", path_str(dir)]);
     let t0 = Instant::now();
-    while result_ids(&dir).len() < 3 {
+    while result_ids(dir).len() < 3 {
         assert!(t0.elapsed() < Duration::from_secs(60), "no results appear");
         std::thread::sleep(Duration::from_millis(20));
     }
     let kids = children(proc.pid());
     proc.kill9();
-    let stored = result_ids(&dir);
+    let stored = result_ids(dir);
     assert!(stored.len() >= 3 && stored.len() < 8, "{stored:?}");
     // The receiver it started ends with it (its stdin lifeline closes).
     let t1 = Instant::now();
@@ -81,16 +99,21 @@ fn a_killed_run_resumes_without_measuring_twice() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+    stored
+}
 
+/// A fresh run of `plan` into `dir` is refused; `--resume` measures only the runs not
+/// `stored` and says so, and each result is its sender's report: all 8 run ids.
+fn resume_the_rest(plan: &Path, dir: &Path, stored: &[String]) -> Vec<String> {
     // A fresh run into the same directory is refused; --resume measures the rest.
-    let again = run(&["run", path_str(&plan), "--dir", path_str(&dir)]);
+    let again = run(&["run", path_str(plan), "--dir", path_str(dir)]);
     assert_eq!(again.code(), Some(2), "{}", again.stderr);
-    let resumed = run(&["run", path_str(&plan), "--dir", path_str(&dir), "--resume"]);
+    let resumed = run(&["run", path_str(plan), "--dir", path_str(dir), "--resume"]);
     resumed.assert_success();
-    let all = result_ids(&dir);
+    let all = result_ids(dir);
     assert_eq!(all.len(), 8, "{all:?}");
     // Nothing measured twice: the runs kept before the kill are the same files.
-    for id in &stored {
+    for id in stored {
         assert!(all.contains(id));
     }
     let said = format!(
@@ -114,8 +137,15 @@ fn a_killed_run_resumes_without_measuring_twice() {
                 > 0
         );
     }
+    all
+}
+
+/// `report --json` of `dir`, whose runs are `all`: every point and metric over both
+/// families, two repetitions each. Its size=256 throughput row, whose IPv4 mean is
+/// the mean of the two runs' own bit rates.
+fn assert_json_report(dir: &Path, all: &[String]) -> serde_json::Value {
     // The report: every point and metric over both families, two repetitions each.
-    let doc = run(&["report", path_str(&dir), "--json"])
+    let doc = run(&["report", path_str(dir), "--json"])
         .assert_success()
         .json();
     let rows = doc["rows"].as_array().unwrap();
@@ -152,8 +182,15 @@ fn a_killed_run_resumes_without_measuring_twice() {
     assert_eq!(tp["unit"], "bit/s");
     assert!(tp["ipv4"]["ci_low"].as_f64().unwrap() <= mean);
     assert!(tp["ipv6_vs_ipv4"]["verdict"].is_string());
+    tp.clone()
+}
+
+/// `report --markdown` of `dir`: the plan's table, what it leaves out (delay, jitter)
+/// and the row of throughput row `tp` to the places its interval calls for.
+fn assert_markdown_report(dir: &Path, tp: &serde_json::Value) {
+    let mean = tp["ipv4"]["mean"].as_f64().unwrap();
     // The plan's table: its title, its rows by payload size, kbit/s.
-    let md = run(&["report", path_str(&dir), "--markdown"])
+    let md = run(&["report", path_str(dir), "--markdown"])
         .assert_success()
         .stdout
         .clone();
@@ -193,8 +230,13 @@ fn a_killed_run_resumes_without_measuring_twice() {
     let d = report::units::decimals(mean / 1e3, Some((low, high)));
     let kbit = format!("| 256 | {:.d$} [", mean / 1e3);
     assert!(md.contains(&kbit), "want {kbit}: {md}");
+}
+
+/// `report --csv` of `dir`: the size=256 throughput row in kbit/s, its mean `mean`
+/// bit/s. The CSV text.
+fn assert_csv_report(dir: &Path, mean: f64) -> String {
     // CSV: the same table row in its unit.
-    let csv = run(&["report", path_str(&dir), "--csv"])
+    let csv = run(&["report", path_str(dir), "--csv"])
         .assert_success()
         .stdout
         .clone();
@@ -206,6 +248,12 @@ fn a_killed_run_resumes_without_measuring_twice() {
     assert_eq!(cells[4], "\"kbit/s\"", "{line}");
     let csv_mean: f64 = cells[6].parse().unwrap();
     assert!((csv_mean - mean / 1e3).abs() <= 1e-9 * csv_mean, "{line}");
+    csv
+}
+
+/// `report --html --svg --png` of `dir` into `tmp`: one self-contained page and the
+/// same plots as files (the loss plots only when `csv` shows a packet lost).
+fn assert_html_and_plot_files(tmp: &TempDir, dir: &Path, csv: &str) {
     // One self-contained page: the table and a plot per metric, nothing to fetch; the
     // same plots as SVG and PNG files.
     let page = tmp.path("report.html");
@@ -213,7 +261,7 @@ fn a_killed_run_resumes_without_measuring_twice() {
     let pngs = tmp.path("png");
     run(&[
         "report",
-        path_str(&dir),
+        path_str(dir),
         "--html",
         path_str(&page),
         "--svg",
@@ -284,11 +332,15 @@ fn a_killed_run_resumes_without_measuring_twice() {
         // IHDR: width and height, big-endian, after the signature and chunk header.
         assert_eq!(&bytes[16..24], [0, 0, 5, 160, 0, 0, 3, 72], "{f}: 1440×840");
     }
+}
+
+/// The SQLite index beside `dir` in `tmp`: every run once, queried read-only.
+fn assert_sqlite_index(tmp: &TempDir, dir: &Path) {
     // The SQLite index beside the run directory, written by the resumed run: every run
     // once, with the same figures as its file, however often it is indexed again.
     assert!(tmp.path("index.sqlite").is_file());
     for _ in 0..2 {
-        let rows = run(&["export", path_str(&dir), "--json"])
+        let rows = run(&["export", path_str(dir), "--json"])
             .assert_success()
             .json();
         crate::schema::assert_valid("export", &rows);
@@ -332,10 +384,6 @@ fn a_killed_run_resumes_without_measuring_twice() {
         "{}",
         write.stderr
     );
-    // Resuming under another plan is refused.
-    std::fs::write(&plan, PLAN.replace("[64, 256]", "[64, 512]")).unwrap();
-    let other = run(&["run", path_str(&plan), "--dir", path_str(&dir), "--resume"]);
-    assert_eq!(other.code(), Some(2), "{}", other.stderr);
 }
 
 #[test]
