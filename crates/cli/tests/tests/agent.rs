@@ -149,20 +149,48 @@ fn the_agent_refuses_with_reasons_and_keeps_serving() {
         "30s",
     ]);
     let p = agent.port;
-    let refused = |out: crate::support::Finished, why: &str| {
-        assert_eq!(out.code(), Some(1), "{why}: {}", out.stderr);
-        assert!(out.stderr.contains(why), "want {why:?} in: {}", out.stderr);
-        assert!(out.stdout.is_empty(), "no report: {}", out.stdout);
-    };
+    refuse_past_the_caps(p);
+
+    // A plain receiver never sends.
+    let rx = Receiver::start(&["--json"]);
+    assert_refused(
+        send("127.0.0.1", rx.port, &["--reverse", "--count", "10"]),
+        "never sends",
+    );
+    let recv = rx.interrupt_and_finish();
+    assert_eq!(u(&recv.counters, "/send_refusals"), 1);
+
+    let junk = flood_until_busy(p);
+    drop(junk);
+    serve_after_the_flood(p);
+
+    let c = agent.counters();
+    // allow, rate, bytes, duration.
+    assert_eq!(u(&c, "/send_refusals"), 4, "{c:#}");
+    assert_eq!(u(&c, "/auth_failures"), 1, "{c:#}");
+    assert!(u(&c, "/refused_busy") >= 1, "{c:#}");
+}
+
+/// `out` is a refusal that says `why`: exit 1, the reason on stderr, no report.
+fn assert_refused(out: crate::support::Finished, why: &str) {
+    assert_eq!(out.code(), Some(1), "{why}: {}", out.stderr);
+    assert!(out.stderr.contains(why), "want {why:?} in: {}", out.stderr);
+    assert!(out.stdout.is_empty(), "no report: {}", out.stdout);
+}
+
+/// The agent on port `p` (caps 1 Mbit/s, 100 kB, 2 s; key `k`) refuses a request
+/// without a key, one to a destination outside `--allow`, and reverse flows past each
+/// cap; a TCP bulk flow passes the checks and is halted at the byte cap.
+fn refuse_past_the_caps(p: u16) {
     // No key.
-    refused(
+    assert_refused(
         send("127.0.0.1", p, &["--reverse", "--count", "10"]),
         "--key",
     );
     // A destination that is neither the asker nor inside --allow (none given). The
     // request names 127.0.0.2; we ask from 127.0.0.1.
     let agent_at = format!("127.0.0.1:{p}");
-    refused(
+    assert_refused(
         run(&[
             "send",
             "--from",
@@ -184,17 +212,17 @@ fn the_agent_refuses_with_reasons_and_keeps_serving() {
         send("::1", p, &args)
     };
     // Rate: 2 Mbit/s against 1 Mbit/s.
-    refused(
+    assert_refused(
         reverse("--rate 2mbit --size 1000 --duration 1s"),
         "--max-rate",
     );
     // Bytes: 0.9 Mbit/s for 1.9 s is about 214 kB against 100 kB.
-    refused(
+    assert_refused(
         reverse("--rate 900kbit --size 1000 --duration 1.9s"),
         "--max-bytes",
     );
     // Duration: 3 s against 2 s.
-    refused(reverse("--rate 10kbit --duration 3s"), "--max-duration");
+    assert_refused(reverse("--rate 10kbit --duration 3s"), "--max-duration");
     // A window-limited TCP bulk flow passes the checks and is halted at the byte cap.
     let out = send(
         "::1",
@@ -214,16 +242,11 @@ fn the_agent_refuses_with_reasons_and_keeps_serving() {
     assert!(out.stderr.contains("byte cap"), "{}", out.stderr);
     let sent = u(&out.json(), "/flows/0/sent/bytes");
     assert!(sent >= 100_000, "halted at the cap, not before: {sent}");
+}
 
-    // A plain receiver never sends.
-    let rx = Receiver::start(&["--json"]);
-    refused(
-        send("127.0.0.1", rx.port, &["--reverse", "--count", "10"]),
-        "never sends",
-    );
-    let recv = rx.interrupt_and_finish();
-    assert_eq!(u(&recv.counters, "/send_refusals"), 1);
-
+/// Floods the agent on port `p` with junk control connections (silent ones, garbage, a
+/// huge length prefix) until a newcomer is refused as busy: the junk, still open.
+fn flood_until_busy(p: u16) -> Vec<TcpStream> {
     // A flood of junk control connections: silent ones, garbage, a huge length prefix.
     let mut junk = Vec::new();
     for i in 0..300u32 {
@@ -267,7 +290,12 @@ fn the_agent_refuses_with_reasons_and_keeps_serving() {
         )
     });
     assert_eq!(busy.code(), Some(1), "{}", busy.stderr);
-    drop(junk);
+    junk
+}
+
+/// Once the junk is closed, the agent on port `p` serves whole sessions again: reverse
+/// over IPv4, forward over IPv6.
+fn serve_after_the_flood(p: u16) {
     // Well-formed sessions are served afterwards: the slots drain as the junk closes.
     std::thread::sleep(Duration::from_millis(300));
     let out = send(
@@ -297,12 +325,6 @@ fn the_agent_refuses_with_reasons_and_keeps_serving() {
     );
     out.assert_success();
     assert_whole(&out.json(), 100, "forward after the flood");
-
-    let c = agent.counters();
-    // allow, rate, bytes, duration.
-    assert_eq!(u(&c, "/send_refusals"), 4, "{c:#}");
-    assert_eq!(u(&c, "/auth_failures"), 1, "{c:#}");
-    assert!(u(&c, "/refused_busy") >= 1, "{c:#}");
 }
 
 #[test]
