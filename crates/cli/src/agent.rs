@@ -148,20 +148,11 @@ impl SendService for Agent {
     fn serve(
         &self,
         mut stream: TcpStream,
-        mut reader: MsgReader,
+        reader: MsgReader,
         peer: SocketAddr,
         request: Msg,
         stop: &Arc<AtomicBool>,
     ) -> Result<(), ServeError> {
-        let refuse = |stream: &mut TcpStream, why: String| {
-            let _ = write_msg(
-                stream,
-                &Msg::Error {
-                    message: format!("agent refused: {why}"),
-                },
-            );
-            Err(ServeError::Refused(why))
-        };
         let Msg::SendRequest {
             dest,
             port,
@@ -202,51 +193,12 @@ impl SendService for Agent {
         // The asker answers the destination's challenge: the watcher below hands its
         // answers over, the session's handshake waits for one.
         let (answers_tx, answers) = std::sync::mpsc::channel::<String>();
-        let prover = {
-            let asker = stream
-                .try_clone()
-                .map_err(|e| ServeError::Failed(e.into()))?;
-            let answers = std::sync::Mutex::new(answers);
-            let wait = connect_timeout_ns
-                .map(StdDuration::from_nanos)
-                .unwrap_or(StdDuration::from_secs(5))
-                .clamp(StdDuration::from_secs(1), MAX_CONNECT_TIMEOUT);
-            move |nonce: &str| -> Result<String> {
-                let mut asker = asker.try_clone()?;
-                write_msg(
-                    &mut asker,
-                    &Msg::AuthQuery {
-                        nonce: nonce.to_owned(),
-                    },
-                )?;
-                let answers = answers.lock().unwrap_or_else(|e| e.into_inner());
-                answers.recv_timeout(wait).map_err(|_| {
-                    anyhow::anyhow!("the asker did not answer the receiver's challenge")
-                })
-            }
-        };
+        let prover = asker_prover(&stream, answers, connect_timeout_ns)?;
         // A held request: once the session is set up, `Ready` to the asker, and its
         // `Go` (which the watcher hands over) starts the flows.
         let (go_tx, go) = std::sync::mpsc::channel::<()>();
         let hold = match hold {
-            true => {
-                let asker = stream
-                    .try_clone()
-                    .map_err(|e| ServeError::Failed(e.into()))?;
-                let go = std::sync::Mutex::new(go);
-                let hold: Arc<Hold> = Arc::new(move |halt: &AtomicBool| {
-                    let Ok(mut asker) = asker.try_clone() else {
-                        return false;
-                    };
-                    if write_msg(&mut asker, &Msg::Ready {}).is_err() {
-                        return false;
-                    }
-                    let go = go.lock().unwrap_or_else(|e| e.into_inner());
-                    let until = std::time::Instant::now() + MAX_HOLD;
-                    wait_for_go(&go, halt, Some(until)).is_some()
-                });
-                Some(hold)
-            }
+            true => Some(held_start(&stream, go)?),
             false => None,
         };
         let config = SendConfig {
@@ -254,10 +206,7 @@ impl SendService for Agent {
             hold,
             // As the asker's --connect-timeout (across a congested link a lost SYN
             // waits out TCP's retries), within reason.
-            connect_timeout: connect_timeout_ns
-                .map(StdDuration::from_nanos)
-                .unwrap_or(StdDuration::from_secs(5))
-                .clamp(StdDuration::from_secs(1), MAX_CONNECT_TIMEOUT),
+            connect_timeout: connect_timeout(connect_timeout_ns),
             interval,
             threads: threads.map(usize::from),
             cdf,
@@ -276,33 +225,7 @@ impl SendService for Agent {
         // does stopping the agent.
         let halt = Arc::new(AtomicBool::new(false));
         let done = Arc::new(AtomicBool::new(false));
-        let watcher = {
-            let mut rd = stream
-                .try_clone()
-                .map_err(|e| ServeError::Failed(e.into()))?;
-            let _ = rd.set_read_timeout(Some(StdDuration::from_millis(200)));
-            let (halt, done, stop) = (halt.clone(), done.clone(), stop.clone());
-            std::thread::spawn(move || {
-                while !done.load(Ordering::SeqCst) {
-                    if stop.load(Ordering::SeqCst) {
-                        halt.store(true, Ordering::SeqCst);
-                    }
-                    match reader.read(&mut rd) {
-                        Err(e) if crate::control::is_timeout_error(&e) => {}
-                        Ok(Msg::AuthAnswer { mac }) => {
-                            let _ = answers_tx.send(mac);
-                        }
-                        Ok(Msg::Go {}) => {
-                            let _ = go_tx.send(());
-                        }
-                        _ => {
-                            halt.store(true, Ordering::SeqCst);
-                            break;
-                        }
-                    }
-                }
-            })
-        };
+        let watcher = watch_asker(&stream, reader, &halt, &done, stop, answers_tx, go_tx)?;
         let (report, error) = match run_session(&config, &halt) {
             Ok(r) => (Some(r), None),
             Err(e) => match e.downcast::<PartialReport>() {
@@ -319,6 +242,120 @@ impl SendService for Agent {
         };
         write_msg(&mut stream, &msg).map_err(ServeError::Failed)
     }
+}
+
+/// Refuses the asker on `stream`: an `Error` saying `why` to it, and
+/// [`ServeError::Refused`] here.
+fn refuse(stream: &mut TcpStream, why: String) -> Result<(), ServeError> {
+    let _ = write_msg(
+        stream,
+        &Msg::Error {
+            message: format!("agent refused: {why}"),
+        },
+    );
+    Err(ServeError::Refused(why))
+}
+
+/// How long the agent waits to reach a destination's receiver, and for the asker's
+/// answer to its challenge: the asker's `--connect-timeout` (5 s when unsaid), at least
+/// 1 s and at most [`MAX_CONNECT_TIMEOUT`].
+fn connect_timeout(connect_timeout_ns: Option<u64>) -> StdDuration {
+    connect_timeout_ns
+        .map(StdDuration::from_nanos)
+        .unwrap_or(StdDuration::from_secs(5))
+        .clamp(StdDuration::from_secs(1), MAX_CONNECT_TIMEOUT)
+}
+
+/// The session's prover: it passes the destination's challenge (`nonce`) to the asker
+/// on `stream` as an `AuthQuery`, and waits up to [`connect_timeout`] for the answer
+/// that the asker's watcher hands over on `answers`.
+fn asker_prover(
+    stream: &TcpStream,
+    answers: std::sync::mpsc::Receiver<String>,
+    connect_timeout_ns: Option<u64>,
+) -> Result<impl Fn(&str) -> Result<String> + Send + Sync + 'static, ServeError> {
+    let asker = stream
+        .try_clone()
+        .map_err(|e| ServeError::Failed(e.into()))?;
+    let answers = std::sync::Mutex::new(answers);
+    let wait = connect_timeout(connect_timeout_ns);
+    Ok(move |nonce: &str| -> Result<String> {
+        let mut asker = asker.try_clone()?;
+        write_msg(
+            &mut asker,
+            &Msg::AuthQuery {
+                nonce: nonce.to_owned(),
+            },
+        )?;
+        let answers = answers.lock().unwrap_or_else(|e| e.into_inner());
+        answers
+            .recv_timeout(wait)
+            .map_err(|_| anyhow::anyhow!("the asker did not answer the receiver's challenge"))
+    })
+}
+
+/// A held request's start: says `Ready` to the asker on `stream`, then waits (at most
+/// [`MAX_HOLD`], or until halted) for its `Go`, which the asker's watcher hands over on
+/// `go`. False when the asker cannot be told or no `Go` came.
+fn held_start(
+    stream: &TcpStream,
+    go: std::sync::mpsc::Receiver<()>,
+) -> Result<Arc<Hold>, ServeError> {
+    let asker = stream
+        .try_clone()
+        .map_err(|e| ServeError::Failed(e.into()))?;
+    let go = std::sync::Mutex::new(go);
+    let hold: Arc<Hold> = Arc::new(move |halt: &AtomicBool| {
+        let Ok(mut asker) = asker.try_clone() else {
+            return false;
+        };
+        if write_msg(&mut asker, &Msg::Ready {}).is_err() {
+            return false;
+        }
+        let go = go.lock().unwrap_or_else(|e| e.into_inner());
+        let until = std::time::Instant::now() + MAX_HOLD;
+        wait_for_go(&go, halt, Some(until)).is_some()
+    });
+    Ok(hold)
+}
+
+/// A thread that reads the asker on `stream` while its flows run, until `done`: its
+/// challenge answers go to `answers_tx`, its `Go` to `go_tx`; anything else from it, its
+/// going away, or `stop` (the agent stopping) sets `halt`.
+fn watch_asker(
+    stream: &TcpStream,
+    mut reader: MsgReader,
+    halt: &Arc<AtomicBool>,
+    done: &Arc<AtomicBool>,
+    stop: &Arc<AtomicBool>,
+    answers_tx: std::sync::mpsc::Sender<String>,
+    go_tx: std::sync::mpsc::Sender<()>,
+) -> Result<std::thread::JoinHandle<()>, ServeError> {
+    let mut rd = stream
+        .try_clone()
+        .map_err(|e| ServeError::Failed(e.into()))?;
+    let _ = rd.set_read_timeout(Some(StdDuration::from_millis(200)));
+    let (halt, done, stop) = (halt.clone(), done.clone(), stop.clone());
+    Ok(std::thread::spawn(move || {
+        while !done.load(Ordering::SeqCst) {
+            if stop.load(Ordering::SeqCst) {
+                halt.store(true, Ordering::SeqCst);
+            }
+            match reader.read(&mut rd) {
+                Err(e) if crate::control::is_timeout_error(&e) => {}
+                Ok(Msg::AuthAnswer { mac }) => {
+                    let _ = answers_tx.send(mac);
+                }
+                Ok(Msg::Go {}) => {
+                    let _ = go_tx.send(());
+                }
+                _ => {
+                    halt.store(true, Ordering::SeqCst);
+                    break;
+                }
+            }
+        }
+    }))
 }
 
 #[cfg(test)]
