@@ -23,7 +23,7 @@ title = "Table 1. UDP by size"
 metrics = ["throughput:kbit/s", "loss"]
 "#;
 
-fn result_ids(dir: &std::path::Path) -> Vec<String> {
+fn result_ids(dir: &Path) -> Vec<String> {
     let mut ids: Vec<String> = std::fs::read_dir(dir.join("runs"))
         .map(|d| {
             d.filter_map(|e| e.ok())
@@ -91,7 +91,7 @@ fn kill_after_a_few_runs(plan: &Path, dir: &Path) -> Vec<String> {
     let t1 = Instant::now();
     while kids
         .iter()
-        .any(|k| std::path::Path::new(&format!("/proc/{k}")).exists())
+        .any(|k| Path::new(&format!("/proc/{k}")).exists())
     {
         assert!(
             t1.elapsed() < Duration::from_secs(5),
@@ -289,7 +289,7 @@ fn assert_html_and_plot_files(tmp: &TempDir, dir: &Path, csv: &str) {
         "no URL but the SVG namespace"
     );
     assert!(!html.contains("NaN"));
-    let names = |d: &std::path::Path| {
+    let names = |d: &Path| {
         let mut n: Vec<String> = std::fs::read_dir(d)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
