@@ -1,8 +1,7 @@
 //! `dualperf clock`: how precisely this host can time packets.
 
 use anyhow::{Context, Result};
-use results::clock::{HostDoc, PeerClockDoc};
-use serde::Serialize;
+use results::clock::{ClockReport, HostDoc, PeerClockDoc, WaitStats};
 
 /// Report timer resolution and the accuracy of sleeping and of sleep-then-spin waits.
 ///
@@ -75,40 +74,7 @@ fn peer(args: &ClockArgs, dest: &str) -> Result<()> {
     if args.json {
         return crate::out::print_json(&doc);
     }
-    let mut s = String::new();
-    for (who, h) in [("this host", &doc.local), ("peer", &doc.remote)] {
-        s.push_str(&format!(
-            "{who}: {} ({}, {}), clock {}\n",
-            h.hostname,
-            h.kernel,
-            h.tool,
-            results::clock::sync_text(&h.clock)
-        ));
-    }
-    match &doc.offset {
-        Some(o) if o.same_clock => s.push_str("offset: 0 (one kernel, one clock)\n"),
-        Some(o) => s.push_str(&format!(
-            "offset: the peer's clock reads {:+.3} ms against ours, ± {:.3} ms (least round trip {:.3} ms of {} exchanges)\n",
-            o.offset_ns as f64 / 1e6,
-            o.bound_ns as f64 / 1e6,
-            o.delay_min_ns as f64 / 1e6,
-            o.samples
-        )),
-        None => s.push_str("offset: unknown (no consistent exchange)\n"),
-    }
-    crate::out::print(s)
-}
-
-/// How late `samples` waits of one length woke (`dualperf clock`'s rows; `doctor`
-/// judges one of them).
-#[derive(Debug, Serialize)]
-pub(crate) struct WaitStats {
-    pub(crate) wait_ns: u64,
-    pub(crate) mode: &'static str,
-    pub(crate) overshoot_mean_ns: f64,
-    pub(crate) overshoot_p50_ns: u64,
-    pub(crate) overshoot_p99_ns: u64,
-    pub(crate) overshoot_max_ns: u64,
+    crate::out::print(results::clock::peer_text(&doc))
 }
 
 /// The mean cost of one `CLOCK_MONOTONIC` read over `reads` reads, ns.
@@ -127,43 +93,15 @@ pub(crate) fn clock_read_ns(reads: u64) -> f64 {
 /// Runs `samples` absolute-deadline waits of `wait_ns` each (sleep, then spin the last
 /// `spin_ns`, as `send` waits) on the calling thread and says how late they woke. The
 /// caller sets the thread's timer slack first (`send` lowers it to 1 ns).
-pub(crate) fn measure_waits(
-    wait_ns: u64,
-    spin_ns: u64,
-    samples: usize,
-    mode: &'static str,
-) -> WaitStats {
-    let mut over: Vec<u64> = (0..samples.max(1))
+pub(crate) fn measure_waits(wait_ns: u64, spin_ns: u64, samples: usize, mode: &str) -> WaitStats {
+    let over: Vec<u64> = (0..samples.max(1))
         .map(|_| {
             let deadline = netio::clock::mono_ns() + wait_ns;
             let woke = netio::clock::sleep_until(deadline, spin_ns);
             woke.saturating_sub(deadline)
         })
         .collect();
-    over.sort_unstable();
-    // Nearest-rank percentiles, as everywhere in dualperf.
-    let pick = |pct: f64| meter::percentile_nearest_rank(&over, pct).unwrap_or(0);
-    WaitStats {
-        wait_ns,
-        mode,
-        overshoot_mean_ns: over.iter().sum::<u64>() as f64 / over.len() as f64,
-        overshoot_p50_ns: pick(50.0),
-        overshoot_p99_ns: pick(99.0),
-        overshoot_max_ns: *over.last().unwrap_or(&0),
-    }
-}
-
-#[derive(Debug, Serialize)]
-struct ClockReport {
-    monotonic_resolution_ns: u64,
-    realtime_resolution_ns: u64,
-    /// Cost of one clock read, averaged over many.
-    clock_read_ns: f64,
-    /// The thread's timer slack before dualperf lowers it to 1 ns for pacing.
-    default_timer_slack_ns: u64,
-    waits: Vec<WaitStats>,
-    /// This host's clock synchronisation (adjtimex, chrony).
-    sync: results::clock::SyncState,
+    WaitStats::of(wait_ns, mode, over)
 }
 
 pub(crate) fn run(args: ClockArgs) -> Result<()> {
@@ -192,32 +130,5 @@ pub(crate) fn run(args: ClockArgs) -> Result<()> {
     if args.json {
         return crate::out::print_json(&report);
     }
-    let mut text = format!(
-        "timer resolution: monotonic {} ns, realtime {} ns; one clock read ≈ {:.1} ns; timer slack {} ns (lowered to 1 ns for the waits below, as send does)",
-        report.monotonic_resolution_ns, report.realtime_resolution_ns, report.clock_read_ns, report.default_timer_slack_ns
-    );
-    let mut t = report::text_table::Table::new(&[
-        "wait",
-        "mode",
-        "late mean µs",
-        "p50 µs",
-        "p99 µs",
-        "max µs",
-    ]);
-    for w in &report.waits {
-        t.row(vec![
-            format!("{} µs", w.wait_ns / 1000),
-            w.mode.to_owned(),
-            format!("{:.1}", w.overshoot_mean_ns / 1e3),
-            format!("{:.1}", w.overshoot_p50_ns as f64 / 1e3),
-            format!("{:.1}", w.overshoot_p99_ns as f64 / 1e3),
-            format!("{:.1}", w.overshoot_max_ns as f64 / 1e3),
-        ]);
-    }
-    text.push_str(&format!(
-        "\nclock: {}\n",
-        results::clock::sync_text(&report.sync)
-    ));
-    text.push_str(&t.render());
-    crate::out::print(text)
+    crate::out::print(results::clock::report_text(&report))
 }
