@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use lab::plan::{Overrides, Plan};
 pub(crate) use lab::resume::Settings;
-use lab::resume::DEFAULT_PARENT;
+use lab::resume::{Placed, DEFAULT_PARENT};
 use lab::runner::{execute, Place, RunConfig, RunError, Target};
 use lab::store::{Resolved, Store};
 
@@ -56,7 +56,7 @@ pub(crate) struct RunArgs {
     repetitions: Option<u32>,
     /// The length of each run instead of the plan's (or its [quick] table's): 10s,
     /// 500ms, 2min.
-    #[arg(long, value_name = "DURATION", value_parser = run_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = lab::resume::parse_duration_arg)]
     duration: Option<wire::time::Duration>,
     /// Print the runs and the estimated time; measure nothing.
     #[arg(long)]
@@ -84,7 +84,11 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         Err(e) => usage!("{}: {}", at(e.line), e.message),
     };
     // Where the run goes, and, for a resume, what it was started with.
-    let (dir, settings, resumed) = place(&args, &whole.name)?;
+    let Placed {
+        dir,
+        settings,
+        resumed,
+    } = place(&args, &whole.name)?;
     let mut plan = if settings.quick {
         match Plan::parse(&text, true) {
             Ok(p) => p,
@@ -202,18 +206,8 @@ pub(crate) fn measure(
     let started = std::time::Instant::now();
     let progress = |done: usize, total: usize, run: &lab::plan::Run| {
         let elapsed = started.elapsed();
-        // Once runs have been measured, their pace predicts the rest better than the
-        // plan's estimate does.
-        let left = if done > 0 {
-            elapsed.mul_f64((total - done) as f64 / done as f64)
-        } else {
-            std::time::Duration::from_nanos(plan.estimated(total - done).as_nanos())
-        };
-        let point = &plan.points[run.point].id;
-        let what = format!(
-            "{point} · IPv{} · repetition {}/{}",
-            run.family, run.repetition, plan.repetitions
-        );
+        let left = lab::progress::left(plan, done, total, elapsed);
+        let what = lab::progress::what(plan, run);
         if tty {
             eprint!(
                 "\r\x1b[2K{}",
@@ -246,7 +240,7 @@ pub(crate) fn measure(
                 Ok(p) => Target::Local(p),
                 Err(e) => usage!("{}: {e}", job.plan_path.display()),
             };
-            keep_lab(&store, t, text, &qos_files)?;
+            store.keep_lab(t, text, &qos_files)?;
             Some(guard)
         }
     };
@@ -303,16 +297,8 @@ fn open_dir(job: &Job<'_>) -> Result<Store> {
     }
     let resolved = Resolved::new(plan, job.settings.quick).with_overrides(job.settings.overrides);
     if job.resume {
-        // Resuming under another plan would mix two experiments in one directory (a
-        // file that no longer reads counts as another plan).
-        let before = std::fs::read(dir.join("resolved.json"))
-            .ok()
-            .map(|b| Resolved::parse(&b).map(|(r, _)| r));
-        if before.is_some_and(|b| !b.is_ok_and(|b| b.same_measurement(&resolved))) {
-            usage!(
-                "{} was started with another plan: resume it with the same one",
-                dir.display()
-            );
+        if let Err(e) = lab::resume::same_plan(dir, &resolved) {
+            usage!("{e}");
         }
     }
     match &job.resumed {
@@ -355,37 +341,6 @@ fn open_dir(job: &Job<'_>) -> Result<Store> {
         crate::out::note!("{who}: `dualperf doctor` says why each matters and how to fix it");
     }
     Ok(store)
-}
-
-/// A lab plan's lab, kept with the results: its topology, each router's configuration
-/// and QoS file, and the QoS files the points name.
-fn keep_lab(
-    store: &Store,
-    t: &lab::topology::Topology,
-    text: &str,
-    qos_files: &std::collections::BTreeMap<String, String>,
-) -> Result<()> {
-    let lab_dir = store.dir().join("lab");
-    std::fs::create_dir_all(&lab_dir)
-        .with_context(|| format!("cannot create {}", lab_dir.display()))?;
-    store.write_file("lab/topology.toml", text.as_bytes())?;
-    store.write_json("lab/topology.json", t)?;
-    for (i, n) in t.nodes.iter().enumerate() {
-        if n.kind == lab::topology::Kind::Router {
-            let cfg = toml::to_string(&t.router_config(i)).unwrap_or_default();
-            store.write_file(&format!("lab/{}.toml", n.name), cfg.as_bytes())?;
-            if let Some(q) = &n.qos {
-                store.write_file(&format!("lab/{}.qos.toml", n.name), q.text.as_bytes())?;
-            }
-        }
-    }
-    for (file, text) in qos_files {
-        store.write_file(
-            &format!("lab/{}", lab::plan::file_safe(file)),
-            text.as_bytes(),
-        )?;
-    }
-    Ok(())
 }
 
 impl Job<'_> {
@@ -438,11 +393,7 @@ impl Job<'_> {
     }
 }
 
-/// Where a run goes and what it measures beside its plan: the directory (none for a dry
-/// run), the settings (for a resume, those it was started with), and for a resume the
-/// unfinished run `--resume` without `--dir` found (`Some(None)`: `--dir` named it).
-type Placed = (PathBuf, Settings, Option<Option<lab::store::Unfinished>>);
-
+/// Where a run goes and what it measures beside its plan (no directory for a dry run).
 fn place(args: &RunArgs, plan: &str) -> Result<Placed> {
     let given = Settings {
         quick: args.quick,
@@ -451,133 +402,25 @@ fn place(args: &RunArgs, plan: &str) -> Result<Placed> {
             duration: args.duration,
         },
     };
-    Ok(match (args.dry_run, args.resume, &args.dir) {
-        (true, ..) => (PathBuf::new(), given, None),
-        (false, true, dir) => {
-            let (dir, found) = match dir {
-                Some(d) => (d.clone(), None),
-                None => match lab::store::latest_unfinished(Path::new(DEFAULT_PARENT), plan) {
-                    Some(u) => (u.dir.clone(), Some(u)),
-                    None => usage!(
-                        "--resume without --dir: no unfinished run of plan '{plan}' in {DEFAULT_PARENT}/ (a run started with --dir DIR goes on with --dir DIR --resume)"
-                    ),
-                },
-            };
-            let settings = match lab::resume::resumed_settings(&dir, given) {
-                Ok(s) => s,
-                Err(e) => usage!("{e}"),
-            };
-            (dir, settings, Some(found))
-        }
-        (false, false, Some(d)) => (d.clone(), given, None),
-        (false, false, None) => (lab::resume::default_dir(plan), given, None),
-    })
-}
-
-/// `--duration`: a length above 0.
-fn run_duration(s: &str) -> std::result::Result<wire::time::Duration, String> {
-    traffic::units::parse_duration(s)
-        .ok()
-        .filter(|d| *d > wire::time::Duration::ZERO)
-        .ok_or_else(|| format!("'{s}' is not a length above 0 (e.g. 10s, 500ms, 2min)"))
-}
-
-/// Where a plan's flows run, and the lab's topology when it names one (its file resolved
-/// against the plan's directory). For a hosts plan, with `keys`, the hosts' keys are
-/// read (`key_file` relative to the plan, `key_env` from the environment).
-fn target_of(
-    plan: &Plan,
-    plan_path: &Path,
-    keys: bool,
-) -> Result<(Target, Option<(lab::topology::Topology, String)>)> {
-    let file = match &plan.target {
-        lab::plan::Target::Loopback => return Ok((Target::Local(Place::Loopback), None)),
-        lab::plan::Target::Lab(path) => path.trim(),
-        lab::plan::Target::Hosts => {
-            let keys = if keys {
-                let dir = plan_path.parent().unwrap_or(Path::new("."));
-                match lab::hosts::read_keys(&plan.hosts, dir, &|var| std::env::var(var).ok()) {
-                    Ok(k) => k,
-                    Err(e) => usage!("{}: {e}", plan_path.display()),
-                }
-            } else {
-                Default::default()
-            };
-            let hosts = lab::hosts::Hosts::new(plan.hosts.clone(), keys);
-            return Ok((Target::Hosts(hosts), None));
-        }
-    };
-    let beside = plan_path.parent().unwrap_or(Path::new(".")).join(file);
-    let path = if beside.is_file() {
-        beside
-    } else {
-        PathBuf::from(file)
-    };
-    // A shipped plan's shipped topology, when no file is there.
-    let text = match lab::topology::builtin(file).filter(|_| !path.is_file()) {
-        Some(t) => t.to_owned(),
-        None => crate::args::read_input(&path, "the plan's topology")?,
-    };
-    let t = match lab::topology::Topology::parse_at(&text, path.parent()) {
-        Ok(t) => t,
-        Err(e) => usage!("{}: {e}", path.display()),
-    };
-    let place = match Place::of_lab(&t) {
-        Ok(p) => p,
-        Err(e) => usage!("{}: {e}", path.display()),
-    };
-    Ok((Target::Local(place), Some((t, text))))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_duration_reads_back_exactly_as_the_resume_command_writes_it() {
-        for (ns, text) in [
-            (10_000_000_000, "10s"),
-            (2_500_000_000, "2500ms"),
-            (250_000, "250us"),
-            (7, "7ns"),
-        ] {
-            let d = wire::time::Duration::from_nanos(ns);
-            assert_eq!(lab::resume::duration_arg(d), text);
-            assert_eq!(run_duration(text), Ok(d));
-        }
-        assert!(run_duration("0s").is_err() && run_duration("soon").is_err());
+    if args.dry_run {
+        return Ok(Placed {
+            dir: PathBuf::new(),
+            settings: given,
+            resumed: None,
+        });
     }
+    match lab::resume::place(plan, args.dir.as_deref(), args.resume, given) {
+        Ok(p) => Ok(p),
+        Err(e) => usage!("{e}"),
+    }
+}
 
-    #[test]
-    fn a_hosts_plan_reads_its_keys_only_when_it_runs() {
-        let text = r#"version = 1
-name = "across"
-duration = "2s"
-target = "hosts"
-
-[flow]
-udp = true
-
-[factors]
-ip = [4]
-
-[hosts.sender]
-agent4 = "198.18.1.2"
-key_env = "NOT_READ_BY_A_DRY_RUN"
-
-[hosts.receiver]
-agent4 = "198.18.4.2"
-"#;
-        let plan = Plan::parse(text, false).unwrap();
-        // A dry run reads no keys.
-        let (target, topology) = target_of(&plan, Path::new("plans/x.toml"), false).unwrap();
-        assert!(topology.is_none());
-        assert!(matches!(target, Target::Hosts(h) if h.hosts.len() == 2));
-        // Running it reads the keys: a missing variable is a usage error naming it.
-        let e = target_of(&plan, Path::new("plans/x.toml"), true).unwrap_err();
-        assert!(
-            e.to_string().contains("NOT_READ_BY_A_DRY_RUN is not set"),
-            "{e}"
-        );
+/// Where a plan's flows run, and its lab's topology ([`lab::check::target`]); with
+/// `keys`, a hosts plan's keys are read from its files and the environment.
+fn target_of(plan: &Plan, plan_path: &Path, keys: bool) -> Result<lab::check::Located> {
+    let env = |var: &str| std::env::var(var).ok();
+    match lab::check::target(plan, plan_path, keys.then_some(&env as _)) {
+        Ok(t) => Ok(t),
+        Err(e) => usage!("{e}"),
     }
 }

@@ -2,13 +2,16 @@
 //! them, and the QoS files its points give a lab's routers.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use traffic::options::{canonical, NamedOptions};
 use traffic::OptionError;
 
+use crate::executor::Place;
+use crate::hosts::{Hosts, KeyError};
 use crate::plan::{Plan, SendOption};
-use crate::topology::{Kind, Topology};
+use crate::runner::Target;
+use crate::topology::{Kind, Topology, TopologyError};
 
 /// A flow of a plan that `dualperf send` would refuse.
 #[derive(Debug, thiserror::Error)]
@@ -103,7 +106,7 @@ pub enum QosError {
         /// The point's id.
         point: String,
         /// The file, relative to the plan's directory.
-        path: std::path::PathBuf,
+        path: PathBuf,
         /// Why.
         source: std::io::Error,
     },
@@ -113,7 +116,7 @@ pub enum QosError {
         /// The point's id.
         point: String,
         /// The file.
-        path: std::path::PathBuf,
+        path: PathBuf,
         /// The router.
         node: String,
         /// Why.
@@ -169,6 +172,97 @@ pub fn qos_files(
         }
     }
     Ok(out)
+}
+
+/// Where a plan cannot run: its hosts' keys or its lab's topology do not read.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    /// A host's key does not read.
+    #[error("{}: {source}", plan.display())]
+    Keys {
+        /// The plan's file.
+        plan: PathBuf,
+        /// Why.
+        source: KeyError,
+    },
+    /// The topology's file does not read.
+    #[error("cannot read the plan's topology {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The topology is not one.
+    #[error("{}: {source}", path.display())]
+    Topology {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: TopologyError,
+    },
+    /// The lab cannot carry a plan's runs.
+    #[error("{}: {message}", path.display())]
+    Place {
+        /// The topology's file.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+}
+
+/// Where a plan's flows run, and its lab's topology with the topology's text.
+pub type Located = (Target, Option<(Topology, String)>);
+
+/// What a hosts plan's `key_env` is read through: a variable's value by its name.
+pub type Env = dyn Fn(&str) -> Option<String>;
+
+/// Where a plan's flows run, and the lab's topology (and its text) when it names one:
+/// its file resolved against the plan's directory, else the shipped topology of that
+/// name. For a hosts plan, with `env` (the process environment in `dualperf run`), the
+/// hosts' keys are read (`key_file` relative to the plan, `key_env` through `env`);
+/// without it (a dry run), none are.
+pub fn target(plan: &Plan, plan_path: &Path, env: Option<&Env>) -> Result<Located, TargetError> {
+    let file = match &plan.target {
+        crate::plan::Target::Loopback => return Ok((Target::Local(Place::Loopback), None)),
+        crate::plan::Target::Lab(path) => path.trim(),
+        crate::plan::Target::Hosts => {
+            let keys = match env {
+                Some(env) => {
+                    let dir = plan_path.parent().unwrap_or(Path::new("."));
+                    crate::hosts::read_keys(&plan.hosts, dir, env).map_err(|source| {
+                        TargetError::Keys {
+                            plan: plan_path.to_owned(),
+                            source,
+                        }
+                    })?
+                }
+                None => BTreeMap::new(),
+            };
+            let hosts = Hosts::new(plan.hosts.clone(), keys);
+            return Ok((Target::Hosts(hosts), None));
+        }
+    };
+    let beside = plan_path.parent().unwrap_or(Path::new(".")).join(file);
+    let path = if beside.is_file() {
+        beside
+    } else {
+        PathBuf::from(file)
+    };
+    // A shipped plan's shipped topology, when no file is there.
+    let text = match crate::topology::builtin(file).filter(|_| !path.is_file()) {
+        Some(t) => t.to_owned(),
+        None => std::fs::read_to_string(&path).map_err(|source| TargetError::Read {
+            path: path.clone(),
+            source,
+        })?,
+    };
+    let t = Topology::parse_at(&text, path.parent()).map_err(|source| TargetError::Topology {
+        path: path.clone(),
+        source,
+    })?;
+    let place = Place::of_lab(&t).map_err(|message| TargetError::Place { path, message })?;
+    Ok((Target::Local(place), Some((t, text))))
 }
 
 #[cfg(test)]
@@ -231,5 +325,101 @@ mod tests {
         let (e, at) =
             check_flow(&[option("bulk", None, 2), option("meter", Some("rtt"), 3)]).unwrap_err();
         assert_eq!((e.option(), at), ("--bulk", Some(2)));
+    }
+
+    #[test]
+    fn a_hosts_plan_reads_its_keys_only_when_it_runs() {
+        let text = r#"version = 1
+name = "across"
+duration = "2s"
+target = "hosts"
+
+[flow]
+udp = true
+
+[factors]
+ip = [4]
+
+[hosts.sender]
+agent4 = "198.18.1.2"
+key_env = "NOT_READ_BY_A_DRY_RUN"
+
+[hosts.receiver]
+agent4 = "198.18.4.2"
+"#;
+        let plan = Plan::parse(text, false).unwrap();
+        // A dry run reads no keys.
+        let (place, topology) = target(&plan, Path::new("plans/x.toml"), None).unwrap();
+        assert!(topology.is_none());
+        assert!(matches!(place, Target::Hosts(h) if h.hosts.len() == 2));
+        // Running it reads the keys: a missing variable is an error naming it.
+        let e = target(&plan, Path::new("plans/x.toml"), Some(&|_| None)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "plans/x.toml: host sender: key_env: the environment variable \
+             NOT_READ_BY_A_DRY_RUN is not set"
+        );
+        // With it set, the sender has its key.
+        let env = |var: &str| (var == "NOT_READ_BY_A_DRY_RUN").then(|| "k".repeat(16));
+        let (place, _) = target(&plan, Path::new("plans/x.toml"), Some(&env)).unwrap();
+        let Target::Hosts(h) = place else {
+            panic!("not a hosts target")
+        };
+        assert_eq!(h.keys.keys().collect::<Vec<_>>(), ["sender"]);
+    }
+
+    fn lab_plan(topology: &str) -> Plan {
+        let text = format!(
+            "version = 1\nname = \"l\"\nduration = \"1s\"\ntarget = \"lab:{topology}\"\n\n\
+             [flow]\nudp = true\n\n[factors]\nip = [4]\n"
+        );
+        Plan::parse(&text, false).unwrap()
+    }
+
+    #[test]
+    fn a_lab_plan_finds_its_topology_beside_it_or_shipped_or_says_why_not() {
+        // No file beside the plan: the shipped topology of that name.
+        let plan = lab_plan("topologies/two-hop.toml");
+        let (place, topology) = target(&plan, Path::new("/nonexistent/p.toml"), None).unwrap();
+        let (t, text) = topology.unwrap();
+        assert_eq!(t.name, "two-hop");
+        assert_eq!(
+            text,
+            crate::topology::builtin("topologies/two-hop.toml").unwrap()
+        );
+        assert!(matches!(place, Target::Local(Place::Lab { lab, .. }) if lab == "two-hop"));
+        // Neither a file nor shipped: the file that does not read.
+        let plan = lab_plan("nowhere.toml");
+        let e = target(&plan, Path::new("/nonexistent/p.toml"), None).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "cannot read the plan's topology nowhere.toml: No such file or directory (os error 2)"
+        );
+        // A topology without a sender and a receiver cannot carry the runs.
+        let dir =
+            std::env::temp_dir().join(format!("dualperf-check-target-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let two_hop = crate::topology::builtin("topologies/two-hop.toml").unwrap();
+        std::fs::write(
+            dir.join("t.toml"),
+            two_hop.replace("\"receiver\"", "\"sink\""),
+        )
+        .unwrap();
+        std::fs::write(dir.join("bad.toml"), "version = 1\n").unwrap();
+        let place = target(&lab_plan("t.toml"), &dir.join("p.toml"), None).map(|_| ());
+        let parse = target(&lab_plan("bad.toml"), &dir.join("p.toml"), None).map(|_| ());
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(
+            place.unwrap_err().to_string(),
+            format!(
+                "{}: the lab needs nodes named 'sender' and 'receiver'",
+                dir.join("t.toml").display()
+            )
+        );
+        let e = parse.unwrap_err();
+        assert!(
+            matches!(&e, TargetError::Topology { path, .. } if *path == dir.join("bad.toml")),
+            "{e}"
+        );
     }
 }

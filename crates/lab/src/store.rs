@@ -12,6 +12,8 @@
 //!   doctor.json        `dualperf doctor`'s checks of the host, briefly, when the plan
 //!                      started (a resume adds doctor-resumed-UNIX.json); older run
 //!                      directories have none
+//!   lab/               target = "lab:…": the topology, each router's configuration and
+//!                      QoS file, the QoS files the points name (`Store::keep_lab`)
 //! ```
 //!
 //! A result file is written to `ID.json.tmp` and renamed into place, so a run killed
@@ -31,6 +33,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::plan::{Overrides, Plan, Run};
 use crate::tables::{Column, TableSpec, Unit, Vocabulary};
+use crate::topology::{Kind, Topology};
 use results::metric::RouterFigure;
 
 /// Version of the files in a run directory.
@@ -42,6 +45,14 @@ pub const DOCTOR_FILE: &str = "doctor.json";
 /// A run directory that cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// A directory could not be made.
+    #[error("cannot create {path}: {source}")]
+    Create {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// A file could not be read or written.
     #[error("{path}: {source}")]
     Io {
@@ -377,6 +388,40 @@ impl Store {
             message: e.to_string(),
         })?;
         self.write_file(name, &text)
+    }
+
+    /// A lab plan's lab, kept with the results under `lab/`: its topology as given
+    /// (`text`) and as read, each router's configuration and QoS file, and the QoS files
+    /// the points name (`qos_files`, by the name the plan gives each, made file-safe).
+    pub fn keep_lab(
+        &self,
+        t: &Topology,
+        text: &str,
+        qos_files: &BTreeMap<String, String>,
+    ) -> Result<(), StoreError> {
+        let lab_dir = self.dir.join("lab");
+        std::fs::create_dir_all(&lab_dir).map_err(|source| StoreError::Create {
+            path: lab_dir.clone(),
+            source,
+        })?;
+        self.write_file("lab/topology.toml", text.as_bytes())?;
+        self.write_json("lab/topology.json", t)?;
+        for (i, n) in t.nodes.iter().enumerate() {
+            if n.kind == Kind::Router {
+                let cfg = toml::to_string(&t.router_config(i)).unwrap_or_default();
+                self.write_file(&format!("lab/{}.toml", n.name), cfg.as_bytes())?;
+                if let Some(q) = &n.qos {
+                    self.write_file(&format!("lab/{}.qos.toml", n.name), q.text.as_bytes())?;
+                }
+            }
+        }
+        for (file, text) in qos_files {
+            self.write_file(
+                &format!("lab/{}", crate::plan::file_safe(file)),
+                text.as_bytes(),
+            )?;
+        }
+        Ok(())
     }
 
     fn run_name(id: &str) -> String {
@@ -835,5 +880,41 @@ mod tests {
         std::fs::write(dir.join("hosts/x/host.json"), b"{\"peer\": 1}").unwrap();
         assert!(s.host_clocks().is_err());
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_lab_is_kept_with_its_topology_routers_and_qos_files() {
+        let store = Store::create(&temp("keep-lab")).unwrap();
+        let text = crate::topology::builtin("topologies/two-hop.toml").unwrap();
+        let t = Topology::parse_at(text, None).unwrap();
+        let qos = BTreeMap::from([("qos/ef.toml".to_owned(), "# ef\n".to_owned())]);
+        store.keep_lab(&t, text, &qos).unwrap();
+        let lab = store.dir().join("lab");
+        let mut files: Vec<String> = std::fs::read_dir(&lab)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        files.sort();
+        let read = |f: &str| std::fs::read_to_string(lab.join(f)).unwrap();
+        let (topology, ef, r1) = (read("topology.toml"), read("qos_ef.toml"), read("r1.toml"));
+        let back: Topology = serde_json::from_str(&read("topology.json")).unwrap();
+        let _ = std::fs::remove_dir_all(store.dir());
+        assert_eq!(
+            files,
+            [
+                "qos_ef.toml",
+                "r1.toml",
+                "r2.toml",
+                "topology.json",
+                "topology.toml"
+            ]
+        );
+        assert_eq!(topology, text);
+        assert_eq!(ef, "# ef\n");
+        assert_eq!(
+            r1,
+            toml::to_string(&t.router_config(t.node("r1").unwrap())).unwrap()
+        );
+        assert_eq!(back.name, "two-hop");
     }
 }
