@@ -19,10 +19,11 @@ use anyhow::Result;
 use traffic::policy::Policy;
 use traffic::{FlowSpec, Rate};
 use wire::control::Msg;
+use wire::prefix::unmapped;
 use wire::time::Duration;
 
 use crate::args::Prefix;
-use crate::control::{canonical, write_msg, MsgReader};
+use crate::control::{write_msg, MsgReader};
 use crate::recv::{RecvArgs, SendService, ServeError};
 use crate::send::{run_session, wait_for_go, Hold, PartialReport, RunCaps, SendConfig};
 
@@ -171,7 +172,7 @@ impl SendService for Agent {
             Err(e) => return refuse(&mut stream, format!("the flows do not read: {e}")),
         };
         let dest = dest.unwrap_or(SocketAddr::new(peer.ip(), port));
-        let dest = SocketAddr::new(canonical(dest.ip()), dest.port());
+        let dest = SocketAddr::new(unmapped(dest.ip()), dest.port());
         if let Err(why) = self.policy.check(peer.ip(), dest, &flows) {
             return refuse(&mut stream, why);
         }

@@ -45,7 +45,7 @@ pub(crate) fn prefix(s: &str) -> Result<Prefix, String> {
         .trim_end_matches(']')
         .parse()
         .map_err(|_| format!("'{s}' is not an address or prefix (198.18.0.0/15, 2001:2::/48)"))?;
-    let net = crate::control::canonical(net);
+    let net = wire::prefix::unmapped(net);
     let max = if net.is_ipv4() { 32 } else { 128 };
     let len = match len {
         None => Some(max),

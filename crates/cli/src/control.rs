@@ -6,8 +6,10 @@ use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 
 use anyhow::{bail, Context, Result};
 use meter::clock::{Exchange, OffsetEstimate, OffsetFilter};
-use wire::control::{self, Msg, MAX_MSG_LEN};
+use wire::control::stranger::{FirstBytes, Silence};
+use wire::control::{self, Msg, PeerClosed, Results, MAX_MSG_LEN};
 use wire::frame::FrameDecoder;
+use wire::prefix::unmapped;
 
 /// Default port of the receiver (UDP and TCP data, TCP control).
 pub(crate) const DEFAULT_PORT: u16 = 4646;
@@ -16,197 +18,31 @@ pub(crate) const DEFAULT_PORT: u16 = 4646;
 /// travel in one results message (about 300 bytes of JSON a window, under its 16 MiB).
 pub(crate) const MAX_SESSION_WINDOWS: u64 = 30_000;
 
-/// The peer closed the control connection (end of stream where a message was due).
-#[derive(Debug)]
-pub(crate) struct PeerClosed;
-
-impl std::fmt::Display for PeerClosed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the peer closed the control connection")
-    }
-}
-
-impl std::error::Error for PeerClosed {}
-
-/// The peer answered with something that is not dualperf's control protocol (an HTTP
-/// server, sshd, a TLS port), or with nothing at all: what it sent, for the error.
-#[derive(Debug)]
-pub(crate) struct NotDualperf {
-    /// Whom we connected to: "receiver", "agent", "peer".
-    pub(crate) who: String,
-    pub(crate) addr: Option<SocketAddr>,
-    /// The first bytes the peer sent (at most [`HEAD_LEN`]).
-    pub(crate) head: Vec<u8>,
-    /// How its answer ended, when it sent nothing: closed, or silent until the timeout.
-    pub(crate) silence: Option<Silence>,
-}
-
-/// How a peer that sent nothing ended its answer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Silence {
-    Closed,
-    Timeout,
-}
-
-/// Bytes of a peer's first answer kept to tell what it is.
-pub(crate) const HEAD_LEN: usize = 48;
-
-impl std::fmt::Display for NotDualperf {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let at = match self.addr {
-            Some(a) => format!("the {} at {a}", self.who),
-            None => format!("the {}", self.who),
-        };
-        let question = match self.who.as_str() {
-            "agent" => "is `dualperf agent` listening there?",
-            _ => "is `dualperf recv` or `agent` listening there?",
-        };
-        match (self.silence, stranger(&self.head)) {
-            (Some(Silence::Closed), _) if self.head.is_empty() => write!(
-                f,
-                "{at} closed the connection without answering: {question}"
-            ),
-            (Some(Silence::Timeout), _) if self.head.is_empty() => write!(
-                f,
-                "{at} accepted the connection but never answered: {question} (an iperf3 \
-                 server, for one, waits silently for its own client)"
-            ),
-            (_, Some(Stranger::Known(proto))) => write!(
-                f,
-                "{at} answered with what looks like {proto}: {question} It sent \"{}\"",
-                escaped(&self.head)
-            ),
-            (_, Some(Stranger::Text)) => write!(
-                f,
-                "{at} answered with text, not dualperf's control protocol: {question} It \
-                 sent \"{}\"",
-                escaped(&self.head)
-            ),
-            _ => write!(
-                f,
-                "{at} answered with bytes that are not dualperf's control protocol: \
-                 {question} It sent \"{}\"",
-                escaped(&self.head)
-            ),
-        }
-    }
-}
-
-impl std::error::Error for NotDualperf {}
-
-/// What a peer's first bytes say it is, when they are not a dualperf control message.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Stranger {
-    /// A protocol recognised by its opening bytes ("HTTP", "SSH", "TLS").
-    Known(&'static str),
-    /// Printable text of no protocol recognised.
-    Text,
-    /// Bytes that are neither.
-    Binary,
-}
-
-/// Opening bytes of the protocols a mistyped port most often reaches, by name.
-const OPENINGS: &[(&[u8], &str)] = &[
-    (b"HTTP/", "HTTP"),
-    (b"<!DOCTYPE", "HTML"),
-    (b"<html", "HTML"),
-    (b"SSH-", "SSH"),
-    // A TLS record: handshake (22) or alert (21), then version 3.x.
-    (b"\x16\x03", "TLS"),
-    (b"\x15\x03", "TLS"),
-    (b"220 ", "an SMTP or FTP greeting"),
-    (b"220-", "an SMTP or FTP greeting"),
-    (b"+OK", "POP3"),
-    (b"* OK", "IMAP"),
-    (b"RFB ", "VNC"),
-    (b"-ERR", "Redis"),
-    (b"AMQP", "AMQP"),
-];
-
-/// What the first bytes a peer sent say it is: `None` when they may be dualperf's (a
-/// frame whose length is within the limit and whose body starts as JSON, or nothing
-/// yet), else the protocol they open, or whether they are text or binary.
-pub(crate) fn stranger(head: &[u8]) -> Option<Stranger> {
-    if head.is_empty() {
-        return None;
-    }
-    if let Some(&(_, name)) = OPENINGS
-        .iter()
-        .find(|(open, _)| head.len() >= open.len() && head[..open.len()].eq_ignore_ascii_case(open))
-    {
-        return Some(Stranger::Known(name));
-    }
-    // MySQL's greeting: a 3-byte length, sequence 0, protocol version 10.
-    if head.len() >= 5 && head[3] == 0 && head[4] == 10 {
-        return Some(Stranger::Known("MySQL"));
-    }
-    let len = head
-        .get(..4)
-        .map(|p| u32::from_be_bytes([p[0], p[1], p[2], p[3]]) as usize);
-    let framed = match (len, head.get(4)) {
-        // A length within the session's limit and a JSON object after it.
-        (Some(len), Some(&b'{')) => len <= control::MAX_SESSION_MSG_LEN,
-        // A length alone, within the limit, may be ours.
-        (Some(len), None) => len <= control::MAX_SESSION_MSG_LEN,
-        (None, _) => false,
-        (Some(_), Some(_)) => false,
-    };
-    if framed {
-        return None;
-    }
-    if head
-        .iter()
-        .all(|&b| b.is_ascii_graphic() || matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
-    {
-        return Some(Stranger::Text);
-    }
-    Some(Stranger::Binary)
-}
-
-/// `bytes` as a Rust-style escaped string: `HTTP/1.0 400\r\n`, `\x16\x03\x01`.
-fn escaped(bytes: &[u8]) -> String {
-    let mut s: String = bytes
-        .iter()
-        .flat_map(|&b| std::ascii::escape_default(b))
-        .map(char::from)
-        .collect();
-    if bytes.len() >= HEAD_LEN {
-        s.push('…');
-    }
-    s
-}
-
 /// Reads framed control messages from a stream.
 pub(crate) struct MsgReader {
     decoder: FrameDecoder,
-    /// The first bytes the peer sent, kept until a message of it has read (to tell what
-    /// it is if none does).
-    head: Vec<u8>,
-    /// Whether a whole message has read.
-    spoke: bool,
+    /// What the peer sent before its first message, to tell what it is if none reads.
+    first: FirstBytes,
 }
 
 impl MsgReader {
     pub(crate) fn new() -> Self {
         Self {
             decoder: FrameDecoder::new(MAX_MSG_LEN),
-            head: Vec::new(),
-            spoke: false,
+            first: FirstBytes::new(),
         }
     }
 
     /// `err`, from reading the first answer of a peer we connected to as `who`, in
     /// words that say what the peer seems to be when nothing it sent was dualperf's
-    /// ([`NotDualperf`]): bytes of another protocol, an immediate close, or silence.
+    /// ([`wire::control::stranger::NotDualperf`]): bytes of another protocol, an immediate
+    /// close, or silence.
     pub(crate) fn explain_first_answer(
         &self,
         addr: Option<SocketAddr>,
         who: &str,
         err: anyhow::Error,
     ) -> anyhow::Error {
-        if self.spoke {
-            return err;
-        }
         let reset = err.chain().any(|c| {
             c.downcast_ref::<std::io::Error>().is_some_and(|e| {
                 matches!(
@@ -222,20 +58,10 @@ impl MsgReader {
         } else {
             None
         };
-        let not_ours = match stranger(&self.head) {
-            Some(_) => true,
-            // Nothing at all before the close or the timeout.
-            None => self.head.is_empty() && silence.is_some(),
-        };
-        if !not_ours {
-            return err;
+        match self.first.not_dualperf(addr, who, silence) {
+            Some(not_dualperf) => anyhow::Error::new(not_dualperf),
+            None => err,
         }
-        anyhow::Error::new(NotDualperf {
-            who: who.to_owned(),
-            addr,
-            head: self.head.clone(),
-            silence,
-        })
     }
 
     /// The next message; an error on EOF, timeout, oversized or malformed input.
@@ -264,8 +90,7 @@ impl MsgReader {
         loop {
             if let Some(body) = self.decoder.poll_frame()? {
                 let msg = parse(body)?;
-                self.spoke = true;
-                self.head = Vec::new();
+                self.first.handle_message();
                 return Ok(msg);
             }
             if let Some(deadline) = deadline {
@@ -282,20 +107,15 @@ impl MsgReader {
             if n == 0 {
                 return Err(anyhow::Error::new(PeerClosed));
             }
-            if !self.spoke && self.head.len() < HEAD_LEN {
-                let take = n.min(HEAD_LEN - self.head.len());
-                self.head.extend_from_slice(&buf[..take]);
-            }
+            self.first.handle_bytes(&buf[..n]);
             self.decoder.handle_bytes(&buf[..n]);
         }
     }
 
     /// A session's results: `Results` messages up to the one without `more`, their flows
-    /// gathered, with the figures read straight into their types `S`, `R`, `I` (no tree
-    /// of JSON values per flow: 10,000 flows' results are 12 MB of JSON). Any other first
-    /// message comes back as [`Results::Other`]; anything else after a part is an error,
-    /// as are figures not of these types, an empty part announcing more, and more flows
-    /// than flow ids exist.
+    /// gathered ([`control::ResultsGather`]), with the figures read straight into their
+    /// types `S`, `R`, `I` (no tree of JSON values per flow: 10,000 flows' results are
+    /// 12 MB of JSON). Any other first message comes back as [`Results::Other`].
     pub(crate) fn read_results<S, R, I>(
         &mut self,
         stream: &mut TcpStream,
@@ -305,36 +125,18 @@ impl MsgReader {
         R: serde::de::DeserializeOwned,
         I: serde::de::DeserializeOwned,
     {
-        let mut all = Vec::new();
+        let mut gather = control::ResultsGather::new();
         loop {
             let read = self.read_with(stream, None, |body| {
-                match control::parse_results::<S, R, I>(body) {
-                    Ok(part) => Ok(Results::Flows(part.flows, part.more)),
-                    Err(typed) => match control::parse(body)? {
-                        Msg::Results { .. } => Err(anyhow::Error::new(typed)
-                            .context("the receiver's results do not read as this version's")),
-                        other => Ok(Results::Other(other)),
-                    },
-                }
+                Ok(control::parse_results_or_other::<S, R, I>(body)?)
             });
-            let (flows, more) = match read {
-                Ok(Results::Flows(flows, more)) => (flows, more),
-                Ok(other) if all.is_empty() => return Ok(other),
-                Ok(Results::Other(other)) => {
-                    bail!("the receiver's results were cut short by {other:?}")
-                }
-                Err(e) if all.is_empty() => return Err(e),
+            let read = match read {
+                Ok(read) => read,
+                Err(e) if gather.is_empty() => return Err(e),
                 Err(e) => return Err(e.context("the receiver's results were cut short")),
             };
-            if more && flows.is_empty() {
-                bail!("the receiver sent an empty part of its results");
-            }
-            all.extend(flows);
-            if all.len() > usize::from(u16::MAX) {
-                bail!("the receiver sent results of more flows than flow ids exist");
-            }
-            if !more {
-                return Ok(Results::Flows(all, false));
+            if let Some(results) = gather.handle_read(read)? {
+                return Ok(results);
             }
         }
     }
@@ -348,15 +150,6 @@ impl MsgReader {
     pub(crate) fn into_decoder(self) -> FrameDecoder {
         self.decoder
     }
-}
-
-/// What [`MsgReader::read_results`] read.
-#[derive(Debug)]
-pub(crate) enum Results<S, R, I> {
-    /// Every flow's result, and whether more were announced (false once gathered).
-    Flows(Vec<control::FlowResult<S, R, I>>, bool),
-    /// Another message where results were due (an error, say).
-    Other(Msg),
 }
 
 /// Whether a read ended because its timeout ran out (or a signal cut it short), so the
@@ -563,7 +356,7 @@ pub(crate) fn resolve(dest: &str, port: u16, family: Family) -> Result<SocketAdd
     // An IPv4-mapped IPv6 address is IPv4 on the wire: treat it as IPv4 everywhere.
     let pick = candidates
         .into_iter()
-        .map(|a| SocketAddr::new(canonical(a.ip()), a.port()))
+        .map(|a| SocketAddr::new(unmapped(a.ip()), a.port()))
         .find(|a| match family {
             Family::Any => true,
             Family::V4 => a.is_ipv4(),
@@ -579,14 +372,6 @@ pub(crate) fn resolve(dest: &str, port: u16, family: Family) -> Result<SocketAdd
                 Family::Any => "usable",
             }
         ),
-    }
-}
-
-/// An IPv4-mapped IPv6 address as plain IPv4, so peers compare equal across families.
-pub(crate) fn canonical(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-        v4 => v4,
     }
 }
 
@@ -617,85 +402,5 @@ mod tests {
             resolve("localhost:5", 9, Family::V4).unwrap(),
             "127.0.0.1:5".parse().unwrap()
         );
-    }
-
-    #[test]
-    fn a_peer_that_is_not_dualperf_is_told_by_its_first_bytes() {
-        use Stranger::{Binary, Known, Text};
-        let cases: [(&[u8], Option<Stranger>); 17] = [
-            (b"HTTP/1.0 400 Bad Request\r\n\r\n", Some(Known("HTTP"))),
-            (b"http/1.1 200 OK", Some(Known("HTTP"))),
-            (b"<!doctype html>", Some(Known("HTML"))),
-            (b"SSH-2.0-OpenSSH_9.2p1 Debian\r\n", Some(Known("SSH"))),
-            (b"\x16\x03\x03\x00\x7a\x02", Some(Known("TLS"))),
-            (b"\x15\x03\x01\x00\x02\x02\x46", Some(Known("TLS"))),
-            (
-                b"220 mail.example ESMTP\r\n",
-                Some(Known("an SMTP or FTP greeting")),
-            ),
-            (b"+OK POP3 ready\r\n", Some(Known("POP3"))),
-            (b"-ERR unknown command 'x'\r\n", Some(Known("Redis"))),
-            (b"J\x00\x00\x00\x0a8.0.36\x00", Some(Known("MySQL"))),
-            (b"hello there\n", Some(Text)),
-            (b"OK", Some(Text)),
-            (b"\x00\x01\x02\xff\xfe", Some(Binary)),
-            (b"\xff", Some(Binary)),
-            // dualperf's own frames, whole or begun, and nothing at all.
-            (b"\x00\x00\x00\x2a{\"type\":\"challenge\"", None),
-            (b"\x00\x00\x00\x2a", None),
-            (b"", None),
-        ];
-        for (head, want) in cases {
-            assert_eq!(stranger(head), want, "{}", escaped(head));
-        }
-        // A frame too long even for a session, or not JSON, is not ours.
-        assert_eq!(stranger(b"\x01\x00\x00\x01{"), Some(Binary));
-        assert_eq!(stranger(b"\x00\x00\x00\x05hello"), Some(Binary));
-    }
-
-    #[test]
-    fn a_stranger_is_named_with_what_it_sent_and_the_question_to_ask() {
-        let addr = Some("127.0.0.1:8080".parse().unwrap());
-        let e = |who: &str, head: &[u8], silence| {
-            NotDualperf {
-                who: who.into(),
-                addr,
-                head: head.to_vec(),
-                silence,
-            }
-            .to_string()
-        };
-        assert_eq!(
-            e(
-                "receiver",
-                b"HTTP/1.0 400 Bad Request\r\n\r\n",
-                Some(Silence::Closed)
-            ),
-            "the receiver at 127.0.0.1:8080 answered with what looks like HTTP: is `dualperf \
-             recv` or `agent` listening there? It sent \"HTTP/1.0 400 Bad Request\\r\\n\\r\\n\""
-        );
-        assert_eq!(
-            e("agent", b"\x00\xff", None),
-            "the agent at 127.0.0.1:8080 answered with bytes that are not dualperf's control \
-             protocol: is `dualperf agent` listening there? It sent \"\\x00\\xff\""
-        );
-        assert_eq!(
-            e("peer", b"", Some(Silence::Closed)),
-            "the peer at 127.0.0.1:8080 closed the connection without answering: is `dualperf \
-             recv` or `agent` listening there?"
-        );
-        let long = e("receiver", &[b'a'; HEAD_LEN], Some(Silence::Timeout));
-        assert!(
-            long.contains("answered with text") && long.ends_with("aaaa…\""),
-            "{long}"
-        );
-    }
-
-    #[test]
-    fn mapped_addresses_become_v4() {
-        let mapped: IpAddr = "::ffff:127.0.0.1".parse().unwrap();
-        assert_eq!(canonical(mapped), "127.0.0.1".parse::<IpAddr>().unwrap());
-        let v6: IpAddr = "::1".parse().unwrap();
-        assert_eq!(canonical(v6), v6);
     }
 }

@@ -35,11 +35,13 @@
 //!
 //! Until `Welcome`, every body is at most [`MAX_MSG_LEN`] bytes (a stranger cannot make
 //! the receiver buffer more); after it, at most [`MAX_SESSION_MSG_LEN`]. [`parse`] never
-//! panics.
+//! panics. [`stranger`] tells a peer that does not speak this protocol by its first bytes.
 
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
+
+pub mod stranger;
 
 /// Version of the control protocol.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -368,6 +370,11 @@ pub enum ControlError {
     Malformed(#[from] serde_json::Error),
 }
 
+/// The peer closed the control connection (end of stream where a message was due).
+#[derive(Debug, thiserror::Error)]
+#[error("the peer closed the control connection")]
+pub struct PeerClosed;
+
 /// Parse a control message body.
 pub fn parse(body: &[u8]) -> Result<Msg, ControlError> {
     if body.len() > MAX_SESSION_MSG_LEN {
@@ -427,6 +434,102 @@ where
         return Err(ControlError::TooLong(body.len()));
     }
     Ok(serde_json::from_slice(body)?)
+}
+
+/// What a read of a session's results gave.
+#[derive(Debug)]
+pub enum Results<S, R, I> {
+    /// Every flow's result, and whether more were announced (false once gathered).
+    Flows(Vec<FlowResult<S, R, I>>, bool),
+    /// Another message where results were due (an error, say).
+    Other(Msg),
+}
+
+/// Why a session's results did not read.
+#[derive(Debug, thiserror::Error)]
+pub enum ResultsError {
+    /// The body is not a control message.
+    #[error(transparent)]
+    Control(#[from] ControlError),
+    /// A results message whose figures are not of the types this version reads.
+    #[error("the receiver's results do not read as this version's")]
+    NotThisVersion(#[source] ControlError),
+    /// Another message after a part of the results.
+    #[error("the receiver's results were cut short by {0:?}")]
+    CutShort(Box<Msg>),
+    /// A part without flows that announces more.
+    #[error("the receiver sent an empty part of its results")]
+    EmptyPart,
+    /// More flows than flow ids exist.
+    #[error("the receiver sent results of more flows than flow ids exist")]
+    TooManyFlows,
+}
+
+/// A body read where results are due: a part of them with its figures typed
+/// ([`parse_results`]), or any other message as [`Results::Other`]. A results message
+/// whose figures are not of these types is an error. Never panics.
+pub fn parse_results_or_other<S, R, I>(body: &[u8]) -> Result<Results<S, R, I>, ResultsError>
+where
+    S: serde::de::DeserializeOwned,
+    R: serde::de::DeserializeOwned,
+    I: serde::de::DeserializeOwned,
+{
+    match parse_results::<S, R, I>(body) {
+        Ok(part) => Ok(Results::Flows(part.flows, part.more)),
+        Err(typed) => match parse(body)? {
+            Msg::Results { .. } => Err(ResultsError::NotThisVersion(typed)),
+            other => Ok(Results::Other(other)),
+        },
+    }
+}
+
+/// A session's results gathered from its `Results` messages, up to the one without
+/// `more`.
+#[derive(Debug)]
+pub struct ResultsGather<S, R, I> {
+    flows: Vec<FlowResult<S, R, I>>,
+}
+
+impl<S, R, I> Default for ResultsGather<S, R, I> {
+    fn default() -> Self {
+        Self { flows: Vec::new() }
+    }
+}
+
+impl<S, R, I> ResultsGather<S, R, I> {
+    /// Nothing gathered yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Whether no flow is gathered yet: no part has read (every part but a lone last one
+    /// holds flows).
+    pub fn is_empty(&self) -> bool {
+        self.flows.is_empty()
+    }
+
+    /// The next read ([`parse_results_or_other`]): `Some` once the results are whole
+    /// (every flow's, `more` false) or when another message came first; `None` while more
+    /// parts are due. Another message after a part is an error, as are an empty part
+    /// announcing more and more flows than flow ids exist.
+    pub fn handle_read(
+        &mut self,
+        read: Results<S, R, I>,
+    ) -> Result<Option<Results<S, R, I>>, ResultsError> {
+        let (flows, more) = match read {
+            Results::Flows(flows, more) => (flows, more),
+            other @ Results::Other(_) if self.flows.is_empty() => return Ok(Some(other)),
+            Results::Other(other) => return Err(ResultsError::CutShort(Box::new(other))),
+        };
+        if more && flows.is_empty() {
+            return Err(ResultsError::EmptyPart);
+        }
+        self.flows.extend(flows);
+        if self.flows.len() > usize::from(u16::MAX) {
+            return Err(ResultsError::TooManyFlows);
+        }
+        Ok((!more).then(|| Results::Flows(std::mem::take(&mut self.flows), false)))
+    }
 }
 
 /// A session's results as `Results` messages whose bodies are at most `max_body` bytes
@@ -528,6 +631,7 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
 mod tests {
     use super::*;
     use crate::frame::FrameDecoder;
+    use serde_json::Value;
 
     #[test]
     fn messages_round_trip_through_framing() {
@@ -607,10 +711,7 @@ mod tests {
             }
         );
         assert_eq!(
-            results_messages::<serde_json::Value, serde_json::Value, serde_json::Value>(
-                Vec::new(),
-                MAX_SESSION_MSG_LEN
-            ),
+            results_messages::<Value, Value, Value>(Vec::new(), MAX_SESSION_MSG_LEN),
             [ResultsPart::new(Vec::new(), false)]
         );
     }
@@ -705,6 +806,143 @@ mod tests {
             parse_results::<Typed, u32, Vec<u64>>(&vec![b' '; MAX_SESSION_MSG_LEN + 1]),
             Err(ControlError::TooLong(_))
         ));
+    }
+
+    #[test]
+    fn a_body_where_results_are_due_is_a_part_another_message_or_an_error() {
+        type Read = Results<Typed, u32, Vec<u64>>;
+        let read = |msg: &Msg| parse_results_or_other::<Typed, u32, Vec<u64>>(&encode(msg)[4..]);
+        let part = Msg::Results {
+            flows: vec![result(3, 0)],
+            more: true,
+        };
+        // `result` pads a summary of no packets: not a `Typed`, so not this version's.
+        let err = read(&part).unwrap_err();
+        assert!(matches!(
+            err,
+            ResultsError::NotThisVersion(ControlError::Malformed(_))
+        ));
+        assert_eq!(
+            err.to_string(),
+            "the receiver's results do not read as this version's"
+        );
+        let typed = ResultsPart::<Typed, u32, Vec<u64>>::new(
+            vec![FlowResult {
+                id: 3,
+                summary: Typed {
+                    packets: 9,
+                    pad: String::new(),
+                },
+                malformed: 0,
+                rtp: None,
+                intervals: None,
+                intervals_error: None,
+                delay_cdf_ns: None,
+                omitted: None,
+            }],
+            true,
+        );
+        let Ok(Read::Flows(flows, true)) = parse_results_or_other(&typed.encode()[4..]) else {
+            panic!("a typed part does not read as one");
+        };
+        assert_eq!(
+            (flows.len(), flows[0].id, flows[0].summary.packets),
+            (1, 3, 9)
+        );
+        let refused = Msg::Error {
+            message: "busy".into(),
+        };
+        assert!(matches!(read(&refused), Ok(Read::Other(m)) if m == refused));
+        let err = parse_results_or_other::<Typed, u32, Vec<u64>>(b"{").unwrap_err();
+        assert!(matches!(
+            err,
+            ResultsError::Control(ControlError::Malformed(_))
+        ));
+        assert!(
+            err.to_string().starts_with("malformed control message: "),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn results_gather_their_parts_up_to_the_last() {
+        let flows = |ids: std::ops::Range<u16>| ids.map(|id| result(id, 0)).collect::<Vec<_>>();
+        let ids = |r: Option<Results<_, _, _>>| match r {
+            Some(Results::Flows(flows, more)) => (
+                flows.iter().map(|f: &FlowResult| f.id).collect::<Vec<_>>(),
+                more,
+            ),
+            other => panic!("not whole results: {other:?}"),
+        };
+        let mut gather = ResultsGather::new();
+        assert!(gather.is_empty());
+        assert!(gather
+            .handle_read(Results::Flows(flows(0..2), true))
+            .unwrap()
+            .is_none());
+        assert!(!gather.is_empty());
+        assert!(gather
+            .handle_read(Results::Flows(flows(2..3), true))
+            .unwrap()
+            .is_none());
+        let whole = gather
+            .handle_read(Results::Flows(flows(3..4), false))
+            .unwrap();
+        assert_eq!(ids(whole), (vec![0, 1, 2, 3], false));
+        // One message of no flows is whole results; another message first is given back.
+        let mut gather = ResultsGather::new();
+        let none = gather
+            .handle_read(Results::Flows(Vec::new(), false))
+            .unwrap();
+        assert_eq!(ids(none), (vec![], false));
+        let refused = Msg::Error {
+            message: "busy".into(),
+        };
+        let mut gather = ResultsGather::<Value, Value, Value>::new();
+        assert!(matches!(
+            gather.handle_read(Results::Other(refused.clone())),
+            Ok(Some(Results::Other(m))) if m == refused
+        ));
+    }
+
+    #[test]
+    fn results_cut_short_empty_or_too_many_are_errors() {
+        let mut gather = ResultsGather::new();
+        gather
+            .handle_read(Results::Flows(vec![result(0, 0)], true))
+            .unwrap();
+        let err = gather
+            .handle_read(Results::Other(Msg::HostQuery {}))
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the receiver's results were cut short by HostQuery"
+        );
+        let mut gather = ResultsGather::<Value, Value, Value>::new();
+        let err = gather
+            .handle_read(Results::Flows(Vec::new(), true))
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the receiver sent an empty part of its results"
+        );
+        // 65,535 flows fit the ids; one more does not.
+        let mut gather = ResultsGather::new();
+        let many = (0..=u16::MAX).map(|id| result(id, 0)).collect::<Vec<_>>();
+        gather
+            .handle_read(Results::Flows(many[..65_000].to_vec(), true))
+            .unwrap();
+        let err = gather
+            .handle_read(Results::Flows(many[65_000..].to_vec(), false))
+            .unwrap_err();
+        assert!(matches!(err, ResultsError::TooManyFlows));
+        assert_eq!(
+            err.to_string(),
+            "the receiver sent results of more flows than flow ids exist"
+        );
+        let mut gather = ResultsGather::new();
+        let whole = gather.handle_read(Results::Flows(many[1..].to_vec(), false));
+        assert!(matches!(whole, Ok(Some(Results::Flows(f, false))) if f.len() == 65_535));
     }
 
     #[test]

@@ -167,4 +167,11 @@ mod tests {
         assert!(!matches(ip("10.0.0.2"), ip("10.0.0.1"), 200));
         assert!(matches(ip("2001:2::9"), ip("2001:2::"), 48));
     }
+
+    #[test]
+    fn mapped_addresses_become_v4() {
+        assert_eq!(unmapped(ip("::ffff:127.0.0.1")), ip("127.0.0.1"));
+        assert_eq!(unmapped(ip("::1")), ip("::1"));
+        assert_eq!(unmapped(ip("198.18.0.1")), ip("198.18.0.1"));
+    }
 }

@@ -7,11 +7,12 @@ use std::sync::atomic::Ordering;
 
 use meter::RxRecord;
 use wire::control::Meter;
+use wire::prefix::unmapped;
 use wire::probe::{self, Packet, Repr};
 
 use super::shard::{Flow, Taken};
 use super::Shared;
-use crate::control::{canonical, is_timeout};
+use crate::control::is_timeout;
 
 const BATCH: usize = 64;
 /// Buffers per read while datagrams arrive coalesced (UDP GRO): 8 of up to 64 KiB each
@@ -242,7 +243,7 @@ pub(super) fn run(shared: &Shared, me: usize, socket: &netio::UdpSocket) {
             let mut head_only = 0u64;
             for (buf, meta) in bufs.iter().zip(&metas).take(n) {
                 // What the datagrams of one buffer share, worked out once for all of them.
-                let src = SocketAddr::new(canonical(meta.src.ip()), meta.src.port());
+                let src = SocketAddr::new(unmapped(meta.src.ip()), meta.src.port());
                 let rx_ns = meta.kernel_ts_ns.unwrap_or(fallback_rx_ns);
                 let whole = &buf[..meta.len.min(buf.len())];
                 // Taken by its head (--skip-rx-copy, where GRO is off): one datagram, as

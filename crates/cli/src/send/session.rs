@@ -15,7 +15,7 @@ use std::time::Duration as StdDuration;
 use anyhow::{bail, Context, Result};
 use meter::FlowSummary;
 use traffic::FlowSpec;
-use wire::control::{FlowAnnounce, FlowGrant, FlowResult, FlowSent, Meter, Msg, Protocol};
+use wire::control::{FlowAnnounce, FlowGrant, FlowResult, FlowSent, Meter, Msg, Protocol, Results};
 use wire::frame;
 use wire::time::Instant;
 
@@ -23,7 +23,7 @@ use super::engine::{run_engine, EngineRun, FlowPlan, Pacing, StartGate};
 use super::flow::Conn;
 use super::tcpinfo::{LiveTcp, TcpStats};
 use super::SendConfig;
-use crate::control::{write_msg, MsgReader, Results};
+use crate::control::{write_msg, MsgReader};
 use results::send::{sent_stats, FlowOutcome, SendReport, SentStats, SumStats};
 
 /// A flow's result from the receiver, its figures in their types.

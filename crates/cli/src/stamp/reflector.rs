@@ -267,7 +267,7 @@ impl State {
         now_mono: u64,
         out: &mut [u8],
     ) -> Result<(usize, netio::Marking), Drop> {
-        let src_ip = crate::control::canonical(meta.src.ip());
+        let src_ip = wire::prefix::unmapped(meta.src.ip());
         if !self.allow.is_empty() && !self.allow.iter().any(|p| p.contains(src_ip)) {
             return Err(Drop::NotAllowed);
         }
