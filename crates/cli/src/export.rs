@@ -1,13 +1,11 @@
 //! `dualperf export`: runs from the SQLite index as CSV or JSON, one row per run, or
 //! the answer to any read-only SQL query across runs and plans.
 
-use std::fmt::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use lab::index::{default_path, Index, ToSql};
+use lab::index::{default_path, Index};
 use lab::store::Store;
-use serde_json::Value;
 
 use crate::usage;
 
@@ -90,94 +88,19 @@ pub(crate) fn run(args: ExportArgs) -> Result<()> {
             );
         }
     }
-    let (columns, mut rows) = match &args.sql {
+    let (columns, rows) = match &args.sql {
         Some(sql) => index.query(sql, &[])?,
-        None => {
-            let mut sql = format!("{} WHERE 1", lab::index::EXPORT_RUNS);
-            let mut params: Vec<&dyn ToSql> = Vec::new();
-            if !dirs.is_empty() {
-                let marks = vec!["?"; dirs.len()].join(",");
-                let _ = write!(sql, " AND r.dir IN ({marks})");
-                for d in &dirs {
-                    params.push(d);
-                }
-            }
-            if let Some(p) = &args.plan {
-                sql.push_str(" AND d.plan = ?");
-                params.push(p);
-            }
-            sql.push_str(" ORDER BY d.plan, r.dir, r.started_unix_ns, r.run_id");
-            index.query(&sql, &params)?
-        }
+        None => index.export_runs(&dirs, args.plan.as_deref())?,
     };
-    // The factors column is JSON text from SQLite: an object in JSON output.
-    if let Some(i) = columns.iter().position(|c| c == "factors") {
-        if args.json && args.sql.is_none() {
-            for r in &mut rows {
-                if let Value::String(s) = &r[i] {
-                    r[i] = serde_json::from_str(s).unwrap_or(Value::Null);
-                }
-            }
-        }
-    }
     if args.json {
-        let objects: Vec<serde_json::Map<String, Value>> = rows
-            .into_iter()
-            .map(|r| columns.iter().cloned().zip(r).collect())
-            .collect();
         if args.sql.is_some() {
             // A query's own columns: no type to hold them to.
-            return crate::out::print_json(&objects);
+            return crate::out::print_json(&lab::index::objects(&columns, rows));
         }
-        let runs: Vec<lab::index::ExportRow> = objects
-            .into_iter()
-            .map(|o| serde_json::from_value(Value::Object(o)))
-            .collect::<Result<_, _>>()
+        let runs = lab::index::export_rows(&columns, rows)
             .context("an indexed run does not read as export's row")?;
         // Keys in name order, as the document has always had them.
         return crate::out::print_json(&crate::out::sorted_json(&runs)?);
     }
-    let mut out = columns
-        .iter()
-        .map(|c| csv_cell(&Value::from(c.as_str())))
-        .collect::<Vec<_>>()
-        .join(",");
-    out.push('\n');
-    for r in rows {
-        out.push_str(&r.iter().map(csv_cell).collect::<Vec<_>>().join(","));
-        out.push('\n');
-    }
-    crate::out::print(out)
-}
-
-/// RFC 4180: a text with a comma, quote or line break is quoted, quotes doubled; NULL is
-/// an empty cell.
-fn csv_cell(v: &Value) -> String {
-    match v {
-        Value::Null => String::new(),
-        Value::String(s) if s.contains([',', '"', '\n', '\r']) => {
-            format!("\"{}\"", s.replace('"', "\"\""))
-        }
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn csv_cells_quote_what_needs_it() {
-        assert_eq!(csv_cell(&Value::Null), "");
-        assert_eq!(csv_cell(&Value::from(4)), "4");
-        assert_eq!(csv_cell(&Value::from(1.5)), "1.5");
-        assert_eq!(csv_cell(&Value::from("size=64")), "size=64");
-        assert_eq!(csv_cell(&Value::from("a,b")), "\"a,b\"");
-        assert_eq!(csv_cell(&Value::from("say \"hi\"")), "\"say \"\"hi\"\"\"");
-        assert_eq!(
-            csv_cell(&Value::from("{\"size\":\"64\"}")),
-            "\"{\"\"size\"\":\"\"64\"\"}\""
-        );
-    }
+    crate::out::print(lab::index::csv(&columns, &rows))
 }

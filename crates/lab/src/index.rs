@@ -399,6 +399,85 @@ impl Index {
             .map_err(&err)?;
         Ok((columns, rows))
     }
+
+    /// The runs `dualperf export` lists, as rows of [`EXPORT_RUNS`]: those of the run
+    /// directories `dirs` (absolute, as indexed; every one when empty) and of the plan
+    /// named `plan` (any when `None`), by plan, directory, start and id.
+    pub fn export_runs(
+        &self,
+        dirs: &[String],
+        plan: Option<&str>,
+    ) -> Result<(Vec<String>, Vec<Vec<Value>>), IndexError> {
+        let mut sql = format!("{EXPORT_RUNS} WHERE 1");
+        let mut params: Vec<&dyn ToSql> = Vec::new();
+        if !dirs.is_empty() {
+            let marks = vec!["?"; dirs.len()].join(",");
+            sql.push_str(&format!(" AND r.dir IN ({marks})"));
+            for d in dirs {
+                params.push(d);
+            }
+        }
+        if let Some(p) = &plan {
+            sql.push_str(" AND d.plan = ?");
+            params.push(p);
+        }
+        sql.push_str(" ORDER BY d.plan, r.dir, r.started_unix_ns, r.run_id");
+        self.query(&sql, &params)
+    }
+}
+
+/// Rows as objects, each column's name to its value (`dualperf export --sql --json`).
+pub fn objects(columns: &[String], rows: Vec<Vec<Value>>) -> Vec<serde_json::Map<String, Value>> {
+    rows.into_iter()
+        .map(|r| columns.iter().cloned().zip(r).collect())
+        .collect()
+}
+
+/// The rows of [`Index::export_runs`] as `dualperf export --json`'s documents: the
+/// factors, JSON text in SQLite, read as an object (null when they do not read).
+pub fn export_rows(
+    columns: &[String],
+    mut rows: Vec<Vec<Value>>,
+) -> Result<Vec<ExportRow>, serde_json::Error> {
+    if let Some(i) = columns.iter().position(|c| c == "factors") {
+        for r in &mut rows {
+            if let Value::String(s) = &r[i] {
+                r[i] = serde_json::from_str(s).unwrap_or(Value::Null);
+            }
+        }
+    }
+    objects(columns, rows)
+        .into_iter()
+        .map(|o| serde_json::from_value(Value::Object(o)))
+        .collect()
+}
+
+/// Rows as CSV (RFC 4180) under a header row of their columns.
+pub fn csv(columns: &[String], rows: &[Vec<Value>]) -> String {
+    let mut out = columns
+        .iter()
+        .map(|c| csv_cell(&Value::from(c.as_str())))
+        .collect::<Vec<_>>()
+        .join(",");
+    out.push('\n');
+    for r in rows {
+        out.push_str(&r.iter().map(csv_cell).collect::<Vec<_>>().join(","));
+        out.push('\n');
+    }
+    out
+}
+
+/// RFC 4180: a text with a comma, quote or line break is quoted, quotes doubled; NULL is
+/// an empty cell.
+fn csv_cell(v: &Value) -> String {
+    match v {
+        Value::Null => String::new(),
+        Value::String(s) if s.contains([',', '"', '\n', '\r']) => {
+            format!("\"{}\"", s.replace('"', "\"\""))
+        }
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -505,6 +584,37 @@ mod tests {
             assert_eq!(n, 2);
         }
         let index = Index::open_read_only(&path).unwrap();
+        // export's run list, whole and filtered, and as its documents.
+        let (columns, all) = index.export_runs(&[], None).unwrap();
+        assert_eq!(columns.len(), 18);
+        let dir = all[0][1].as_str().unwrap().to_owned();
+        assert_eq!(
+            index
+                .export_runs(std::slice::from_ref(&dir), Some("tiny"))
+                .unwrap()
+                .1,
+            all
+        );
+        assert!(index.export_runs(&[], Some("other")).unwrap().1.is_empty());
+        assert!(index
+            .export_runs(&["/nowhere".into()], None)
+            .unwrap()
+            .1
+            .is_empty());
+        let runs = export_rows(&columns, all.clone()).unwrap();
+        let brief: Vec<_> = runs
+            .iter()
+            .map(|r| (r.run_id.as_str(), r.family, r.throughput_bps, r.dir == dir))
+            .collect();
+        assert_eq!(
+            brief,
+            [("r4", 4, Some(5.0e6), true), ("r6", 6, Some(4.9e6), true)]
+        );
+        let size = std::collections::BTreeMap::from([("size".to_owned(), "64".to_owned())]);
+        assert_eq!(runs[0].factors, Some(size));
+        // Unconverted, the factors are JSON text, as CSV and --sql give them.
+        let factors = &objects(&columns, all)[0]["factors"];
+        assert_eq!(factors, &Value::from("{\"size\":\"64\"}"));
         let (cols, rows) = index
             .query(
                 "SELECT family, throughput_bps, owd_ns, rtt_ns, delay_ns, jitter_ns, loss_pct,
@@ -561,5 +671,26 @@ mod tests {
         let e = Index::open(&path).err().unwrap().to_string();
         assert!(e.contains("schema 7"), "{e}");
         std::fs::remove_dir_all(&tmp).unwrap();
+    }
+
+    #[test]
+    fn csv_cells_quote_what_needs_it() {
+        assert_eq!(csv_cell(&Value::Null), "");
+        assert_eq!(csv_cell(&Value::from(4)), "4");
+        assert_eq!(csv_cell(&Value::from(1.5)), "1.5");
+        assert_eq!(csv_cell(&Value::from("size=64")), "size=64");
+        assert_eq!(csv_cell(&Value::from("a,b")), "\"a,b\"");
+        assert_eq!(csv_cell(&Value::from("say \"hi\"")), "\"say \"\"hi\"\"\"");
+        assert_eq!(
+            csv_cell(&Value::from("{\"size\":\"64\"}")),
+            "\"{\"\"size\"\":\"\"64\"\"}\""
+        );
+        let columns = ["family".to_owned(), "note".to_owned()];
+        let rows = [
+            vec![Value::from(4), Value::from("a,b")],
+            vec![Value::from(6), Value::Null],
+        ];
+        assert_eq!(csv(&columns, &rows), "family,note\n4,\"a,b\"\n6,\n");
+        assert_eq!(csv(&columns, &[]), "family,note\n");
     }
 }
