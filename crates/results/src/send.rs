@@ -8,7 +8,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use traffic::FlowSpec;
 
+mod outcome;
 pub mod text;
+
+pub use outcome::{ReceivedFlow, SenderFlow};
 
 /// The version of [`SendReport`]'s format.
 pub const SEND_FORMAT_VERSION: u32 = 1;

@@ -6,7 +6,8 @@
 //! [`distribution`]; D-ITG's application models in [`voip`] and [`app`], the seed studies' RTP
 //! streams in [`stream`], all on the same schedule. The flow options `dualperf send`
 //! takes, their parsers and checks are in [`options`]; D-ITG script lines translated into
-//! them in [`ditg`].
+//! them in [`ditg`]; how a sender carries its flows (threads, kernel pacing) in
+//! [`sender`]; the windows of `--interval` in [`interval`].
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -14,11 +15,13 @@ pub mod app;
 pub mod distribution;
 pub mod ditg;
 pub mod flow;
+pub mod interval;
 pub mod options;
 pub mod overhead_table;
 pub mod policy;
 pub mod schedule;
 pub mod scheduler;
+pub mod sender;
 pub mod stream;
 pub mod units;
 pub mod voip;

@@ -1,7 +1,8 @@
 //! What a measurement agent lets a request do (`dualperf agent`): the destinations it may
 //! send to (the asker's own address and the prefixes of `--allow`) and the caps on rate,
 //! bytes and duration that a request's flows are checked against before they start. The
-//! reason for a refusal is returned as text, which the agent sends back to the asker.
+//! reason for a refusal is returned as text, which the agent sends back to the asker;
+//! a running session's [`RunCaps`] say, as text too, why they halted it.
 
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration as StdDuration;
@@ -23,6 +24,36 @@ pub struct Policy {
     pub max_bytes: u64,
     /// Longest a request may send.
     pub max_duration: StdDuration,
+}
+
+/// Hard limits on one running session (an agent's `--max-bytes`, `--max-duration`): the
+/// flows are halted, and the report says why, when they reach either.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunCaps {
+    /// Payload bytes handed to the kernel, all flows together.
+    pub bytes: u64,
+    /// From the flows' start.
+    pub duration: StdDuration,
+}
+
+impl RunCaps {
+    /// Why these caps halt the flows, once the `bytes` sent or the time they `ran`
+    /// reach them.
+    pub fn reached(&self, bytes: u64, ran: StdDuration) -> Option<String> {
+        if bytes >= self.bytes {
+            Some(format!(
+                "halted at the agent's byte cap ({} bytes, --max-bytes)",
+                self.bytes
+            ))
+        } else if ran >= self.duration {
+            Some(format!(
+                "halted at the agent's duration cap ({} s, --max-duration)",
+                self.duration.as_secs_f64()
+            ))
+        } else {
+            None
+        }
+    }
 }
 
 /// Most flows one request may ask for.
@@ -168,6 +199,29 @@ mod tests {
             stop: crate::flow::StopSpec::after(Duration::from_secs(secs)),
             ..FlowSpec::default()
         }
+    }
+
+    #[test]
+    fn a_running_session_is_halted_at_the_first_cap_it_reaches() {
+        let caps = RunCaps {
+            bytes: 1_000_000,
+            duration: StdDuration::from_millis(2_500),
+        };
+        assert_eq!(caps.reached(999_999, StdDuration::from_millis(2_499)), None);
+        assert_eq!(
+            caps.reached(1_000_000, StdDuration::ZERO).as_deref(),
+            Some("halted at the agent's byte cap (1000000 bytes, --max-bytes)")
+        );
+        assert_eq!(
+            caps.reached(0, StdDuration::from_millis(2_500)).as_deref(),
+            Some("halted at the agent's duration cap (2.5 s, --max-duration)")
+        );
+        // Both reached: the bytes are said.
+        assert_eq!(
+            caps.reached(2_000_000, StdDuration::from_secs(3))
+                .as_deref(),
+            Some("halted at the agent's byte cap (1000000 bytes, --max-bytes)")
+        );
     }
 
     const ASKER: &str = "198.18.9.2";

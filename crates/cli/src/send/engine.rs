@@ -19,8 +19,9 @@ use netio::poll::{Interest, Ready};
 use traffic::{FlowSpec, Schedule, Scheduler};
 use wire::time::{Duration, Instant};
 
-use super::flow::{echo_record, echo_repr, Conn, EchoMeta, FlowResult, FlowState, Out, UdpOut};
+use super::flow::{echo_record, echo_repr, Conn, EchoMeta, FlowState, Out, UdpOut};
 use crate::logsink::{Chunk, LogProducer};
+use results::send::SenderFlow;
 
 /// Longest single wait, so a stop request is seen promptly even at 0.1 pkt/s.
 const MAX_SLEEP_NS: u64 = 100_000_000;
@@ -91,7 +92,7 @@ pub(super) fn run_engine(
     run: &EngineRun,
     plans: Vec<FlowPlan>,
     gate: StartGate,
-) -> Vec<FlowResult> {
+) -> Vec<SenderFlow> {
     // Timer slack (50 µs by default) would make every sleep overshoot by that much.
     let _ = netio::clock::set_timer_slack_ns(1);
     let spin_ns = run
@@ -115,7 +116,7 @@ pub(super) fn run_engine(
         read_buf: Vec::new(),
     };
     // Each plan's result: the flow's index in the engine, or why it could not run.
-    let slots: Vec<Result<usize, Box<FlowResult>>> = plans
+    let slots: Vec<Result<usize, Box<SenderFlow>>> = plans
         .into_iter()
         .map(|plan| {
             let i = engine.flows.len();
@@ -130,7 +131,7 @@ pub(super) fn run_engine(
         engine.linger_for_echoes();
     }
     engine.submit_log(None);
-    let mut results: Vec<Option<FlowResult>> = engine
+    let mut results: Vec<Option<SenderFlow>> = engine
         .flows
         .into_iter()
         .map(|f| {
@@ -143,7 +144,7 @@ pub(super) fn run_engine(
     slots
         .into_iter()
         .map(|slot| match slot {
-            Ok(i) => results[i].take().unwrap_or_else(FlowResult::empty),
+            Ok(i) => results[i].take().unwrap_or_else(SenderFlow::empty),
             Err(failed) => *failed,
         })
         .collect()
@@ -175,13 +176,13 @@ struct Engine<'a> {
 
 impl Engine<'_> {
     /// Take a flow on; a flow that cannot run is kept with its error (as `failed`).
-    fn add(&mut self, plan: FlowPlan) -> Result<(), Box<FlowResult>> {
+    fn add(&mut self, plan: FlowPlan) -> Result<(), Box<SenderFlow>> {
         let FlowPlan { id, spec, conn } = plan;
         let rtt = spec.meter == wire::control::Meter::Rtt;
         let failed = |why: String| {
-            Box::new(FlowResult {
+            Box::new(SenderFlow {
                 error: Some(why),
-                ..FlowResult::empty()
+                ..SenderFlow::empty()
             })
         };
         let sched = match Schedule::new(&spec, Instant::ZERO) {
@@ -197,7 +198,7 @@ impl Engine<'_> {
                         self.udp.len() - 1
                     }
                 };
-                self.udp[k].reserve(super::flow::max_payload(&spec));
+                self.udp[k].reserve(traffic::sender::max_payload(&spec));
                 self.udp[k].echoes |= rtt;
                 if rtt && self.echo_bufs.is_empty() {
                     self.echo_bufs = vec![vec![0u8; 65_536]; ECHO_BATCH];

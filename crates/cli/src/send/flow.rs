@@ -10,13 +10,14 @@ use std::net::TcpStream;
 use std::sync::Arc;
 
 use meter::{FlowMeter, RxRecord, TxMeter};
+use traffic::sender::max_payload;
 use traffic::{FlowSpec, Transmit};
-use wire::control::{Meter, Protocol};
+use wire::control::Meter;
 use wire::frame::{self, FrameDecoder};
 use wire::probe::{Packet, Repr, SeqUnwrapper};
 use wire::time::Instant;
 
-use results::send::{HoldStats, HoldSums};
+use results::send::{HoldSums, SenderFlow};
 
 /// Most packets handed to the kernel in one call.
 pub(super) const BATCH: usize = 64;
@@ -28,43 +29,6 @@ const TCP_BATCH_BYTES: usize = 1 << 20;
 pub(super) enum Conn {
     Udp(Arc<netio::UdpSocket>),
     Tcp(TcpStream),
-}
-
-/// What a flow measured; `error` says why it ended early, if it did.
-pub(super) struct FlowResult {
-    /// The send records, counted as they were made.
-    pub(super) tx: TxMeter,
-    /// The echoes' round-trip figures (round-trip flows).
-    pub(super) echoes: Option<FlowMeter>,
-    pub(super) hold: Option<HoldStats>,
-    /// Records the log could not take.
-    pub(super) unlogged: u64,
-    pub(super) error: Option<String>,
-    /// `-O`: the packets sent within the omitted span (not in `tx`).
-    pub(super) omitted: Option<meter::omit::TxOmit>,
-    /// `-Z`: the zero-copy sends and their completions.
-    pub(super) zerocopy: Option<results::send::ZeroCopyStats>,
-}
-
-impl FlowResult {
-    /// Nothing measured, no error.
-    pub(super) fn empty() -> Self {
-        Self {
-            tx: TxMeter::default(),
-            echoes: None,
-            hold: None,
-            unlogged: 0,
-            error: None,
-            omitted: None,
-            zerocopy: None,
-        }
-    }
-
-    /// Packets and payload bytes handed to the kernel, omitted (`-O`) or not.
-    pub(super) fn sent_total(&self) -> (u64, u64) {
-        let (p, b) = self.omitted.map_or((0, 0), |o| (o.packets, o.bytes));
-        (self.tx.packets() + p, self.tx.bytes() + b)
-    }
 }
 
 /// A packet staged for sending: its flow (index in the engine), where its probe starts,
@@ -325,20 +289,6 @@ pub(super) struct FlowState {
     pub(super) omit: Option<meter::omit::TxOmit>,
 }
 
-/// The largest payload a flow may send: its size, or what the protocol allows when sizes
-/// are drawn from a distribution (the schedule clamps them to that), or a video packet.
-pub(super) fn max_payload(spec: &FlowSpec) -> usize {
-    let size = match (&spec.size_dist, spec.protocol) {
-        (None, _) => spec.size_bytes as usize,
-        (Some(_), Protocol::Udp) => 65_507,
-        (Some(_), Protocol::Tcp) => frame::MAX_DATA_LEN,
-    };
-    match &spec.video {
-        Some(v) => size.max((v.header_bytes as usize + v.max_chunk_bytes as usize).min(65_507)),
-        None => size,
-    }
-}
-
 impl FlowState {
     /// A flow whose packets go to `out`.
     pub(super) fn new(id: u16, spec: &FlowSpec, out: Out) -> Self {
@@ -462,7 +412,7 @@ impl FlowState {
 
     /// The flow's result, once the engine is done with it (with `-Z`, once the kernel
     /// reported its last zero-copy sends done, or 2 s passed).
-    pub(super) fn into_result(mut self) -> FlowResult {
+    pub(super) fn into_result(mut self) -> SenderFlow {
         let zerocopy = match &mut self.out {
             Out::Tcp(out) => out.zc.as_mut().map(|zc| {
                 let last = std::mem::take(&mut out.buf);
@@ -470,7 +420,7 @@ impl FlowState {
             }),
             Out::Udp(_) => None,
         };
-        FlowResult {
+        SenderFlow {
             zerocopy,
             tx: self.tx,
             hold: self.echo.as_ref().and_then(|e| e.holds.stats()),

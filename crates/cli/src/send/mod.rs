@@ -33,6 +33,7 @@ use wire::ds::{Dscp, Ecn};
 use wire::time::Duration;
 
 pub(crate) use session::{run_session, PartialReport};
+pub(crate) use traffic::policy::RunCaps;
 
 use crate::control::{resolve, Family, DEFAULT_PORT, MAX_SESSION_WINDOWS};
 use crate::usage;
@@ -527,15 +528,6 @@ pub(crate) fn wait_for_go<T>(
     }
 }
 
-/// Hard limits on one running session (an agent's `--max-bytes`, `--max-duration`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct RunCaps {
-    /// Payload bytes handed to the kernel, all flows together.
-    pub(crate) bytes: u64,
-    /// From the flows' start.
-    pub(crate) duration: StdDuration,
-}
-
 impl SendConfig {
     /// A config for flows to `dest` with default pacing, no key, no log.
     pub(crate) fn new(dest: SocketAddr, flows: Vec<FlowSpec>) -> Self {
@@ -811,33 +803,13 @@ fn print_outcome(
     }
 }
 
-/// Shortest `--interval`: windows of at least this, so a window holds a meaningful count.
-const MIN_INTERVAL: Duration = Duration::from_millis(10);
-/// Longest `--interval`.
-const MAX_INTERVAL: Duration = Duration::from_secs(24 * 3600);
-
 /// Check `--interval` against its bounds and, for flows with a duration, the number of
 /// windows the receiver would report.
 fn check_interval(interval: Option<Duration>, flows: &[FlowSpec]) -> Result<Option<Duration>> {
-    let Some(w) = interval else {
-        return Ok(None);
-    };
-    if w < MIN_INTERVAL || w > MAX_INTERVAL {
-        usage!("--interval {w} is outside {MIN_INTERVAL} to 24 h");
-    }
-    let windows: u64 = flows
-        .iter()
-        .filter_map(|f| f.stop.duration)
-        .map(|d| {
-            (d + Duration::from_nanos(d.as_nanos() / 100) + traffic::schedule::MIN_GRACE).as_nanos()
-                / w.as_nanos()
-                + 1
-        })
-        .sum();
-    if windows > MAX_SESSION_WINDOWS {
-        usage!("--interval {w} over these flows makes {windows} windows; the receiver reports at most {MAX_SESSION_WINDOWS} per session: use a longer interval");
-    }
-    Ok(Some(w))
+    interval
+        .map(|w| traffic::interval::check(w, flows, MAX_SESSION_WINDOWS))
+        .transpose()
+        .map_err(|e| anyhow::Error::new(crate::UsageError(e.to_string())))
 }
 
 /// The flows of a file, one per line (`#` starts a comment); `translate` turns a line
@@ -848,12 +820,8 @@ fn read_flow_file(
 ) -> Result<Vec<FlowSpec>> {
     let text = crate::args::read_input(path, "the flow file")?;
     let mut flows = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        let line = line.split('#').next().unwrap_or("").trim();
-        if line.is_empty() {
-            continue;
-        }
-        let at = format!("{}:{}", path.display(), n + 1);
+    for (n, line) in traffic::options::flow_lines(&text) {
+        let at = format!("{}:{}", path.display(), n);
         let line = translate(line)
             .map_err(|e| anyhow::Error::new(crate::UsageError(format!("{at}: {e}"))))?;
         let parsed = FlowLine::try_parse_from(line.split_whitespace()).map_err(|e| {
@@ -864,7 +832,7 @@ fn read_flow_file(
         })?;
         let specs = parsed
             .flow
-            .to_specs(format!("line {}", n + 1))
+            .to_specs(format!("line {n}"))
             .map_err(|e| match e.downcast::<crate::UsageError>() {
                 Ok(u) => anyhow::Error::new(crate::UsageError(format!("{at}: {u}"))),
                 Err(e) => e.context(at.clone()),

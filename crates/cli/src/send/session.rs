@@ -15,8 +15,7 @@ use std::time::Duration as StdDuration;
 use anyhow::{bail, Context, Result};
 use meter::FlowSummary;
 use traffic::FlowSpec;
-use wire::control::{FlowAnnounce, FlowGrant, FlowResult, FlowSent, Meter, Msg, Protocol, Results};
-use wire::frame;
+use wire::control::{FlowAnnounce, FlowGrant, FlowSent, Meter, Msg, Protocol, Results};
 use wire::time::Instant;
 
 use super::engine::{run_engine, EngineRun, FlowPlan, Pacing, StartGate};
@@ -24,10 +23,7 @@ use super::flow::Conn;
 use super::tcpinfo::{LiveTcp, TcpStats};
 use super::SendConfig;
 use crate::control::{write_msg, MsgReader};
-use results::send::{sent_stats, FlowOutcome, SendReport, SentStats, SumStats};
-
-/// A flow's result from the receiver, its figures in their types.
-type TypedResult = FlowResult<FlowSummary, meter::RtpJitterSummary, Vec<meter::Interval>>;
+use results::send::{FlowOutcome, ReceivedFlow, SendReport, SenderFlow, SumStats};
 
 /// How long the sender waits for the receiver's results after `Finish`: the receiver
 /// may first wait for packets in flight and summarise millions of records.
@@ -85,7 +81,8 @@ pub(crate) fn marking_of(spec: &FlowSpec) -> netio::Marking {
 pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result<SendReport> {
     let dest = config.dest;
     let (mut ctrl, mut reader, clock, sync) = open_control(config)?;
-    let engines = assign(&config.flows, config.threads);
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    let engines = traffic::sender::assign(&config.flows, config.threads, cpus);
     let (conns, grants) = register(&mut ctrl, &mut reader, config, &engines)?;
     // From here on the watcher reads the control connection.
     let (results_rx, watcher_done) = watch_results(&ctrl, reader)?;
@@ -233,7 +230,7 @@ fn open_log(config: &SendConfig, grants: &[FlowGrant]) -> Result<Option<crate::l
 
 /// The engine threads, started together at `origin`.
 struct Started {
-    handles: Vec<std::thread::JoinHandle<Vec<super::flow::FlowResult>>>,
+    handles: Vec<std::thread::JoinHandle<Vec<SenderFlow>>>,
     origin: Instant,
     /// A held session whose flows were halted before they started.
     unstarted: bool,
@@ -263,7 +260,7 @@ fn start_engines(
         });
         // A kernel-paced flow is written as fast as the socket takes it.
         let mut spec = spec.clone();
-        spec.unpaced |= kernel_paced(&spec);
+        spec.unpaced |= traffic::sender::kernel_paced(&spec);
         plans[e].push(FlowPlan {
             id: grant.id,
             spec,
@@ -398,26 +395,14 @@ fn supervise(
 fn cap_reached(config: &SendConfig, bytes: u64, origin: Instant) -> Option<String> {
     let caps = config.caps.as_ref()?;
     let ran = StdDuration::from_nanos(netio::clock::mono_ns().saturating_sub(origin.as_nanos()));
-    if bytes >= caps.bytes {
-        Some(format!(
-            "halted at the agent's byte cap ({} bytes, --max-bytes)",
-            caps.bytes
-        ))
-    } else if ran >= caps.duration {
-        Some(format!(
-            "halted at the agent's duration cap ({} s, --max-duration)",
-            caps.duration.as_secs_f64()
-        ))
-    } else {
-        None
-    }
+    caps.reached(bytes, ran)
 }
 
 /// Each engine's results, back in flow order.
 fn join_engines(
-    handles: Vec<std::thread::JoinHandle<Vec<super::flow::FlowResult>>>,
+    handles: Vec<std::thread::JoinHandle<Vec<SenderFlow>>>,
     engines: &[usize],
-) -> Result<Vec<super::flow::FlowResult>> {
+) -> Result<Vec<SenderFlow>> {
     let mut per_engine = Vec::new();
     for h in handles {
         let results = h
@@ -427,11 +412,7 @@ fn join_engines(
     }
     Ok(engines
         .iter()
-        .map(|&e| {
-            per_engine[e]
-                .next()
-                .unwrap_or_else(super::flow::FlowResult::empty)
-        })
+        .map(|&e| per_engine[e].next().unwrap_or_else(SenderFlow::empty))
         .collect())
 }
 
@@ -439,7 +420,7 @@ fn join_engines(
 fn close_log(
     log: &crate::logsink::LogSink,
     grants: &[FlowGrant],
-    results: &[super::flow::FlowResult],
+    results: &[SenderFlow],
     errors: &mut Vec<String>,
 ) {
     for (g, r) in grants.iter().zip(results) {
@@ -468,11 +449,11 @@ fn close_log(
 fn finish(
     ctrl: &mut TcpStream,
     grants: &[FlowGrant],
-    results: &[super::flow::FlowResult],
+    results: &[SenderFlow],
     results_rx: &mpsc::Receiver<ResultsMsg>,
     watcher_done: &AtomicBool,
     errors: &mut Vec<String>,
-) -> HashMap<u16, TypedResult> {
+) -> HashMap<u16, ReceivedFlow> {
     let sent: Vec<FlowSent> = grants
         .iter()
         .zip(results)
@@ -487,7 +468,7 @@ fn finish(
     // and its results cover only what it received until then.
     let receiver_ended_first = watcher_done.load(Ordering::SeqCst);
     let _ = write_msg(ctrl, &Msg::Finish { flows: sent });
-    let remote: Vec<TypedResult> = match results_rx.recv_timeout(RESULTS_TIMEOUT) {
+    let remote: Vec<ReceivedFlow> = match results_rx.recv_timeout(RESULTS_TIMEOUT) {
         Ok(Ok(Results::Flows(flows, _))) => {
             if receiver_ended_first {
                 errors.push("the receiver stopped before the flows ended; its results cover what it received until then".into());
@@ -523,8 +504,8 @@ fn finish(
 fn outcomes(
     config: &SendConfig,
     grants: &[FlowGrant],
-    results: Vec<super::flow::FlowResult>,
-    mut remote: HashMap<u16, TypedResult>,
+    results: Vec<SenderFlow>,
+    mut remote: HashMap<u16, ReceivedFlow>,
     logged: bool,
     mut tcp_reports: std::vec::IntoIter<Option<results::send::TcpReport>>,
 ) -> Vec<FlowOutcome> {
@@ -534,86 +515,15 @@ fn outcomes(
         .zip(grants)
         .zip(results)
         .map(|((spec, grant), res)| {
-            let mut r = remote.remove(&grant.id);
-            let packets = res.tx.packets();
-            let delay_cdf_ns = if !config.cdf {
-                None
-            } else if spec.meter == Meter::Rtt {
-                res.echoes.as_ref().and_then(meter::FlowMeter::delay_cdf_ns)
-            } else {
-                r.as_mut().and_then(|r| r.delay_cdf_ns.take())
-            };
-            FlowOutcome {
-                id: grant.id,
-                spec: spec.clone(),
-                sent: SentStats {
-                    omitted_packets: res.omitted.map(|o| o.packets),
-                    omitted_bytes: res.omitted.map(|o| o.bytes),
-                    ..sent_stats(spec, &res.tx)
-                },
-                received_omitted: r.as_ref().and_then(|r| r.omitted),
-                zerocopy: res.zerocopy,
-                rtt: (spec.meter == Meter::Rtt).then(|| match &res.echoes {
-                    Some(echoes) => echoes.summary(Some(packets)),
-                    None => meter::FlowMeter::new(u32::from(grant.id)).summary(Some(packets)),
-                }),
-                receiver_hold: res.hold,
-                malformed_at_receiver: r.as_ref().map(|r| r.malformed),
-                error: res.error,
-                unlogged_records: logged.then_some(res.unlogged),
-                stamp: None,
-                delay_cdf_ns,
-                received_rtp: r.as_ref().and_then(|r| r.rtp),
-                intervals_error: r.as_mut().and_then(|r| r.intervals_error.take()),
-                intervals: r.as_mut().and_then(|r| r.intervals.take()),
-                received: r.map(|r| r.summary),
-                tcp: tcp_reports.next().flatten(),
-            }
-        })
-        .collect()
-}
-
-/// Paced packets a second one sender thread is given by default. On this project's
-/// 2-CPU reference host, receiver on the same host, one thread sends one flow at 2,000,000
-/// pkt/s (GSO runs) and 10,000 flows × 50 pkt/s (500,000 pkt/s) with the median flow's
-/// schedule-error p99 at 8 µs; two spinning threads take the CPUs from the receiver and
-/// the kernel, and the same 10,000 flows' median p99 was 3.4 ms (issue 15). Earlier,
-/// with 1,000 G.711 calls: 9–51 µs on one thread, 100–320 µs on two.
-const PPS_PER_THREAD: f64 = 1_000_000.0;
-
-/// The sender thread of each flow: a flow without a schedule (bulk) gets a thread of its
-/// own, as it keeps a core busy by itself (iperf3 runs one thread per stream too); paced
-/// flows are spread over `threads` threads (default: one per [`PPS_PER_THREAD`] of their
-/// mean rate, at most one per CPU), each flow to the thread with the lowest packet rate
-/// so far.
-fn assign(flows: &[FlowSpec], threads: Option<usize>) -> Vec<usize> {
-    let own = |f: &FlowSpec| f.unpaced || kernel_paced(f);
-    let paced = flows.iter().filter(|f| !own(f)).count();
-    // A flow of unknown rate counts as one packet a second.
-    let pps = |f: &FlowSpec| f.mean_pps().unwrap_or(1.0).max(1e-3);
-    let threads = threads
-        .unwrap_or_else(|| {
-            let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-            let load: f64 = flows.iter().filter(|f| !own(f)).map(pps).sum();
-            ((load / PPS_PER_THREAD).ceil() as usize).clamp(1, cpus)
-        })
-        .clamp(1, paced.max(1));
-    let mut load = vec![0.0f64; threads];
-    let mut next_own = threads;
-    flows
-        .iter()
-        .map(|f| {
-            if own(f) {
-                next_own += 1;
-                return next_own - 1;
-            }
-            let (e, _) = load
-                .iter()
-                .enumerate()
-                .min_by(|a, b| a.1.total_cmp(b.1))
-                .unwrap_or((0, &0.0));
-            load[e] += pps(f);
-            e
+            FlowOutcome::assemble(
+                grant.id,
+                spec,
+                res,
+                remote.remove(&grant.id),
+                tcp_reports.next().flatten(),
+                config.cdf,
+                logged,
+            )
         })
         .collect()
 }
@@ -747,7 +657,7 @@ fn register(
             netio::tcp::set_send_buffer(&stream, w as usize)
                 .with_context(|| format!("flow {}: --window {w}", grant.id))?;
         }
-        if let Some(bytes_per_s) = kernel_pacing(spec) {
+        if let Some(bytes_per_s) = traffic::sender::kernel_pacing(spec) {
             netio::tcp::set_max_pacing_rate(&stream, bytes_per_s)
                 .with_context(|| format!("flow {}: SO_MAX_PACING_RATE", grant.id))?;
         }
@@ -788,33 +698,6 @@ fn port_in_use(e: &std::io::Error) -> bool {
     )
 }
 
-/// Whether the kernel paces this flow rather than the scheduler: a TCP bulk flow with a
-/// constant rate (`--tcp --bulk --rate 10gbit`), whose measure is its throughput, not
-/// its schedule. Its rate goes to `SO_MAX_PACING_RATE` and the engine writes as fast as
-/// the socket takes, as iperf3's `--fq-rate` does; measured flows keep the scheduler
-/// (and its spin), whose schedule error is reported.
-pub(super) fn kernel_paced(spec: &FlowSpec) -> bool {
-    spec.bulk
-        && spec.protocol == Protocol::Tcp
-        && !spec.unpaced
-        && spec.idt_ms.is_none()
-        && spec.size_dist.is_none()
-        && spec.on_off_ms.is_none()
-        && spec.video.is_none()
-}
-
-/// The `SO_MAX_PACING_RATE` of a kernel-paced flow, in bytes per second: its payload
-/// rate with the message framing. TCP's own pacing spaces the segments of its write queue
-/// by their payload (`tcp_update_skb_after_send`), so headers add nothing here; this is
-/// iperf3's `--fq-rate` conversion too.
-fn kernel_pacing(spec: &FlowSpec) -> Option<u64> {
-    if !kernel_paced(spec) {
-        return None;
-    }
-    let pps = spec.rate.pps(spec.size_bytes);
-    Some((pps * (spec.size_bytes as usize + frame::PREFIX_LEN) as f64).ceil() as u64)
-}
-
 /// The live lines of `--interval`: what every flow together handed to the kernel in each
 /// window since the flows' common start (the sender's side, as iperf3's client prints;
 /// the receiver's series comes with the results), and for TCP flows the retransmits and
@@ -849,37 +732,16 @@ impl LiveIntervals {
         if !self.print {
             return;
         }
-        let span_s = (to_ns - from_ns) as f64 / 1e9;
-        let who = if self.flows > 1 {
-            format!(" ({} flows)", self.flows)
-        } else {
-            String::new()
-        };
-        let when = crate::human::window(
+        let line = results::send::text::live_line(
             self.origin_ns,
-            from_ns,
-            to_ns,
-            crate::human::window_decimals(self.window_ns),
+            self.window_ns,
+            (from_ns, to_ns),
+            bytes,
+            tcp,
+            self.flows,
         );
-        // iperf3's Retr (segments retransmitted in the window, every TCP flow together)
-        // and Cwnd (one TCP flow only).
-        let tcp = tcp.map_or(String::new(), |t| {
-            format!(
-                "  {:>5} retr{}",
-                t.retransmits,
-                t.cwnd_bytes.map_or(String::new(), |c| format!(
-                    "  {:>10} cwnd",
-                    crate::human::bytes(c)
-                ))
-            )
-        });
         // A closed stdout ends the program at the report; here it only loses lines.
-        let _ = writeln!(
-            std::io::stdout(),
-            "[{when:>13}] {:>11} {:>14} sent{tcp}{who}",
-            crate::human::bytes(bytes),
-            crate::human::bitrate(bytes as f64 * 8.0 / span_s),
-        );
+        let _ = writeln!(std::io::stdout(), "{line}");
     }
 
     fn poll(&mut self, now_ns: u64, bytes: u64, tcp: &mut TcpStats) {
@@ -907,50 +769,5 @@ impl LiveIntervals {
         if bytes > self.last_bytes && now_ns > from {
             self.line(from, now_ns, bytes - self.last_bytes, last_tcp);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use traffic::Rate;
-
-    fn paced(pps: u64) -> FlowSpec {
-        FlowSpec {
-            rate: Rate::MilliPps(pps * 1000),
-            ..FlowSpec::default()
-        }
-    }
-
-    #[test]
-    fn paced_flows_share_as_few_threads_as_their_rate_needs_and_bulk_flows_get_their_own() {
-        // 1,000 calls of 50 pkt/s: 50,000 pkt/s, one thread.
-        let calls = vec![paced(50); 1_000];
-        assert!(assign(&calls, None).iter().all(|&e| e == 0));
-        // 10,000 of them, 500,000 pkt/s: still one thread (a second spinning one takes
-        // the CPUs a receiver on the same host needs).
-        assert!(assign(&vec![paced(50); 10_000], None)
-            .iter()
-            .all(|&e| e == 0));
-        // Asked for two threads, the flows split evenly by rate.
-        let two = assign(&calls, Some(2));
-        assert_eq!(two.iter().filter(|&&e| e == 0).count(), 500);
-        assert_eq!(two.iter().filter(|&&e| e == 1).count(), 500);
-        // A flow of 300,000 pkt/s and many small ones: the small ones go to the other
-        // thread.
-        let mut mixed = vec![paced(300_000)];
-        mixed.extend(vec![paced(1_000); 10]);
-        let got = assign(&mixed, Some(2));
-        assert_eq!(got[0], 0);
-        assert!(got[1..].iter().all(|&e| e == 1), "{got:?}");
-        // Bulk flows: one thread each, after the paced flows' threads.
-        let bulk = FlowSpec {
-            unpaced: true,
-            ..FlowSpec::default()
-        };
-        let got = assign(&[paced(10), bulk.clone(), paced(10), bulk], Some(4));
-        assert_eq!(got, [0, 2, 1, 3]);
-        // More threads than paced flows are not started.
-        assert_eq!(assign(&[paced(10)], Some(8)), [0]);
     }
 }

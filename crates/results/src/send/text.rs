@@ -484,6 +484,41 @@ fn counts(seen: &BTreeMap<u8, u64>, name: impl Fn(u8) -> String) -> String {
         .join(", ")
 }
 
+/// One live line of `send --interval` (without its newline): the payload bytes every
+/// flow together handed to the kernel in the window `[from_ns, to_ns)`, timed from the
+/// flows' common start `origin_ns` with the decimals windows of `window_ns` need, and
+/// their rate; for TCP flows iperf3's Retr (segments retransmitted in the window, every
+/// TCP flow together) and Cwnd (one TCP flow only); with more than one flow, how many.
+pub fn live_line(
+    origin_ns: u64,
+    window_ns: u64,
+    (from_ns, to_ns): (u64, u64),
+    bytes: u64,
+    tcp: Option<crate::tcp_info::LiveTcp>,
+    flows: usize,
+) -> String {
+    let span_s = (to_ns - from_ns) as f64 / 1e9;
+    let who = if flows > 1 {
+        format!(" ({flows} flows)")
+    } else {
+        String::new()
+    };
+    let when = human::window(origin_ns, from_ns, to_ns, human::window_decimals(window_ns));
+    let tcp = tcp.map_or(String::new(), |t| {
+        format!(
+            "  {:>5} retr{}",
+            t.retransmits,
+            t.cwnd_bytes
+                .map_or(String::new(), |c| format!("  {:>10} cwnd", human::bytes(c)))
+        )
+    });
+    format!(
+        "[{when:>13}] {:>11} {:>14} sent{tcp}{who}",
+        human::bytes(bytes),
+        human::bitrate(bytes as f64 * 8.0 / span_s),
+    )
+}
+
 /// `send --bidir` as text: each direction with its heading, then what went wrong.
 pub fn bidir_text(report: &crate::send::BidirReport, per_flow: bool, wide: bool) -> String {
     let mut s = String::new();
@@ -556,5 +591,57 @@ mod tests {
         assert_eq!(shorten("1 flow 0", 8), "1 flow 0");
         assert_eq!(shorten("3 a rather long label", 12), "3 a rather …");
         assert_eq!(shorten("12 µs-label", 5), "12 µ…");
+    }
+
+    #[test]
+    fn a_live_line_says_the_window_the_bytes_their_rate_and_tcps_retr_and_cwnd() {
+        use crate::tcp_info::LiveTcp;
+        let origin = 7_000_000_000;
+        // The second window of 1 s: 1,250,000 bytes are 10 Mbit/s.
+        assert_eq!(
+            live_line(
+                origin,
+                1_000_000_000,
+                (origin + 1_000_000_000, origin + 2_000_000_000),
+                1_250_000,
+                None,
+                1
+            ),
+            "[  1.00-2.00 s]    1.19 MiB    10.0 Mbit/s sent"
+        );
+        // A last, partial window of 250 ms of a 500 ms series, one TCP flow: its rate
+        // is over the 250 ms, its Retr and Cwnd follow.
+        let tcp = LiveTcp {
+            retransmits: 3,
+            cwnd_bytes: Some(65_536),
+        };
+        assert_eq!(
+            live_line(
+                origin,
+                500_000_000,
+                (origin + 2_500_000_000, origin + 2_750_000_000),
+                1_000,
+                Some(tcp),
+                1
+            ),
+            "[  2.50-2.75 s]      1000 B    32.0 kbit/s sent      3 retr    64.0 KiB cwnd"
+        );
+        // Windows of 125 ms take three decimals; several flows have no Cwnd, and say
+        // how many they are.
+        let tcp = LiveTcp {
+            retransmits: 0,
+            cwnd_bytes: None,
+        };
+        assert_eq!(
+            live_line(
+                origin,
+                125_000_000,
+                (origin, origin + 125_000_000),
+                0,
+                Some(tcp),
+                3
+            ),
+            "[0.000-0.125 s]         0 B        0 bit/s sent      0 retr (3 flows)"
+        );
     }
 }

@@ -6,7 +6,8 @@
 //! - `values.rs`: parsers of single values (`--vad`, `--voip-header`, `--meter`,
 //!   `--flow-label`, distributions);
 //! - `named.rs`: options set by name, as plans write them ([`NamedOptions`]), with the
-//!   conflicts and requirements between options.
+//!   conflicts and requirements between options;
+//! - `file.rs`: the flow lines of a flow file ([`flow_lines`]).
 //!
 //! Errors are [`OptionError`]s that name the offending option, so a caller can point at
 //! where it was written (a plan's line). Nothing here reads files or clocks: `file:PATH`
@@ -14,10 +15,12 @@
 //! none is the caller's.
 
 mod checks;
+mod file;
 mod named;
 mod values;
 
 pub use checks::{FlowOptions, OptionError, Specs, MAX_CALLS, RTP_PROBE_MIN};
+pub use file::flow_lines;
 pub use named::{canonical, NamedOptions, CONFLICTS, REQUIRES};
 pub use values::{
     parse_dist, parse_flow_label, parse_meter, parse_vad, parse_voip_header, Vad, ValueError,
