@@ -12,6 +12,7 @@ use std::sync::Mutex;
 use serde::Serialize;
 
 use crate::lex::Lang;
+use crate::rules::{Severity, RULES};
 use crate::scan::{scan_source, Finding};
 
 /// How to walk.
@@ -47,6 +48,52 @@ impl Default for Options {
             max_file_bytes: 16 << 20,
             evidence: false,
         }
+    }
+}
+
+/// A language or rule named for a scan that is not one.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SelectError {
+    /// Not a language the scanner reads.
+    #[error("--lang {0:?}: not one of c, cpp, python, go, java")]
+    Lang(String),
+    /// Not a rule's id.
+    #[error("no rule {0:?}: `dualperf portcheck --list-rules` lists them")]
+    Rule(String),
+}
+
+impl Options {
+    /// These options scanning only the languages named in `langs` (all when empty), and
+    /// only the rules whose ids are in `only` (all when empty) that are not in
+    /// `except`. Every name is checked.
+    pub fn select(
+        mut self,
+        langs: &[String],
+        only: &[String],
+        except: &[String],
+    ) -> Result<Self, SelectError> {
+        let langs = langs
+            .iter()
+            .map(|l| Lang::from_name(l).ok_or_else(|| SelectError::Lang(l.clone())))
+            .collect::<Result<Vec<_>, _>>()?;
+        if let Some(id) = only
+            .iter()
+            .chain(except)
+            .find(|id| crate::rules::rule(id).is_none())
+        {
+            return Err(SelectError::Rule(id.clone()));
+        }
+        self.langs = (!langs.is_empty()).then_some(langs);
+        self.rules = (!only.is_empty() || !except.is_empty()).then(|| {
+            RULES
+                .iter()
+                .map(|r| {
+                    (only.is_empty() || only.iter().any(|x| x == r.id))
+                        && !except.iter().any(|x| x == r.id)
+                })
+                .collect()
+        });
+        Ok(self)
     }
 }
 
@@ -87,6 +134,21 @@ impl Scan {
 
     pub fn finding_count(&self) -> usize {
         self.files.iter().map(|f| f.findings.len()).sum()
+    }
+
+    /// Keeps only the findings at or above `min`, and only the files left with one.
+    pub fn retain_at_least(&mut self, min: Severity) {
+        for f in &mut self.files {
+            f.findings.retain(|x| x.severity >= min);
+        }
+        self.files.retain(|f| !f.findings.is_empty());
+    }
+
+    /// Whether the scan fails (`portcheck` exits 1): a finding at or above `fail_on`,
+    /// or a file that could not be read (one skipped for its extension is not).
+    pub fn fails(&self, fail_on: Option<Severity>) -> bool {
+        fail_on.is_some_and(|level| self.findings().any(|(_, f)| f.severity >= level))
+            || !self.skipped.iter().all(|s| s.reason.contains("extension"))
     }
 }
 
@@ -284,5 +346,103 @@ mod tests {
         let s = scan_paths(&[d.join("src/a.c")], &big);
         assert_eq!((s.files_scanned, s.skipped.len()), (0, 1));
         std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    fn names(x: &[&str]) -> Vec<String> {
+        x.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_selection_checks_every_name_and_keeps_what_it_names() {
+        let select = |l: &[&str], only: &[&str], except: &[&str]| {
+            Options::default().select(&names(l), &names(only), &names(except))
+        };
+        let all = select(&[], &[], &[]).unwrap();
+        assert_eq!((all.langs, all.rules), (None, None));
+        let some = select(&["c", "python"], &["inet_addr"], &[]).unwrap();
+        assert_eq!(some.langs, Some(vec![Lang::C, Lang::Python]));
+        let on: Vec<&str> = RULES
+            .iter()
+            .zip(some.rules.unwrap())
+            .filter_map(|(r, on)| on.then_some(r.id))
+            .collect();
+        assert_eq!(on, ["inet_addr"]);
+        let but = select(&[], &[], &["inet_addr", "inet_ntoa"]).unwrap();
+        let off: Vec<&str> = RULES
+            .iter()
+            .zip(but.rules.unwrap())
+            .filter_map(|(r, on)| (!on).then_some(r.id))
+            .collect();
+        assert_eq!(off, ["inet_addr", "inet_ntoa"]);
+        let e = select(&["c", "cobol"], &["nope"], &[]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--lang \"cobol\": not one of c, cpp, python, go, java"
+        );
+        let e = select(&["c++"], &["inet_addr"], &["nope"]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "no rule \"nope\": `dualperf portcheck --list-rules` lists them"
+        );
+    }
+
+    fn finding(rule: &'static str, severity: Severity) -> Finding {
+        Finding {
+            rule,
+            severity,
+            line: 1,
+            column: 1,
+            end_column: 2,
+            matched: String::new(),
+            snippet: String::new(),
+            also: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_scan_keeps_what_is_severe_enough_and_fails_on_its_level_or_an_unread_file() {
+        let file = |path: &str, findings| FileFindings {
+            path: path.into(),
+            lang: Lang::C,
+            findings,
+        };
+        let mut scan = Scan {
+            files: vec![
+                file(
+                    "a.c",
+                    vec![
+                        finding("inet_addr", Severity::Error),
+                        finding("first_address_only", Severity::Warning),
+                    ],
+                ),
+                file(
+                    "b.c",
+                    vec![finding("first_address_only", Severity::Warning)],
+                ),
+            ],
+            skipped: vec![Skipped {
+                path: "n.txt".into(),
+                reason: "not a C, C++, Python, Go or Java file (by its extension)".into(),
+            }],
+            ..Scan::default()
+        };
+        assert!(scan.fails(Some(Severity::Warning)));
+        assert!(!scan.fails(None));
+        scan.retain_at_least(Severity::Error);
+        let left: Vec<_> = scan
+            .findings()
+            .map(|(f, x)| (f.path.as_str(), x.rule))
+            .collect();
+        assert_eq!(left, [("a.c", "inet_addr")]);
+        assert!(scan.fails(Some(Severity::Error)));
+        scan.retain_at_least(Severity::Error);
+        scan.files[0].findings[0].severity = Severity::Warning;
+        assert!(!scan.fails(Some(Severity::Error)));
+        // A file that could not be read fails the scan at any level.
+        scan.skipped.push(Skipped {
+            path: "locked.c".into(),
+            reason: "Permission denied (os error 13)".into(),
+        });
+        assert!(scan.fails(None));
     }
 }

@@ -8,9 +8,8 @@ mod criteria;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use port::lex::Lang;
 use port::report::{self, Tool};
-use port::rules::{Severity, RULES};
+use port::rules::Severity;
 use port::walk::{scan_paths, Options};
 
 use crate::usage;
@@ -123,37 +122,20 @@ pub(crate) const TOOL: Tool<'static> = Tool {
 
 /// The walk options the arguments ask for, validated.
 fn options(args: &PortcheckArgs) -> Result<Options> {
-    let mut langs = Vec::new();
-    for l in &args.lang {
-        match Lang::from_name(l) {
-            Some(l) => langs.push(l),
-            None => usage!("--lang {l:?}: not one of c, cpp, python, go, java"),
-        }
-    }
-    for id in args.rule.iter().chain(&args.exclude_rule) {
-        if port::rules::rule(id).is_none() {
-            usage!("no rule {id:?}: `dualperf portcheck --list-rules` lists them");
-        }
-    }
-    let rules = (!args.rule.is_empty() || !args.exclude_rule.is_empty()).then(|| {
-        RULES
-            .iter()
-            .map(|r| {
-                (args.rule.is_empty() || args.rule.iter().any(|x| x == r.id))
-                    && !args.exclude_rule.iter().any(|x| x == r.id)
-            })
-            .collect()
-    });
-    Ok(Options {
+    let opts = Options {
         ignore_files: !args.no_ignore,
         hidden: args.hidden,
         follow_links: args.follow,
-        langs: (!langs.is_empty()).then_some(langs),
-        rules,
+        langs: None,
+        rules: None,
         threads: args.threads,
         max_file_bytes: args.max_filesize,
         evidence: args.criteria,
-    })
+    };
+    match opts.select(&args.lang, &args.rule, &args.exclude_rule) {
+        Ok(o) => Ok(o),
+        Err(e) => usage!("{e}"),
+    }
 }
 
 pub(crate) fn run(args: PortcheckArgs) -> Result<()> {
@@ -185,10 +167,7 @@ pub(crate) fn run(args: PortcheckArgs) -> Result<()> {
         args.paths.clone()
     };
     let mut scan = scan_paths(&paths, &opts);
-    for f in &mut scan.files {
-        f.findings.retain(|x| x.severity >= args.min_severity);
-    }
-    scan.files.retain(|f| !f.findings.is_empty());
+    scan.retain_at_least(args.min_severity);
     let format = if args.json { Format::Json } else { args.format };
     let text = match format {
         Format::Text => report::text(&scan, args.explain),
@@ -206,8 +185,7 @@ pub(crate) fn run(args: PortcheckArgs) -> Result<()> {
         }
         None => crate::out::print(text)?,
     }
-    let failing = fail_on.is_some_and(|level| scan.findings().any(|(_, f)| f.severity >= level));
-    if failing || !scan.skipped.iter().all(|s| s.reason.contains("extension")) {
+    if scan.fails(fail_on) {
         std::process::exit(1);
     }
     Ok(())
