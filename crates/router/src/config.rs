@@ -41,7 +41,7 @@ use serde::{Deserialize, Serialize};
 use wire::ethernet;
 use wire::time::Duration;
 
-use crate::forward::Route;
+use crate::forward::{Interface, Route};
 
 /// A link's random loss: the config's loss *is* the link model's (`model = "none"`,
 /// `"bernoulli"` with `p`, or `"gilbert_elliott"` with `p`, `r`, `loss_good`,
@@ -223,6 +223,39 @@ impl RouterConfig {
     /// interfaces that exist.
     pub fn check(&self) -> Result<CheckedConfig, ConfigError> {
         check(self).map_err(ConfigError)
+    }
+}
+
+impl CheckedConfig {
+    /// A configuration file's text (TOML), read and checked.
+    pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
+        let file: RouterConfig =
+            toml::from_str(text).map_err(|e| ConfigError(e.message().to_owned()))?;
+        file.check()
+    }
+
+    /// Interface `i` as the forwarder takes it, answering to `mac` (its configured MAC,
+    /// else the interface's own). `kernel_mtu`, the interface's MTU where the kernel
+    /// tells it, must hold the configured MTU: the kernel would refuse larger frames.
+    pub fn interface(
+        &self,
+        i: usize,
+        mac: ethernet::Address,
+        kernel_mtu: Option<u32>,
+    ) -> Result<Interface, ConfigError> {
+        let (name, mtu) = (&self.names[i], self.mtu[i]);
+        if let Some(kernel_mtu) = kernel_mtu.filter(|&k| k < mtu) {
+            return Err(ConfigError(format!(
+                "{name}: the configured MTU {mtu} is above the interface's {kernel_mtu}: the kernel would refuse the larger frames"
+            )));
+        }
+        Ok(Interface {
+            name: name.clone(),
+            mac,
+            ipv4: Some(self.ipv4[i]),
+            ipv6: Some(self.ipv6[i]),
+            mtu,
+        })
     }
 }
 
@@ -522,5 +555,48 @@ mac = "02:64:70:00:01:01"
             .check()
             .unwrap_err();
         assert_eq!(e.to_string(), "no interface 'to-r9'");
+    }
+
+    #[test]
+    fn a_file_that_does_not_read_or_check_says_why_and_one_that_does_is_checked() {
+        let k = CheckedConfig::from_toml(ROUTER).unwrap();
+        assert_eq!(
+            k,
+            toml::from_str::<RouterConfig>(ROUTER)
+                .unwrap()
+                .check()
+                .unwrap()
+        );
+        let e = CheckedConfig::from_toml("seed = 2\nspeed = 3\n").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "unknown field `speed`, expected one of `seed`, `interface`, `route`, `neighbor`"
+        );
+        let e = CheckedConfig::from_toml("seed = 2\ninterface = []\n").unwrap_err();
+        assert_eq!(e.to_string(), "no [[interface]]");
+    }
+
+    #[test]
+    fn an_interface_answers_to_the_mac_given_within_the_mtu_the_kernel_allows() {
+        let k = CheckedConfig::from_toml(ROUTER).unwrap();
+        let mac = ethernet::Address([2, 0x64, 0x70, 0, 2, 1]);
+        let f = k.interface(1, mac, Some(1500)).unwrap();
+        assert_eq!(
+            f,
+            Interface {
+                name: "to-r2".into(),
+                mac,
+                ipv4: Some((Ipv4Addr::new(198, 18, 2, 1), 24)),
+                ipv6: Some(("2001:2:0:2::1".parse().unwrap(), 64)),
+                mtu: 1500,
+            }
+        );
+        // The kernel's MTU unknown: the configured one is taken.
+        assert_eq!(k.interface(1, mac, None).unwrap(), f);
+        let e = k.interface(1, mac, Some(1499)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "to-r2: the configured MTU 1500 is above the interface's 1499: the kernel would refuse the larger frames"
+        );
     }
 }

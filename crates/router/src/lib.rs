@@ -8,6 +8,9 @@
 //!   `lab up` for each router): interfaces, routes, neighbours, link emulation.
 //! - [`qosconf`]: the QoS file format (`dualperf route --qos`, MQC in TOML) and its
 //!   compiler into [`qos::policy`] params.
+//! - [`egress`]: what sends on each interface: its link, or a service policy in front.
+//! - [`state`]: what the forwarding loop keeps besides its rings (forwarder, egresses,
+//!   counters) and its decisions about them; it makes the stats document.
 //! - [`stats`]: the router's stats file document (`dualperf route --stats`), typed.
 //!
 //! The queueing disciplines, links and policies themselves are [`qos`]'s.
@@ -15,6 +18,8 @@
 #![warn(missing_docs)]
 
 pub mod config;
+pub mod egress;
 pub mod forward;
 pub mod qosconf;
+pub mod state;
 pub mod stats;

@@ -1,26 +1,29 @@
 //! `dualperf route`: a userspace IPv4/IPv6 router, the driver of the sans-IO `router`
-//! crate. The decisions are `router`'s (`forward::Forwarder`) and `qos`'s (one
-//! `link::Link` or service policy per egress); the configuration, QoS file and stats
-//! document are `router`'s types. `engine.rs` moves frames between them and `AF_PACKET`
-//! rings; `aux.rs` is the second thread that writes the stats file, captures and log
-//! lines, so nothing on the forwarding thread waits for a disk.
+//! crate. The decisions are `router`'s (`forward::Forwarder`, `state::RouterState`) and
+//! `qos`'s (one `link::Link` or service policy per egress, `egress::Egress`); the
+//! configuration, QoS file and stats document are `router`'s types. This file reads the
+//! files, opens the sockets and runs the loop with its clock and signals; `engine.rs`
+//! moves frames between `router` and `AF_PACKET` rings; `aux.rs` is the second thread
+//! that writes the stats file, captures and log lines, so nothing on the forwarding
+//! thread waits for a disk.
 
 mod aux;
 mod engine;
 mod pcap;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use netio::packet::{PacketSocket, RingConfig};
 
 use self::aux::{Aux, Sinks};
-use self::engine::{CpuBase, Engine};
-use qos::link::{Link, LinkParams};
-use qos::policy::Policy;
-use router::config::{CheckedConfig, RouterConfig};
+use self::engine::Engine;
+use router::config::CheckedConfig;
+use router::egress::{Egress, QosFile};
 use router::forward::{Forwarder, Interface};
-use router::stats::{PolicyStats, QosReloads};
+use router::state::RouterState;
 use wire::ethernet;
 use wire::time::{Duration, Instant};
 
@@ -28,6 +31,8 @@ use crate::usage;
 
 /// The least busy-poll window after a frame: about one wake-up's latency.
 const BUSY_POLL_LEAST_NS: u64 = 50_000;
+/// A snapshot of the counters for the stats file this often (and on SIGUSR1).
+const STATS_EVERY_NS: u64 = 500_000_000;
 
 /// Forward IPv4 and IPv6 between interfaces, emulating each egress link.
 ///
@@ -101,138 +106,48 @@ pub(crate) struct RouteArgs {
     debug_stats_delay: Option<std::time::Duration>,
 }
 
-/// What sends on one interface: the emulated link alone, or a service policy in front
-/// of it.
-enum Egress {
-    Link(Box<Link>),
-    Policy(Box<Policy>),
+/// The signals the loop watches: SIGINT and SIGTERM stop it, SIGUSR1 asks for a
+/// snapshot of the counters, SIGUSR2 reloads the QoS file.
+struct Signals {
+    stop: Arc<AtomicBool>,
+    snapshot: Arc<AtomicBool>,
+    reload: Arc<AtomicBool>,
 }
 
-impl Egress {
-    fn enqueue(&mut self, frame: Vec<u8>, now: Instant, cpu: &mut CpuBase) {
-        // A drop is counted in the link's or the policy's stats.
-        match self {
-            Self::Link(l) => {
-                let _ = l.enqueue(frame, now);
-            }
-            Self::Policy(p) => {
-                // The policy's own cost (classify, mark, police, queue), by the
-                // monotonic clock (a vDSO read) around it.
-                let t0 = netio::clock::mono_ns();
-                let _ = p.enqueue(frame, now);
-                cpu.qos_ns += netio::clock::mono_ns().saturating_sub(t0);
-                cpu.qos_frames += 1;
-            }
-        }
-    }
-
-    /// A frame that crosses the egress at once (see [`Link::pass`]); never with a
-    /// service policy, which classifies and counts every frame.
-    fn pass(&mut self, len: usize, now: Instant) -> bool {
-        match self {
-            Self::Link(l) => l.pass(len, now),
-            Self::Policy(_) => false,
-        }
-    }
-
-    fn dequeue(&mut self, now: Instant) -> Option<Vec<u8>> {
-        match self {
-            Self::Link(l) => l.dequeue(now),
-            Self::Policy(p) => p.dequeue(now),
-        }
-    }
-
-    fn poll_timeout(&self) -> Option<Instant> {
-        match self {
-            Self::Link(l) => l.poll_timeout(),
-            Self::Policy(p) => p.poll_timeout(),
-        }
-    }
-
-    fn link(&self) -> &Link {
-        match self {
-            Self::Link(l) => l,
-            Self::Policy(p) => p.link(),
-        }
-    }
-
-    fn qos_stats(&self) -> Option<PolicyStats> {
-        match self {
-            Self::Link(_) => None,
-            Self::Policy(p) => Some(PolicyStats {
-                policy: p.name().to_owned(),
-                classes: p.stats(),
-                reservations: p.reservation_stats(),
-            }),
-        }
+impl Signals {
+    fn install() -> Result<Self> {
+        let stop = crate::interrupt::flag();
+        let snapshot = Arc::new(AtomicBool::new(false));
+        signal_hook::flag::register(signal_hook::consts::SIGUSR1, snapshot.clone())
+            .context("cannot install the SIGUSR1 handler")?;
+        let reload = Arc::new(AtomicBool::new(false));
+        signal_hook::flag::register(signal_hook::consts::SIGUSR2, reload.clone())
+            .context("cannot install the SIGUSR2 handler")?;
+        Ok(Self {
+            stop,
+            snapshot,
+            reload,
+        })
     }
 }
 
 pub(crate) fn run(args: RouteArgs) -> Result<()> {
     let text = crate::args::read_input(&args.config, "the router config")?;
-    let file: RouterConfig = match toml::from_str(&text) {
-        Ok(f) => f,
-        Err(e) => usage!("{}: {}", args.config.display(), e.message()),
-    };
-    let cfg = match file.check() {
+    let cfg = match CheckedConfig::from_toml(&text) {
         Ok(c) => c,
         Err(e) => usage!("{}: {e}", args.config.display()),
     };
-    let mut socks = Vec::new();
-    let mut ifaces = Vec::new();
-    for (i, name) in cfg.names.iter().enumerate() {
-        // A slot holds the frame after 66 bytes of ring header: room for the MTU.
-        let ring = RingConfig {
-            frame_size: (cfg.mtu[i] + 14 + 66).next_power_of_two().max(2048),
-            rx_frames: args.ring_slots.max(64),
-            tx_frames: args.ring_slots.max(64),
-            ..RingConfig::default()
-        };
-        let sock = PacketSocket::open(name, &ring)
-            .with_context(|| format!("cannot open AF_PACKET on {name}"))?;
-        // The configured MAC (a lab's router answers to its topology's MAC while the
-        // kernel's side of the veth has another), else the interface's own.
-        let mac = match &cfg.macs[i] {
-            Some(m) => *m,
-            None => ethernet::Address(sock.mac().with_context(|| format!("{name}: no MAC"))?),
-        };
-        if let Ok(kernel_mtu) = sock.mtu() {
-            if kernel_mtu < cfg.mtu[i] {
-                usage!(
-                    "{name}: the configured MTU {} is above the interface's {kernel_mtu}: the kernel would refuse the larger frames",
-                    cfg.mtu[i]
-                );
-            }
-        }
-        ifaces.push(Interface {
-            name: name.clone(),
-            mac,
-            ipv4: Some(cfg.ipv4[i]),
-            ipv6: Some(cfg.ipv6[i]),
-            mtu: cfg.mtu[i],
-        });
-        socks.push(sock);
-    }
+    let (socks, ifaces) = open_interfaces(&cfg, args.ring_slots)?;
     let fwd = match Forwarder::new(ifaces, cfg.routes.clone(), cfg.neighbors.clone()) {
         Ok(f) => f,
         Err(e) => usage!("{}: {e}", args.config.display()),
     };
     let start = Instant::from_nanos(netio::clock::mono_ns());
-    let mut qos = QosReloads::default();
-    let links = match load_egress(&cfg, args.qos.as_deref(), start) {
+    let egress = match load_egress(&cfg, args.qos.as_deref(), start) {
         Ok(l) => l,
         Err(e) => usage!("{e}"),
     };
-    let mut pcaps = Vec::new();
-    if let Some(dir) = &args.pcap {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        for name in &cfg.names {
-            let path = dir.join(pcap::file_name(name));
-            let f = std::fs::File::create(&path)
-                .with_context(|| format!("cannot create {}", path.display()))?;
-            pcaps.push(pcap::PcapWriter::new(std::io::BufWriter::new(f))?);
-        }
-    }
+    let pcaps = open_pcaps(args.pcap.as_deref(), &cfg.names)?;
     // The writer thread starts before the forwarding thread is pinned, so it keeps
     // every CPU.
     let aux = Aux::start(Sinks {
@@ -248,34 +163,103 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
     }
     // Link events (a frame's end of serialization or propagation) wake the loop on time.
     let _ = netio::clock::set_timer_slack_ns(1);
-    let stop = crate::interrupt::flag();
-    let asked = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    signal_hook::flag::register(signal_hook::consts::SIGUSR1, asked.clone())
-        .context("cannot install the SIGUSR1 handler")?;
-    let reload = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    signal_hook::flag::register(signal_hook::consts::SIGUSR2, reload.clone())
-        .context("cannot install the SIGUSR2 handler")?;
-    for (name, l) in cfg.names.iter().zip(&links) {
-        if let Egress::Policy(p) = l {
-            crate::out::note!("dualperf route: {name}: service-policy output {}", p.name());
-        }
+    let signals = Signals::install()?;
+    let state = RouterState::new(fwd, egress, engine::thread_times());
+    for (name, policy) in state.service_policies() {
+        crate::out::note!("dualperf route: {name}: service-policy output {policy}");
     }
     crate::out::note!(
         "dualperf route: forwarding between {} ({} routes)",
         cfg.names.join(", "),
         cfg.routes.len()
     );
-    let mut eng = Engine::new(cfg.names.clone(), socks, fwd, links, aux);
-    let mut busy_poll = netio::poll::BusyPoll::new(BUSY_POLL_LEAST_NS, args.busy_poll.as_nanos());
+    let mut eng = Engine::new(cfg.names.clone(), socks, state, aux);
     let started = netio::clock::mono_ns();
+    forward(&mut eng, &args, &cfg, &signals, started)?;
+    eng.read_kernel_drops();
+    let doc = eng.stats(netio::clock::mono_ns() - started);
+    // The stats file and captures are finished first: a closed stdout loses nothing.
+    let value = crate::out::sorted_json(&doc)?;
+    let finished = eng.aux.finish(doc);
+    if args.json {
+        crate::out::print_json(&value)?;
+    } else if args.stats.is_none() {
+        // The only record of the counters: written even under --quiet.
+        eprintln!("{}", serde_json::to_string_pretty(&value)?);
+    }
+    finished
+}
+
+/// An `AF_PACKET` socket on each configured interface, and the interface as the
+/// forwarder takes it.
+fn open_interfaces(
+    cfg: &CheckedConfig,
+    ring_slots: u32,
+) -> Result<(Vec<PacketSocket>, Vec<Interface>)> {
+    let mut socks = Vec::new();
+    let mut ifaces = Vec::new();
+    for (i, name) in cfg.names.iter().enumerate() {
+        // A slot holds the frame after 66 bytes of ring header: room for the MTU.
+        let ring = RingConfig {
+            frame_size: (cfg.mtu[i] + 14 + 66).next_power_of_two().max(2048),
+            rx_frames: ring_slots.max(64),
+            tx_frames: ring_slots.max(64),
+            ..RingConfig::default()
+        };
+        let sock = PacketSocket::open(name, &ring)
+            .with_context(|| format!("cannot open AF_PACKET on {name}"))?;
+        // The configured MAC (a lab's router answers to its topology's MAC while the
+        // kernel's side of the veth has another), else the interface's own.
+        let mac = match &cfg.macs[i] {
+            Some(m) => *m,
+            None => ethernet::Address(sock.mac().with_context(|| format!("{name}: no MAC"))?),
+        };
+        match cfg.interface(i, mac, sock.mtu().ok()) {
+            Ok(f) => ifaces.push(f),
+            Err(e) => usage!("{e}"),
+        }
+        socks.push(sock);
+    }
+    Ok((socks, ifaces))
+}
+
+/// A capture per interface in `dir` (created), in interface order; none without a
+/// directory.
+fn open_pcaps(
+    dir: Option<&Path>,
+    names: &[String],
+) -> Result<Vec<pcap::PcapWriter<std::io::BufWriter<std::fs::File>>>> {
+    let mut pcaps = Vec::new();
+    if let Some(dir) = dir {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        for name in names {
+            let path = dir.join(pcap::file_name(name));
+            let f = std::fs::File::create(&path)
+                .with_context(|| format!("cannot create {}", path.display()))?;
+            pcaps.push(pcap::PcapWriter::new(std::io::BufWriter::new(f))?);
+        }
+    }
+    Ok(pcaps)
+}
+
+/// The forwarding loop, from `started` (monotonic ns) until SIGINT or SIGTERM: turns,
+/// reloads, snapshots of the counters, and the busy-polling or sleeps between.
+fn forward(
+    eng: &mut Engine,
+    args: &RouteArgs,
+    cfg: &CheckedConfig,
+    signals: &Signals,
+    started: u64,
+) -> Result<()> {
+    let mut busy_poll = netio::poll::BusyPoll::new(BUSY_POLL_LEAST_NS, args.busy_poll.as_nanos());
     let mut next_stats = started;
     let mut last_frame_ns = 0u64;
     // The start of the previous turn, unless the loop slept since.
     let mut prev_turn: Option<u64> = None;
-    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+    while !signals.stop.load(Ordering::Relaxed) {
         let t0 = netio::clock::mono_ns();
         if let Some(p) = prev_turn {
-            eng.record_gap(t0.saturating_sub(p));
+            eng.state.record_gap(t0.saturating_sub(p));
         }
         let handled = eng.turn(t0);
         // Where the frames' work ends: the cost per frame leaves out the counters below.
@@ -284,58 +268,27 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
         } else {
             t0
         };
-        let mut busy = handled > 0;
-        let mut restart = false;
-        // SIGUSR2: read the QoS file again and start every egress afresh (counters from
-        // zero; frames still queued are discarded). A file that does not read keeps the
-        // running policies and says why in the stats.
-        let reloaded = reload.swap(false, std::sync::atomic::Ordering::Relaxed);
-        if reloaded {
-            busy = true;
-            match load_egress(&cfg, args.qos.as_deref(), Instant::from_nanos(t0)) {
-                Ok(l) => {
-                    eng.links = l;
-                    // The counters start afresh after this turn, which is the reload's,
-                    // not the traffic's.
-                    restart = true;
-                    qos.reloads += 1;
-                    qos.error = None;
-                    eng.aux
-                        .log(format!("dualperf route: reloaded {}", qos_file(&args)));
-                    for (name, l) in cfg.names.iter().zip(&eng.links) {
-                        if let Egress::Policy(p) = l {
-                            let line = format!(
-                                "dualperf route: {name}: service-policy output {}",
-                                p.name()
-                            );
-                            eng.aux.log(line);
-                        }
-                    }
-                }
-                Err(e) => {
-                    eng.aux.log(format!(
-                        "dualperf route: reload refused, policies unchanged: {e}"
-                    ));
-                    qos.error = Some(e);
-                    qos.refused += 1;
-                }
-            }
-        }
+        let reloaded = signals.reload.swap(false, Ordering::Relaxed);
+        // The counters start afresh after the turn of a reload that took, which is the
+        // reload's, not the traffic's.
+        let restart = reloaded && reload(eng, args, cfg, t0);
+        let mut busy = handled > 0 || reloaded;
         // Every 500 ms, and at once on SIGUSR1 (`dualperf lab status` asks so) and
         // after a reload: a snapshot for the writer thread.
-        let usr1 = asked.swap(false, std::sync::atomic::Ordering::Relaxed);
+        let usr1 = signals.snapshot.swap(false, Ordering::Relaxed);
         if t0 >= next_stats || reloaded || usr1 {
             busy = true;
-            eng.usr1_answered += u64::from(usr1);
+            eng.state.usr1_answered += u64::from(usr1);
             eng.read_kernel_drops();
-            let doc = eng.stats(&qos, t0 - started);
+            let doc = eng.stats(t0 - started);
             eng.aux.stats(doc);
-            next_stats = t0 + 500_000_000;
+            next_stats = t0 + STATS_EVERY_NS;
         } else {
             eng.aux.retry();
         }
         let t1 = netio::clock::mono_ns();
-        eng.record_turn(t1.saturating_sub(t0), busy, t_frames - t0, handled);
+        eng.state
+            .record_turn(t1.saturating_sub(t0), busy, t_frames - t0, handled);
         if handled > 0 {
             last_frame_ns = t1;
         }
@@ -351,21 +304,15 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
                 // frame just reached, say) runs now rather than after our time slice.
                 // Time given away so is the loop's choice, not a stall: no gap spans it.
                 std::thread::yield_now();
-                eng.record_yield(netio::clock::mono_ns().saturating_sub(t1));
+                eng.state
+                    .record_yield(netio::clock::mono_ns().saturating_sub(t1));
                 prev_turn = None;
             }
             continue;
         }
         // Sleep until a frame arrives, the next link event, or 100 ms (to see Ctrl-C
         // and refresh the counters); while a TX ring is backed up, retry in 200 µs.
-        let (event, backlog) = eng.wake_at();
-        let mut wake = t1 + 100_000_000;
-        if let Some(t) = event {
-            wake = wake.min(t);
-        }
-        if backlog {
-            wake = wake.min(t1 + 200_000);
-        }
+        let wake = eng.wake_at(t1);
         if wake <= t1 {
             prev_turn = (!restart).then_some(t0);
             continue;
@@ -374,79 +321,55 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
         busy_poll.after_sleep(netio::clock::mono_ns().saturating_sub(t1), readable);
         prev_turn = None;
     }
-    eng.read_kernel_drops();
-    let doc = eng.stats(&qos, netio::clock::mono_ns() - started);
-    // The stats file and captures are finished first: a closed stdout loses nothing.
-    let value = crate::out::sorted_json(&doc)?;
-    let finished = eng.aux.finish(doc);
-    if args.json {
-        crate::out::print_json(&value)?;
-    } else if args.stats.is_none() {
-        // The only record of the counters: written even under --quiet.
-        eprintln!("{}", serde_json::to_string_pretty(&value)?);
+    Ok(())
+}
+
+/// SIGUSR2 at `t0`: read the QoS file again and start every egress afresh (counters from
+/// zero; frames still queued are discarded). A file that does not read keeps the
+/// running policies and says why in the stats. Whether the reload took.
+fn reload(eng: &mut Engine, args: &RouteArgs, cfg: &CheckedConfig, t0: u64) -> bool {
+    match load_egress(cfg, args.qos.as_deref(), Instant::from_nanos(t0)) {
+        Ok(egress) => {
+            eng.state.reloaded(egress);
+            let file = qos_file(args.qos.as_deref());
+            eng.aux.log(format!("dualperf route: reloaded {file}"));
+            for (name, policy) in eng.state.service_policies() {
+                eng.aux.log(format!(
+                    "dualperf route: {name}: service-policy output {policy}"
+                ));
+            }
+            true
+        }
+        Err(e) => {
+            eng.aux.log(format!(
+                "dualperf route: reload refused, policies unchanged: {e}"
+            ));
+            eng.state.refused(e);
+            false
+        }
     }
-    finished
 }
 
-fn qos_file(args: &RouteArgs) -> String {
-    args.qos
-        .as_deref()
-        .map_or(String::new(), |p| p.display().to_string())
+/// The QoS file's name as the user gave it; empty without one.
+fn qos_file(path: Option<&Path>) -> String {
+    path.map_or(String::new(), |p| p.display().to_string())
 }
 
-/// Each interface's egress: its link, behind the service policy the QoS file (if any)
-/// attaches to it, whose tx-ring replaces the link's queue limit.
+/// Each interface's egress ([`Egress::build`]) with the QoS file at `qos_path`, if any,
+/// read now; the error as the user and the stats see it.
 fn load_egress(
     cfg: &CheckedConfig,
-    qos_path: Option<&std::path::Path>,
+    qos_path: Option<&Path>,
     now: Instant,
 ) -> std::result::Result<Vec<Egress>, String> {
-    let qos = match qos_path {
+    let text = match qos_path {
         None => None,
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            let q = router::qosconf::QosConfig::parse(&text)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
-            for (iface, _, line) in &q.service {
-                if !cfg.names.contains(iface) {
-                    return Err(format!(
-                        "{}: line {}: service_policy on '{iface}': the router has no such interface ({})",
-                        path.display(),
-                        line.unwrap_or(0),
-                        cfg.names.join(", ")
-                    ));
-                }
-            }
-            Some((q, path.display().to_string()))
-        }
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?,
+        ),
     };
-    let mut links = Vec::new();
-    for (i, p) in cfg.links.iter().enumerate() {
-        let seed = cfg.seed.wrapping_mul(1000).wrapping_add(i as u64);
-        let policy = match &qos {
-            None => None,
-            Some((q, name)) => q
-                .params_for(&cfg.names[i], p.rate_bps)
-                .map_err(|e| format!("{name}: {e}"))?
-                .map(|x| (x, q.policy_of(&cfg.names[i]).map_or(2, |s| s.tx_ring), name)),
-        };
-        links.push(match policy {
-            None => Egress::Link(Box::new(
-                Link::new(p.clone(), seed).map_err(|e| format!("{}: {e}", cfg.names[i]))?,
-            )),
-            Some((params, tx_ring, name)) => {
-                let ring = LinkParams {
-                    limit_packets: Some(tx_ring),
-                    limit_bytes: None,
-                    ..p.clone()
-                };
-                let link = Link::new(ring, seed).map_err(|e| format!("{}: {e}", cfg.names[i]))?;
-                let pol =
-                    Policy::new(params, link, seed, now).map_err(|e| format!("{name}: {e}"))?;
-                Egress::Policy(Box::new(pol))
-            }
-        });
-    }
-    Ok(links)
+    let name = qos_file(qos_path);
+    let file = text.as_deref().map(|text| QosFile { name: &name, text });
+    Egress::build(cfg, file, now).map_err(|e| e.to_string())
 }
