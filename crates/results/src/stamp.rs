@@ -15,7 +15,10 @@
 use meter::clock::{Exchange, OffsetFilter};
 use meter::{FlowMeter, FlowSummary, RxRecord};
 use wire::probe::SeqUnwrapper;
-use wire::stamp::{format_name, mode_name, ErrorEstimate, Mode, ReflectorRepr, TlvBody};
+use wire::stamp::{
+    format_name, mode_name, ErrorEstimate, Mode, PacketWriter, ReflectorRepr, TlvBody,
+    MAX_UDP_PAYLOAD,
+};
 
 use std::net::SocketAddr;
 
@@ -437,6 +440,49 @@ impl Figures {
     }
 }
 
+/// The largest STAMP test packet a flow may ask for: its size, or the largest UDP
+/// payload when its sizes vary (a size distribution, a video model).
+pub fn max_size(spec: &FlowSpec) -> usize {
+    match (&spec.size_dist, &spec.video) {
+        (None, None) => spec.size_bytes as usize,
+        _ => MAX_UDP_PAYLOAD,
+    }
+}
+
+/// A note when a flow of one size gets STAMP packets of another (`writer`'s layout):
+/// the base packet and its TLVs need more, or the padding's TLV header does not fit.
+pub fn size_note(spec: &FlowSpec, writer: &PacketWriter) -> Option<String> {
+    if spec.size_dist.is_some() || spec.video.is_some() {
+        return None;
+    }
+    let size = spec.size_bytes as usize;
+    let l = writer.layout(size);
+    (l.len != size).then(|| {
+        format!(
+            "STAMP packets are {} octets, not {size}: the base packet and its TLVs need that much, and padding takes at least a 4-octet TLV header",
+            l.len
+        )
+    })
+}
+
+/// Why a session that sent packets got no reply from the reflector at `dest`: it
+/// refused them (an ICMP port unreachable came back), or nothing came within `timeout`
+/// of the last packet.
+pub fn no_reply(dest: SocketAddr, refused: bool, timeout: std::time::Duration) -> String {
+    if refused {
+        format!(
+            "{} refused the packets (ICMP port unreachable): is a STAMP reflector listening on port {}?",
+            dest.ip(),
+            dest.port()
+        )
+    } else {
+        format!(
+            "no STAMP reply from {dest} within {} s of the last packet (a reflector in the other mode, or with another key, stays silent)",
+            timeout.as_secs_f64()
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -746,6 +792,55 @@ mod tests {
         assert_eq!(
             (report.tool.as_str(), report.interrupted, report.dest.port()),
             ("dualperf test", true, 862)
+        );
+    }
+
+    #[test]
+    fn a_flow_of_one_size_is_told_when_its_stamp_packets_differ() {
+        let ee = ErrorEstimate::for_error_ns(1_000, true, TimestampFormat::Ntp);
+        let plain = PacketWriter::new(Mode::Unauthenticated, None, 1, ee, None);
+        let sized = |size_bytes: u32| FlowSpec {
+            size_bytes,
+            ..FlowSpec::default()
+        };
+        // 44 octets is the base packet; 48 and up is padded to the size.
+        assert_eq!(max_size(&sized(44)), 44);
+        assert_eq!(size_note(&sized(44), &plain), None);
+        assert_eq!(size_note(&sized(512), &plain), None);
+        assert_eq!(
+            size_note(&sized(46), &plain).as_deref(),
+            Some(
+                "STAMP packets are 44 octets, not 46: the base packet and its TLVs need that \
+                 much, and padding takes at least a 4-octet TLV header"
+            )
+        );
+        // Shorter than the base packet: the base packet.
+        let short = size_note(&sized(20), &plain).unwrap();
+        assert!(
+            short.starts_with("STAMP packets are 44 octets, not 20: "),
+            "{short}"
+        );
+        // Sizes that vary: the largest UDP payload, and no note.
+        let varied = FlowSpec {
+            size_dist: Some(traffic::distribution::Dist::Constant { value: 46.0 }),
+            ..sized(46)
+        };
+        assert_eq!(max_size(&varied), 65_507);
+        assert_eq!(size_note(&varied, &plain), None);
+    }
+
+    #[test]
+    fn no_reply_says_refused_or_silent() {
+        let dest: SocketAddr = "[2001:2::4]:862".parse().unwrap();
+        assert_eq!(
+            no_reply(dest, true, std::time::Duration::from_secs(2)),
+            "2001:2::4 refused the packets (ICMP port unreachable): is a STAMP reflector \
+             listening on port 862?"
+        );
+        assert_eq!(
+            no_reply(dest, false, std::time::Duration::from_millis(500)),
+            "no STAMP reply from [2001:2::4]:862 within 0.5 s of the last packet (a reflector \
+             in the other mode, or with another key, stays silent)"
         );
     }
 }

@@ -124,9 +124,11 @@ pub(crate) fn run(config: &StampConfig, stop: &Arc<AtomicBool>) -> Result<SendRe
     // A packet of the largest size must be writable (the key, the TLVs) before any goes.
     let mut probe = vec![0u8; MAX_UDP_PAYLOAD];
     writer
-        .write(0, 0, max_size(spec), &mut probe)
+        .write(0, 0, results::stamp::max_size(spec), &mut probe)
         .map_err(|e| anyhow::anyhow!("cannot write a STAMP packet: {e}"))?;
-    note_sizes(spec, &writer);
+    if let Some(n) = results::stamp::size_note(spec, &writer) {
+        crate::out::note!("dualperf send: note: {n}");
+    }
 
     let shared = Arc::new(Shared::default());
     let receiver = {
@@ -160,20 +162,12 @@ pub(crate) fn run(config: &StampConfig, stop: &Arc<AtomicBool>) -> Result<SendRe
     let mut errors: Vec<String> = sent.error.iter().cloned().collect();
     errors.extend(recv_error);
     if packets > 0 && figures.outcome.replies == 0 {
-        let why = if shared.refused.load(Ordering::SeqCst) {
-            format!(
-                "{} refused the packets (ICMP port unreachable): is a STAMP reflector listening on port {}?",
-                config.dest.ip(),
-                config.dest.port()
-            )
-        } else {
-            format!(
-                "no STAMP reply from {} within {} s of the last packet (a reflector in the other mode, or with another key, stays silent)",
-                config.dest,
-                config.timeout.as_secs_f64()
-            )
-        };
-        errors.push(why);
+        let refused = shared.refused.load(Ordering::SeqCst);
+        errors.push(results::stamp::no_reply(
+            config.dest,
+            refused,
+            config.timeout,
+        ));
     }
     let report = figures.into_report(Session {
         spec,
@@ -185,29 +179,6 @@ pub(crate) fn run(config: &StampConfig, stop: &Arc<AtomicBool>) -> Result<SendRe
         interrupted: stop.load(Ordering::SeqCst),
     });
     PartialReport::unless_errors(report, &errors)
-}
-
-/// The largest packet size the flow may ask for.
-fn max_size(spec: &FlowSpec) -> usize {
-    match (&spec.size_dist, &spec.video) {
-        (None, None) => spec.size_bytes as usize,
-        _ => MAX_UDP_PAYLOAD,
-    }
-}
-
-/// Say on stderr when the flow's size does not fit the STAMP packet.
-fn note_sizes(spec: &FlowSpec, writer: &PacketWriter) {
-    if spec.size_dist.is_some() || spec.video.is_some() {
-        return;
-    }
-    let size = spec.size_bytes as usize;
-    let l = writer.layout(size);
-    if l.len != size {
-        crate::out::note!(
-            "dualperf send: note: STAMP packets are {} octets, not {size}: the base packet and its TLVs need that much, and padding takes at least a 4-octet TLV header",
-            l.len
-        );
-    }
 }
 
 /// A UDP socket connected to the reflector with the flow's marking, reporting receive
