@@ -6,7 +6,13 @@ use std::net::IpAddr;
 use meter::FlowSummary;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use wire::control::{Meter, Protocol};
+use wire::control::{FlowResult, Meter, Protocol};
+
+use crate::human;
+
+mod flow;
+
+pub use flow::{Datagrams, FlowOrigin, FlowState, WindowBudget};
 
 /// One line of `recv --json`: `{"type": "flow", "data": …}` as each flow ends, and
 /// `{"type": "counters", "data": …}` last.
@@ -81,6 +87,66 @@ pub struct FlowReport {
     pub omitted: Option<wire::control::Omitted>,
 }
 
+impl FlowReport {
+    /// The flow's line of `recv`'s text output, with its newline.
+    pub fn text(&self) -> String {
+        let s = &self.summary;
+        let label = if self.label.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", self.label)
+        };
+        if self.protocol == Protocol::Tcp {
+            // TCP carries messages, a write each, in order and whole: their bytes count.
+            let lost = match s.loss.lost {
+                0 => String::new(),
+                n => format!(", {n} lost"),
+            };
+            return format!(
+                "flow {} from {} (tcp/{}{label}): {} in {} messages{lost}, {}, delay mean {}\n",
+                self.id,
+                self.peer,
+                format!("{:?}", self.meter).to_lowercase(),
+                human::bytes(s.bytes),
+                s.packets,
+                human::or_missing(s.bitrate_bps, human::bitrate),
+                human::or_missing(s.delay.as_ref().map(|d| d.mean_ns), human::duration),
+            );
+        }
+        format!(
+            "flow {} from {} ({:?}/{:?}{label}): {} packets, {} lost ({} %), {} dup, {} reordered, {} bit/s, delay mean {}\n",
+            self.id,
+            self.peer,
+            self.protocol,
+            self.meter,
+            s.packets,
+            s.loss.lost,
+            s.loss.loss_pct.map_or("-".into(), |p| format!("{p:.3}")),
+            s.loss.duplicates,
+            s.loss.reordered,
+            s.bitrate_bps.map_or("-".into(), |b| format!("{b:.0}")),
+            s.delay.as_ref().map_or("-".into(), |d| format!("{:.1} µs", d.mean_ns / 1e3)),
+        )
+    }
+
+    /// The flow's report as the sender receives it: its figures serialised from where
+    /// they are, with no copy or tree of JSON values.
+    pub fn result(
+        &self,
+    ) -> FlowResult<&FlowSummary, &meter::RtpJitterSummary, &Vec<meter::Interval>> {
+        FlowResult {
+            id: self.id,
+            summary: &self.summary,
+            malformed: self.malformed,
+            rtp: self.rtp.as_ref(),
+            intervals: self.intervals.as_ref(),
+            intervals_error: self.intervals_error.clone(),
+            delay_cdf_ns: self.delay_cdf_ns.clone(),
+            omitted: self.omitted,
+        }
+    }
+}
+
 /// The receiver's counters of what it could not attribute to a flow, or refused.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CounterSnapshot {
@@ -128,6 +194,25 @@ pub struct CounterSnapshot {
     pub stamp: Option<StampCounters>,
 }
 
+impl CounterSnapshot {
+    /// The counters' lines of `recv`'s text output, each with its newline: the
+    /// receiver's, then the STAMP reflector's if there is one.
+    pub fn text(&self) -> String {
+        let c = self;
+        let mut text = format!(
+            "dualperf recv: {} datagrams; dropped: {} malformed, {} unknown flow, {} wrong source, {} late; {} bad connections, {} failed authentications, {} handshake timeouts, {} turned away busy; {} echoes failed; {} requests to send refused\n",
+            c.datagrams, c.malformed_datagrams, c.unknown_flow, c.wrong_source, c.late_after_finish, c.bad_connections, c.auth_failures, c.handshake_timeouts, c.refused_busy, c.echo_failures, c.send_refusals
+        );
+        if let Some(s) = &c.stamp {
+            text += &format!(
+                "dualperf recv: STAMP reflector: {} reflected; not answered: {} malformed, {} failed authentication, {} not allowed, {} over --stamp-max-pps; {} replies failed\n",
+                s.reflected, s.malformed, s.auth_failures, s.not_allowed, s.rate_limited, s.send_failures
+            );
+        }
+        text
+    }
+}
+
 /// What the STAMP Session-Reflector of `recv --stamp` did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct StampCounters {
@@ -148,6 +233,116 @@ pub struct StampCounters {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Flow 7 of 198.18.0.1, `protocol`, labelled `label`: datagrams 0, 1 and 3 of
+    /// four, 64 bytes, 1 ms apart, each 100 µs on its way.
+    fn report(protocol: Protocol, label: &str) -> FlowReport {
+        let announce = wire::control::FlowAnnounce {
+            protocol,
+            label: label.into(),
+            ..Default::default()
+        };
+        let mut state = FlowState::new(7, &announce, 10);
+        for seq in [0u32, 1, 3] {
+            let tx_ns = 1_000_000_000 + u64::from(seq) * 1_000_000;
+            let record = meter::RxRecord {
+                size_bytes: 64,
+                tx_ns,
+                rx_ns: tx_ns + 100_000,
+                ..Default::default()
+            };
+            let d = Datagrams { seq, n: 1, record };
+            state.handle_datagrams(&d, 0, None::<fn(&meter::RxRecord)>);
+        }
+        let origin = FlowOrigin {
+            id: 7,
+            session: 1,
+            peer: "198.18.0.1".parse().unwrap(),
+            announce: &announce,
+        };
+        state.report(&origin, Some(4), false, &mut WindowBudget::new(10))
+    }
+
+    #[test]
+    fn a_flow_reads_as_one_line() {
+        assert_eq!(
+            report(Protocol::Udp, "").text(),
+            "flow 7 from 198.18.0.1 (Udp/Owd): 3 packets, 1 lost (25.000 %), 0 dup, 0 reordered, 512000 bit/s, delay mean 100.0 µs\n"
+        );
+        assert_eq!(
+            report(Protocol::Udp, "voice").text(),
+            "flow 7 from 198.18.0.1 (Udp/Owd, voice): 3 packets, 1 lost (25.000 %), 0 dup, 0 reordered, 512000 bit/s, delay mean 100.0 µs\n"
+        );
+        assert_eq!(
+            report(Protocol::Tcp, "bulk").text(),
+            "flow 7 from 198.18.0.1 (tcp/owd, bulk): 192 B in 3 messages, 1 lost, 512 kbit/s, delay mean 100 µs\n"
+        );
+        let mut whole = report(Protocol::Tcp, "");
+        whole.summary.loss.lost = 0;
+        (whole.summary.bitrate_bps, whole.summary.delay) = (None, None);
+        assert_eq!(
+            whole.text(),
+            "flow 7 from 198.18.0.1 (tcp/owd): 192 B in 3 messages, -, delay mean -\n"
+        );
+        let mut empty = report(Protocol::Udp, "");
+        empty.summary.loss.loss_pct = None;
+        (empty.summary.bitrate_bps, empty.summary.delay) = (None, None);
+        assert_eq!(
+            empty.text(),
+            "flow 7 from 198.18.0.1 (Udp/Owd): 3 packets, 1 lost (- %), 0 dup, 0 reordered, - bit/s, delay mean -\n"
+        );
+    }
+
+    #[test]
+    fn a_flow_result_holds_the_report_figures() {
+        let r = report(Protocol::Udp, "voice");
+        let result = r.result();
+        assert_eq!((result.id, result.malformed), (7, 0));
+        assert!(std::ptr::eq(result.summary, &r.summary));
+        assert_eq!(
+            serde_json::to_value(&result).unwrap(),
+            serde_json::json!({
+                "id": 7,
+                "summary": serde_json::to_value(&r.summary).unwrap(),
+                "malformed": 0,
+                "rtp": null,
+                "intervals": null,
+                "intervals_error": null,
+            })
+        );
+    }
+
+    #[test]
+    fn the_counters_read_as_a_line_and_the_reflector_s_as_another() {
+        let mut c = CounterSnapshot {
+            datagrams: 100,
+            malformed_datagrams: 1,
+            unknown_flow: 2,
+            wrong_source: 3,
+            bad_connections: 4,
+            auth_failures: 5,
+            handshake_timeouts: 6,
+            late_after_finish: 7,
+            echo_failures: 8,
+            refused_busy: 9,
+            send_refusals: 10,
+            ..CounterSnapshot::default()
+        };
+        let receiver = "dualperf recv: 100 datagrams; dropped: 1 malformed, 2 unknown flow, 3 wrong source, 7 late; 4 bad connections, 5 failed authentications, 6 handshake timeouts, 9 turned away busy; 8 echoes failed; 10 requests to send refused\n";
+        assert_eq!(c.text(), receiver);
+        c.stamp = Some(StampCounters {
+            reflected: 20,
+            malformed: 1,
+            auth_failures: 2,
+            not_allowed: 3,
+            rate_limited: 4,
+            send_failures: 5,
+        });
+        assert_eq!(
+            c.text(),
+            format!("{receiver}dualperf recv: STAMP reflector: 20 reflected; not answered: 1 malformed, 2 failed authentication, 3 not allowed, 4 over --stamp-max-pps; 5 replies failed\n")
+        );
+    }
 
     #[test]
     fn lines_read_back_whatever_their_key_order() {

@@ -9,18 +9,17 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use meter::log::Entry;
-use meter::{FlowSummary, Interval, RtpJitterSummary, RxRecord};
+use meter::RxRecord;
 use results::recv::FlowReport;
-use wire::control::{self, FlowResult, Meter, Msg, PROTOCOL_VERSION};
+use wire::control::{self, Meter, Msg, PROTOCOL_VERSION};
 use wire::frame::{self, FrameDecoder};
-use wire::prefix::unmapped;
 use wire::probe::{Packet, Repr, SeqUnwrapper};
 
-use super::shard::Flow;
+use super::shard::{Flow, FlowState};
 use super::{ServeError, Shared, MAX_HANDSHAKES};
 
 use crate::control::{
-    is_timeout, is_timeout_error, random_bytes, write_framed, write_msg, MsgReader,
+    canonical, is_timeout, is_timeout_error, random_bytes, write_framed, write_msg, MsgReader,
 };
 
 /// How long a new connection may wait for one of the [`MAX_HANDSHAKES`] slots before it
@@ -223,7 +222,7 @@ fn control_session(
         );
         bail!("sender speaks protocol version {version}");
     }
-    let peer_ip = unmapped(stream.peer_addr()?.ip());
+    let peer_ip = canonical(stream.peer_addr()?.ip());
     let nonce = control::hex(&random_bytes::<16>());
     write_msg(
         &mut stream,
@@ -271,7 +270,7 @@ fn control_session(
     let flows = loop {
         let msg = match handshake_read(shared, &mut reader, &mut stream, deadline, "register") {
             // A peer that only asked about this host and its clock (`clock --peer`).
-            Err(e) if queries > 0 && e.is::<control::PeerClosed>() => return Ok(()),
+            Err(e) if queries > 0 && e.is::<crate::control::PeerClosed>() => return Ok(()),
             other => other?,
         };
         queries += 1;
@@ -352,7 +351,7 @@ fn control_session(
     }
     guard.ids.clear();
     let reports = shared.finish_flows(&wanted);
-    let results = reports.iter().map(flow_result).collect();
+    let results = reports.iter().map(FlowReport::result).collect();
     stream.set_read_timeout(Some(shared.handshake_timeout))?;
     // Results of thousands of flows exceed one message: several, each under the limit.
     for part in control::results_messages(results, control::MAX_SESSION_MSG_LEN) {
@@ -379,7 +378,7 @@ fn serve_request(
     request: Msg,
 ) -> Result<()> {
     let peer = stream.peer_addr()?;
-    let peer = std::net::SocketAddr::new(unmapped(peer.ip()), peer.port());
+    let peer = std::net::SocketAddr::new(canonical(peer.ip()), peer.port());
     let Some(service) = &shared.service else {
         shared
             .counters
@@ -406,21 +405,6 @@ fn serve_request(
     }
 }
 
-/// A flow's report as the sender receives it: its figures serialised from where they
-/// are, with no copy or tree of JSON values.
-fn flow_result(r: &FlowReport) -> FlowResult<&FlowSummary, &RtpJitterSummary, &Vec<Interval>> {
-    FlowResult {
-        id: r.id,
-        summary: &r.summary,
-        malformed: r.malformed,
-        rtp: r.rtp.as_ref(),
-        intervals: r.intervals.as_ref(),
-        intervals_error: r.intervals_error.clone(),
-        delay_cdf_ns: r.delay_cdf_ns.clone(),
-        omitted: r.omitted,
-    }
-}
-
 /// Files a session's flows on every exit path, and counts the session as done.
 struct SessionGuard<'a> {
     shared: &'a Shared,
@@ -437,10 +421,8 @@ impl Drop for SessionGuard<'_> {
     }
 }
 
-/// After `Finish`, give packets still in flight a moment: wait until every flow has as
-/// many distinct sequence numbers as were sent (duplicates do not stand in for packets
-/// still on their way), or none arrived for max(250 ms, 2 × the flow's largest
-/// delay) counted from the later of its last packet and `Finish`, at most 10 s.
+/// After `Finish`, give packets still in flight a moment: wait until every flow whose
+/// sent count is known has settled ([`FlowState::settled`]), at most 10 s.
 fn wait_for_stragglers(shared: &Shared, wanted: &[(u16, Option<u64>)]) {
     let deadline = Instant::now() + Duration::from_secs(10);
     let finish_mono = netio::clock::mono_ns();
@@ -449,21 +431,10 @@ fn wait_for_stragglers(shared: &Shared, wanted: &[(u16, Option<u64>)]) {
     loop {
         let now_mono = netio::clock::mono_ns();
         let done = shared.flows.all_open(&ids, |id, state| {
-            let Some(sent) = sent.get(&id).copied().flatten() else {
-                return true;
-            };
-            // Nothing arrived yet: nothing seen, no delay known.
-            // With -O, the packets numbered before the counted span are not metered.
-            let (unique, last_rx_mono_ns, max_delay_ns) = state.map_or((0, 0, 0), |f| {
-                let omitted = f.omit.as_ref().map_or(0, |o| o.before_counted().min(sent));
-                (
-                    f.meter.unique_packets() + omitted,
-                    f.last_rx_mono_ns,
-                    f.max_delay_ns,
-                )
-            });
-            let idle = now_mono.saturating_sub(last_rx_mono_ns.max(finish_mono));
-            unique >= sent || idle > (2 * max_delay_ns).max(250_000_000)
+            sent.get(&id)
+                .copied()
+                .flatten()
+                .is_none_or(|sent| FlowState::settled(state, sent, finish_mono, now_mono))
         });
         if done || Instant::now() >= deadline || shared.stop.load(Ordering::Relaxed) {
             return;
@@ -479,7 +450,7 @@ fn data_stream(
     flow_id: u16,
     token: u64,
 ) -> Result<()> {
-    let peer_ip = unmapped(stream.peer_addr()?.ip());
+    let peer_ip = canonical(stream.peer_addr()?.ip());
     let flow = match shared.flows.flow(flow_id) {
         Some(f) if f.attach(token, peer_ip) => f,
         _ => {

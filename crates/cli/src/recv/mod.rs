@@ -463,7 +463,7 @@ impl Shared {
         let sent_of: std::collections::HashMap<u16, Option<u64>> = ids.iter().copied().collect();
         let mut out = Vec::new();
         // The series of one session are bounded together, whatever its flow count.
-        let mut windows_left = MAX_SESSION_WINDOWS;
+        let mut windows = results::recv::WindowBudget::new(MAX_SESSION_WINDOWS);
         for shard::Finished { flow, state } in finished {
             let id = flow.id;
             let sent = sent_of.get(&id).copied().flatten();
@@ -484,53 +484,13 @@ impl Shared {
                     eprintln!("dualperf recv: warning: the log lost flow {id}'s end: {e:#}");
                 }
             }
-            let mut report = FlowReport {
+            let origin = results::recv::FlowOrigin {
                 id,
                 session: flow.session,
                 peer: flow.peer_ip,
-                protocol: flow.announce.protocol,
-                meter: flow.announce.meter,
-                label: flow.announce.label.clone(),
-                sent_packets: sent,
-                malformed: state.malformed,
-                summary: state.summary(sent),
-                rtp: state.meter.rtp(),
-                intervals: None,
-                intervals_error: None,
-                unlogged_records: self.log.as_ref().map(|_| state.unlogged),
-                delay_cdf_ns: flow
-                    .announce
-                    .cdf
-                    .then(|| state.meter.delay_cdf_ns())
-                    .flatten(),
-                omitted: state.omit.as_ref().map(|o| wire::control::Omitted {
-                    omitted_packets: o.omitted_packets(),
-                    omitted_bytes: o.omitted_bytes(),
-                    counted_from_seq: o.counted_from_seq(),
-                }),
+                announce: &flow.announce,
             };
-            if let Some(w) = flow.announce.interval_ns {
-                let windows = state.meter.interval_windows();
-                match state.meter.intervals() {
-                    _ if windows > windows_left => {
-                        report.intervals_error = Some(format!(
-                            "{windows} windows of {} exceed the {windows_left} left of the {MAX_SESSION_WINDOWS} a session may report: use a longer --interval",
-                            wire::time::Duration::from_nanos(w)
-                        ));
-                    }
-                    Some(Ok(series)) => {
-                        windows_left -= windows;
-                        report.intervals = Some(series);
-                    }
-                    Some(Err(e)) => {
-                        report.intervals_error = Some(format!(
-                            "{e} of {} a session may report: use a longer --interval",
-                            wire::time::Duration::from_nanos(w)
-                        ));
-                    }
-                    None => {}
-                }
-            }
+            let report = state.report(&origin, sent, self.log.is_some(), &mut windows);
             out.push(report);
         }
         self.reports
@@ -759,17 +719,7 @@ impl ReceiverReport {
         if json {
             let _ = crate::out::print_json_line(&RecvLine::Counters(self.counters.clone()));
         } else {
-            let c = &self.counters;
-            let _ = crate::out::print(format!(
-                "dualperf recv: {} datagrams; dropped: {} malformed, {} unknown flow, {} wrong source, {} late; {} bad connections, {} failed authentications, {} handshake timeouts, {} turned away busy; {} echoes failed; {} requests to send refused\n",
-                c.datagrams, c.malformed_datagrams, c.unknown_flow, c.wrong_source, c.late_after_finish, c.bad_connections, c.auth_failures, c.handshake_timeouts, c.refused_busy, c.echo_failures, c.send_refusals
-            ));
-            if let Some(s) = &c.stamp {
-                let _ = crate::out::print(format!(
-                    "dualperf recv: STAMP reflector: {} reflected; not answered: {} malformed, {} failed authentication, {} not allowed, {} over --stamp-max-pps; {} replies failed\n",
-                    s.reflected, s.malformed, s.auth_failures, s.not_allowed, s.rate_limited, s.send_failures
-                ));
-            }
+            let _ = crate::out::print(self.counters.text());
         }
     }
 }
@@ -779,47 +729,9 @@ impl ReceiverReport {
 fn print_report(r: &FlowReport, json: bool) {
     if json {
         let _ = crate::out::print_json_line(&RecvLine::Flow(Box::new(r.clone())));
-        return;
+    } else {
+        let _ = crate::out::print(r.text());
     }
-    let s = &r.summary;
-    if r.protocol == wire::control::Protocol::Tcp {
-        // TCP carries messages, a write each, in order and whole: their bytes count.
-        let lost = match s.loss.lost {
-            0 => String::new(),
-            n => format!(", {n} lost"),
-        };
-        let _ = crate::out::print(format!(
-            "flow {} from {} (tcp/{}{}): {} in {} messages{lost}, {}, delay mean {}\n",
-            r.id,
-            r.peer,
-            format!("{:?}", r.meter).to_lowercase(),
-            if r.label.is_empty() {
-                String::new()
-            } else {
-                format!(", {}", r.label)
-            },
-            crate::human::bytes(s.bytes),
-            s.packets,
-            crate::human::or_missing(s.bitrate_bps, crate::human::bitrate),
-            crate::human::or_missing(s.delay.as_ref().map(|d| d.mean_ns), crate::human::duration),
-        ));
-        return;
-    }
-    let _ = crate::out::print(format!(
-        "flow {} from {} ({:?}/{:?}{}): {} packets, {} lost ({} %), {} dup, {} reordered, {} bit/s, delay mean {}\n",
-        r.id,
-        r.peer,
-        r.protocol,
-        r.meter,
-        if r.label.is_empty() { String::new() } else { format!(", {}", r.label) },
-        s.packets,
-        s.loss.lost,
-        s.loss.loss_pct.map_or("-".into(), |p| format!("{p:.3}")),
-        s.loss.duplicates,
-        s.loss.reordered,
-        s.bitrate_bps.map_or("-".into(), |b| format!("{b:.0}")),
-        s.delay.as_ref().map_or("-".into(), |d| format!("{:.1} µs", d.mean_ns / 1e3)),
-    ));
 }
 
 #[cfg(test)]

@@ -29,9 +29,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use meter::log::Entry;
-use meter::{FlowMeter, IntervalSeries, RxRecord};
+use meter::RxRecord;
+pub(crate) use results::recv::{Datagrams, FlowState};
 use wire::control::{FlowAnnounce, FlowGrant, Meter, Protocol};
-use wire::probe::SeqUnwrapper;
 
 use crate::control::MAX_SESSION_WINDOWS;
 use crate::logsink::{Chunk, LogProducer};
@@ -101,119 +101,29 @@ impl Flow {
     }
 }
 
-/// What a flow has measured. It lives in the flow's home shard only.
-#[derive(Debug)]
-pub(crate) struct FlowState {
-    /// Every figure of the flow, updated as packets arrive (constant memory).
-    pub(crate) meter: FlowMeter,
-    /// Records the log writer could not take (see `crate::logsink`).
-    pub(crate) unlogged: u64,
-    pub(crate) unwrapper: SeqUnwrapper,
-    pub(crate) malformed: u64,
-    pub(crate) last_rx_mono_ns: u64,
-    /// Largest delay seen, to size the wait for packets still in flight.
-    pub(crate) max_delay_ns: u64,
-    /// `-O/--omit`: the packets left out of the figures (`crate::omit`).
-    pub(crate) omit: Option<meter::omit::RxOmit>,
+/// A flow's measured state ([`FlowState::new`]) with the receiver's bounds.
+fn new_state(flow: &Flow) -> FlowState {
+    FlowState::new(flow.id, &flow.announce, MAX_SESSION_WINDOWS)
 }
 
-impl FlowState {
-    /// The state of a flow that has received nothing.
-    pub(crate) fn new(flow: &Flow) -> Self {
-        let mut meter = FlowMeter::new(u32::from(flow.id));
-        if let Some(hz) = flow.announce.rtp_clock_hz {
-            // RFC 3550 §6.4.1 interarrival jitter against the RTP timestamps.
-            meter = meter.with_rtp_clock(hz);
-        }
-        if let Some(w) = flow.announce.interval_ns {
-            // The series of one session travel in its results: no flow may build more
-            // windows than a session may report.
-            if let Ok(series) = IntervalSeries::with_max_windows(w, MAX_SESSION_WINDOWS) {
-                meter = meter.with_intervals(series);
-            }
-        }
-        Self {
-            meter,
-            unlogged: 0,
-            unwrapper: SeqUnwrapper::default(),
-            malformed: 0,
-            last_rx_mono_ns: 0,
-            max_delay_ns: 0,
-            omit: flow.announce.omit_ns.map(meter::omit::RxOmit::new),
-        }
-    }
-
-    /// Keep the largest delay (one-way here; clocks of one host, or synchronised ones).
-    pub(crate) fn note_delay(&mut self, r: &RxRecord) {
-        let d = u64::try_from(r.delay_ns()).unwrap_or(0);
-        if d > self.max_delay_ns {
-            self.max_delay_ns = d.min(5_000_000_000);
-        }
-    }
-
-    /// Count `record` in the flow's figures, unless `-O` omits it.
-    pub(crate) fn meter_record(&mut self, record: &RxRecord) {
-        match self.omit.as_mut() {
-            None => {
-                self.meter.handle_record(record);
-            }
-            Some(omit) => {
-                if let Some(counted) = omit.admit(record) {
-                    self.meter.handle_record(&counted);
-                }
-            }
-        }
-    }
-
-    /// The figures' summary, with `sent` the sender's count of the flow's packets.
-    pub(crate) fn summary(&self, sent: Option<u64>) -> meter::FlowSummary {
-        let sent = match &self.omit {
-            Some(omit) => omit.counted_sent(sent),
-            None => sent,
-        };
-        self.meter.summary(sent)
-    }
-
-    /// Meter datagrams `d` of `flow`, and log them into `log`. Datagrams of one
-    /// coalesced receive whose numbers run on above the highest yet are metered in one
-    /// step ([`FlowMeter::handle_records`], exact as one at a time), unless each must
-    /// be logged or may be omitted.
-    pub(crate) fn handle_datagrams(
-        &mut self,
-        flow: &Flow,
-        d: &Datagrams,
-        now_mono_ns: u64,
-        mut log: Option<&mut Chunk>,
-    ) {
-        let Datagrams { seq, n, record } = *d;
-        self.last_rx_mono_ns = now_mono_ns;
-        if n > 1 && log.is_none() && self.omit.is_none() {
-            if let Some(first) = self.unwrapper.unwrap_consecutive(seq, n) {
-                let record = RxRecord {
-                    seq: first,
-                    ..record
-                };
-                self.note_delay(&record);
-                self.meter.handle_records(&record, u64::from(n));
-                return;
-            }
-        }
-        for k in 0..n {
-            let record = RxRecord {
-                seq: self.unwrapper.unwrap(seq.wrapping_add(k)),
-                ..record
+/// Meter datagrams `d` of `flow` into `state`, and log them into `log`.
+fn meter_datagrams(
+    state: &mut FlowState,
+    flow: &Flow,
+    d: &Datagrams,
+    now_mono_ns: u64,
+    log: Option<&mut Chunk>,
+) {
+    let log = log.map(|chunk| {
+        move |r: &RxRecord| {
+            let logged = RxRecord {
+                flow: flow.log_key,
+                ..*r
             };
-            self.note_delay(&record);
-            self.meter_record(&record);
-            if let Some(chunk) = log.as_deref_mut() {
-                let logged = RxRecord {
-                    flow: flow.log_key,
-                    ..record
-                };
-                chunk.push(&Entry::Rx(logged), u32::from(flow.id));
-            }
+            chunk.push(&Entry::Rx(logged), u32::from(flow.id));
         }
-    }
+    });
+    state.handle_datagrams(d, now_mono_ns, log);
 }
 
 /// A flow as one shard holds it.
@@ -230,16 +140,6 @@ pub(crate) struct Forward {
     home: usize,
     flow: Arc<Flow>,
     datagrams: Datagrams,
-}
-
-/// Datagrams of one flow, `n` (≥ 1) of them, alike but for the 32-bit sequence numbers
-/// of their probes, `seq`, `seq + 1`, …: one datagram, or a run of one coalesced
-/// receive. `record.seq` is filled in by the flow's home, which unwraps the numbers.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Datagrams {
-    pub(crate) seq: u32,
-    pub(crate) n: u32,
-    pub(crate) record: RxRecord,
 }
 
 impl Forward {
@@ -337,10 +237,8 @@ impl Shard {
             });
         }
         let flow = &slot.flow;
-        let state = slot
-            .state
-            .get_or_insert_with(|| Box::new(FlowState::new(flow)));
-        state.handle_datagrams(flow, &d, now_mono_ns, self.udp_log.as_mut());
+        let state = slot.state.get_or_insert_with(|| Box::new(new_state(flow)));
+        meter_datagrams(state, flow, &d, now_mono_ns, self.udp_log.as_mut());
         Taken::Metered(flow)
     }
 
@@ -363,10 +261,14 @@ impl Shard {
             return false;
         };
         let flow = &slot.flow;
-        let state = slot
-            .state
-            .get_or_insert_with(|| Box::new(FlowState::new(flow)));
-        state.handle_datagrams(flow, &fwd.datagrams, now_mono_ns, self.udp_log.as_mut());
+        let state = slot.state.get_or_insert_with(|| Box::new(new_state(flow)));
+        meter_datagrams(
+            state,
+            flow,
+            &fwd.datagrams,
+            now_mono_ns,
+            self.udp_log.as_mut(),
+        );
         true
     }
 
@@ -519,7 +421,7 @@ impl Flows {
             let mut shard = shard.lock().unwrap_or_else(|e| e.into_inner());
             for flow in &flows {
                 shard.finished.remove(&flow.id);
-                let state = (flow.home() == Some(i)).then(|| Box::new(FlowState::new(flow)));
+                let state = (flow.home() == Some(i)).then(|| Box::new(new_state(flow)));
                 let slot = Slot {
                     flow: flow.clone(),
                     state,
@@ -628,7 +530,7 @@ impl Flows {
             .map(|flow| {
                 let state = states
                     .remove(&flow.id)
-                    .map_or_else(|| FlowState::new(&flow), |s| *s);
+                    .map_or_else(|| new_state(&flow), |s| *s);
                 Finished { flow, state }
             })
             .collect()
