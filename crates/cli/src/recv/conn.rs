@@ -13,13 +13,14 @@ use meter::RxRecord;
 use results::recv::FlowReport;
 use wire::control::{self, Meter, Msg, PROTOCOL_VERSION};
 use wire::frame::{self, FrameDecoder};
+use wire::prefix::unmapped;
 use wire::probe::{Packet, Repr, SeqUnwrapper};
 
 use super::shard::{Flow, FlowState};
 use super::{ServeError, Shared, MAX_HANDSHAKES};
 
 use crate::control::{
-    canonical, is_timeout, is_timeout_error, random_bytes, write_framed, write_msg, MsgReader,
+    is_timeout, is_timeout_error, random_bytes, write_framed, write_msg, MsgReader,
 };
 
 /// How long a new connection may wait for one of the [`MAX_HANDSHAKES`] slots before it
@@ -222,7 +223,7 @@ fn control_session(
         );
         bail!("sender speaks protocol version {version}");
     }
-    let peer_ip = canonical(stream.peer_addr()?.ip());
+    let peer_ip = unmapped(stream.peer_addr()?.ip());
     let nonce = control::hex(&random_bytes::<16>());
     write_msg(
         &mut stream,
@@ -270,7 +271,7 @@ fn control_session(
     let flows = loop {
         let msg = match handshake_read(shared, &mut reader, &mut stream, deadline, "register") {
             // A peer that only asked about this host and its clock (`clock --peer`).
-            Err(e) if queries > 0 && e.is::<crate::control::PeerClosed>() => return Ok(()),
+            Err(e) if queries > 0 && e.is::<control::PeerClosed>() => return Ok(()),
             other => other?,
         };
         queries += 1;
@@ -378,7 +379,7 @@ fn serve_request(
     request: Msg,
 ) -> Result<()> {
     let peer = stream.peer_addr()?;
-    let peer = std::net::SocketAddr::new(canonical(peer.ip()), peer.port());
+    let peer = std::net::SocketAddr::new(unmapped(peer.ip()), peer.port());
     let Some(service) = &shared.service else {
         shared
             .counters
@@ -450,7 +451,7 @@ fn data_stream(
     flow_id: u16,
     token: u64,
 ) -> Result<()> {
-    let peer_ip = canonical(stream.peer_addr()?.ip());
+    let peer_ip = unmapped(stream.peer_addr()?.ip());
     let flow = match shared.flows.flow(flow_id) {
         Some(f) if f.attach(token, peer_ip) => f,
         _ => {
