@@ -1,11 +1,13 @@
 //! How `dualperf send` carries its flows, decided from their specs alone: which sender
 //! thread sends each flow ([`assign`]), which flows the kernel paces rather than the
 //! scheduler ([`kernel_paced`], at the rate of [`kernel_pacing`]), and how large a
-//! flow's buffered packets may be ([`max_payload`]). The threads and sockets are the
-//! binary's; the host's CPU count comes in as an argument.
+//! flow's buffered packets may be ([`max_payload`]), and how it announces each flow to
+//! the receiver ([`announce`]). The threads and sockets are the binary's; the host's CPU
+//! count and a UDP flow's source port come in as arguments.
 
-use wire::control::Protocol;
+use wire::control::{FlowAnnounce, Meter, Protocol};
 use wire::frame;
+use wire::time::Duration;
 
 use crate::flow::FlowSpec;
 
@@ -91,6 +93,36 @@ pub fn max_payload(spec: &FlowSpec) -> usize {
     match &spec.video {
         Some(v) => size.max((v.header_bytes as usize + v.max_chunk_bytes as usize).min(65_507)),
         None => size,
+    }
+}
+
+/// Flow `index` as the sender announces it in its `Register` (`src_port`: a UDP flow's
+/// source port, for its echoes): with the receiver's series in windows of `interval`,
+/// and with `cdf` the one-way delay's distribution (a round trip's is the sender's).
+pub fn announce(
+    index: u32,
+    spec: &FlowSpec,
+    src_port: Option<u16>,
+    interval: Option<Duration>,
+    cdf: bool,
+) -> FlowAnnounce {
+    FlowAnnounce {
+        index,
+        protocol: spec.protocol,
+        meter: spec.meter,
+        size_bytes: spec.size_bytes,
+        tos: spec.marking.tos(),
+        ttl: spec.marking.ttl,
+        flow_label: spec.marking.flow_label,
+        src_port,
+        label: spec.label.clone(),
+        rtp_clock_hz: spec.rtp.map(|r| r.clock_rate_hz),
+        interval_ns: interval.map(Duration::as_nanos),
+        cdf: cdf && spec.meter == Meter::Owd,
+        bulk: spec.bulk || spec.unpaced,
+        unpaced: spec.unpaced,
+        window_bytes: spec.window_bytes,
+        omit_ns: spec.omit_ns,
     }
 }
 
@@ -205,6 +237,69 @@ mod tests {
             assert!(!kernel_paced(f), "{f:?}");
             assert_eq!(kernel_pacing(f), None);
         }
+    }
+
+    #[test]
+    fn a_flow_is_announced_with_its_marking_its_options_and_the_sessions() {
+        use crate::flow::{MarkingSpec, RtpSpec};
+        use wire::ds::{Dscp, Ecn};
+        let spec = FlowSpec {
+            size_bytes: 160,
+            label: "g711".into(),
+            marking: MarkingSpec {
+                dscp: Some(Dscp::EF),
+                ecn: Some(Ecn::Ect1),
+                ttl: Some(7),
+                flow_label: Some(0x12345),
+            },
+            rtp: Some(RtpSpec {
+                payload_type: 0,
+                clock_rate_hz: 8_000,
+            }),
+            window_bytes: Some(65_536),
+            omit_ns: Some(2_000_000_000),
+            ..FlowSpec::default()
+        };
+        let a = announce(
+            3,
+            &spec,
+            Some(40_000),
+            Some(Duration::from_millis(500)),
+            true,
+        );
+        assert_eq!(
+            a,
+            FlowAnnounce {
+                index: 3,
+                protocol: Protocol::Udp,
+                meter: Meter::Owd,
+                size_bytes: 160,
+                // EF (46) << 2 | ECT(1).
+                tos: Some(0xb9),
+                ttl: Some(7),
+                flow_label: Some(0x12345),
+                src_port: Some(40_000),
+                label: "g711".into(),
+                rtp_clock_hz: Some(8_000),
+                interval_ns: Some(500_000_000),
+                cdf: true,
+                bulk: false,
+                unpaced: false,
+                window_bytes: Some(65_536),
+                omit_ns: Some(2_000_000_000),
+            }
+        );
+        // A round trip's distribution is the sender's to measure; an unpaced flow is
+        // bulk to the receiver.
+        let rtt = FlowSpec {
+            meter: Meter::Rtt,
+            protocol: Protocol::Tcp,
+            unpaced: true,
+            ..FlowSpec::default()
+        };
+        let a = announce(0, &rtt, None, None, true);
+        assert_eq!((a.cdf, a.bulk, a.unpaced), (false, true, true));
+        assert_eq!((a.tos, a.interval_ns, a.src_port), (None, None, None));
     }
 
     #[test]

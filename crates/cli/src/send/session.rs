@@ -15,7 +15,7 @@ use std::time::Duration as StdDuration;
 use anyhow::{bail, Context, Result};
 use meter::FlowSummary;
 use traffic::FlowSpec;
-use wire::control::{FlowAnnounce, FlowGrant, FlowSent, Meter, Msg, Protocol, Results};
+use wire::control::{FlowGrant, FlowSent, Meter, Msg, Protocol, Results};
 use wire::time::Instant;
 
 use super::engine::{run_engine, EngineRun, FlowPlan, Pacing, StartGate};
@@ -580,24 +580,10 @@ fn register(
             udp.push(None);
             None
         };
-        announces.push(FlowAnnounce {
-            index: i as u32,
-            protocol: spec.protocol,
-            meter: spec.meter,
-            size_bytes: spec.size_bytes,
-            tos: marking.tos,
-            ttl: marking.ttl,
-            flow_label: marking.flow_label,
-            src_port,
-            label: spec.label.clone(),
-            rtp_clock_hz: spec.rtp.map(|r| r.clock_rate_hz),
-            interval_ns: config.interval.map(wire::time::Duration::as_nanos),
-            cdf: config.cdf && spec.meter == Meter::Owd,
-            bulk: spec.bulk || spec.unpaced,
-            unpaced: spec.unpaced,
-            window_bytes: spec.window_bytes,
-            omit_ns: spec.omit_ns,
-        });
+        let (interval, cdf) = (config.interval, config.cdf);
+        announces.push(traffic::sender::announce(
+            i as u32, spec, src_port, interval, cdf,
+        ));
     }
     write_msg(ctrl, &Msg::Register { flows: announces })?;
     let grants = match reader.read(ctrl)? {
