@@ -24,13 +24,7 @@ pub fn what(plan: &Plan, run: &Run) -> String {
 }
 
 /// `[#######.................]  12/46  size=512 · IPv6 · repetition 1/15  ETA 0:35`.
-pub fn bar(
-    done: usize,
-    total: usize,
-    what: &str,
-    left: Duration,
-    width: usize,
-) -> String {
+pub fn bar(done: usize, total: usize, what: &str, left: Duration, width: usize) -> String {
     let filled = (done * width)
         .checked_div(total)
         .unwrap_or(width)

@@ -16,7 +16,8 @@ mod tests {
 
     #[test]
     fn comments_and_blank_lines_are_left_out_and_lines_keep_their_numbers() {
-        let text = "# two flows\n--tcp --rate 100pps   # the first\n\n  \t\n  --size 64 \r\n#--udp\n";
+        let text =
+            "# two flows\n--tcp --rate 100pps   # the first\n\n  \t\n  --size 64 \r\n#--udp\n";
         assert_eq!(
             flow_lines(text).collect::<Vec<_>>(),
             [(2, "--tcp --rate 100pps"), (5, "--size 64")]
