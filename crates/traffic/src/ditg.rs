@@ -94,199 +94,28 @@ pub fn translate(line: &str) -> Result<Translated, DitgError> {
 }
 
 fn translate_line(line: &str) -> Result<Translated, String> {
-    let tokens: Vec<&str> = line.split_whitespace().collect();
-    let mut out = Translated {
-        args: Vec::new(),
-        dest: None,
+    let mut script = Line {
+        tokens: line.split_whitespace().collect(),
+        i: 0,
+        out: Translated {
+            args: Vec::new(),
+            dest: None,
+        },
     };
-    let mut i = 0;
-    let push = |args: &mut Vec<String>, parts: &[&str]| {
-        args.extend(parts.iter().map(|s| (*s).to_owned()));
-    };
-    let take = |i: usize, n: usize, opt: &str| -> Result<Vec<&str>, String> {
-        tokens
-            .get(i + 1..i + 1 + n)
-            .map(<[&str]>::to_vec)
-            .ok_or_else(|| format!("D-ITG option {opt} needs {n} argument(s)"))
-    };
-    let numbers = |v: &[&str], opt: &str| -> Result<Vec<f64>, String> {
-        v.iter()
-            .map(|s| {
-                s.parse::<f64>()
-                    .map_err(|_| format!("D-ITG option {opt}: '{s}' is not a number"))
-            })
-            .collect()
-    };
-    while i < tokens.len() {
-        let tok = tokens[i];
+    while let Some(&tok) = script.tokens.get(script.i) {
         if REFUSED.contains(&tok) {
             return Err(format!(
                 "D-ITG option {tok} is not allowed in a script file (nor by ITGSend); dualperf's logs are --log"
             ));
         }
         if let Some(&(_, n)) = IGNORED.iter().find(|(name, _)| *name == tok) {
-            take(i, n, tok)?;
-            i += 1 + n;
+            script.take(script.i, n, tok)?;
+            script.i += 1 + n;
             continue;
         }
-        let one = |i: usize| take(i, 1, tok).map(|v| v[0]);
-        match tok {
-            "-a" => {
-                out.dest = Some(one(i)?.to_owned());
-                i += 2;
-            }
-            "-T" => {
-                match one(i)?.to_ascii_uppercase().as_str() {
-                    "UDP" => push(&mut out.args, &["--udp"]),
-                    "TCP" => push(&mut out.args, &["--tcp"]),
-                    other => {
-                        return Err(format!("D-ITG -T {other}: dualperf sends UDP and TCP only"))
-                    }
-                }
-                i += 2;
-            }
-            "-t" | "-d" => {
-                let ms = numbers(&[one(i)?], tok)?[0];
-                let flag = if tok == "-t" { "--duration" } else { "--start" };
-                push(&mut out.args, &[flag, &format!("{ms}ms")]);
-                i += 2;
-            }
-            "-z" => {
-                push(&mut out.args, &["--count", one(i)?]);
-                i += 2;
-            }
-            "-k" => {
-                let kb = numbers(&[one(i)?], tok)?[0];
-                push(
-                    &mut out.args,
-                    &["--bytes", &format!("{}", (kb * 1024.0).round())],
-                );
-                i += 2;
-            }
-            "-b" => {
-                let arg = one(i)?;
-                let ds = c_int(arg)
-                    .and_then(|v| u8::try_from(v).ok())
-                    .ok_or_else(|| format!("D-ITG -b takes a DS byte 0-255, not '{arg}'"))?;
-                push(&mut out.args, &["--dscp", &(ds >> 2).to_string()]);
-                if ds & 3 != 0 {
-                    push(&mut out.args, &["--ecn", &(ds & 3).to_string()]);
-                }
-                i += 2;
-            }
-            "-f" => {
-                let arg = one(i)?;
-                let ttl = c_int(arg).ok_or_else(|| format!("D-ITG -f takes a TTL, not '{arg}'"))?;
-                push(&mut out.args, &["--ttl", &ttl.to_string()]);
-                i += 2;
-            }
-            "-m" => {
-                push(&mut out.args, &["--meter", one(i)?]);
-                i += 2;
-            }
-            "-D" => {
-                push(&mut out.args, &["--nodelay"]);
-                i += 1;
-            }
-            "-s" => {
-                let seed = numbers(&[one(i)?], tok)?[0];
-                push(&mut out.args, &["--seed", &seed.to_bits().to_string()]);
-                i += 2;
-            }
-            "-Ft" | "-Fs" => {
-                let flag = if tok == "-Ft" { "--idt" } else { "--size-dist" };
-                push(&mut out.args, &[flag, &format!("file:{}", one(i)?)]);
-                i += 2;
-            }
-            "-C" => {
-                let r = numbers(&[one(i)?], tok)?[0];
-                if !(r.is_finite() && r > 0.0) {
-                    return Err(format!("D-ITG -C {r}: the rate must be above 0"));
-                }
-                push(&mut out.args, &["--rate", &format!("{r}pps")]);
-                i += 2;
-            }
-            "-B" => {
-                let mut parts = Vec::new();
-                let mut j = i + 1;
-                for _ in 0..2 {
-                    let letter = tokens
-                        .get(j)
-                        .and_then(|t| t.chars().next().filter(|_| t.len() == 1))
-                        .ok_or("D-ITG -B takes two distributions: -B C 1000 C 2000")?;
-                    let n = dist_arity(letter)
-                        .ok_or_else(|| format!("D-ITG -B: unknown distribution '{letter}'"))?;
-                    let args = numbers(&take(j, n, "-B")?, "-B")?;
-                    let d = from_ditg_onoff_period(letter, &args)
-                        .map_err(|e| format!("D-ITG -B: {e}"))?;
-                    parts.push(d);
-                    j += 1 + n;
-                }
-                push(
-                    &mut out.args,
-                    &[
-                        "--on",
-                        &parts[0].to_string(),
-                        "--off",
-                        &parts[1].to_string(),
-                    ],
-                );
-                i = j;
-            }
-            "VoIP" => {
-                push(&mut out.args, &["--voip", "g711.1"]);
-                let at = out.args.len() - 1;
-                i += 1;
-                while let Some(&t) = tokens.get(i) {
-                    match t {
-                        "-x" => {
-                            out.args[at] = one(i)?.to_owned();
-                            i += 2;
-                        }
-                        "-h" => {
-                            push(
-                                &mut out.args,
-                                &["--voip-header", &one(i)?.to_ascii_lowercase()],
-                            );
-                            i += 2;
-                        }
-                        "-VAD" => {
-                            push(&mut out.args, &["--vad", "ditg"]);
-                            i += 1;
-                        }
-                        _ => break,
-                    }
-                }
-            }
-            "Telnet" | "DNS" | "Quake3" | "CSa" | "CSi" => {
-                push(&mut out.args, &["--app", &tok.to_ascii_lowercase()]);
-                i += 1;
-            }
-            _ => {
-                let letter = tok
-                    .strip_prefix('-')
-                    .filter(|l| l.len() == 1)
-                    .and_then(|l| l.chars().next());
-                let Some(n) = letter.and_then(dist_arity) else {
-                    return Err(format!("D-ITG option '{tok}' is not understood"));
-                };
-                let letter = letter.unwrap_or_default();
-                let args = numbers(&take(i, n, tok)?, tok)?;
-                let (flag, d): (&str, Result<Dist, _>) = if letter.is_ascii_uppercase() {
-                    ("--idt", from_ditg_idt(letter, &args))
-                } else if letter == 'c' {
-                    push(&mut out.args, &["--size", &format!("{}", args[0])]);
-                    i += 1 + n;
-                    continue;
-                } else {
-                    ("--size-dist", from_ditg_size(letter, &args))
-                };
-                let d = d.map_err(|e| format!("D-ITG {tok}: {e}"))?;
-                push(&mut out.args, &[flag, &d.to_string()]);
-                i += 1 + n;
-            }
-        }
+        script.handle_option(tok)?;
     }
+    let mut out = script.out;
     // D-ITG leaves Nagle on for Telnet and DNS whatever -D says.
     let nagle_kept = out
         .args
@@ -296,6 +125,198 @@ fn translate_line(line: &str) -> Result<Translated, String> {
         out.args.retain(|a| a != "--nodelay");
     }
     Ok(out)
+}
+
+/// One script line being read: its tokens, where the reading is, and what it became.
+struct Line<'a> {
+    tokens: Vec<&'a str>,
+    i: usize,
+    out: Translated,
+}
+
+/// `v` as numbers, or which of them is not one.
+fn numbers(v: &[&str], opt: &str) -> Result<Vec<f64>, String> {
+    v.iter()
+        .map(|s| {
+            s.parse::<f64>()
+                .map_err(|_| format!("D-ITG option {opt}: '{s}' is not a number"))
+        })
+        .collect()
+}
+
+impl<'a> Line<'a> {
+    /// The `n` arguments after the token at `at`.
+    fn take(&self, at: usize, n: usize, opt: &str) -> Result<Vec<&'a str>, String> {
+        self.tokens
+            .get(at + 1..at + 1 + n)
+            .map(<[&str]>::to_vec)
+            .ok_or_else(|| format!("D-ITG option {opt} needs {n} argument(s)"))
+    }
+
+    /// The one argument of the option at the reading point.
+    fn one(&self, opt: &str) -> Result<&'a str, String> {
+        self.take(self.i, 1, opt).map(|v| v[0])
+    }
+
+    fn push(&mut self, parts: &[&str]) {
+        self.out.args.extend(parts.iter().map(|s| (*s).to_owned()));
+    }
+
+    /// Translate the option `tok` at the reading point and step past it.
+    fn handle_option(&mut self, tok: &str) -> Result<(), String> {
+        match tok {
+            "-a" => self.out.dest = Some(self.one(tok)?.to_owned()),
+            "-T" => match self.one(tok)?.to_ascii_uppercase().as_str() {
+                "UDP" => self.push(&["--udp"]),
+                "TCP" => self.push(&["--tcp"]),
+                other => return Err(format!("D-ITG -T {other}: dualperf sends UDP and TCP only")),
+            },
+            "-t" | "-d" => {
+                let ms = numbers(&[self.one(tok)?], tok)?[0];
+                let flag = if tok == "-t" { "--duration" } else { "--start" };
+                self.push(&[flag, &format!("{ms}ms")]);
+            }
+            "-z" => {
+                let count = self.one(tok)?;
+                self.push(&["--count", count]);
+            }
+            "-k" => {
+                let kb = numbers(&[self.one(tok)?], tok)?[0];
+                self.push(&["--bytes", &format!("{}", (kb * 1024.0).round())]);
+            }
+            "-b" => {
+                let arg = self.one(tok)?;
+                let ds = c_int(arg)
+                    .and_then(|v| u8::try_from(v).ok())
+                    .ok_or_else(|| format!("D-ITG -b takes a DS byte 0-255, not '{arg}'"))?;
+                self.push(&["--dscp", &(ds >> 2).to_string()]);
+                if ds & 3 != 0 {
+                    self.push(&["--ecn", &(ds & 3).to_string()]);
+                }
+            }
+            "-f" => {
+                let arg = self.one(tok)?;
+                let ttl = c_int(arg).ok_or_else(|| format!("D-ITG -f takes a TTL, not '{arg}'"))?;
+                self.push(&["--ttl", &ttl.to_string()]);
+            }
+            "-m" => {
+                let meter = self.one(tok)?;
+                self.push(&["--meter", meter]);
+            }
+            "-D" => {
+                self.push(&["--nodelay"]);
+                self.i += 1;
+                return Ok(());
+            }
+            "-s" => {
+                let seed = numbers(&[self.one(tok)?], tok)?[0];
+                self.push(&["--seed", &seed.to_bits().to_string()]);
+            }
+            "-Ft" | "-Fs" => {
+                let flag = if tok == "-Ft" { "--idt" } else { "--size-dist" };
+                let file = self.one(tok)?;
+                self.push(&[flag, &format!("file:{file}")]);
+            }
+            "-C" => {
+                let r = numbers(&[self.one(tok)?], tok)?[0];
+                if !(r.is_finite() && r > 0.0) {
+                    return Err(format!("D-ITG -C {r}: the rate must be above 0"));
+                }
+                self.push(&["--rate", &format!("{r}pps")]);
+            }
+            "-B" => return self.handle_onoff(),
+            "VoIP" => return self.handle_voip(),
+            "Telnet" | "DNS" | "Quake3" | "CSa" | "CSi" => {
+                self.push(&["--app", &tok.to_ascii_lowercase()]);
+                self.i += 1;
+                return Ok(());
+            }
+            _ => return self.handle_distribution(tok),
+        }
+        // Every option above that returned no sooner takes one argument.
+        self.i += 2;
+        Ok(())
+    }
+
+    /// `-B` with its two distributions, the on and the off period.
+    fn handle_onoff(&mut self) -> Result<(), String> {
+        let mut parts = Vec::new();
+        let mut j = self.i + 1;
+        for _ in 0..2 {
+            let letter = self
+                .tokens
+                .get(j)
+                .and_then(|t| t.chars().next().filter(|_| t.len() == 1))
+                .ok_or("D-ITG -B takes two distributions: -B C 1000 C 2000")?;
+            let n = dist_arity(letter)
+                .ok_or_else(|| format!("D-ITG -B: unknown distribution '{letter}'"))?;
+            let args = numbers(&self.take(j, n, "-B")?, "-B")?;
+            let d = from_ditg_onoff_period(letter, &args).map_err(|e| format!("D-ITG -B: {e}"))?;
+            parts.push(d);
+            j += 1 + n;
+        }
+        self.push(&[
+            "--on",
+            &parts[0].to_string(),
+            "--off",
+            &parts[1].to_string(),
+        ]);
+        self.i = j;
+        Ok(())
+    }
+
+    /// `VoIP` and the options of its own that follow it (`-x`, `-h`, `-VAD`).
+    fn handle_voip(&mut self) -> Result<(), String> {
+        self.push(&["--voip", "g711.1"]);
+        let at = self.out.args.len() - 1;
+        self.i += 1;
+        while let Some(&t) = self.tokens.get(self.i) {
+            match t {
+                "-x" => {
+                    self.out.args[at] = self.one("VoIP")?.to_owned();
+                    self.i += 2;
+                }
+                "-h" => {
+                    let header = self.one("VoIP")?.to_ascii_lowercase();
+                    self.push(&["--voip-header", &header]);
+                    self.i += 2;
+                }
+                "-VAD" => {
+                    self.push(&["--vad", "ditg"]);
+                    self.i += 1;
+                }
+                _ => break,
+            }
+        }
+        Ok(())
+    }
+
+    /// A distribution option: an upper-case letter is inter-departure times, `-c` a
+    /// constant size, another lower-case letter a size distribution.
+    fn handle_distribution(&mut self, tok: &str) -> Result<(), String> {
+        let letter = tok
+            .strip_prefix('-')
+            .filter(|l| l.len() == 1)
+            .and_then(|l| l.chars().next());
+        let Some(n) = letter.and_then(dist_arity) else {
+            return Err(format!("D-ITG option '{tok}' is not understood"));
+        };
+        let letter = letter.unwrap_or_default();
+        let args = numbers(&self.take(self.i, n, tok)?, tok)?;
+        self.i += 1 + n;
+        if letter == 'c' {
+            self.push(&["--size", &format!("{}", args[0])]);
+            return Ok(());
+        }
+        let (flag, d): (&str, Result<Dist, _>) = if letter.is_ascii_uppercase() {
+            ("--idt", from_ditg_idt(letter, &args))
+        } else {
+            ("--size-dist", from_ditg_size(letter, &args))
+        };
+        let d = d.map_err(|e| format!("D-ITG {tok}: {e}"))?;
+        self.push(&[flag, &d.to_string()]);
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -224,36 +224,7 @@ fn control_session(
         bail!("sender speaks protocol version {version}");
     }
     let peer_ip = unmapped(stream.peer_addr()?.ip());
-    let nonce = control::hex(&random_bytes::<16>());
-    write_msg(
-        &mut stream,
-        &Msg::Challenge {
-            nonce: nonce.clone(),
-            auth_required: shared.key.is_some(),
-        },
-    )?;
-    let Msg::Auth { mac } = handshake_read(shared, &mut reader, &mut stream, deadline, "auth")?
-    else {
-        refuse(&mut stream, "expected auth");
-        bail!("no auth message");
-    };
-    if let Some(key) = &shared.key {
-        if !control::verify_mac(key, &nonce, &mac) {
-            shared
-                .counters
-                .auth_failures
-                .fetch_add(1, Ordering::Relaxed);
-            let why = if mac.is_empty() {
-                "authentication required: this receiver was started with --key; pass the same --key to dualperf send"
-            } else {
-                "authentication failed: wrong key"
-            };
-            refuse(&mut stream, why);
-            return Err(anyhow::Error::new(Counted(format!(
-                "{why} (from {peer_ip})"
-            ))));
-        }
-    }
+    authenticate(shared, &mut stream, &mut reader, deadline, peer_ip)?;
     write_msg(
         &mut stream,
         &Msg::Welcome {
@@ -324,21 +295,7 @@ fn control_session(
     write_msg(&mut stream, &Msg::Registered { flows: grants })?;
     // The session now lasts as long as the sender sends; poll so Ctrl-C is noticed.
     stream.set_read_timeout(Some(Duration::from_millis(200)))?;
-    let sent = loop {
-        match reader.read(&mut stream) {
-            Ok(Msg::Finish { flows }) => break Some(flows),
-            Ok(other) => {
-                refuse(&mut stream, "expected finish");
-                bail!("unexpected message {other:?}");
-            }
-            Err(e) if is_timeout_error(&e) => {
-                if shared.stop.load(Ordering::Relaxed) {
-                    break None;
-                }
-            }
-            Err(e) => return Err(e.context("sender left without finishing")),
-        }
-    };
+    let sent = wait_for_finish(shared, &mut stream, &mut reader)?;
     let sent_of: Option<HashMap<u16, u64>> = sent
         .as_ref()
         .map(|s| s.iter().map(|f| (f.id, f.packets)).collect());
@@ -359,16 +316,86 @@ fn control_session(
         write_framed(&mut stream, &part.encode())?;
     }
     if sent.is_none() {
-        // Stopping with the sender still sending: it reads these results after its own
-        // Finish. Close our side and drain, so that Finish is not met by a reset that
-        // would discard the results in its receive queue.
-        let _ = stream.shutdown(std::net::Shutdown::Write);
-        let _ = stream.set_read_timeout(Some(Duration::from_millis(100)));
-        let until = Instant::now() + Duration::from_secs(2);
-        let mut sink = [0u8; 4096];
-        while Instant::now() < until && matches!(stream.read(&mut sink), Ok(n) if n > 0) {}
+        drain_before_close(&mut stream);
     }
     Ok(())
+}
+
+/// The challenge, the sender's answer checked against `--key` (a failure is counted and
+/// refused with its reason), and on success nothing yet said: the caller welcomes.
+fn authenticate(
+    shared: &Shared,
+    stream: &mut TcpStream,
+    reader: &mut MsgReader,
+    deadline: Instant,
+    peer_ip: std::net::IpAddr,
+) -> Result<()> {
+    let nonce = control::hex(&random_bytes::<16>());
+    write_msg(
+        stream,
+        &Msg::Challenge {
+            nonce: nonce.clone(),
+            auth_required: shared.key.is_some(),
+        },
+    )?;
+    let Msg::Auth { mac } = handshake_read(shared, reader, stream, deadline, "auth")? else {
+        refuse(stream, "expected auth");
+        bail!("no auth message");
+    };
+    if let Some(key) = &shared.key {
+        if !control::verify_mac(key, &nonce, &mac) {
+            shared
+                .counters
+                .auth_failures
+                .fetch_add(1, Ordering::Relaxed);
+            let why = if mac.is_empty() {
+                "authentication required: this receiver was started with --key; pass the same --key to dualperf send"
+            } else {
+                "authentication failed: wrong key"
+            };
+            refuse(stream, why);
+            return Err(anyhow::Error::new(Counted(format!(
+                "{why} (from {peer_ip})"
+            ))));
+        }
+    }
+    Ok(())
+}
+
+/// Wait for the sender's Finish, polling so that Ctrl-C is noticed: its flows' sent
+/// counts, or `None` when this receiver is stopping first.
+fn wait_for_finish(
+    shared: &Shared,
+    stream: &mut TcpStream,
+    reader: &mut MsgReader,
+) -> Result<Option<Vec<control::FlowSent>>> {
+    let sent = loop {
+        match reader.read(stream) {
+            Ok(Msg::Finish { flows }) => break Some(flows),
+            Ok(other) => {
+                refuse(stream, "expected finish");
+                bail!("unexpected message {other:?}");
+            }
+            Err(e) if is_timeout_error(&e) => {
+                if shared.stop.load(Ordering::Relaxed) {
+                    break None;
+                }
+            }
+            Err(e) => return Err(e.context("sender left without finishing")),
+        }
+    };
+    Ok(sent)
+}
+
+/// Stopping with the sender still sending: it reads these results after its own
+/// Finish. Close our side and drain, so that Finish is not met by a reset that would
+/// discard the results in its receive queue.
+fn drain_before_close(stream: &mut TcpStream) {
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(100)));
+    let until = Instant::now() + Duration::from_secs(2);
+    let mut sink = [0u8; 4096];
+    while Instant::now() < until && matches!(stream.read(&mut sink), Ok(n) if n > 0) {}
 }
 
 /// A request to send: served by an agent, refused by a plain receiver.

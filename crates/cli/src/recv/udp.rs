@@ -258,78 +258,22 @@ pub(super) fn run(shared: &Shared, me: usize, socket: &netio::UdpSocket) {
                     now_mono,
                 };
                 let before = datagrams;
-                // Datagrams of one flow numbered one after another, sent together, go
-                // to the meter as one run.
-                let mut run: Option<Run> = None;
-                let mut offset = 0;
-                for data in netio::gro_segments(whole, meta.gro_size) {
-                    let data_at = offset;
-                    offset += data.len();
-                    datagrams += 1;
-                    let len = head_only_len.unwrap_or(data.len());
-                    // The probe starts the payload, or follows a real RTP header.
-                    let at = probe::find(data).unwrap_or(0);
-                    let repr = match Packet::new_checked(&data[at..]).and_then(|p| Repr::parse(&p))
-                    {
-                        Ok(r) if !r.echo => r,
-                        _ => {
-                            counters.malformed_datagrams.fetch_add(1, Ordering::Relaxed);
-                            continue;
-                        }
-                    };
-                    if let Some(r) = run.as_mut() {
-                        if r.extends(&repr, at, data_at, len) {
-                            r.n += 1;
-                            continue;
-                        }
-                    }
-                    if let Some(r) = run.take() {
-                        at_arrival.deliver(
-                            &r,
-                            &mut shard,
-                            me,
-                            counters,
-                            &mut forwards,
-                            &mut echoes,
-                        );
-                    }
-                    run = Some(Run {
-                        repr,
-                        n: 1,
-                        probe_at: at,
-                        data_at,
-                        len,
-                        // The RTP timestamp of a probe that follows an RTP header: meter
-                        // computes the RFC 3550 jitter from the records after the loop.
-                        rtp_ts: (at > 0)
-                            .then(|| wire::rtp::Packet::new_checked(data).ok())
-                            .flatten()
-                            .map(|rtp| rtp.timestamp()),
-                    });
-                }
-                if let Some(r) = run.take() {
-                    at_arrival.deliver(&r, &mut shard, me, counters, &mut forwards, &mut echoes);
-                }
+                datagrams += meter_segments(
+                    &at_arrival,
+                    head_only_len,
+                    &mut shard,
+                    me,
+                    counters,
+                    &mut forwards,
+                    &mut echoes,
+                );
                 if meta.gro_size.is_some() {
                     gro_buffers += 1;
                     gro_datagrams += datagrams - before;
                 }
             }
             coalesced = gro_buffers > 0;
-            counters.datagrams.fetch_add(datagrams, Ordering::Relaxed);
-            if head_only > 0 {
-                counters
-                    .head_only_datagrams
-                    .fetch_add(head_only, Ordering::Relaxed);
-            }
-            if gro_buffers > 0 {
-                counters
-                    .gro_buffers
-                    .fetch_add(gro_buffers, Ordering::Relaxed);
-                counters
-                    .gro_datagrams
-                    .fetch_add(gro_datagrams, Ordering::Relaxed);
-            }
+            count_batch(counters, datagrams, head_only, gro_buffers, gro_datagrams);
             // Handed over under the shard's lock, so a flow's FlowEnd (written after it
             // leaves every shard, each handing over what it still holds) follows all of
             // its records.
@@ -348,20 +292,7 @@ pub(super) fn run(shared: &Shared, me: usize, socket: &netio::UdpSocket) {
                 .fetch_add(late, Ordering::Relaxed);
         }
         echoing = !echoes.is_empty();
-        for mut e in echoes.drain(..) {
-            Packet::new_unchecked(&mut e.data[e.probe_at..])
-                .make_echo(e.rx_ns, netio::clock::wall_ns());
-            if let Err(err) = socket.send_to_marked_from(&e.data, e.dst, e.src_ip, &e.marking) {
-                if shared
-                    .counters
-                    .echo_failures
-                    .fetch_add(1, Ordering::Relaxed)
-                    == 0
-                {
-                    eprintln!("dualperf recv: echo to {} failed: {err} (further failures are only counted)", e.dst);
-                }
-            }
-        }
+        send_echoes(shared, socket, &mut echoes);
     }
     // Stopping: nothing stays held.
     if let Some(log) = &log {
@@ -369,5 +300,110 @@ pub(super) fn run(shared: &Shared, me: usize, socket: &netio::UdpSocket) {
             .flows
             .shard(me)
             .submit_udp_log(log, netio::clock::mono_ns(), true);
+    }
+}
+
+/// Meter the datagrams of one buffer (one, or several the kernel coalesced), those of
+/// one flow numbered one after another as one run; returns how many it held.
+fn meter_segments(
+    at_arrival: &Arrival<'_>,
+    head_only_len: Option<usize>,
+    shard: &mut super::shard::Shard,
+    me: usize,
+    counters: &super::Counters,
+    forwards: &mut Vec<super::shard::Forward>,
+    echoes: &mut Vec<Echo>,
+) -> u64 {
+    let (whole, meta) = (at_arrival.whole, at_arrival.meta);
+    let mut n = 0u64;
+    // Datagrams of one flow numbered one after another, sent together, go
+    // to the meter as one run.
+    let mut run: Option<Run> = None;
+    let mut offset = 0;
+    for data in netio::gro_segments(whole, meta.gro_size) {
+        let data_at = offset;
+        offset += data.len();
+        n += 1;
+        let len = head_only_len.unwrap_or(data.len());
+        // The probe starts the payload, or follows a real RTP header.
+        let at = probe::find(data).unwrap_or(0);
+        let repr = match Packet::new_checked(&data[at..]).and_then(|p| Repr::parse(&p)) {
+            Ok(r) if !r.echo => r,
+            _ => {
+                counters.malformed_datagrams.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+        };
+        if let Some(r) = run.as_mut() {
+            if r.extends(&repr, at, data_at, len) {
+                r.n += 1;
+                continue;
+            }
+        }
+        if let Some(r) = run.take() {
+            at_arrival.deliver(&r, shard, me, counters, forwards, echoes);
+        }
+        run = Some(Run {
+            repr,
+            n: 1,
+            probe_at: at,
+            data_at,
+            len,
+            // The RTP timestamp of a probe that follows an RTP header: meter
+            // computes the RFC 3550 jitter from the records after the loop.
+            rtp_ts: (at > 0)
+                .then(|| wire::rtp::Packet::new_checked(data).ok())
+                .flatten()
+                .map(|rtp| rtp.timestamp()),
+        });
+    }
+    if let Some(r) = run.take() {
+        at_arrival.deliver(&r, shard, me, counters, forwards, echoes);
+    }
+    n
+}
+
+/// Add one batch's counts to the receiver's.
+fn count_batch(
+    counters: &super::Counters,
+    datagrams: u64,
+    head_only: u64,
+    gro_buffers: u64,
+    gro_datagrams: u64,
+) {
+    counters.datagrams.fetch_add(datagrams, Ordering::Relaxed);
+    if head_only > 0 {
+        counters
+            .head_only_datagrams
+            .fetch_add(head_only, Ordering::Relaxed);
+    }
+    if gro_buffers > 0 {
+        counters
+            .gro_buffers
+            .fetch_add(gro_buffers, Ordering::Relaxed);
+        counters
+            .gro_datagrams
+            .fetch_add(gro_datagrams, Ordering::Relaxed);
+    }
+}
+
+/// Send the echoes of round-trip probes, each stamped as it leaves.
+fn send_echoes(shared: &Shared, socket: &netio::UdpSocket, echoes: &mut Vec<Echo>) {
+    for mut e in echoes.drain(..) {
+        Packet::new_unchecked(&mut e.data[e.probe_at..])
+            .make_echo(e.rx_ns, netio::clock::wall_ns());
+        if let Err(err) = socket.send_to_marked_from(&e.data, e.dst, e.src_ip, &e.marking) {
+            if shared
+                .counters
+                .echo_failures
+                .fetch_add(1, Ordering::Relaxed)
+                == 0
+            {
+                eprintln!(
+                    "dualperf recv: echo to {} failed: {err} (further failures are only counted)",
+                    e.dst
+                );
+            }
+        }
     }
 }
