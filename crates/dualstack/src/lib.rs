@@ -7,6 +7,7 @@
 //! - [`eyeballs`]: the Happy Eyeballs connection-attempt state machine (RFC 8305 §4–§5).
 //! - [`interop`]: what `dualperf interop` observed, as its document and its text, and
 //!   the plan of what it tries.
+//! - [`pair`]: a host's lookup as one address per family (`compare HOST`, plans' names).
 //!
 //! Nothing here opens a socket, resolves a name or reads a clock: callers pass text,
 //! addresses and instants (`wire::time`) in and get decisions out.
@@ -16,4 +17,5 @@
 pub mod eyeballs;
 pub mod hostport;
 pub mod interop;
+pub mod pair;
 pub mod select;
