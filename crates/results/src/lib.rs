@@ -19,6 +19,7 @@ pub mod doctor;
 pub mod human;
 pub mod log;
 pub mod metric;
+pub mod path;
 pub mod recv;
 pub mod send;
 pub mod stamp;
