@@ -77,6 +77,32 @@ pub enum LossModel {
 }
 
 impl LossModel {
+    /// Check that every probability is one (0 to 1).
+    pub fn validate(&self) -> Result<(), LinkError> {
+        let prob = |name: &'static str, value: f64| {
+            if (0.0..=1.0).contains(&value) {
+                Ok(())
+            } else {
+                Err(LinkError::Probability { name, value })
+            }
+        };
+        match *self {
+            Self::None => Ok(()),
+            Self::Bernoulli { p } => prob("p", p),
+            Self::GilbertElliott {
+                p,
+                r,
+                loss_good,
+                loss_bad,
+            } => {
+                prob("p", p)?;
+                prob("r", r)?;
+                prob("loss_good", loss_good)?;
+                prob("loss_bad", loss_bad)
+            }
+        }
+    }
+
     /// The long-run share of frames lost.
     pub fn mean_loss(&self) -> f64 {
         match *self {
@@ -118,6 +144,29 @@ pub struct LinkParams {
     pub limit_packets: Option<u32>,
     /// Most bytes waiting; `None` = no limit.
     pub limit_bytes: Option<u64>,
+    /// What IPv4 frames (ethertype 0x0800) suffer beyond the above.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub v4: Option<FamilyImpair>,
+    /// What IPv6 frames (ethertype 0x86DD) suffer beyond the above.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub v6: Option<FamilyImpair>,
+}
+
+/// One family's impairment on top of a link's own: frames of that family, once
+/// serialized and past the link's own loss, take a second loss draw (from a random
+/// stream of their own) and arrive `delay` later.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct FamilyImpair {
+    /// Extra propagation delay.
+    #[serde(rename = "delay_ns", default)]
+    pub delay: Duration,
+    /// Extra random loss.
+    #[serde(default = "no_loss")]
+    pub loss: LossModel,
+}
+
+fn no_loss() -> LossModel {
+    LossModel::None
 }
 
 impl Default for LinkParams {
@@ -132,6 +181,8 @@ impl Default for LinkParams {
             loss: LossModel::None,
             limit_packets: Some(1000),
             limit_bytes: None,
+            v4: None,
+            v6: None,
         }
     }
 }
@@ -158,34 +209,19 @@ pub enum LinkError {
 impl LinkParams {
     /// Check the configuration.
     pub fn validate(&self) -> Result<(), LinkError> {
-        let prob = |name: &'static str, value: f64| {
-            if (0.0..=1.0).contains(&value) {
-                Ok(())
-            } else {
-                Err(LinkError::Probability { name, value })
-            }
-        };
-        match self.loss {
-            LossModel::None => {}
-            LossModel::Bernoulli { p } => prob("p", p)?,
-            LossModel::GilbertElliott {
-                p,
-                r,
-                loss_good,
-                loss_bad,
-            } => {
-                prob("p", p)?;
-                prob("r", r)?;
-                prob("loss_good", loss_good)?;
-                prob("loss_bad", loss_bad)?;
-            }
-        }
+        self.loss.validate()?;
         if self.limit_packets == Some(0) || self.limit_bytes == Some(0) {
             return Err(LinkError::ZeroLimit);
         }
         let minute = Duration::from_secs(60);
         if self.delay > minute || self.jitter > minute {
             return Err(LinkError::TooLong);
+        }
+        for f in self.v4.iter().chain(&self.v6) {
+            f.loss.validate()?;
+            if f.delay > minute {
+                return Err(LinkError::TooLong);
+            }
         }
         Ok(())
     }

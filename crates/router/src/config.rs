@@ -36,7 +36,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use qos::link::LinkParams;
+use qos::link::{FamilyImpair, LinkParams};
 use serde::{Deserialize, Serialize};
 use wire::ethernet;
 use wire::time::Duration;
@@ -66,6 +66,40 @@ pub struct Emulation {
     pub limit_packets: u32,
     /// Queue limit, bytes.
     pub limit_bytes: Option<u64>,
+    /// What IPv4 packets suffer beyond the above (none when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipv4: Option<FamilyEmulation>,
+    /// What IPv6 packets suffer beyond the above (none when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipv6: Option<FamilyEmulation>,
+}
+
+/// One family's impairment on top of the link's own ([`qos::link::FamilyImpair`]):
+/// `[interface.emulation.ipv6]` with `delay_ns = 2000000`, and a loss table
+/// `[interface.emulation.ipv6.loss]` as the link's.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FamilyEmulation {
+    /// Extra one-way delay, ns.
+    #[serde(default)]
+    pub delay_ns: u64,
+    /// Extra random loss.
+    #[serde(default = "no_loss", deserialize_with = "strict_loss")]
+    #[schemars(with = "LossModel")]
+    pub loss: LossModel,
+}
+
+fn no_loss() -> LossModel {
+    LossModel::None
+}
+
+impl FamilyEmulation {
+    fn impair(&self) -> FamilyImpair {
+        FamilyImpair {
+            delay: Duration::from_nanos(self.delay_ns),
+            loss: self.loss,
+        }
+    }
 }
 
 /// [`LossModel`] as a file writes it, where a key the model does not take (`q` for
@@ -116,6 +150,10 @@ pub struct RouterInterface {
     pub ipv6: String,
     /// IP MTU: larger packets get ICMP "fragmentation needed" / "packet too big".
     pub mtu: u32,
+    /// IPv6's MTU when it differs from `mtu` (which then holds for IPv4 only): larger
+    /// IPv6 packets get "packet too big" with this MTU (RFC 4443, RFC 8201).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu6: Option<u32>,
     /// What the router emulates when it sends on this interface.
     pub emulation: Emulation,
     /// The router's MAC on it, when not the interface's own: a lab gives the kernel's
@@ -185,8 +223,10 @@ pub struct CheckedConfig {
     pub ipv4: Vec<(Ipv4Addr, u8)>,
     /// The router's IPv6 address and prefix length on each.
     pub ipv6: Vec<(Ipv6Addr, u8)>,
-    /// IP MTU of each.
+    /// IP MTU of each (IPv4's, and IPv6's unless `mtu6` says otherwise).
     pub mtu: Vec<u32>,
+    /// IPv6's own MTU on each, when set.
+    pub mtu6: Vec<Option<u32>>,
     /// The MAC the router answers to on each, when not the interface's own.
     pub macs: Vec<Option<ethernet::Address>>,
     /// Each egress link, validated.
@@ -243,7 +283,8 @@ impl CheckedConfig {
         mac: ethernet::Address,
         kernel_mtu: Option<u32>,
     ) -> Result<Interface, ConfigError> {
-        let (name, mtu) = (&self.names[i], self.mtu[i]);
+        let (name, mtu6) = (&self.names[i], self.mtu6[i]);
+        let mtu = self.mtu[i].max(mtu6.unwrap_or(0));
         if let Some(kernel_mtu) = kernel_mtu.filter(|&k| k < mtu) {
             return Err(ConfigError(format!(
                 "{name}: the configured MTU {mtu} is above the interface's {kernel_mtu}: the kernel would refuse the larger frames"
@@ -254,7 +295,8 @@ impl CheckedConfig {
             mac,
             ipv4: Some(self.ipv4[i]),
             ipv6: Some(self.ipv6[i]),
-            mtu,
+            mtu: self.mtu[i],
+            mtu6,
         })
     }
 }
@@ -265,6 +307,7 @@ fn check(file: &RouterConfig) -> Result<CheckedConfig, String> {
         ipv4: Vec::new(),
         ipv6: Vec::new(),
         mtu: Vec::new(),
+        mtu6: Vec::new(),
         macs: Vec::new(),
         links: Vec::new(),
         routes: Vec::new(),
@@ -298,6 +341,13 @@ fn check(file: &RouterConfig) -> Result<CheckedConfig, String> {
             }
         }
         c.mtu.push(f.mtu);
+        if let Some(m) = f.mtu6.filter(|m| !(1280..=65535).contains(m)) {
+            return Err(format!(
+                "interface {}: mtu6 {m}: 1280 (IPv6's minimum) to 65535",
+                f.name
+            ));
+        }
+        c.mtu6.push(f.mtu6);
         c.macs.push(match &f.mac {
             None => None,
             Some(m) => Some(
@@ -314,6 +364,8 @@ fn check(file: &RouterConfig) -> Result<CheckedConfig, String> {
             loss: e.loss,
             limit_packets: Some(e.limit_packets),
             limit_bytes: e.limit_bytes,
+            v4: e.ipv4.as_ref().map(FamilyEmulation::impair),
+            v6: e.ipv6.as_ref().map(FamilyEmulation::impair),
         };
         params
             .validate()
@@ -459,6 +511,77 @@ mac = "02:64:70:00:01:01"
     }
 
     #[test]
+    fn per_family_impairments_and_mtu6_read_check_and_write_back() {
+        let text = ROUTER
+            .replacen("mtu = 1500\n\n", "mtu = 1500\nmtu6 = 1400\n\n", 1)
+            .replacen(
+                "loss_bad = 1.0\n",
+                "loss_bad = 1.0\n\n[interface.emulation.ipv4]\ndelay_ns = 0\n\n[interface.emulation.ipv4.loss]\nmodel = \"bernoulli\"\np = 0.01\n\n[interface.emulation.ipv6]\ndelay_ns = 2000000\n\n[interface.emulation.ipv6.loss]\nmodel = \"none\"\n",
+                1,
+            );
+        let c: RouterConfig = toml::from_str(&text).unwrap();
+        assert_eq!(c.interfaces[1].mtu6, Some(1400));
+        assert_eq!(c.interfaces[0].mtu6, None);
+        let e = &c.interfaces[1].emulation;
+        assert_eq!(
+            (
+                e.ipv4.as_ref().unwrap().loss,
+                e.ipv6.as_ref().unwrap().delay_ns
+            ),
+            (LossModel::Bernoulli { p: 0.01 }, 2_000_000)
+        );
+        assert_eq!(toml::to_string(&c).unwrap(), text);
+        let k = c.check().unwrap();
+        assert_eq!(k.mtu6, [None, Some(1400)]);
+        assert_eq!(
+            k.links[1].v6,
+            Some(FamilyImpair {
+                delay: Duration::from_millis(2),
+                loss: LossModel::None
+            })
+        );
+        assert_eq!(
+            k.links[1].v4.unwrap().loss,
+            LossModel::Bernoulli { p: 0.01 }
+        );
+        assert_eq!((k.links[0].v4, k.links[0].v6), (None, None));
+        let mac = ethernet::Address([2, 0x64, 0x70, 0, 2, 1]);
+        let f = k.interface(1, mac, Some(1500)).unwrap();
+        assert_eq!((f.mtu, f.mtu6, f.ipv6_mtu()), (1500, Some(1400), 1400));
+        // A key of its own may be left out; an unknown one is named; a bad one refused.
+        let short = "[interface.emulation.ipv6]\ndelay_ns = 5\n";
+        let f: FamilyEmulation = toml::from_str(&short[27..]).unwrap();
+        assert_eq!((f.delay_ns, f.loss), (5, LossModel::None));
+        let e = toml::from_str::<FamilyEmulation>("delay = 5\n").unwrap_err();
+        assert!(e.message().contains("unknown field `delay`"), "{e}");
+        let small = text.replace("mtu6 = 1400", "mtu6 = 1000");
+        let e = CheckedConfig::from_toml(&small).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "interface to-r2: mtu6 1000: 1280 (IPv6's minimum) to 65535"
+        );
+        let sure = text.replace(
+            "p = 0.01\n\n[interface.emulation.ipv6]",
+            "p = 1.5\n\n[interface.emulation.ipv6]",
+        );
+        let e = CheckedConfig::from_toml(&sure).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "interface to-r2: loss: p = 1.5 is not a probability (0 to 1)"
+        );
+        // IPv6's larger MTU must fit the kernel's too.
+        let big = text.replace("mtu6 = 1400", "mtu6 = 9000");
+        let e = CheckedConfig::from_toml(&big)
+            .unwrap()
+            .interface(1, mac, Some(1500))
+            .unwrap_err();
+        assert!(
+            e.to_string().starts_with("to-r2: the configured MTU 9000"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn unknown_keys_are_refused() {
         let bad = ROUTER.replace("seed = 2", "seed = 2\nspeed = 3");
         assert!(toml::from_str::<RouterConfig>(&bad).is_err());
@@ -589,6 +712,7 @@ mac = "02:64:70:00:01:01"
                 ipv4: Some((Ipv4Addr::new(198, 18, 2, 1), 24)),
                 ipv6: Some(("2001:2:0:2::1".parse().unwrap(), 64)),
                 mtu: 1500,
+                mtu6: None,
             }
         );
         // The kernel's MTU unknown: the configured one is taken.

@@ -43,8 +43,17 @@ pub struct Interface {
     pub ipv4: Option<(Ipv4Addr, u8)>,
     /// Its IPv6 address and prefix length.
     pub ipv6: Option<(Ipv6Addr, u8)>,
-    /// IP MTU: the largest IP packet it sends.
+    /// IP MTU: the largest IP packet it sends (IPv6's too, unless `mtu6` is set).
     pub mtu: u32,
+    /// IPv6's own MTU, when it differs: the largest IPv6 packet it sends.
+    pub mtu6: Option<u32>,
+}
+
+impl Interface {
+    /// The largest IPv6 packet it sends.
+    pub fn ipv6_mtu(&self) -> u32 {
+        self.mtu6.unwrap_or(self.mtu)
+    }
 }
 
 /// A route: packets to `prefix/len` leave on `iface` toward `via` (or straight to their
@@ -193,7 +202,7 @@ impl Forwarder {
     ) -> Result<Self, ForwardError> {
         let mut all = Vec::new();
         for (i, f) in ifaces.iter().enumerate() {
-            if f.mtu < 1280 {
+            if f.mtu < 1280 || f.mtu6.is_some_and(|m| m < 1280) {
                 return Err(ForwardError::Mtu(f.name.clone()));
             }
             if let Some((a, len)) = f.ipv4 {
@@ -645,9 +654,9 @@ impl Forwarder {
             return Decision::Drop;
         };
         let out = route.iface;
-        if packet.len() > self.ifaces[out].mtu as usize {
+        if packet.len() > self.ifaces[out].ipv6_mtu() as usize {
             self.stats[iface].too_big += 1;
-            let mtu = self.ifaces[out].mtu;
+            let mtu = self.ifaces[out].ipv6_mtu();
             let reply = self.ifaces[iface]
                 .ipv6
                 .and_then(|(me, _)| icmp::v6_packet_too_big(me, mtu, packet));
@@ -676,6 +685,11 @@ mod tests {
 
     /// sender —(iface 0)— router —(iface 1)— next router, with routes beyond it.
     fn router(mtu1: u32) -> Forwarder {
+        router_mtus(mtu1, None)
+    }
+
+    /// As `router`, with IPv6's own MTU on interface 1.
+    fn router_mtus(mtu1: u32, mtu6: Option<u32>) -> Forwarder {
         let ifaces = vec![
             Interface {
                 name: "to-sender".into(),
@@ -683,6 +697,7 @@ mod tests {
                 ipv4: Some((v4([198, 18, 1, 2]), 24)),
                 ipv6: Some((v6("2001:2:0:1::2"), 64)),
                 mtu: 1500,
+                mtu6: None,
             },
             Interface {
                 name: "to-r2".into(),
@@ -690,6 +705,7 @@ mod tests {
                 ipv4: Some((v4([198, 18, 3, 1]), 24)),
                 ipv6: Some((v6("2001:2:0:3::1"), 64)),
                 mtu: mtu1,
+                mtu6,
             },
         ];
         let routes = vec![
@@ -943,6 +959,35 @@ mod tests {
                 .iface,
             1
         );
+    }
+
+    #[test]
+    fn ipv6_packet_too_big_uses_mtu6_and_ipv4_keeps_mtu() {
+        let mut r = router_mtus(1500, Some(1400));
+        // 1401 bytes of IPv6: too big, and the ICMPv6 error names 1400 (RFC 4443 §3.2).
+        let pkt = udp6(v6("2001:2:0:4::2"), 64, 1401 - ipv6::HEADER_LEN);
+        let out = r
+            .handle_frame(0, &frame(R0, EtherType::Ipv6, &pkt, 0))
+            .unwrap();
+        let f = ethernet::Frame::new_checked(&out.frame[..]).unwrap();
+        let ip = ipv6::Packet::new_checked(f.payload()).unwrap();
+        let icmp = icmp::v6::Packet::new_checked(ip.payload()).unwrap();
+        assert_eq!(
+            (out.iface, icmp.msg_type(), icmp.mtu()),
+            (0, icmp::v6::TYPE_PACKET_TOO_BIG, 1400)
+        );
+        // 1400 bytes of IPv6 go, and so do 1500 bytes of IPv4 with DF.
+        let pkt = udp6(v6("2001:2:0:4::2"), 64, 1400 - ipv6::HEADER_LEN);
+        let out = r.handle_frame(0, &frame(R0, EtherType::Ipv6, &pkt, 0));
+        assert_eq!(out.unwrap().iface, 1);
+        let pkt = udp4(v4([198, 18, 4, 2]), 64, 1500 - ipv4::HEADER_LEN, true);
+        let out = r.handle_frame(0, &frame(R0, EtherType::Ipv4, &pkt, 0));
+        assert_eq!(out.unwrap().iface, 1);
+        assert_eq!(r.stats()[0].too_big, 1);
+        // An IPv6 MTU below IPv6's minimum is refused.
+        let mut ifaces = vec![router(1500).ifaces[1].clone()];
+        ifaces[0].mtu6 = Some(1279);
+        assert!(Forwarder::new(ifaces, vec![], vec![]).is_err());
     }
 
     #[test]
@@ -1260,6 +1305,7 @@ mod tests {
                 ipv4: Some((v4([198, 18, 0, 1]), 15)),
                 ipv6: None,
                 mtu: 1500,
+                mtu6: None,
             }],
             vec![],
             vec![],
