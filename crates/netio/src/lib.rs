@@ -80,6 +80,11 @@
 //!   `max_frame_len`, `ring_frames`, `take_error` (`SO_ERROR`), and
 //!   `stats()` (`PACKET_STATISTICS`, reset by the kernel on every read).
 //!
+//! **Path MTU** ([`pmtu`], on any socket's fd): `set_dont_fragment(fd)`: DF at every
+//! size, the cached path MTU ignored (`IP_PMTUDISC_PROBE`, `IPV6_PMTUDISC_PROBE` +
+//! `IPV6_DONTFRAG`), so a datagram above the route's MTU fails with `EMSGSIZE`
+//! (`is_too_big`); `path_mtu(fd)`: `IP_MTU` / `IPV6_MTU` of a connected socket.
+//!
 //! **Poll** ([`poll`]): `poll_readable(fds, timeout_ns) -> Vec<bool>`:
 //! `poll(2)` for `POLLIN` (errors and hang-ups count as readable), ns
 //! rounded up to ms, `None` = forever; `EINTR` = all `false`.
@@ -136,6 +141,7 @@ pub mod ethtool;
 mod marking;
 pub mod netns;
 pub mod packet;
+pub mod pmtu;
 pub mod poll;
 pub mod process;
 pub mod rlimit;
