@@ -93,8 +93,8 @@ mod tests {
     fn path_mtu_of_a_connected_loopback_socket_is_65535_over_ipv4_and_65536_over_ipv6() {
         // The port needs no listener: connect only picks the route. Loopback's MTU is
         // 65,536; IPv4 caps it at its largest packet, 65,535 (IP_MAX_MTU).
-        assert_eq!(path_mtu(&connected("127.0.0.1:9")).unwrap(), 65535);
-        assert_eq!(path_mtu(&connected("[::1]:9")).unwrap(), 65536);
+        assert_eq!(path_mtu(connected("127.0.0.1:9")).unwrap(), 65535);
+        assert_eq!(path_mtu(connected("[::1]:9")).unwrap(), 65536);
         let unconnected = UdpSocket::bind("127.0.0.1:0".parse().unwrap(), false).unwrap();
         assert_eq!(
             path_mtu(&unconnected).unwrap_err().raw_os_error(),
@@ -119,6 +119,6 @@ mod tests {
         assert_eq!(df.send(&big[..65_000]).unwrap(), 65_000);
         assert!(!is_too_big(&io::Error::from_raw_os_error(libc::EAGAIN)));
         // IPv4 sockets take the option too.
-        set_dont_fragment(&connected("127.0.0.1:9")).unwrap();
+        set_dont_fragment(connected("127.0.0.1:9")).unwrap();
     }
 }
