@@ -242,6 +242,7 @@ pub fn target(plan: &Plan, plan_path: &Path, env: Option<&Env>) -> Result<Locate
             let hosts = Hosts::new(plan.hosts.clone(), keys);
             return Ok((Target::Hosts(hosts), None));
         }
+        crate::plan::Target::Peer => return peer_target(plan, plan_path, env),
     };
     let beside = plan_path.parent().unwrap_or(Path::new(".")).join(file);
     let path = if beside.is_file() {
@@ -263,6 +264,24 @@ pub fn target(plan: &Plan, plan_path: &Path, env: Option<&Env>) -> Result<Locate
     })?;
     let place = Place::of_lab(&t).map_err(|message| TargetError::Place { path, message })?;
     Ok((Target::Local(place), Some((t, text))))
+}
+
+/// A peer plan's far end, and with `env` its key ([`crate::plan::peer::read_key`]).
+fn peer_target(plan: &Plan, plan_path: &Path, env: Option<&Env>) -> Result<Located, TargetError> {
+    let Some(peer) = plan.peer.clone() else {
+        unreachable!("a peer plan parses with its [peer]")
+    };
+    let key = match env {
+        Some(env) => {
+            let dir = plan_path.parent().unwrap_or(Path::new("."));
+            crate::plan::peer::read_key(&peer, dir, env).map_err(|source| TargetError::Keys {
+                plan: plan_path.to_owned(),
+                source,
+            })?
+        }
+        None => None,
+    };
+    Ok((Target::Peer(peer, key), None))
 }
 
 #[cfg(test)]

@@ -32,6 +32,10 @@ pub fn document(plan: &Plan, target: &Target) -> DryRun {
                     dest: place.dest(r.family),
                     args: plan.measured_args(p),
                 },
+                Target::Peer(peer, _) => DrySend::Local {
+                    dest: peer.addr(r.family).ip().to_string(),
+                    args: peer_args(plan, peer, p),
+                },
             };
             let background = p
                 .background
@@ -88,6 +92,9 @@ pub fn text(plan: &Plan, target: &Target) -> String {
             .collect::<Vec<_>>()
             .join(" ")
     };
+    if let Target::Peer(peer, _) = target {
+        s.push_str(&format!("far end: {}\n", peer.describe()));
+    }
     if let Target::Hosts(hosts) = target {
         s.push_str("hosts (each runs `dualperf agent`; nothing is started on them):\n");
         let width = hosts.hosts.keys().map(String::len).max().unwrap_or(0);
@@ -113,6 +120,12 @@ pub fn text(plan: &Plan, target: &Target) -> String {
                 place.dest(r.family),
                 quoted(plan.measured_args(p))
             )),
+            Target::Peer(peer, _) => s.push_str(&format!(
+                "{}  dualperf send {} {}\n",
+                r.id,
+                peer.addr(r.family).ip(),
+                quoted(peer_args(plan, peer, p))
+            )),
         }
         for (node, file) in &p.qos {
             s.push_str(&format!("    router {node}: qos {file}\n"));
@@ -134,6 +147,7 @@ pub fn text(plan: &Plan, target: &Target) -> String {
                         )
                     ));
                 }
+                Target::Peer(..) => {}
                 Target::Local(place) => {
                     let lab = matches!(place, Place::Lab { .. });
                     let (from, to) = if b.from_sender {
@@ -156,6 +170,13 @@ pub fn text(plan: &Plan, target: &Target) -> String {
         }
     }
     s
+}
+
+/// A peer plan's send arguments after the destination: its port, then the flow's.
+fn peer_args(plan: &Plan, peer: &crate::plan::peer::Peer, p: &crate::plan::Point) -> Vec<String> {
+    let mut args = vec!["--port".to_owned(), peer.port.to_string()];
+    args.extend(crate::plan::peer::send_args(plan, peer, p));
+    args
 }
 
 /// `dualperf send --from AGENT DEST --port PORT ARGS` of a flow between two hosts, as

@@ -203,6 +203,9 @@ pub trait Executor {
         argv: &[String],
         hold: bool,
     ) -> Result<Box<dyn Sender>, RunError>;
+    /// A peer plan's far end's key, which its senders hand on (`DUALPERF_KEY`); told
+    /// before the first sender starts.
+    fn peer_key(&mut self, _key: Option<&crate::hosts::Key>) {}
 }
 
 /// A started sender.
@@ -236,6 +239,7 @@ pub struct Finished {
 pub struct Processes {
     exe: PathBuf,
     receiver: Option<Receiver>,
+    key: Option<crate::hosts::Key>,
 }
 
 impl Processes {
@@ -244,6 +248,7 @@ impl Processes {
         Self {
             exe,
             receiver: None,
+            key: None,
         }
     }
 }
@@ -270,7 +275,14 @@ impl Executor for Processes {
         hold: bool,
     ) -> Result<Box<dyn Sender>, RunError> {
         let mut cmd = local_sender(&self.exe, place, argv);
+        if let Some(k) = &self.key {
+            cmd.env(crate::hosts::KEY_ENV, k.expose());
+        }
         Ok(Box::new(Output::spawn(&mut cmd, &self.exe, "send", hold)?))
+    }
+
+    fn peer_key(&mut self, key: Option<&crate::hosts::Key>) {
+        self.key = key.cloned();
     }
 }
 

@@ -5,6 +5,9 @@
 //! ([`Target::Hosts`]) nothing is started on them: their agents receive, and each flow
 //! is a local `dualperf send --from AGENT DEST` that has the sending host's agent send
 //! it; the plan starts by asking every agent for its clock (`dualperf clock --peer`).
+//! Against one far end ([`Target::Peer`], `dualperf compare HOST`) nothing is started
+//! either: each run is `dualperf send ADDR --port P` from here (`--reverse` when the far
+//! end's agent sends, `--stamp` to a reflector).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -32,6 +35,8 @@ pub enum Target {
     /// Between the agents of real hosts (`target = "hosts"`), which the runner only
     /// drives: each flow is a local `dualperf send --from`.
     Hosts(Hosts),
+    /// From here to one far end (`target = "peer"`), with its key.
+    Peer(crate::plan::peer::Peer, Option<crate::hosts::Key>),
 }
 
 /// How to measure.
@@ -80,6 +85,10 @@ pub fn execute(
         Target::Hosts(hosts) => {
             ask_hosts(plan, store, &config.exe, hosts)?;
             0
+        }
+        Target::Peer(peer, key) => {
+            executor.peer_key(key.as_ref());
+            peer.port
         }
     };
     // A plan's own STAMP reflector, in the receiver's place, for the whole plan.
@@ -179,6 +188,7 @@ impl<'a> Job<'a> {
             match &fg {
                 Foreground::Hosts(inv) => Ok(Box::new(spawn_send(&config.exe, inv, hold)?)),
                 Foreground::Local(place, argv) => executor.start_sender(place, argv, hold),
+                Foreground::Peer(argv) => executor.start_sender(&Place::Loopback, argv, hold),
             }
         };
         let held_fg = if held { Some(spawn_fg(true)?) } else { None };
@@ -318,6 +328,11 @@ impl<'a> Job<'a> {
                         .map_err(failed)?;
                     spawn_send(&config.exe, &inv, true)?
                 }
+                Target::Peer(..) => {
+                    return Err(failed(
+                        "a peer plan measures one flow at a time: no background flows".into(),
+                    ))
+                }
                 Target::Local(main) => {
                     let bg_place = main.background().ok_or_else(|| {
                         failed("background flows need lab nodes named 'bg-a' and 'bg-b'".into())
@@ -384,6 +399,19 @@ impl<'a> Job<'a> {
                 let argv = send_argv(None, place.dest(run.family), port, args, duration_ns, false);
                 (argv.clone(), Foreground::Local(place, argv))
             }
+            Target::Peer(peer, _) => {
+                let args = crate::plan::peer::send_args(plan, peer, point);
+                let dest = peer.addr(run.family);
+                let argv = send_argv(
+                    None,
+                    dest.ip().to_string(),
+                    dest.port(),
+                    args,
+                    duration_ns,
+                    false,
+                );
+                (argv.clone(), Foreground::Peer(argv))
+            }
         })
     }
 
@@ -398,7 +426,7 @@ impl<'a> Job<'a> {
                         .map(|s| (node.clone(), s))
                 })
                 .collect(),
-            Target::Local(Place::Loopback) | Target::Hosts(_) => BTreeMap::new(),
+            Target::Local(Place::Loopback) | Target::Hosts(_) | Target::Peer(..) => BTreeMap::new(),
         }
     }
 }
@@ -542,6 +570,8 @@ enum Foreground<'a> {
     Hosts(Invocation),
     /// `dualperf send` here or in the lab's sender node.
     Local(&'a Place, Vec<String>),
+    /// `dualperf send` here, to a peer plan's far end.
+    Peer(Vec<String>),
 }
 
 #[cfg(test)]

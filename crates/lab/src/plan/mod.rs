@@ -57,6 +57,7 @@ use toml::Spanned;
 
 use crate::tables::{parse_table, TableSpec, Vocabulary};
 
+pub mod peer;
 pub(crate) mod point;
 pub mod select;
 
@@ -109,6 +110,8 @@ pub enum Target {
     Lab(String),
     /// Between the agents of [`Plan::hosts`].
     Hosts,
+    /// From here to the far end of [`Plan::peer`] ([`peer`]).
+    Peer,
 }
 
 impl Target {
@@ -125,7 +128,7 @@ impl Target {
         match self {
             Self::Loopback => results::doctor::Scope::Loopback,
             Self::Lab(_) => results::doctor::Scope::Lab,
-            Self::Hosts => results::doctor::Scope::Hosts,
+            Self::Hosts | Self::Peer => results::doctor::Scope::Hosts,
         }
     }
 }
@@ -137,6 +140,7 @@ impl std::str::FromStr for Target {
         match s {
             "loopback" => Ok(Self::Loopback),
             "hosts" => Ok(Self::Hosts),
+            "peer" => Ok(Self::Peer),
             _ => match s.strip_prefix("lab:") {
                 Some(path) if !path.trim().is_empty() => Ok(Self::Lab(path.to_owned())),
                 _ => Err(()),
@@ -151,6 +155,7 @@ impl std::fmt::Display for Target {
             Self::Loopback => f.write_str("loopback"),
             Self::Lab(path) => write!(f, "lab:{path}"),
             Self::Hosts => f.write_str("hosts"),
+            Self::Peer => f.write_str("peer"),
         }
     }
 }
@@ -159,8 +164,9 @@ impl TryFrom<String> for Target {
     type Error = String;
 
     fn try_from(s: String) -> Result<Self, String> {
-        s.parse()
-            .map_err(|()| format!("target '{s}': \"loopback\", \"lab:TOPOLOGY.toml\" or \"hosts\""))
+        s.parse().map_err(|()| {
+            format!("target '{s}': \"loopback\", \"lab:TOPOLOGY.toml\", \"hosts\" or \"peer\"")
+        })
     }
 }
 
@@ -204,6 +210,8 @@ struct PlanFile {
     hosts: Option<BTreeMap<String, Spanned<crate::hosts::HostFile>>>,
     #[serde(default)]
     stamp: Option<Spanned<StampFile>>,
+    #[serde(default)]
+    peer: Option<Spanned<peer::PeerFile>>,
 }
 
 /// `[stamp]`: the measured flows are STAMP sessions (RFC 8762) to a Session-Reflector
@@ -282,6 +290,9 @@ pub struct Plan {
     /// `[stamp]`: the measured flows are STAMP sessions to this reflector.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stamp: Option<StampTarget>,
+    /// `target = "peer"`: the far end (`[peer]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<peer::Peer>,
     /// The points.
     pub points: Vec<Point>,
     /// The families measured, from the `ip` factor.
@@ -328,6 +339,11 @@ impl Plan {
                 .and_then(|t| line_at(text, t.span().start)),
         )?;
         let declared = declared.as_ref();
+        let target_line = file
+            .target
+            .as_ref()
+            .and_then(|t| line_at(text, t.span().start));
+        let peer = peer::parse(text, file.peer.as_ref(), &target, target_line)?;
         let quick_file = if quick { file.quick.as_ref() } else { None };
         let (repetitions, duration) = lengths(text, &file, quick_file)?;
         let base = BaseFlow::parse(text, file.flow.as_ref(), declared)?;
@@ -342,7 +358,13 @@ impl Plan {
         let factors_table = quick_file
             .and_then(|q| q.factors.as_ref())
             .or(file.factors.as_ref());
-        let (families, factors) = parse_factors(text, factors_table)?;
+        let (families, mut factors) = parse_factors(text, factors_table)?;
+        let directions = peer::take_direction(
+            text,
+            &mut factors,
+            factors_table.map(|t| t.span()),
+            peer.as_ref(),
+        )?;
         let mut points = sweep(text, &base, &factors, factors_table)?;
         for p in &file.points {
             points.push(extra_point(text, p, &base, declared)?);
@@ -351,13 +373,14 @@ impl Plan {
             // No sweep and no extra point: the base flow alone.
             points.push(base.point("flow".into(), BTreeMap::new(), base.settings.clone()));
         }
+        let mut points = peer::cross(points, &directions);
         if let Some(declared) = declared {
             points.iter_mut().for_each(crate::hosts::resolve);
             crate::hosts::check_families(declared, &points, &families)?;
         }
         check_counts(&points, &families, repetitions)?;
         let tables = parse_tables(text, &file.tables, &points, vocabulary, quick)?;
-        let stamp = parse_stamp(text, file.stamp, &target)?;
+        let stamp = parse_stamp(text, file.stamp, &target)?.or_else(|| peer::stamp(peer.as_ref()));
         let runs = order_runs(
             points.len(),
             &families,
@@ -376,6 +399,7 @@ impl Plan {
             target,
             hosts: declared.map(|d| d.hosts.clone()).unwrap_or_default(),
             stamp,
+            peer,
             points,
             families,
             runs,
@@ -510,7 +534,7 @@ fn parse_target(text: &str, target: Option<&Spanned<String>>) -> Result<Target, 
         PlanError::at(
             line_at(text, t.span().start),
             format!(
-                "target '{}': \"loopback\", \"lab:TOPOLOGY.toml\" (a topology file, relative to the plan) or \"hosts\" (with [hosts])",
+                "target '{}': \"loopback\", \"lab:TOPOLOGY.toml\" (a topology file, relative to the plan), \"hosts\" (with [hosts]) or \"peer\" (with [peer])",
                 t.get_ref()
             ),
         )
@@ -950,6 +974,12 @@ fn parse_stamp(
         return Err(PlanError::at(
             line_at(text, st.span().start),
             "[stamp] needs a loopback or lab target: across hosts the agents are the receivers",
+        ));
+    }
+    if *target == Target::Peer {
+        return Err(PlanError::at(
+            line_at(text, st.span().start),
+            "[stamp] with target = \"peer\": say far_end = \"stamp\" and the reflector's port in [peer]",
         ));
     }
     let st = st.into_inner();

@@ -14,14 +14,24 @@ pub struct Selection {
     pub factors: Vec<(String, toml::Value)>,
     /// Groups of extra points (`[[points]] group = "VoIP"`) to leave out.
     pub leave_out_groups: Vec<String>,
-    /// The target to set (`lab:PATH`), if any.
+    /// The target to set (`lab:PATH`, `peer`), if any.
     pub target: Option<String>,
+    /// Keys to set, each a dotted path from the top (`peer` a table, `quick.duration`).
+    pub set: Vec<(String, toml::Value)>,
+    /// Split every `[[tables]]` entry into one per value of this factor (its `where`
+    /// holding the value, its title naming it): `("direction", [("forward", "here →
+    /// receiver"), …])`.
+    pub tables_by: Option<(String, Vec<(String, String)>)>,
 }
 
 impl Selection {
     /// Whether it changes nothing.
     pub fn is_empty(&self) -> bool {
-        self.factors.is_empty() && self.leave_out_groups.is_empty() && self.target.is_none()
+        self.factors.is_empty()
+            && self.leave_out_groups.is_empty()
+            && self.target.is_none()
+            && self.set.is_empty()
+            && self.tables_by.is_none()
     }
 
     /// `text` changed: unchanged (with its comments) when the selection is empty. A lab
@@ -48,6 +58,12 @@ impl Selection {
                 !group.is_some_and(|g| self.leave_out_groups.iter().any(|l| l == g))
             });
         }
+        for (path, value) in &self.set {
+            set_path(&mut doc, path, value.clone())?;
+        }
+        if let Some((factor, values)) = &self.tables_by {
+            split_tables(&mut doc, factor, values);
+        }
         match &self.target {
             Some(t) => {
                 doc.insert("target".into(), toml::Value::String(t.clone()));
@@ -71,6 +87,53 @@ impl Selection {
         }
         toml::to_string(&doc).map_err(|e| e.to_string())
     }
+}
+
+/// `value` at the dotted `path` of `doc`, tables made on the way.
+fn set_path(doc: &mut toml::Table, path: &str, value: toml::Value) -> Result<(), String> {
+    let mut parts: Vec<&str> = path.split('.').collect();
+    let last = parts.pop().unwrap_or_default();
+    let mut at = doc;
+    for p in parts {
+        let entry = at
+            .entry(p.to_owned())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        at = entry
+            .as_table_mut()
+            .ok_or_else(|| format!("{p} is not a table"))?;
+    }
+    at.insert(last.to_owned(), value);
+    Ok(())
+}
+
+/// Every `[[tables]]` entry once per value of `factor`, value by value: `where` holds
+/// the value, and the title ends with its text.
+fn split_tables(doc: &mut toml::Table, factor: &str, values: &[(String, String)]) {
+    let Some(toml::Value::Array(tables)) = doc.get("tables") else {
+        return;
+    };
+    let mut out = Vec::new();
+    for (value, text) in values {
+        for t in tables {
+            let mut t = t.clone();
+            if let Some(table) = t.as_table_mut() {
+                let title = table
+                    .get("title")
+                    .and_then(toml::Value::as_str)
+                    .unwrap_or("");
+                let title = format!("{title}, {text}");
+                table.insert("title".into(), toml::Value::String(title));
+                let w = table
+                    .entry("where")
+                    .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+                if let Some(w) = w.as_table_mut() {
+                    w.insert(factor.to_owned(), toml::Value::String(value.clone()));
+                }
+            }
+            out.push(t);
+        }
+    }
+    doc.insert("tables".into(), toml::Value::Array(out));
 }
 
 #[cfg(test)]
@@ -116,6 +179,7 @@ factors = { protocol = ["udp", "tcp"], size = [64] }
             )],
             leave_out_groups: vec!["Games".into()],
             target: Some("lab:topologies/two-hop.toml".into()),
+            ..Selection::default()
         };
         let text = s.apply(PLAN, None).unwrap();
         let plan = crate::plan::Plan::parse(&text, false).unwrap();
@@ -136,5 +200,56 @@ factors = { protocol = ["udp", "tcp"], size = [64] }
             "{:?}",
             quick.points[0]
         );
+    }
+
+    #[test]
+    fn a_peer_selection_sets_the_far_end_and_splits_the_tables_by_direction() {
+        let plan = format!("{PLAN}\n[[tables]]\ntitle = \"Loss\"\nmetrics = [\"loss\"]\n");
+        let peer: toml::Table = toml::from_str(
+            "v4 = \"198.18.4.2\"\nv6 = \"2001:2:0:4::2\"\nfar_end = \"agent\"\nname = \"receiver\"",
+        )
+        .unwrap();
+        let s = Selection {
+            factors: vec![(
+                "direction".into(),
+                toml::Value::Array(vec!["forward".into(), "reverse".into()]),
+            )],
+            target: Some("peer".into()),
+            set: vec![
+                ("peer".into(), toml::Value::Table(peer)),
+                ("quick.duration".into(), "100ms".into()),
+            ],
+            tables_by: Some((
+                "direction".into(),
+                vec![
+                    ("forward".into(), "here → receiver".into()),
+                    ("reverse".into(), "receiver → here".into()),
+                ],
+            )),
+            ..Selection::default()
+        };
+        let text = s.apply(&plan, None).unwrap();
+        let p = crate::plan::Plan::parse(&text, true).unwrap();
+        assert_eq!(p.duration, wire::time::Duration::from_millis(100));
+        assert_eq!(
+            p.peer
+                .as_ref()
+                .map(|p| (p.name.as_deref(), p.v4.to_string())),
+            Some((Some("receiver"), "198.18.4.2".into()))
+        );
+        let titles: Vec<(&str, &str)> = p
+            .tables
+            .iter()
+            .map(|t| (t.title.as_str(), t.select["direction"].as_str()))
+            .collect();
+        assert_eq!(
+            titles,
+            [
+                ("Loss, here → receiver", "forward"),
+                ("Loss, receiver → here", "reverse")
+            ]
+        );
+        // quick: 2 protocols × 1 size × 2 directions + 2 extra points × 2 directions.
+        assert_eq!(p.points.len(), 8);
     }
 }

@@ -1,0 +1,472 @@
+//! `target = "peer"`: this host against one far end, over both of its addresses, which
+//! is what `dualperf compare HOST` runs (and saves, literals and all, so `dualperf run
+//! DIR/plan.toml --resume` measures the same addresses).
+//!
+//! ```toml
+//! target = "peer"
+//!
+//! [peer]
+//! name = "receiver"                # as given (recorded; the addresses are what is used)
+//! v4 = "198.18.4.2"                # the far end's IPv4 address
+//! v6 = "2001:2:0:4::2"             # and its IPv6 address
+//! port = 4646                      # default 4646 (862 with far_end = "stamp")
+//! key_env = "DUALPERF_KEY"         # or key_file = "agent.key" (relative to the plan)
+//! far_end = "agent"                # agent | recv | stamp
+//!
+//! [factors]
+//! direction = ["forward", "reverse"]   # with far_end = "agent" only
+//! ```
+//!
+//! The flows go from here to the far end (`dualperf send ADDR --port P`); with the
+//! runner-owned factor `direction`, a `reverse` point has the far end's agent send to us
+//! (`--reverse`). Every point, sweep and extra alike, then runs in each direction, and
+//! the direction is one of its factors (`direction=reverse` in its id), so the verdict
+//! layer pairs the families within each direction and tables split by it
+//! (`where = { direction = "reverse" }`). `far_end = "recv"` measures forward only, and
+//! `far_end = "stamp"` sends STAMP sessions (RFC 8762) to any Session-Reflector there:
+//! each run gives the round trip and both one-way views.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+use super::point::{key_line, PlanError};
+use super::{Factor, Point, StampTarget, Target};
+use crate::hosts::{KeySource, DEFAULT_AGENT_PORT};
+
+/// The runner-owned factor that runs each point in both directions.
+pub const DIRECTION: &str = "direction";
+
+/// What answers at the far end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum FarEnd {
+    /// `dualperf agent`: receives, and sends to us on request (`--reverse`).
+    Agent,
+    /// `dualperf recv`: receives only (forward only).
+    Recv,
+    /// A STAMP Session-Reflector (RFC 8762): `send --stamp`.
+    Stamp,
+}
+
+impl FarEnd {
+    /// Its name in plans.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Agent => "agent",
+            Self::Recv => "recv",
+            Self::Stamp => "stamp",
+        }
+    }
+}
+
+/// The far end of a peer plan.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Peer {
+    /// The name it was given by, when it was given one (recorded, not looked up again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Its IPv4 address.
+    pub v4: Ipv4Addr,
+    /// Its IPv6 address.
+    pub v6: Ipv6Addr,
+    /// Its port (UDP and TCP; a reflector's UDP port).
+    pub port: u16,
+    /// Where its key comes from; `None`: it wants none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<KeySource>,
+    /// What answers there.
+    pub far_end: FarEnd,
+}
+
+impl Peer {
+    /// Its address in runs of `family`.
+    pub fn addr(&self, family: u8) -> SocketAddr {
+        let ip = match family {
+            4 => IpAddr::V4(self.v4),
+            _ => IpAddr::V6(self.v6),
+        };
+        SocketAddr::new(ip, self.port)
+    }
+
+    /// How `--dry-run` and compare show it.
+    pub fn describe(&self) -> String {
+        let name = self
+            .name
+            .as_ref()
+            .map_or(String::new(), |n| format!("{n}: "));
+        format!(
+            "{name}IPv4 {}, IPv6 {}, port {}, {}",
+            self.v4,
+            self.v6,
+            self.port,
+            match self.far_end {
+                FarEnd::Agent => "dualperf agent (both directions)",
+                FarEnd::Recv => "dualperf recv (forward only)",
+                FarEnd::Stamp => "a STAMP Session-Reflector (round trip and each direction)",
+            }
+        )
+    }
+}
+
+/// `[peer]` as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PeerFile {
+    #[serde(default)]
+    name: Option<String>,
+    v4: Spanned<String>,
+    v6: Spanned<String>,
+    #[serde(default)]
+    port: Option<Spanned<u16>>,
+    #[serde(default)]
+    key_file: Option<Spanned<String>>,
+    #[serde(default)]
+    key_env: Option<Spanned<String>>,
+    #[serde(default)]
+    far_end: Option<FarEnd>,
+}
+
+/// `[peer]`: required by `target = "peer"`, a mistake with any other target.
+pub(crate) fn parse(
+    text: &str,
+    file: Option<&Spanned<PeerFile>>,
+    target: &Target,
+    target_line: Option<usize>,
+) -> Result<Option<Peer>, PlanError> {
+    let line = |offset: usize| Some(wire::span::line_at(text, offset));
+    let Some(spanned) = file else {
+        if *target == Target::Peer {
+            return Err(PlanError::at(
+                target_line,
+                "target = \"peer\" needs a [peer] table (v4, v6, far_end)",
+            ));
+        }
+        return Ok(None);
+    };
+    if *target != Target::Peer {
+        return Err(PlanError::at(
+            line(spanned.span().start),
+            "[peer] needs target = \"peer\"",
+        ));
+    }
+    let f = spanned.get_ref();
+    let v4 = f.v4.get_ref().parse::<Ipv4Addr>().map_err(|_| {
+        PlanError::at(
+            line(f.v4.span().start),
+            format!("peer v4 '{}' is not an IPv4 address", f.v4.get_ref()),
+        )
+    })?;
+    let v6 = f.v6.get_ref().parse::<Ipv6Addr>().map_err(|_| {
+        PlanError::at(
+            line(f.v6.span().start),
+            format!(
+                "peer v6 '{}' is not an IPv6 address (no brackets, no zone)",
+                f.v6.get_ref()
+            ),
+        )
+    })?;
+    let far_end = f.far_end.unwrap_or(FarEnd::Agent);
+    let port = match &f.port {
+        None if far_end == FarEnd::Stamp => wire::stamp::DEFAULT_PORT,
+        None => DEFAULT_AGENT_PORT,
+        Some(p) if *p.get_ref() == 0 => {
+            return Err(PlanError::at(
+                line(p.span().start),
+                "peer port must be 1 to 65535",
+            ))
+        }
+        Some(p) => *p.get_ref(),
+    };
+    let key = match (&f.key_file, &f.key_env) {
+        (Some(_), Some(e)) => {
+            return Err(PlanError::at(
+                line(e.span().start),
+                "peer: key_file or key_env, not both",
+            ))
+        }
+        (Some(k), None) => Some(KeySource::File(k.get_ref().clone())),
+        (None, Some(e)) if e.get_ref().is_empty() || e.get_ref().contains(['=', '\0']) => {
+            return Err(PlanError::at(
+                line(e.span().start),
+                format!(
+                    "peer: key_env '{}' is not an environment variable's name",
+                    e.get_ref()
+                ),
+            ))
+        }
+        (None, Some(e)) => Some(KeySource::Env(e.get_ref().clone())),
+        (None, None) => None,
+    };
+    Ok(Some(Peer {
+        name: f.name.clone(),
+        v4,
+        v6,
+        port,
+        key,
+        far_end,
+    }))
+}
+
+/// A STAMP far end's reflector, as the runner's `[stamp]` sends to it.
+pub(crate) fn stamp(peer: Option<&Peer>) -> Option<StampTarget> {
+    peer.filter(|p| p.far_end == FarEnd::Stamp)
+        .map(|p| StampTarget {
+            port: p.port,
+            reflectors: Vec::new(),
+        })
+}
+
+/// The `direction` factor taken out of the sweep (it is not a send option): its values
+/// and its line, checked against the far end.
+pub(crate) fn take_direction(
+    text: &str,
+    factors: &mut Vec<Factor>,
+    factors_span: Option<std::ops::Range<usize>>,
+    peer: Option<&Peer>,
+) -> Result<Vec<String>, PlanError> {
+    let Some(i) = factors.iter().position(|(k, _, _)| k == DIRECTION) else {
+        return Ok(Vec::new());
+    };
+    let (_, values, line) = factors.remove(i);
+    let line = line.or_else(|| factors_span.and_then(|s| key_line(text, s, DIRECTION)));
+    match peer.map(|p| p.far_end) {
+        Some(FarEnd::Agent) => {}
+        Some(other) => {
+            return Err(PlanError::at(
+                line,
+                format!(
+                    "direction needs far_end = \"agent\": a {} far end only receives",
+                    other.name()
+                ),
+            ))
+        }
+        None => {
+            return Err(PlanError::at(
+                line,
+                "direction is the runner's: it needs target = \"peer\" with far_end = \"agent\"",
+            ))
+        }
+    }
+    let mut out: Vec<String> = Vec::new();
+    for v in values {
+        match v.as_deref() {
+            Some(d @ ("forward" | "reverse")) if !out.iter().any(|o| o == d) => out.push(d.into()),
+            Some("forward" | "reverse") => {}
+            _ => {
+                return Err(PlanError::at(
+                    line,
+                    "direction takes \"forward\" and/or \"reverse\"",
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Every point once in each direction, in turn (a point's directions side by side, so
+/// slow drifts fall on both): `direction` among its factors, and in its id (a swept
+/// point's id lists its factors in name order; an extra point's label gets its
+/// direction after it).
+pub(crate) fn cross(points: Vec<Point>, directions: &[String]) -> Vec<Point> {
+    if directions.is_empty() {
+        return points;
+    }
+    let mut out = Vec::with_capacity(points.len() * directions.len());
+    for p in points {
+        let swept = !p.factors.contains_key("point");
+        for d in directions {
+            let mut q = p.clone();
+            q.factors.insert(DIRECTION.into(), d.clone());
+            q.id = if swept {
+                q.factors
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            } else {
+                format!("{} {DIRECTION}={d}", p.id)
+            };
+            out.push(q);
+        }
+    }
+    out
+}
+
+/// Whether a point runs in reverse (the far end's agent sends to us).
+pub fn is_reverse(point: &Point) -> bool {
+    point.factors.get(DIRECTION).map(String::as_str) == Some("reverse")
+}
+
+/// The measured flow's `send` options toward the far end at `point`: a STAMP far end's
+/// `--stamp --cdf` (the flow options, no interval), else the measured options, `--cdf`,
+/// and `--reverse` for a reverse point.
+pub fn send_args(plan: &super::Plan, peer: &Peer, point: &Point) -> Vec<String> {
+    let mut args = if peer.far_end == FarEnd::Stamp {
+        let mut a = plan.flow_args(point);
+        a.push("--stamp".into());
+        a
+    } else {
+        plan.measured_args(point)
+    };
+    args.push("--cdf".into());
+    if is_reverse(point) {
+        args.push("--reverse".into());
+    }
+    args
+}
+
+/// The peer's key, read as a hosts plan's are ([`crate::hosts::read_keys`]).
+pub fn read_key(
+    peer: &Peer,
+    plan_dir: &std::path::Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<crate::hosts::Key>, crate::hosts::KeyError> {
+    let host = crate::hosts::Host {
+        agent: None,
+        agent4: Some(peer.v4),
+        agent6: Some(peer.v6),
+        port: peer.port,
+        key: peer.key.clone(),
+    };
+    let name = peer.name.clone().unwrap_or_else(|| "peer".into());
+    let mut keys = crate::hosts::read_keys(&BTreeMap::from([(name.clone(), host)]), plan_dir, env)?;
+    Ok(keys.remove(&name))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::plan::{Plan, Target};
+
+    const PEER: &str = r#"version = 1
+name = "p"
+duration = "100ms"
+repetitions = 2
+target = "peer"
+
+[peer]
+name = "receiver"
+v4 = "198.18.4.2"
+v6 = "2001:2:0:4::2"
+key_env = "DUALPERF_KEY"
+far_end = "agent"
+
+[flow]
+udp = true
+
+[factors]
+size = [64]
+direction = ["forward", "reverse"]
+
+[[points]]
+label = "VoIP"
+voip = "g711.1"
+
+[[tables]]
+title = "Loss, reverse"
+where = { direction = "reverse" }
+metrics = ["loss"]
+"#;
+
+    #[test]
+    fn peer_target_plan_round_trips_with_literals() {
+        let plan = Plan::parse(PEER, false).unwrap();
+        assert_eq!(plan.target, Target::Peer);
+        let peer = plan.peer.clone().unwrap();
+        assert_eq!(
+            peer,
+            super::Peer {
+                name: Some("receiver".into()),
+                v4: "198.18.4.2".parse().unwrap(),
+                v6: "2001:2:0:4::2".parse().unwrap(),
+                port: 4646,
+                key: Some(crate::hosts::KeySource::Env("DUALPERF_KEY".into())),
+                far_end: super::FarEnd::Agent,
+            }
+        );
+        let ids: Vec<&str> = plan.points.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "direction=forward,size=64",
+                "direction=reverse,size=64",
+                "VoIP direction=forward",
+                "VoIP direction=reverse"
+            ]
+        );
+        assert_eq!(plan.runs.len(), 4 * 2 * 2);
+        let reverse = &plan.points[1];
+        assert_eq!(
+            super::send_args(&plan, &peer, reverse)
+                .iter()
+                .filter(|a| a.starts_with("--"))
+                .cloned()
+                .collect::<Vec<_>>(),
+            ["--udp", "--size", "--seed", "--cdf", "--reverse"]
+        );
+        assert!(!super::send_args(&plan, &peer, &plan.points[0]).contains(&"--reverse".into()));
+        assert_eq!(peer.addr(6).to_string(), "[2001:2:0:4::2]:4646");
+        // The plan as saved (resolved.json) reads back the same.
+        let json = serde_json::to_string(&plan).unwrap();
+        assert_eq!(serde_json::from_str::<Plan>(&json).unwrap(), plan);
+        // A STAMP far end: port 862 by default, STAMP flows.
+        let stamp = PEER
+            .replace("far_end = \"agent\"", "far_end = \"stamp\"")
+            .replace("direction = [\"forward\", \"reverse\"]\n", "")
+            .replace("where = { direction = \"reverse\" }\n", "");
+        let plan = Plan::parse(&stamp, false).unwrap();
+        assert_eq!(
+            plan.stamp.as_ref().map(|s| (s.port, s.reflectors.len())),
+            Some((862, 0))
+        );
+        let args = super::send_args(&plan, plan.peer.as_ref().unwrap(), &plan.points[0]);
+        assert!(args.contains(&"--stamp".into()), "{args:?}");
+    }
+
+    #[test]
+    fn direction_factor_needs_a_peer_agent_target() {
+        let recv = PEER.replace("far_end = \"agent\"", "far_end = \"recv\"");
+        let e = Plan::parse(&recv, false).unwrap_err();
+        assert_eq!(
+            (e.line, e.message.as_str()),
+            (
+                Some(19),
+                "direction needs far_end = \"agent\": a recv far end only receives"
+            )
+        );
+        let loopback = "version = 1\nname = \"l\"\nduration = \"1s\"\n\n[factors]\ndirection = [\"reverse\"]\n";
+        let e = Plan::parse(loopback, false).unwrap_err();
+        assert_eq!(
+            (e.line, e.message.as_str()),
+            (
+                Some(6),
+                "direction is the runner's: it needs target = \"peer\" with far_end = \"agent\""
+            )
+        );
+        let bad = PEER.replace("\"forward\", \"reverse\"", "\"sideways\"");
+        assert_eq!(
+            Plan::parse(&bad, false).unwrap_err().message,
+            "direction takes \"forward\" and/or \"reverse\""
+        );
+        // [peer] belongs to target = "peer", which needs it.
+        let e = Plan::parse(&PEER.replace("target = \"peer\"\n", ""), false).unwrap_err();
+        assert_eq!(
+            (e.line, e.message.as_str()),
+            (Some(6), "[peer] needs target = \"peer\"")
+        );
+        let e = Plan::parse(
+            "version = 1\nname = \"n\"\nduration = \"1s\"\ntarget = \"peer\"\n",
+            false,
+        )
+        .unwrap_err();
+        assert_eq!(e.line, Some(4));
+        let e = Plan::parse(&PEER.replace("198.18.4.2", "receiver"), false).unwrap_err();
+        assert_eq!(
+            (e.line, e.message.as_str()),
+            (Some(9), "peer v4 'receiver' is not an IPv4 address")
+        );
+    }
+}
