@@ -6,6 +6,7 @@
 //!  enqueue ─► [ queue: limit packets / bytes ] ─► serializer ─► loss? ─► delay ± jitter ─► dequeue
 //!                 tail drop                        rate_bps        Bernoulli      uniform
 //!                                                                  Gilbert–Elliott
+//!                                            (+ v4 / v6: the family's own loss? and delay)
 //! ```
 //!
 //! **Serialization.** A frame of `L` bytes occupies the link for
@@ -38,6 +39,16 @@
 //! exceeds the gap between frames, a frame drawn early waits for the one ahead, and
 //! delays lean toward `delay + jitter` (a running maximum); the configured statistics
 //! hold only for frames spaced more than twice the jitter apart.
+//!
+//! **Per family.** `v4` and `v6` add an impairment to one family's frames only (by
+//! the frame's ethertype, 0x0800 or 0x86DD, past one VLAN tag): after serialization
+//! such a frame takes a second loss draw, from a ChaCha stream of that family's own
+//! (the link's seed, stream = the ethertype), made for every serialized frame of the
+//! family and no other, so which IPv4 frames are lost does not depend on the IPv6
+//! traffic beside them; and it arrives the family's `delay` later than the link alone
+//! would deliver it. Each family then travels in a lane of its own, in order within
+//! the lane, and [`Link::dequeue`] takes the earliest arrival at a lane's head: an
+//! IPv4 frame may overtake an IPv6 one delayed more, as on two paths.
 //!
 //! The queue limit bounds frames *waiting*; frames in propagation are not limited
 //! (at most rate × delay of them, as on a real wire).
@@ -290,29 +301,83 @@ pub struct Link {
     queued_bytes: u64,
     /// When the serializer is free again.
     busy_until: Instant,
-    /// Serialized and not lost, in arrival order at the far end.
-    in_flight: VecDeque<(Instant, Vec<u8>)>,
-    /// Arrival time of the last frame put in flight (no reordering).
+    /// Serialized and not lost, each lane in arrival order at the far end: lane 0 for
+    /// frames of a family without an impairment of its own, 1 for IPv4's and 2 for
+    /// IPv6's when they have one. Each holds (arrival, order put in flight, frame).
+    lanes: [VecDeque<(Instant, u64, Vec<u8>)>; 3],
+    /// Frames put in flight so far (ties between lanes go to the one sent first).
+    sent_order: u64,
+    /// Arrival time of the last frame put in flight, before any family's extra delay
+    /// (no reordering within a lane).
     last_arrival: Instant,
     bad_state: bool,
     rng: ChaCha8Rng,
+    /// IPv4's and IPv6's own impairments.
+    overlays: [Option<Overlay>; 2],
     stats: LinkStats,
     queue_delay: Histogram,
+}
+
+/// One family's impairment as it runs: its own random stream and loss state, so the
+/// draws for one family's frames depend only on that family's frames.
+struct Overlay {
+    impair: FamilyImpair,
+    bad_state: bool,
+    rng: ChaCha8Rng,
+}
+
+impl Overlay {
+    /// `impair` for the family whose ethertype is `ethertype`, seeded from the link's
+    /// `seed` on a ChaCha stream of the family's own.
+    fn new(impair: FamilyImpair, seed: u64, ethertype: u16) -> Self {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        rng.set_stream(u64::from(ethertype));
+        Self {
+            impair,
+            bad_state: false,
+            rng,
+        }
+    }
+}
+
+/// IPv4 = 0, IPv6 = 1 (the index of [`Link`]'s overlays), from an Ethernet frame's
+/// ethertype, looking past one 802.1Q or 802.1ad tag; `None` for anything else.
+pub fn frame_family(frame: &[u8]) -> Option<usize> {
+    let ethertype = |at: usize| {
+        frame
+            .get(at..at + 2)
+            .map(|b| u16::from_be_bytes([b[0], b[1]]))
+    };
+    let mut t = ethertype(12)?;
+    if t == 0x8100 || t == 0x88a8 {
+        t = ethertype(16)?;
+    }
+    match t {
+        0x0800 => Some(0),
+        0x86dd => Some(1),
+        _ => None,
+    }
 }
 
 impl Link {
     /// A link with `params`, its randomness seeded with `seed`.
     pub fn new(params: LinkParams, seed: u64) -> Result<Self, LinkError> {
         params.validate()?;
+        let overlays = [
+            params.v4.map(|f| Overlay::new(f, seed, 0x0800)),
+            params.v6.map(|f| Overlay::new(f, seed, 0x86dd)),
+        ];
         Ok(Self {
             params,
             queue: VecDeque::new(),
             queued_bytes: 0,
             busy_until: Instant::ZERO,
-            in_flight: VecDeque::new(),
+            lanes: Default::default(),
+            sent_order: 0,
             last_arrival: Instant::ZERO,
             bad_state: false,
             rng: ChaCha8Rng::seed_from_u64(seed),
+            overlays,
             stats: LinkStats::default(),
             queue_delay: Histogram::default(),
         })
@@ -359,8 +424,8 @@ impl Link {
     /// The next frame that has reached the far end by `now`.
     pub fn dequeue(&mut self, now: Instant) -> Option<Vec<u8>> {
         self.advance(now);
-        if self.in_flight.front().is_some_and(|(at, _)| *at <= now) {
-            let (_, frame) = self.in_flight.pop_front()?;
+        let lane = self.next_lane().filter(|&(at, _)| at <= now)?.1;
+        if let Some((_, _, frame)) = self.lanes[lane].pop_front() {
             self.stats.sent_packets += 1;
             self.stats.sent_bytes += frame.len() as u64;
             return Some(frame);
@@ -379,10 +444,12 @@ impl Link {
         let transparent = p.rate_bps == 0
             && p.delay == Duration::ZERO
             && p.jitter == Duration::ZERO
-            && p.loss == LossModel::None;
+            && p.loss == LossModel::None
+            && p.v4.is_none()
+            && p.v6.is_none();
         if !transparent
             || !self.queue.is_empty()
-            || !self.in_flight.is_empty()
+            || self.in_flight_packets() > 0
             || p.limit_bytes.is_some_and(|l| len as u64 > l)
             || self.busy_until > now
             || self.last_arrival > now
@@ -404,7 +471,7 @@ impl Link {
     /// When the next frame arrives at the far end or the next serialization starts;
     /// `None` when the link is empty.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let arrival = self.in_flight.front().map(|(at, _)| *at);
+        let arrival = self.next_lane().map(|(at, _)| at);
         let start = self.queue.front().map(|w| w.arrival.max(self.busy_until));
         match (arrival, start) {
             (Some(a), Some(s)) => Some(a.min(s)),
@@ -426,7 +493,16 @@ impl Link {
 
     /// Frames on the wire or in propagation.
     pub fn in_flight_packets(&self) -> usize {
-        self.in_flight.len()
+        self.lanes.iter().map(VecDeque::len).sum()
+    }
+
+    /// The earliest arrival at the head of a lane, and that lane (at equal times, the
+    /// frame put in flight first).
+    fn next_lane(&self) -> Option<(Instant, usize)> {
+        (0..self.lanes.len())
+            .filter_map(|i| self.lanes[i].front().map(|(at, n, _)| (*at, *n, i)))
+            .min()
+            .map(|(at, _, i)| (at, i))
     }
 
     /// The counters, with the queueing-delay percentiles as of now.
@@ -451,33 +527,26 @@ impl Link {
                 .record(start.saturating_duration_since(w.arrival).as_nanos());
             let finish = start + self.params.tx_time(w.frame.len());
             self.busy_until = finish;
-            if self.lost() {
+            // The family's own draw comes first and for every frame of the family, so
+            // its stream follows that family's frames alone.
+            let overlay =
+                frame_family(&w.frame).and_then(|f| Some(f).zip(self.overlays[f].as_mut()));
+            let (lane, extra, family_lost) = match overlay {
+                Some((f, o)) => (
+                    f + 1,
+                    o.impair.delay,
+                    lost(o.impair.loss, &mut o.bad_state, &mut o.rng),
+                ),
+                None => (0, Duration::ZERO, false),
+            };
+            if lost(self.params.loss, &mut self.bad_state, &mut self.rng) || family_lost {
                 self.stats.dropped_random_loss += 1;
                 continue;
             }
             let at = (finish + self.propagation()).max(self.last_arrival);
             self.last_arrival = at;
-            self.in_flight.push_back((at, w.frame));
-        }
-    }
-
-    fn lost(&mut self) -> bool {
-        match self.params.loss {
-            LossModel::None => false,
-            LossModel::Bernoulli { p } => self.rng.gen::<f64>() < p,
-            LossModel::GilbertElliott {
-                p,
-                r,
-                loss_good,
-                loss_bad,
-            } => {
-                let flip = if self.bad_state { r } else { p };
-                if self.rng.gen::<f64>() < flip {
-                    self.bad_state = !self.bad_state;
-                }
-                let loss = if self.bad_state { loss_bad } else { loss_good };
-                self.rng.gen::<f64>() < loss
-            }
+            self.lanes[lane].push_back((at + extra, self.sent_order, w.frame));
+            self.sent_order += 1;
         }
     }
 
@@ -489,6 +558,27 @@ impl Link {
         }
         let offset = self.rng.gen_range(-jitter..=jitter);
         Duration::from_nanos((delay + offset).max(0) as u64)
+    }
+}
+
+/// One loss draw of `model`, in Gilbert–Elliott's chain state `bad_state`.
+fn lost(model: LossModel, bad_state: &mut bool, rng: &mut ChaCha8Rng) -> bool {
+    match model {
+        LossModel::None => false,
+        LossModel::Bernoulli { p } => rng.gen::<f64>() < p,
+        LossModel::GilbertElliott {
+            p,
+            r,
+            loss_good,
+            loss_bad,
+        } => {
+            let flip = if *bad_state { r } else { p };
+            if rng.gen::<f64>() < flip {
+                *bad_state = !*bad_state;
+            }
+            let loss = if *bad_state { loss_bad } else { loss_good };
+            rng.gen::<f64>() < loss
+        }
     }
 }
 
@@ -827,10 +917,262 @@ mod tests {
                 loss: LossModel::Bernoulli { p: 0.0 },
                 ..LinkParams::default()
             },
+            LinkParams {
+                v6: Some(FamilyImpair {
+                    delay: Duration::ZERO,
+                    loss: LossModel::None,
+                }),
+                ..LinkParams::default()
+            },
         ] {
             let mut l = Link::new(p, 1).unwrap();
             assert!(!l.pass(100, t(0)));
             assert_eq!(l.stats().offered_packets, 0);
         }
+    }
+
+    /// An Ethernet frame of `len` bytes with `ethertype`, its sequence number at 14..22.
+    fn eth(ethertype: u16, seq: u64, len: usize) -> Vec<u8> {
+        let mut f = vec![0u8; len];
+        f[12..14].copy_from_slice(&ethertype.to_be_bytes());
+        f[14..22].copy_from_slice(&seq.to_be_bytes());
+        f
+    }
+
+    fn seq(f: &[u8]) -> u64 {
+        u64::from_be_bytes(f[14..22].try_into().unwrap())
+    }
+
+    fn only(family: &str, impair: FamilyImpair, base: LinkParams) -> LinkParams {
+        match family {
+            "v4" => LinkParams {
+                v4: Some(impair),
+                ..base
+            },
+            _ => LinkParams {
+                v6: Some(impair),
+                ..base
+            },
+        }
+    }
+
+    #[test]
+    fn a_frame_s_family_is_its_ethertype_past_one_vlan_tag() {
+        assert_eq!(frame_family(&eth(0x0800, 0, 64)), Some(0));
+        assert_eq!(frame_family(&eth(0x86dd, 0, 64)), Some(1));
+        assert_eq!(frame_family(&eth(0x0806, 0, 64)), None, "ARP");
+        let mut tagged = eth(0x8100, 0, 64);
+        tagged[16..18].copy_from_slice(&0x86ddu16.to_be_bytes());
+        assert_eq!(frame_family(&tagged), Some(1));
+        assert_eq!(frame_family(&tagged[..17]), None, "cut in the tag");
+        assert_eq!(frame_family(&[0; 13]), None);
+    }
+
+    #[test]
+    fn ipv6_only_delay_delays_ipv6_frames_only_and_keeps_each_family_fifo() {
+        // 10 Mbit/s, 1 ms of propagation for all, 2 ms more for IPv6: a burst of eight
+        // 1000-byte frames at t = 0, IPv4 and IPv6 in turn, leaves every 0.8 ms; IPv4
+        // arrives 1 ms after its last bit, IPv6 3 ms after.
+        let params = only(
+            "v6",
+            FamilyImpair {
+                delay: Duration::from_millis(2),
+                loss: LossModel::None,
+            },
+            LinkParams {
+                delay: Duration::from_millis(1),
+                ..ten_mbit()
+            },
+        );
+        let mut link = Link::new(params, 1).unwrap();
+        for i in 0..8u64 {
+            let ethertype = if i % 2 == 0 { 0x0800 } else { 0x86dd };
+            assert_eq!(link.enqueue(eth(ethertype, i, 1000), t(0)), Verdict::Queued);
+        }
+        let out: Vec<(u64, u64)> = run(&mut link)
+            .into_iter()
+            .map(|(at, f)| (seq(&f), at))
+            .collect();
+        assert_eq!(
+            out,
+            [
+                (0, 1_800_000),
+                (2, 3_400_000),
+                (1, 4_600_000),
+                (4, 5_000_000),
+                (3, 6_200_000),
+                (6, 6_600_000),
+                (5, 7_800_000),
+                (7, 9_400_000),
+            ]
+        );
+        // Polled every 50 µs instead of from event to event: the same arrivals.
+        let mut again = Link::new(link.params().clone(), 1).unwrap();
+        for i in 0..8u64 {
+            let ethertype = if i % 2 == 0 { 0x0800 } else { 0x86dd };
+            again.enqueue(eth(ethertype, i, 1000), t(0));
+        }
+        let mut fine = Vec::new();
+        for step in 0..=200u64 {
+            while let Some(f) = again.dequeue(t(step * 50_000)) {
+                fine.push((seq(&f), step * 50_000));
+            }
+        }
+        assert_eq!(fine, out);
+        // IPv4 only: the same frames, the other way round.
+        let params = only(
+            "v4",
+            FamilyImpair {
+                delay: Duration::from_millis(2),
+                loss: LossModel::None,
+            },
+            ten_mbit(),
+        );
+        let mut link = Link::new(params, 1).unwrap();
+        link.enqueue(eth(0x0800, 0, 1000), t(0));
+        link.enqueue(eth(0x86dd, 1, 1000), t(0));
+        link.enqueue(eth(0x0806, 2, 1000), t(0));
+        let out: Vec<(u64, u64)> = run(&mut link)
+            .into_iter()
+            .map(|(at, f)| (seq(&f), at))
+            .collect();
+        assert_eq!(out, [(1, 1_600_000), (2, 2_400_000), (0, 2_800_000)]);
+    }
+
+    #[test]
+    fn ipv6_delay_with_jitter_keeps_each_family_in_order() {
+        let params = only(
+            "v6",
+            FamilyImpair {
+                delay: Duration::from_millis(2),
+                loss: LossModel::None,
+            },
+            LinkParams {
+                delay: Duration::from_millis(5),
+                jitter: Duration::from_millis(5),
+                ..LinkParams::default()
+            },
+        );
+        let mut link = Link::new(params, 5).unwrap();
+        for i in 0..1000u64 {
+            let ethertype = if i % 3 == 0 { 0x86dd } else { 0x0800 };
+            link.enqueue(eth(ethertype, i, 64), t(i * 100_000));
+        }
+        let out = run(&mut link);
+        assert_eq!(out.len(), 1000);
+        for family in [0x0800u16, 0x86dd] {
+            let seqs: Vec<u64> = out
+                .iter()
+                .filter(|(_, f)| f[12..14] == family.to_be_bytes())
+                .map(|(_, f)| seq(f))
+                .collect();
+            assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{family:x}");
+        }
+        assert!(out.windows(2).all(|w| w[0].0 <= w[1].0));
+        // Some IPv4 frame overtook an IPv6 one: the families are separate lanes.
+        let order: Vec<u64> = out.iter().map(|(_, f)| seq(f)).collect();
+        assert!(order.windows(2).any(|w| w[0] > w[1]));
+    }
+
+    #[test]
+    fn per_family_loss_draws_do_not_depend_on_the_other_familys_traffic() {
+        // 1 % IPv4 loss and 5 % IPv6 loss, no queue limit. Run A carries 20,000 IPv4
+        // frames; run B the same with three IPv6 frames after each. IPv4 loses the very
+        // same frames in both.
+        let params = LinkParams {
+            limit_packets: None,
+            v4: Some(FamilyImpair {
+                delay: Duration::ZERO,
+                loss: LossModel::Bernoulli { p: 0.01 },
+            }),
+            v6: Some(FamilyImpair {
+                delay: Duration::ZERO,
+                loss: LossModel::Bernoulli { p: 0.05 },
+            }),
+            ..LinkParams::default()
+        };
+        let delivered = |with_v6: bool| {
+            let mut link = Link::new(params.clone(), 9).unwrap();
+            let (mut v4, mut v6) = (Vec::new(), 0u64);
+            for i in 0..20_000u64 {
+                link.enqueue(eth(0x0800, i, 64), t(i * 1000));
+                if with_v6 {
+                    for k in 0..3 {
+                        link.enqueue(eth(0x86dd, i, 64), t(i * 1000 + k));
+                    }
+                }
+                while let Some(f) = link.dequeue(t(i * 1000 + 3)) {
+                    if f[12..14] == [0x08, 0x00] {
+                        v4.push(seq(&f));
+                    } else {
+                        v6 += 1;
+                    }
+                }
+            }
+            (v4, v6, link.stats())
+        };
+        let (a, a6, sa) = delivered(false);
+        let (b, b6, sb) = delivered(true);
+        assert_eq!(a, b);
+        // Exact for seed 9: 216 of 20,000 IPv4 frames lost (1.08 %), and 2,939 of
+        // 60,000 IPv6 ones (4.90 %).
+        assert_eq!((20_000 - a.len(), a6), (216, 0));
+        assert_eq!(60_000 - b6, 2_939);
+        assert_eq!(sa.dropped_random_loss, 216);
+        assert_eq!(sb.dropped_random_loss, 216 + 2_939);
+        // Without IPv6's own loss, no IPv6 frame is lost.
+        let v4_only = LinkParams {
+            v6: None,
+            ..params.clone()
+        };
+        let mut link = Link::new(v4_only, 9).unwrap();
+        for i in 0..2000u64 {
+            link.enqueue(eth(0x86dd, i, 64), t(i));
+        }
+        assert_eq!(run(&mut link).len(), 2000);
+    }
+
+    #[test]
+    fn per_family_impairments_are_checked_and_skipped_in_json_when_absent() {
+        let bad = LinkParams {
+            v4: Some(FamilyImpair {
+                delay: Duration::ZERO,
+                loss: LossModel::Bernoulli { p: 2.0 },
+            }),
+            ..LinkParams::default()
+        };
+        assert_eq!(
+            bad.validate(),
+            Err(LinkError::Probability {
+                name: "p",
+                value: 2.0
+            })
+        );
+        let long = LinkParams {
+            v6: Some(FamilyImpair {
+                delay: Duration::from_secs(61),
+                loss: LossModel::None,
+            }),
+            ..LinkParams::default()
+        };
+        assert_eq!(long.validate(), Err(LinkError::TooLong));
+        let json = serde_json::to_value(LinkParams::default()).unwrap();
+        assert!(
+            json.get("v4").is_none() && json.get("v6").is_none(),
+            "{json}"
+        );
+        let with = LinkParams {
+            v6: Some(FamilyImpair {
+                delay: Duration::from_millis(2),
+                loss: LossModel::None,
+            }),
+            ..LinkParams::default()
+        };
+        let json = serde_json::to_value(&with).unwrap();
+        assert_eq!(
+            json["v6"],
+            serde_json::json!({"delay_ns": 2_000_000, "loss": {"model": "none"}})
+        );
+        assert_eq!(serde_json::from_value::<LinkParams>(json).unwrap(), with);
     }
 }
