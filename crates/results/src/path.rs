@@ -533,6 +533,103 @@ pub fn payload_for(family: Family, ip_bytes: u32) -> u32 {
     ip_bytes.saturating_sub(family.udp_overhead())
 }
 
+/// The TTL / hop limit, DSCP (AF41, RFC 2597), ECN (ECT(0), RFC 3168) and IPv6 flow label
+/// the probe flow is sent with.
+pub const PROBE_TTL: u8 = 64;
+/// See [`PROBE_TTL`].
+pub const PROBE_DSCP: u8 = 34;
+/// See [`PROBE_TTL`].
+pub const PROBE_FLOW_LABEL: u32 = 0x2dd41;
+/// Packets of the probe flow.
+pub const PROBE_PACKETS: u64 = 20;
+/// Packets of each DPLPMTUD probe size: a size crossed when the far end received any.
+pub const LADDER_PACKETS: u64 = 3;
+/// Sizes of DPLPMTUD's refinement round.
+pub const REFINE_SIZES: u32 = 8;
+
+/// The probe flow of one family and direction, whose received TTL / hop limit and
+/// marking give [`hops`] and [`marking`]: UDP, [`PROBE_PACKETS`] × 64 bytes at 100
+/// packets/s, one-way meter, TTL 64, DSCP AF41, ECT(0), and on IPv6 flow label
+/// [`PROBE_FLOW_LABEL`].
+pub fn probe_flow(family: Family) -> traffic::FlowSpec {
+    use wire::ds::{Dscp, Ecn};
+    traffic::FlowSpec {
+        rate: traffic::Rate::MilliPps(100_000),
+        size_bytes: 64,
+        stop: traffic::StopSpec {
+            count: Some(PROBE_PACKETS),
+            duration: None,
+            bytes: None,
+        },
+        marking: traffic::MarkingSpec {
+            dscp: Dscp::new(PROBE_DSCP),
+            ecn: Some(Ecn::Ect0),
+            ttl: Some(PROBE_TTL),
+            flow_label: (family == Family::Ipv6).then_some(PROBE_FLOW_LABEL),
+        },
+        label: "path probe".into(),
+        ..traffic::FlowSpec::default()
+    }
+}
+
+/// DPLPMTUD's probe flows, one per IP size: UDP with Don't Fragment, [`LADDER_PACKETS`]
+/// packets each at 100 packets/s, the payload that makes a packet of that size.
+pub fn ladder_flows(family: Family, ip_sizes: &[u32]) -> Vec<traffic::FlowSpec> {
+    ip_sizes
+        .iter()
+        .map(|&ip| traffic::FlowSpec {
+            rate: traffic::Rate::MilliPps(100_000),
+            size_bytes: payload_for(family, ip),
+            stop: traffic::StopSpec {
+                count: Some(LADDER_PACKETS),
+                duration: None,
+                bytes: None,
+            },
+            dont_fragment: true,
+            label: format!("pmtu {ip}"),
+            ..traffic::FlowSpec::default()
+        })
+        .collect()
+}
+
+/// A bulk TCP flow of `duration`, whose goodput at the far end is the direction's
+/// capacity (as iperf3 measures it).
+pub fn capacity_flow(duration: std::time::Duration) -> traffic::FlowSpec {
+    traffic::FlowSpec {
+        protocol: wire::control::Protocol::Tcp,
+        size_bytes: 128 * 1024,
+        stop: traffic::StopSpec::after(wire::time::Duration::from_nanos(
+            u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX),
+        )),
+        bulk: true,
+        unpaced: true,
+        label: "capacity".into(),
+        ..traffic::FlowSpec::default()
+    }
+}
+
+impl Ladder {
+    /// Records a round: `flows` are the outcomes of [`ladder_flows`]`(sizes)`, in order;
+    /// a size crossed when the far end received at least one of its packets.
+    pub fn record_round(&mut self, sizes: &[u32], flows: &[FlowOutcome]) {
+        for (&ip, f) in sizes.iter().zip(flows) {
+            let got = f.received.as_ref().map_or(0, |r| r.packets);
+            self.record(ip, got > 0);
+        }
+    }
+}
+
+/// The capacity of a direction from a [`capacity_flow`]'s outcome: the far end's goodput.
+pub fn capacity(flow: &FlowOutcome, how: &str) -> Fact<Capacity> {
+    match flow.received.as_ref().and_then(|r| r.bitrate_bps) {
+        Some(bps) if bps > 0.0 => Fact::Measured(Capacity {
+            bps,
+            how: how.into(),
+        }),
+        _ => Fact::not("the capacity transfer delivered nothing"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -769,5 +866,75 @@ mod tests {
         );
         let back: PathFacts = serde_json::from_str(&json).unwrap();
         assert_eq!(back, facts);
+    }
+
+    fn outcome(
+        spec: traffic::FlowSpec,
+        received: Option<(u64, Marking, Option<f64>)>,
+    ) -> FlowOutcome {
+        let sent = crate::send::SenderFlow::empty();
+        let mut o = FlowOutcome::assemble(0, &spec, sent, None, None, false, false);
+        o.received = received.map(|(packets, marking, bitrate_bps)| meter::FlowSummary {
+            packets,
+            marking,
+            bitrate_bps,
+            ..meter::FlowMeter::new(0).summary(None)
+        });
+        o
+    }
+
+    #[test]
+    fn probe_flows_and_rounds_read_into_facts() {
+        let p = probe_flow(Family::Ipv6);
+        assert_eq!(p.marking.tos(), Some(0x8a));
+        assert_eq!(
+            (p.marking.ttl, p.marking.flow_label),
+            (Some(64), Some(0x2dd41))
+        );
+        assert_eq!((p.size_bytes, p.stop.count), (64, Some(20)));
+        assert_eq!(probe_flow(Family::Ipv4).marking.flow_label, None);
+        let sizes = [1280, 1400, 1500];
+        let flows = ladder_flows(Family::Ipv6, &sizes);
+        let payloads: Vec<u32> = flows.iter().map(|f| f.size_bytes).collect();
+        assert_eq!(payloads, [1232, 1352, 1452]);
+        assert!(flows
+            .iter()
+            .all(|f| f.dont_fragment && f.stop.count == Some(3)));
+        // 1280 and 1400 crossed (one of three is enough), 1500 did not.
+        let got = |n| Some((n, Marking::default(), None));
+        let outcomes: Vec<FlowOutcome> = flows
+            .into_iter()
+            .zip([got(3), got(1), got(0)])
+            .map(|(f, r)| outcome(f, r))
+            .collect();
+        let mut l = Ladder::new(Family::Ipv6, 1500);
+        l.record_round(&sizes, &outcomes);
+        assert_eq!(l.bounds(), (Some(1400), Some(1500)));
+        // The probe flow: two routers, AF41 bleached to 0, ECT(0) kept, label kept.
+        let seen6 = seen(&[(2, 20)], &[(62, 20)], &[(0x2dd41, 20)]);
+        let (h, m) = probe_direction(&outcome(probe_flow(Family::Ipv6), Some((20, seen6, None))));
+        assert_eq!(h.measured().unwrap().hops, 2);
+        let m = m.measured().unwrap().clone();
+        assert_eq!(
+            (m.dscp.verdict, m.ecn.verdict, m.flow_label.unwrap().verdict),
+            (
+                MarkVerdict::Bleached,
+                MarkVerdict::Intact,
+                MarkVerdict::Intact
+            )
+        );
+        let (h, _) = probe_direction(&outcome(probe_flow(Family::Ipv4), got(0)));
+        assert_eq!(h, Fact::not("none of the probe flow's packets arrived"));
+        let cap = outcome(
+            capacity_flow(std::time::Duration::from_secs(1)),
+            Some((9, Marking::default(), Some(9.4e8))),
+        );
+        assert_eq!(
+            capacity(&cap, "tcp 1s"),
+            Fact::Measured(Capacity {
+                bps: 9.4e8,
+                how: "tcp 1s".into()
+            })
+        );
     }
 }

@@ -51,6 +51,10 @@ pub struct SentStats {
     /// Their payload bytes (`bytes` + `omitted_bytes` were sent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub omitted_bytes: Option<u64>,
+    /// With `--df`: datagrams not sent because they were larger than the route's MTU
+    /// (`EMSGSIZE`; not in `packets`). Absent when none were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub too_big: Option<u64>,
 }
 
 /// How long the receiver held round-trip probes before echoing them (subtracted from
@@ -636,6 +640,7 @@ pub fn sent_stats(spec: &FlowSpec, tx: &meter::TxMeter) -> SentStats {
         schedule_error: (!spec.unpaced).then(|| tx.schedule_error()).flatten(),
         omitted_packets: None,
         omitted_bytes: None,
+        too_big: None,
     }
 }
 

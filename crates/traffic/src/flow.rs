@@ -157,6 +157,12 @@ pub struct FlowSpec {
     /// Documentation/networking/msg_zerocopy.rst).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub zerocopy: bool,
+    /// UDP with Don't Fragment at every size (`--df`): `IP_PMTUDISC_PROBE`,
+    /// `IPV6_PMTUDISC_PROBE` + `IPV6_DONTFRAG`, the cached path MTU ignored. A datagram
+    /// above the route's MTU is not sent and is counted (`sent.too_big`): the probes of
+    /// DPLPMTUD (RFC 8899 §4.4).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dont_fragment: bool,
 }
 
 impl Default for FlowSpec {
@@ -186,6 +192,7 @@ impl Default for FlowSpec {
             cport: None,
             omit_ns: None,
             zerocopy: false,
+            dont_fragment: false,
         }
     }
 }

@@ -195,6 +195,7 @@ mod tests {
             cport: None,
             omit_ns: None,
             zerocopy: false,
+            dont_fragment: false,
         }
     }
 

@@ -114,6 +114,7 @@ pub(super) fn run_engine(
         echo_bufs: Vec::new(),
         echo_metas: Vec::new(),
         read_buf: Vec::new(),
+        too_big: Vec::new(),
     };
     // Each plan's result: the flow's index in the engine, or why it could not run.
     let slots: Vec<Result<usize, Box<SenderFlow>>> = plans
@@ -134,11 +135,15 @@ pub(super) fn run_engine(
     let mut results: Vec<Option<SenderFlow>> = engine
         .flows
         .into_iter()
-        .map(|f| {
+        .zip(engine.too_big)
+        .map(|(f, too_big)| {
             if let Out::Tcp(out) = &f.out {
                 let _ = out.stream.shutdown(std::net::Shutdown::Write);
             }
-            Some(f.into_result())
+            Some(SenderFlow {
+                too_big: too_big.unwrap_or(0),
+                ..f.into_result()
+            })
         })
         .collect();
     slots
@@ -172,6 +177,9 @@ struct Engine<'a> {
     echo_bufs: Vec<Vec<u8>>,
     echo_metas: Vec<netio::RecvMeta>,
     read_buf: Vec<u8>,
+    /// Indexed as `flows`: for a `--df` flow, the datagrams the kernel refused as larger
+    /// than the route's MTU (`EMSGSIZE`), counted, not an error; `None` for other flows.
+    too_big: Vec<Option<u64>>,
 }
 
 impl Engine<'_> {
@@ -191,6 +199,13 @@ impl Engine<'_> {
         };
         let out = match conn {
             Conn::Udp(sock) => {
+                if spec.dont_fragment {
+                    // Probes of one size each: no GSO run may exceed the route's MTU.
+                    sock.disable_gso();
+                    if let Err(e) = netio::pmtu::set_dont_fragment(&*sock) {
+                        return Err(failed(format!("cannot set Don't Fragment (--df): {e}")));
+                    }
+                }
                 let k = match self.udp.iter().position(|o| Arc::ptr_eq(&o.sock, &sock)) {
                     Some(k) => k,
                     None => {
@@ -226,6 +241,7 @@ impl Engine<'_> {
         let i = self.sched.insert(sched);
         debug_assert_eq!(i, self.flows.len());
         self.flows.push(FlowState::new(id, &spec, out));
+        self.too_big.push(spec.dont_fragment.then_some(0));
         Ok(())
     }
 
@@ -463,6 +479,10 @@ impl Engine<'_> {
                     }
                     off += sent;
                 }
+                Err(e) if netio::pmtu::is_too_big(&e) && self.count_too_big(k, off) => {
+                    // A --df datagram above the route's MTU: counted, and the rest go.
+                    off += 1;
+                }
                 Err(e) => {
                     // The socket failed: every flow on it ends with the error.
                     let sent_before = |f: &FlowState| f.tx.packets();
@@ -481,6 +501,19 @@ impl Engine<'_> {
             }
         }
         self.udp[k].staged.clear();
+    }
+
+    /// Counts staged datagram `off` of socket `k` as too big, if its flow sends with
+    /// `--df` (else the error is the socket's).
+    fn count_too_big(&mut self, k: usize, off: usize) -> bool {
+        let flow = self.udp[k].staged[off].flow;
+        match &mut self.too_big[flow] {
+            Some(n) => {
+                *n += 1;
+                true
+            }
+            None => false,
+        }
     }
 
     /// Write flow `i`'s staged TCP messages; a full window parks the flow.

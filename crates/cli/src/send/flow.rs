@@ -428,6 +428,7 @@ impl FlowState {
             unlogged: self.unlogged,
             error: self.error,
             omitted: self.omit,
+            too_big: 0,
         }
     }
 

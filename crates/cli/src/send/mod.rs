@@ -294,6 +294,11 @@ pub(crate) struct FlowArgs {
     /// it copied anyway (as on loopback), are reported (`zerocopy` in --json).
     #[arg(short = 'Z', long)]
     zerocopy: bool,
+    /// UDP with Don't Fragment at every size, the cached path MTU ignored: a datagram
+    /// larger than the route's MTU is not sent but counted (`too_big`), and one that
+    /// crosses a smaller link is dropped there. The probes of DPLPMTUD (RFC 8899 §4.4).
+    #[arg(long)]
+    df: bool,
     /// VoIP as D-ITG models it: g711.1, g711.2, g723.1, g729.2 or g729.3 sets the packet
     /// rate and payload size (UDP). See --voip-header and --vad.
     #[arg(long, alias = "codec", value_name = "CODEC", conflicts_with_all = ["rate", "size", "tcp"])]
@@ -405,6 +410,7 @@ impl FlowArgs {
             cport: self.cport,
             omit: self.omit,
             zerocopy: self.zerocopy,
+            df: self.df,
             voip: self.voip,
             stream: self.stream,
             ptime: self.ptime,
@@ -908,7 +914,7 @@ mod tests {
     /// A value each flow option accepts, for the conflict checks below.
     fn value_of(name: &str) -> Option<&'static str> {
         match name {
-            "udp" | "tcp" | "bulk" | "nodelay" | "zerocopy" => None,
+            "udp" | "tcp" | "bulk" | "nodelay" | "zerocopy" | "df" => None,
             "voip" => Some("g711.1"),
             "calls" => Some("2"),
             "stream" => Some("g711"),

@@ -562,13 +562,14 @@ fn register(
                 let _ = sock.set_buffer_sizes(Some(bytes), Some(bytes));
                 Ok(Arc::new(sock))
             };
-            // A flow with its own source port (--cport) has a socket of its own.
-            let sock = match spec.cport {
-                Some(_) => open()?,
-                None => match shared.entry((engines[i], marking)) {
+            // A flow with its own source port (--cport) or with Don't Fragment (--df, a
+            // socket option) has a socket of its own.
+            let sock = match (spec.cport, spec.dont_fragment) {
+                (None, false) => match shared.entry((engines[i], marking)) {
                     Entry::Occupied(e) => e.get().clone(),
                     Entry::Vacant(e) => e.insert(open()?).clone(),
                 },
+                _ => open()?,
             };
             if spec.meter == Meter::Rtt {
                 sock.enable_recv_meta()?;

@@ -29,6 +29,8 @@ pub struct SenderFlow {
     pub omitted: Option<meter::omit::TxOmit>,
     /// `-Z`: the zero-copy sends and their completions.
     pub zerocopy: Option<ZeroCopyStats>,
+    /// `--df`: datagrams the kernel refused as larger than the route's MTU (`EMSGSIZE`).
+    pub too_big: u64,
 }
 
 impl SenderFlow {
@@ -42,6 +44,7 @@ impl SenderFlow {
             error: None,
             omitted: None,
             zerocopy: None,
+            too_big: 0,
         }
     }
 
@@ -81,6 +84,7 @@ impl FlowOutcome {
             sent: SentStats {
                 omitted_packets: sent.omitted.map(|o| o.packets),
                 omitted_bytes: sent.omitted.map(|o| o.bytes),
+                too_big: (sent.too_big > 0).then_some(sent.too_big),
                 ..sent_stats(spec, &sent.tx)
             },
             received_omitted: r.as_ref().and_then(|r| r.omitted),
@@ -192,6 +196,13 @@ mod tests {
         assert_eq!((o.rtt, o.receiver_hold), (None, None));
         assert_eq!(o.unlogged_records, Some(5));
         assert_eq!(o.error.as_deref(), Some("cut short"));
+        assert_eq!(o.sent.too_big, None);
+        let df = SenderFlow {
+            too_big: 2,
+            ..sent()
+        };
+        let o2 = FlowOutcome::assemble(7, &spec, df, None, None, false, false);
+        assert_eq!((o2.sent.packets, o2.sent.too_big), (3, Some(2)));
         // Without --cdf and --log, neither.
         let o = FlowOutcome::assemble(7, &spec, sent(), Some(received()), None, false, false);
         assert_eq!((o.delay_cdf_ns, o.unlogged_records), (None, None));

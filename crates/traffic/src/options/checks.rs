@@ -44,6 +44,8 @@ pub struct FlowOptions {
     pub omit: Option<Duration>,
     /// `-Z/--zerocopy`.
     pub zerocopy: bool,
+    /// `--df`: UDP with Don't Fragment at every size.
+    pub df: bool,
     /// `--voip`.
     pub voip: Option<Codec>,
     /// `--stream`.
@@ -106,6 +108,7 @@ impl Default for FlowOptions {
             cport: None,
             omit: None,
             zerocopy: false,
+            df: false,
             voip: None,
             stream: None,
             ptime: None,
@@ -462,6 +465,12 @@ impl FlowOptions {
                 "--zerocopy applies to TCP bulk flows (--tcp --bulk): it sends their large writes without a copy"
             );
         }
+        if self.df && protocol != Protocol::Udp {
+            refuse!(
+                "--df",
+                "--df applies to UDP flows: TCP finds its path MTU itself (RFC 1191, RFC 8201)"
+            );
+        }
         if self.congestion.is_some() && protocol != Protocol::Tcp {
             refuse!(
                 "--congestion",
@@ -553,6 +562,7 @@ impl FlowOptions {
             cport: None,
             omit_ns,
             zerocopy: self.zerocopy,
+            dont_fragment: self.df,
         };
         Ok((spec, notes))
     }
@@ -854,5 +864,30 @@ mod tests {
             assert_eq!(e.option(), option, "{e}");
             assert!(e.to_string().contains(text), "{e}");
         }
+    }
+    #[test]
+    fn df_sets_dont_fragment_on_udp_flows_only() {
+        let df = one(&FlowOptions {
+            df: true,
+            size: Some(1452),
+            ..FlowOptions::default()
+        });
+        assert!(df.dont_fragment);
+        assert!(!one(&FlowOptions::default()).dont_fragment);
+        let tcp = FlowOptions {
+            df: true,
+            tcp: true,
+            ..FlowOptions::default()
+        };
+        let e = tcp.to_specs("f".into(), 0).unwrap_err();
+        assert_eq!(e.option(), "--df");
+        assert_eq!(
+            e.to_string(),
+            "--df applies to UDP flows: TCP finds its path MTU itself (RFC 1191, RFC 8201)"
+        );
+        let mut named = crate::options::NamedOptions::new(|_| Ok(String::new()));
+        named.set("df", None).unwrap();
+        named.set("udp", None).unwrap();
+        assert!(named.finish().unwrap().df);
     }
 }

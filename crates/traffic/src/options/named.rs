@@ -12,7 +12,7 @@ use super::values::{
 use crate::units::{parse_bytes, parse_duration};
 
 /// Every flow option `send` takes: its long name and the other long names it answers to.
-const NAMES: [(&str, &[&str]); 34] = [
+const NAMES: [(&str, &[&str]); 35] = [
     ("udp", &[]),
     ("tcp", &[]),
     ("rate", &[]),
@@ -25,6 +25,7 @@ const NAMES: [(&str, &[&str]); 34] = [
     ("cport", &[]),
     ("omit", &[]),
     ("zerocopy", &[]),
+    ("df", &[]),
     ("voip", &["codec"]),
     ("stream", &[]),
     ("ptime", &[]),
@@ -158,6 +159,7 @@ impl<'a> NamedOptions<'a> {
             "bulk" => Some(&mut o.bulk),
             "nodelay" => Some(&mut o.nodelay),
             "zerocopy" => Some(&mut o.zerocopy),
+            "df" => Some(&mut o.df),
             _ => None,
         };
         if let Some(flag) = flag {
