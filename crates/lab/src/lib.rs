@@ -12,6 +12,7 @@
 //!   the `dualperf send --from` and `clock --peer` commands that drive them;
 //! - [`index`]: the SQLite index of run directories, for queries across runs;
 //! - [`nodesetup`]: the sysctls the hidden `lab node-setup` may write (keys under `net`);
+//! - [`pathinfo`]: the path a lab's flows take, from its topology (`path.json`);
 //! - [`plan`]: a TOML plan → validated points and the ordered list of runs;
 //! - [`progress`]: a run's progress bar on a terminal;
 //! - [`resume`]: the settings a run goes on with, and the command that resumes it;
@@ -40,6 +41,7 @@ pub mod hosts;
 pub mod index;
 pub mod netlab;
 pub mod nodesetup;
+pub mod pathinfo;
 pub mod plan;
 pub mod progress;
 pub mod resume;

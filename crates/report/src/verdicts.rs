@@ -324,6 +324,7 @@ fn points(runs: &Runs, columns: &[(&Table, &Column)]) -> Vec<Point> {
             rate: spec.idt_ms.is_none().then_some(spec.rate),
             runs: reps.into_values().collect(),
             errors,
+            caveats: Vec::new(),
         });
     }
     out
@@ -750,6 +751,7 @@ mod tests {
                     })
                     .collect(),
                 errors: Vec::new(),
+                caveats: Vec::new(),
             })
             .collect()
     }

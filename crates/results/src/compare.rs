@@ -77,6 +77,77 @@ pub struct Point {
     pub runs: Vec<Repetition>,
     /// What the verdicts left out of this point's runs, and why (`run 2 IPv6: …`).
     pub errors: Vec<String>,
+    /// Why the point is not compared at all, though its medians are shown: it fragments
+    /// over a family, or it offers more than the path carries. Its rows are left out of
+    /// the verdicts' false discovery rate and of the summary's sentences (docs/compare.md,
+    /// "A battery that fits the path").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub caveats: Vec<Caveat>,
+}
+
+/// The share of the path's capacity above which a point is [`Caveat::Oversubscribed`]:
+/// 90 % of it, since what a bottleneck's queue does to a flow near its rate is the
+/// queue's, not the family's.
+pub const OVERSUBSCRIBED: f64 = 0.9;
+
+/// Why a point's families are not compared: a difference it shows would be the path's,
+/// not IPv6's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Caveat {
+    /// Its packets are larger than this family's path MTU, so IP fragments each one
+    /// (IPv4 on the way, IPv6 at the source: RFC 791, RFC 8200 §4.5): over a 1500-byte
+    /// path a UDP payload of 1472 bytes fits IPv4 (1472 + 28) but not IPv6 (1472 + 48).
+    Fragments {
+        /// 4 or 6.
+        family: u8,
+        /// The IP packet it would need unfragmented (payload and headers).
+        ip_bytes: u64,
+        /// The family's path MTU.
+        mtu: u32,
+    },
+    /// It offers more than [`OVERSUBSCRIBED`] of the path's capacity over this family
+    /// (its packets with their headers, as the path's capacity counts them): the
+    /// bottleneck's queue decides its loss and delay.
+    Oversubscribed {
+        /// 4 or 6.
+        family: u8,
+        /// The rate it offers, bit/s.
+        offered_bps: u64,
+        /// The path's capacity, bit/s.
+        capacity_bps: u64,
+    },
+}
+
+impl Caveat {
+    /// The row's mark: `fragments over IPv6`, `oversubscribed`.
+    pub fn mark(&self) -> String {
+        match self {
+            Self::Fragments { family, .. } => format!("fragments over IPv{family}"),
+            Self::Oversubscribed { .. } => "oversubscribed".to_owned(),
+        }
+    }
+
+    /// The reason in full: `1472 + 48 = 1520 bytes > the 1500-byte path MTU over IPv6`.
+    pub fn reason(&self) -> String {
+        match self {
+            Self::Fragments {
+                family,
+                ip_bytes,
+                mtu,
+            } => format!("{ip_bytes}-byte packets > the {mtu}-byte path MTU over IPv{family}"),
+            Self::Oversubscribed {
+                family,
+                offered_bps,
+                capacity_bps,
+            } => format!(
+                "offers {:.3} Mbit/s over IPv{family}, {:.0} % of the path's {:.3} Mbit/s",
+                *offered_bps as f64 / 1e6,
+                *offered_bps as f64 * 100.0 / (*capacity_bps).max(1) as f64,
+                *capacity_bps as f64 / 1e6
+            ),
+        }
+    }
 }
 
 /// How the runs were compared.

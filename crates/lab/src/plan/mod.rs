@@ -57,6 +57,7 @@ use toml::Spanned;
 
 use crate::tables::{parse_table, TableSpec, Vocabulary};
 
+pub mod fit;
 pub mod peer;
 pub(crate) mod point;
 pub mod select;

@@ -1,0 +1,331 @@
+//! The path a lab's flows take, read from its topology: the nodes and links from the
+//! sender to the receiver, each direction's bottleneck rate and per-family MTU, the
+//! routers crossed. `compare --lab` writes it as the path's facts (`DIR/path.json`,
+//! [`results::path::PathFacts`], method "topology"), as `compare HOST` writes what it
+//! measures, and fits its battery to it ([`crate::plan::fit`]).
+//!
+//! What acts where, as `lab up` builds it: a link's rate and its IPv6 MTU (`ipv6 = { mtu
+//! = … }`) act where a router sends onto it (`dualperf route`'s emulation); a host or a
+//! kernel node sends at the veth's speed, with the link's MTU for both families. The
+//! path is the one the static routes give (`Topology::routes`): a host's first link
+//! toward a forwarding node, then the shortest path through forwarding nodes.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::net::{IpAddr, SocketAddr};
+
+use results::path::{
+    Capacity, Direction, Fact, Family, FamilyPath, FarEnd, Hops, PathFacts, Pmtu, PmtuMethod,
+    PATH_FORMAT_VERSION,
+};
+
+use crate::plan::fit::PathLimits;
+use crate::topology::{Kind, Link, Topology};
+
+/// The initial TTL / hop limit Linux sends with (`net.ipv4.ip_default_ttl`,
+/// `net.ipv6.conf.*.hop_limit`).
+const INITIAL_TTL: u8 = 64;
+
+/// One direction of a lab's path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Way {
+    /// The least rate of a rate-limited link a router sends onto; `None` when none is.
+    pub rate_bps: Option<u64>,
+    /// IPv4's path MTU: the least link MTU.
+    pub mtu4: u32,
+    /// IPv6's: the least of each link's MTU and, where a router sends onto it, its IPv6
+    /// MTU.
+    pub mtu6: u32,
+    /// Forwarding nodes crossed (each decrements the TTL / hop limit).
+    pub hops: u8,
+}
+
+/// The path between two nodes of a lab.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LabPath {
+    /// The nodes, from the first to the last.
+    pub nodes: Vec<usize>,
+    /// From the first node to the last.
+    pub forward: Way,
+    /// Back.
+    pub reverse: Way,
+}
+
+/// IPv6's MTU where `sender` sends onto link `l`.
+fn mtu6_from(t: &Topology, l: &Link, sender: usize) -> u32 {
+    let _ = (t, sender);
+    l.mtu
+}
+
+impl LabPath {
+    /// The path from node `from` to node `to` of `t`; `None` when either is unknown or
+    /// no route joins them.
+    pub fn between(t: &Topology, from: &str, to: &str) -> Option<Self> {
+        let (a, b) = (t.node(from)?, t.node(to)?);
+        let nodes = route(t, a, b)?;
+        let way = |nodes: &[usize]| {
+            let mut w = Way {
+                rate_bps: None,
+                mtu4: u32::MAX,
+                mtu6: u32::MAX,
+                hops: 0,
+            };
+            for pair in nodes.windows(2) {
+                let (u, v) = (pair[0], pair[1]);
+                let (link, _, _) = t.ends_of(u).find(|(_, _, p)| p.node == v)?;
+                let router = t.nodes[u].kind == Kind::Router;
+                w.mtu4 = w.mtu4.min(link.mtu);
+                w.mtu6 = w.mtu6.min(if router {
+                    mtu6_from(t, link, u)
+                } else {
+                    link.mtu
+                });
+                let rate = link.emulation.rate_bps;
+                if router && rate > 0 {
+                    w.rate_bps = Some(w.rate_bps.map_or(rate, |r| r.min(rate)));
+                }
+            }
+            w.hops = nodes.len().saturating_sub(2).min(255) as u8;
+            Some(w)
+        };
+        let forward = way(&nodes)?;
+        let back: Vec<usize> = nodes.iter().rev().copied().collect();
+        let reverse = way(&back)?;
+        Some(Self {
+            nodes,
+            forward,
+            reverse,
+        })
+    }
+
+    /// What fitting takes: both directions' least MTUs and rate, counting the 14 bytes
+    /// of Ethernet header a lab's routers count.
+    pub fn limits(&self) -> PathLimits {
+        let rate = match (self.forward.rate_bps, self.reverse.rate_bps) {
+            (Some(f), Some(r)) => Some(f.min(r)),
+            (f, r) => f.or(r),
+        };
+        PathLimits {
+            mtu4: Some(self.forward.mtu4.min(self.reverse.mtu4)),
+            mtu6: Some(self.forward.mtu6.min(self.reverse.mtu6)),
+            capacity_bps: rate,
+            link_bytes: wire::overhead::ETHERNET_HEADER,
+        }
+    }
+
+    /// The path's facts as the topology gives them (`DIR/path.json`, far end
+    /// "topology"): the first and last node's addresses (their first links'), hops,
+    /// path MTU and capacity each way; marking, NAT and the clock are not measured (every
+    /// namespace reads this host's clock).
+    pub fn facts(&self, t: &Topology, host: &str) -> PathFacts {
+        let addr = |node: usize, family: Family| {
+            let (_, end, _) = t.ends_of(node).next()?;
+            let ip: IpAddr = match family {
+                Family::Ipv4 => end.ipv4.into(),
+                Family::Ipv6 => end.ipv6.into(),
+            };
+            Some(SocketAddr::new(ip, 0))
+        };
+        let (first, last) = (self.nodes[0], self.nodes[self.nodes.len() - 1]);
+        let direction = |w: &Way, family: Family| Direction {
+            hops: Fact::Measured(Hops {
+                sent: INITIAL_TTL,
+                sent_inferred: false,
+                seen: INITIAL_TTL.saturating_sub(w.hops),
+                hops: w.hops,
+            }),
+            pmtu: Fact::Measured(Pmtu {
+                bytes: if family == Family::Ipv4 {
+                    w.mtu4
+                } else {
+                    w.mtu6
+                },
+                method: PmtuMethod::Topology,
+                smallest_lost: None,
+                kernel_bytes: None,
+                note: None,
+            }),
+            marking: Fact::not("not measured: the path comes from the lab's topology"),
+            capacity: match w.rate_bps {
+                Some(bps) => Fact::Measured(Capacity {
+                    bps: bps as f64,
+                    how: "topology".into(),
+                }),
+                None => Fact::not("no link on the path is rate-limited"),
+            },
+        };
+        let families = [Family::Ipv4, Family::Ipv6]
+            .into_iter()
+            .filter_map(|family| {
+                Some(FamilyPath {
+                    family,
+                    local: addr(first, family),
+                    remote: addr(last, family)?,
+                    nat: Fact::not("not measured: the path comes from the lab's topology"),
+                    forward: direction(&self.forward, family),
+                    reverse: direction(&self.reverse, family),
+                    clock: Fact::not(
+                        "not measured: every namespace of a lab reads this host's clock",
+                    ),
+                })
+            })
+            .collect();
+        PathFacts {
+            format_version: PATH_FORMAT_VERSION,
+            host: host.to_owned(),
+            far_end: FarEnd::Topology,
+            notes: vec![format!(
+                "From the topology of lab '{}': the path MTU is the least link MTU (IPv6's own where a router sends onto a link), the capacity the least rate a router sends at, counting 14 bytes of Ethernet header a packet; hops are the forwarding nodes crossed, from Linux's initial TTL of 64; ports are chosen per run.",
+                t.name
+            )],
+            families,
+        }
+    }
+}
+
+/// The nodes from `a` to `b`: directly when linked; else from host `a` through its
+/// first link toward a forwarding node (its default route), then breadth-first through
+/// forwarding nodes, ties by link order.
+fn route(t: &Topology, a: usize, b: usize) -> Option<Vec<usize>> {
+    if a == b {
+        return Some(vec![a]);
+    }
+    let forwards = |n: usize| t.nodes[n].kind != Kind::Host;
+    let mut prev: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut queue = VecDeque::new();
+    let first: Vec<usize> = if t.ends_of(a).any(|(_, _, p)| p.node == b) {
+        vec![b]
+    } else if forwards(a) {
+        t.ends_of(a).map(|(_, _, p)| p.node).collect()
+    } else {
+        t.ends_of(a)
+            .map(|(_, _, p)| p.node)
+            .find(|&p| forwards(p))
+            .into_iter()
+            .collect()
+    };
+    for n in first {
+        prev.entry(n).or_insert(a);
+        queue.push_back(n);
+    }
+    while let Some(n) = queue.pop_front() {
+        if n == b {
+            break;
+        }
+        if !forwards(n) {
+            continue;
+        }
+        for (_, _, p) in t.ends_of(n) {
+            if p.node != a && !prev.contains_key(&p.node) {
+                prev.insert(p.node, n);
+                queue.push_back(p.node);
+            }
+        }
+    }
+    let mut path = vec![b];
+    let mut n = b;
+    while n != a {
+        n = *prev.get(&n)?;
+        path.push(n);
+    }
+    path.reverse();
+    Some(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn two_hop() -> Topology {
+        Topology::parse(crate::topology::builtin("topologies/two-hop.toml").unwrap()).unwrap()
+    }
+
+    #[test]
+    fn two_hops_path_is_sender_r1_r2_receiver_at_10_mbit_and_1500_bytes() {
+        let t = two_hop();
+        let p = LabPath::between(&t, "sender", "receiver").unwrap();
+        let names: Vec<&str> = p.nodes.iter().map(|&n| t.nodes[n].name.as_str()).collect();
+        assert_eq!(names, ["sender", "r1", "r2", "receiver"]);
+        let way = Way {
+            rate_bps: Some(10_000_000),
+            mtu4: 1500,
+            mtu6: 1500,
+            hops: 2,
+        };
+        assert_eq!((p.forward, p.reverse), (way, way));
+        assert_eq!(
+            p.limits(),
+            PathLimits {
+                mtu4: Some(1500),
+                mtu6: Some(1500),
+                capacity_bps: Some(10_000_000),
+                link_bytes: 14,
+            }
+        );
+        assert_eq!(LabPath::between(&t, "sender", "nobody"), None);
+    }
+
+    #[test]
+    fn a_rate_acts_only_where_a_router_sends_and_the_least_mtu_wins() {
+        // sender —(rate 5mbit, mtu 1400)— r1 — receiver: the rate acts only from r1 to
+        // sender (the host sends at veth speed), the MTU both ways.
+        let t = Topology::parse(
+            r#"version = 1
+name = "t"
+[[node]]
+name = "sender"
+kind = "host"
+[[node]]
+name = "r1"
+kind = "router"
+[[node]]
+name = "receiver"
+kind = "host"
+[[link]]
+a = "sender"
+b = "r1"
+rate = "5mbit"
+mtu = 1400
+[[link]]
+a = "r1"
+b = "receiver"
+"#,
+        )
+        .unwrap();
+        let p = LabPath::between(&t, "sender", "receiver").unwrap();
+        assert_eq!(p.forward.rate_bps, None);
+        assert_eq!(p.reverse.rate_bps, Some(5_000_000));
+        assert_eq!(
+            (p.forward.mtu4, p.forward.mtu6, p.forward.hops),
+            (1400, 1400, 1)
+        );
+        assert_eq!(p.limits().capacity_bps, Some(5_000_000));
+        assert_eq!(p.limits().max_udp_payload(), Some(1352));
+    }
+
+    #[test]
+    fn the_facts_of_two_hop_say_topology_with_addresses_hops_pmtu_and_capacity() {
+        let t = two_hop();
+        let p = LabPath::between(&t, "sender", "receiver").unwrap();
+        let facts = p.facts(&t, "lab:two-hop");
+        assert_eq!(facts.far_end, FarEnd::Topology);
+        assert_eq!(facts.families.len(), 2);
+        let v6 = &facts.families[1];
+        assert_eq!(v6.family, Family::Ipv6);
+        assert_eq!(v6.remote.to_string(), "[2001:2:0:4::2]:0");
+        assert_eq!(v6.local.unwrap().to_string(), "[2001:2:0:1::1]:0");
+        assert_eq!(
+            v6.forward.hops.measured().map(|h| (h.sent, h.seen, h.hops)),
+            Some((64, 62, 2))
+        );
+        assert_eq!(v6.reverse.pmtu.measured().map(|m| m.bytes), Some(1500));
+        assert_eq!(
+            v6.forward
+                .capacity
+                .measured()
+                .map(|c| (c.bps, c.how.as_str())),
+            Some((10e6, "topology"))
+        );
+        // And back into fitting's limits.
+        assert_eq!(PathLimits::from_facts(&facts), p.limits());
+    }
+}
