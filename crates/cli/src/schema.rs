@@ -18,7 +18,7 @@ use crate::usage;
   dualperf schema send                 # the schema of `dualperf send --json`
   dualperf schema --dir docs/schemas   # every schema, as NAME.schema.json")]
 pub(crate) struct SchemaArgs {
-    /// The document: send, send-bidir, recv, decode, log-meta, log-flow, compare, run,
+    /// The document: send, send-bidir, recv, decode, log-meta, log-flow, compare, path, run,
     /// run-dry-run, run-record, resolved, host, peer-clock, router-stats, report, export,
     /// lab-up, lab-status, overhead, overhead-codecs, doctor, portcheck, portcheck-rules,
     /// portcheck-criteria, interop.
@@ -71,6 +71,11 @@ const DOCS: &[Doc] = &[
         name: "compare",
         what: "dualperf compare --json",
         schema: || schemars::schema_for!(results::compare::CompareReport),
+    },
+    Doc {
+        name: "path",
+        what: "a run directory's path.json (dualperf compare HOST): the path's facts per family",
+        schema: || schemars::schema_for!(results::path::PathFacts),
     },
     Doc {
         name: "run",
