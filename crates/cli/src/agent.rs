@@ -25,6 +25,7 @@ use wire::time::Duration;
 use crate::args::Prefix;
 use crate::control::{write_msg, MsgReader};
 use crate::recv::{RecvArgs, SendService, ServeError};
+use crate::send::callback::{Dialer, Tickets};
 use crate::send::{run_session, wait_for_go, Hold, PartialReport, RunCaps, SendConfig};
 
 /// Run as a measurement agent: receive as `dualperf recv` does, and on an authenticated
@@ -79,6 +80,10 @@ pub(crate) struct AgentArgs {
     /// exchanges) by this many ns: a test aid that fakes a host whose clock is off.
     #[arg(long, hide = true, allow_hyphen_values = true, value_name = "NS")]
     fake_clock_offset_ns: Option<i64>,
+    /// Offer no callback mode (an agent as it was before reverse through NAT): a test
+    /// aid.
+    #[arg(long, hide = true)]
+    no_callback: bool,
 }
 
 pub(crate) fn run(mut args: AgentArgs) -> Result<()> {
@@ -110,6 +115,8 @@ pub(crate) fn run(mut args: AgentArgs) -> Result<()> {
         },
         max_senders: args.max_senders,
         running: AtomicUsize::new(0),
+        callback: !args.no_callback,
+        tickets: Arc::new(Tickets::default()),
     });
     crate::recv::serve(args.recv, Some(service), "agent")
 }
@@ -134,6 +141,10 @@ struct Agent {
     policy: Policy,
     max_senders: usize,
     running: AtomicUsize,
+    /// Whether it sends reverse flows in callback mode (through a NAT at the asker).
+    callback: bool,
+    /// Connections its callback-mode sessions asked their askers for.
+    tickets: Arc<Tickets>,
 }
 
 /// A slot of `--max-senders`, given back when dropped.
@@ -163,6 +174,7 @@ impl SendService for Agent {
             connect_timeout_ns,
             cdf,
             hold,
+            callback,
         } = request
         else {
             return refuse(&mut stream, "expected a request to send".into());
@@ -171,6 +183,15 @@ impl SendService for Agent {
             Ok(f) => f,
             Err(e) => return refuse(&mut stream, format!("the flows do not read: {e}")),
         };
+        if callback && !self.callback {
+            return refuse(&mut stream, "this agent offers no callback mode".into());
+        }
+        if callback && dest.is_some() {
+            return refuse(
+                &mut stream,
+                "callback mode sends only back to the asker (no destination)".into(),
+            );
+        }
         let dest = dest.unwrap_or(SocketAddr::new(peer.ip(), port));
         let dest = SocketAddr::new(unmapped(dest.ip()), dest.port());
         if let Err(why) = self.policy.check(peer.ip(), dest, &flows) {
@@ -202,7 +223,16 @@ impl SendService for Agent {
             true => Some(held_start(&stream, go)?),
             false => None,
         };
+        let wait = connect_timeout(connect_timeout_ns);
+        let dialer = match callback {
+            true => Some(Arc::new(
+                Dialer::new(&stream, peer.ip(), self.tickets.clone(), wait)
+                    .map_err(|e| ServeError::Failed(e.into()))?,
+            )),
+            false => None,
+        };
         let config = SendConfig {
+            callback: dialer,
             prover: Some(Arc::new(prover)),
             hold,
             // As the asker's --connect-timeout (across a congested link a lost SYN
@@ -219,8 +249,9 @@ impl SendService for Agent {
         };
         write_msg(&mut stream, &Msg::SendAccepted {}).map_err(ServeError::Failed)?;
         crate::out::note!(
-            "dualperf agent: sending {} flow(s) to {dest} for {peer}",
-            config.flows.len()
+            "dualperf agent: sending {} flow(s) to {dest} for {peer}{}",
+            config.flows.len(),
+            if callback { " (callback mode)" } else { "" }
         );
         // Anything from the asker (its Ctrl-C) or its going away halts the flows, as
         // does stopping the agent.
@@ -242,6 +273,18 @@ impl SendService for Agent {
             error,
         };
         write_msg(&mut stream, &msg).map_err(ServeError::Failed)
+    }
+
+    fn features(&self) -> Vec<String> {
+        let mut features = vec!["send".to_owned()];
+        if self.callback {
+            features.push(wire::control::FEATURE_CALLBACK.to_owned());
+        }
+        features
+    }
+
+    fn callback(&self, ticket: u64, stream: TcpStream, peer: SocketAddr) -> Result<(), String> {
+        self.tickets.deliver(ticket, stream, peer)
     }
 }
 

@@ -181,6 +181,22 @@ pub(crate) fn write_framed(stream: &mut TcpStream, framed: &[u8]) -> Result<()> 
         .context("writing to the control connection")
 }
 
+/// What a peer's `Welcome` said beyond its version.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Welcomed {
+    /// What it can do beyond the base protocol (`callback`).
+    pub(crate) features: Vec<String>,
+    /// Our address and port as it saw them (a peer that predates it says nothing).
+    pub(crate) peer: Option<SocketAddr>,
+}
+
+impl Welcomed {
+    /// Whether the peer advertised `feature`.
+    pub(crate) fn has(&self, feature: &str) -> bool {
+        self.features.iter().any(|f| f == feature)
+    }
+}
+
 /// The sender's side of the handshake, up to `Welcome`; `who` names the peer in errors
 /// ("receiver", "agent").
 pub(crate) fn handshake(
@@ -188,7 +204,7 @@ pub(crate) fn handshake(
     reader: &mut MsgReader,
     key: Option<&[u8]>,
     who: &str,
-) -> Result<()> {
+) -> Result<Welcomed> {
     let mac = |nonce: &str| Ok(key.map(|k| control::auth_mac(k, nonce)).unwrap_or_default());
     handshake_with(ctrl, reader, &mac, who)
 }
@@ -203,7 +219,7 @@ pub(crate) fn handshake_with(
     reader: &mut MsgReader,
     prove: &dyn Fn(&str) -> Result<String>,
     who: &str,
-) -> Result<()> {
+) -> Result<Welcomed> {
     // Asked now: a peer that resets the connection takes its address with it.
     let addr = ctrl.peer_addr().ok();
     write_msg(
@@ -223,10 +239,10 @@ pub(crate) fn handshake_with(
     let mac = prove(&nonce)?;
     write_msg(ctrl, &Msg::Auth { mac })?;
     match reader.read(ctrl) {
-        Ok(Msg::Welcome { .. }) => {
+        Ok(Msg::Welcome { features, peer, .. }) => {
             // Results of many flows can be large; the peer is now authenticated.
             reader.set_max_len(control::MAX_SESSION_MSG_LEN);
-            Ok(())
+            Ok(Welcomed { features, peer })
         }
         Ok(Msg::Error { message }) => bail!("{who} refused: {message}"),
         Ok(other) => bail!("unexpected reply from {who}: {other:?}"),

@@ -69,6 +69,8 @@ mod relay;
 mod report_html;
 #[path = "tests/report_stats.rs"]
 mod report_stats;
+#[path = "tests/reverse_nat.rs"]
+mod reverse_nat;
 #[path = "tests/route_stall.rs"]
 mod route_stall;
 #[path = "tests/rtp_capture.rs"]

@@ -30,6 +30,12 @@
 //!                               ◀──      SendDone{report, error}
 //!   ```
 //!   Anything else the asker sends, or its closing, halts the agent's flows.
+//!
+//!   With `callback` (the reverse direction, the asker behind a NAT) the agent opens
+//!   nothing toward the asker: for each TCP connection its session needs (control, then
+//!   each TCP flow's data) it says `Dial{ticket}` on the request's connection, and the
+//!   asker opens a connection to the agent's port that starts with `Callback{ticket}`.
+//!   Each UDP flow goes to where its punches ([`crate::punch`]) come from.
 //! - [`Msg::Attach`] turns the connection into the TCP data stream of a registered flow;
 //!   the token proves it belongs to the session that registered it.
 //!
@@ -49,6 +55,9 @@ pub const PROTOCOL_VERSION: u32 = 1;
 pub const MAX_MSG_LEN: usize = 64 * 1024;
 /// Largest body once authenticated: registrations and results of thousands of flows.
 pub const MAX_SESSION_MSG_LEN: usize = 16 << 20;
+/// The [`Msg::Welcome`] feature of an agent that takes [`Msg::SendRequest`]s in callback
+/// mode.
+pub const FEATURE_CALLBACK: &str = "callback";
 /// Domain-separation prefix of the handshake MAC.
 pub const CONTEXT: &[u8] = b"dualperf control v1";
 
@@ -228,6 +237,16 @@ pub enum Msg {
     Welcome {
         /// The receiver's software version.
         receiver: String,
+        /// What this end can do beyond the base protocol ([`FEATURE_CALLBACK`]: an agent
+        /// that sends reverse flows over connections the asker opens). Absent when none,
+        /// as from a peer that predates it.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        features: Vec<String>,
+        /// The asker's address and port as this end saw them: a controller that finds
+        /// another address than its own sits behind a NAT. Absent from a peer that
+        /// predates it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        peer: Option<std::net::SocketAddr>,
     },
     /// Flows the sender is about to send.
     Register {
@@ -322,6 +341,26 @@ pub enum Msg {
         /// key and starts at once (the asker then sees `SendDone` without `Ready`).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         hold: bool,
+        /// Callback mode (the reverse direction through a NAT in front of the asker):
+        /// the agent opens no connection to the asker. It asks for each TCP connection
+        /// with [`Msg::Dial`], and sends each UDP flow to where the flow's punches come
+        /// from (`crate::punch`). Only an agent that advertises [`FEATURE_CALLBACK`]
+        /// may be asked.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        callback: bool,
+    },
+    /// Agent → asker, on the request's connection (callback mode): open a TCP
+    /// connection to the agent's port and send [`Msg::Callback`] with this ticket on it.
+    Dial {
+        /// A random, single-use ticket that expires.
+        ticket: u64,
+    },
+    /// First message of a connection the asker opened for [`Msg::Dial`]: the agent
+    /// hands it to the request's session as if it had connected itself. An unknown or
+    /// expired ticket is refused.
+    Callback {
+        /// The ticket from [`Msg::Dial`].
+        ticket: u64,
     },
     /// The agent accepted a [`Msg::SendRequest`] and is starting its flows.
     SendAccepted {},
@@ -943,6 +982,77 @@ mod tests {
         let mut gather = ResultsGather::new();
         let whole = gather.handle_read(Results::Flows(many[1..].to_vec(), false));
         assert!(matches!(whole, Ok(Some(Results::Flows(f, false))) if f.len() == 65_535));
+    }
+
+    #[test]
+    fn old_control_json_without_new_keys_reads() {
+        assert_eq!(
+            parse(br#"{"type":"welcome","receiver":"dualperf 0.1.0"}"#).unwrap(),
+            Msg::Welcome {
+                receiver: "dualperf 0.1.0".into(),
+                features: Vec::new(),
+                peer: None,
+            }
+        );
+        let old = br#"{"type":"send_request","dest":null,"port":5201,"flows":[]}"#;
+        let Msg::SendRequest {
+            callback,
+            hold,
+            port,
+            ..
+        } = parse(old).unwrap()
+        else {
+            panic!("not a send request");
+        };
+        assert_eq!((callback, hold, port), (false, false, 5201));
+    }
+
+    #[test]
+    fn new_keys_are_skipped_when_default() {
+        let welcome = |features: Vec<String>, peer| Msg::Welcome {
+            receiver: "dualperf 1".into(),
+            features,
+            peer,
+        };
+        let body = |m: &Msg| String::from_utf8(encode(m)[4..].to_vec()).unwrap();
+        assert_eq!(
+            body(&welcome(Vec::new(), None)),
+            r#"{"type":"welcome","receiver":"dualperf 1"}"#
+        );
+        let full = welcome(
+            vec![FEATURE_CALLBACK.into()],
+            Some("198.18.2.1:40000".parse().unwrap()),
+        );
+        assert_eq!(
+            body(&full),
+            r#"{"type":"welcome","receiver":"dualperf 1","features":["callback"],"peer":"198.18.2.1:40000"}"#
+        );
+        assert_eq!(parse(&encode(&full)[4..]).unwrap(), full);
+        let request = |callback| Msg::SendRequest {
+            dest: None,
+            port: 7,
+            flows: serde_json::json!([]),
+            interval_ns: None,
+            threads: None,
+            connect_timeout_ns: None,
+            cdf: false,
+            hold: false,
+            callback,
+        };
+        assert!(!body(&request(false)).contains("callback"));
+        assert!(body(&request(true)).ends_with(r#","callback":true}"#));
+        assert_eq!(parse(&encode(&request(true))[4..]).unwrap(), request(true));
+        for m in [Msg::Dial { ticket: u64::MAX }, Msg::Callback { ticket: 1 }] {
+            assert_eq!(parse(&encode(&m)[4..]).unwrap(), m);
+        }
+        assert_eq!(
+            body(&Msg::Dial { ticket: 5 }),
+            r#"{"type":"dial","ticket":5}"#
+        );
+        assert_eq!(
+            body(&Msg::Callback { ticket: 5 }),
+            r#"{"type":"callback","ticket":5}"#
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //! - [`frame`]: length-prefixed framing for message boundaries on TCP.
 //! - [`overhead`]: header overhead, fragmentation and Ethernet framing of IPv4 and IPv6.
 //! - [`control`]: the control-channel messages and the HMAC handshake.
+//! - [`punch`]: the datagram that opens and keeps open a NAT mapping for a reverse flow.
 //! - [`stamp`]: STAMP test packets (RFC 8762) with their optional extensions (RFC 8972).
 //! - [`span`]: byte offsets → line numbers, for the TOML parsers' errors.
 //! - [`prefix`]: IPv4 and IPv6 address prefixes, parsed and matched.
@@ -49,6 +50,7 @@ pub mod ndp;
 pub mod overhead;
 pub mod prefix;
 pub mod probe;
+pub mod punch;
 pub mod rtp;
 pub mod span;
 pub mod stamp;

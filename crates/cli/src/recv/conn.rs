@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -65,30 +65,7 @@ pub(super) fn accept_loop(shared: &Arc<Shared>, listener: &TcpListener) {
                     let _ = stream.shutdown(std::net::Shutdown::Write);
                     continue;
                 }
-                shared.handshaking.fetch_add(1, Ordering::SeqCst);
-                let s = shared.clone();
-                let spawned =
-                    std::thread::Builder::new()
-                        .name("recv-conn".into())
-                        .spawn(move || {
-                            let handshake = Handshake {
-                                count: &s.handshaking,
-                                open: std::cell::Cell::new(true),
-                            };
-                            if let Err(e) = handle_connection(&s, stream, &handshake) {
-                                // Refusals counted under their own heading (failed
-                                // authentication, handshake timeout) are not also bad
-                                // connections.
-                                if !e.is::<Counted>() {
-                                    s.counters.bad_connections.fetch_add(1, Ordering::Relaxed);
-                                }
-                                if !s.stop.load(Ordering::Relaxed) {
-                                    eprintln!("dualperf recv: connection dropped: {e:#}");
-                                }
-                            }
-                        });
-                if let Err(e) = spawned {
-                    shared.handshaking.fetch_sub(1, Ordering::SeqCst);
+                if let Err(e) = spawn_connection(shared, stream, false) {
                     eprintln!("dualperf recv: cannot start a connection thread: {e}");
                 }
             }
@@ -101,6 +78,41 @@ pub(super) fn accept_loop(shared: &Arc<Shared>, listener: &TcpListener) {
             }
         }
     }
+}
+
+/// Serve `stream` on a thread of its own, counted in its handshake until it is done;
+/// `adopted`: we opened it (for an agent's `Dial`), so its session's UDP flows are
+/// punched through the NAT in front of us.
+fn spawn_connection(shared: &Arc<Shared>, stream: TcpStream, adopted: bool) -> std::io::Result<()> {
+    shared.handshaking.fetch_add(1, Ordering::SeqCst);
+    let s = shared.clone();
+    let spawned = std::thread::Builder::new()
+        .name("recv-conn".into())
+        .spawn(move || {
+            let handshake = Handshake {
+                count: &s.handshaking,
+                open: std::cell::Cell::new(true),
+            };
+            if let Err(e) = handle_connection(&s, stream, &handshake, adopted) {
+                // Refusals counted under their own heading (failed authentication,
+                // handshake timeout) are not also bad connections.
+                if !e.is::<Counted>() {
+                    s.counters.bad_connections.fetch_add(1, Ordering::Relaxed);
+                }
+                if !s.stop.load(Ordering::Relaxed) {
+                    eprintln!("dualperf recv: connection dropped: {e:#}");
+                }
+            }
+        });
+    if spawned.is_err() {
+        shared.handshaking.fetch_sub(1, Ordering::SeqCst);
+    }
+    spawned.map(drop)
+}
+
+/// Serve a connection we opened (`super::Receiver::adopt`).
+pub(super) fn adopt(shared: &Arc<Shared>, stream: TcpStream) -> Result<()> {
+    spawn_connection(shared, stream, true).context("cannot start a connection thread")
 }
 
 /// A connection in its handshake, counted in [`Shared::handshaking`] until it is done
@@ -166,6 +178,7 @@ fn handle_connection(
     shared: &Shared,
     mut stream: TcpStream,
     handshake: &Handshake<'_>,
+    adopted: bool,
 ) -> Result<()> {
     // The whole handshake, up to the flows being registered, must finish by this deadline.
     let deadline = Instant::now() + shared.handshake_timeout;
@@ -182,13 +195,39 @@ fn handle_connection(
     match first {
         Msg::Hello { version } => {
             shared.active_sessions.fetch_add(1, Ordering::SeqCst);
-            let result = control_session(shared, stream, reader, version, deadline, handshake);
+            let session = Session {
+                version,
+                deadline,
+                adopted,
+            };
+            let result = control_session(shared, stream, reader, session, handshake);
             shared.active_sessions.fetch_sub(1, Ordering::SeqCst);
             result
         }
         Msg::Attach { flow, token } => {
             handshake.done();
             data_stream(shared, stream, reader.into_decoder(), flow, token)
+        }
+        Msg::Callback { ticket } if !adopted => {
+            handshake.done();
+            let peer = stream.peer_addr()?;
+            let Some(service) = &shared.service else {
+                refuse(
+                    &mut stream,
+                    "this receiver takes no callbacks (it is not an agent)",
+                );
+                bail!("a callback to a receiver that is not an agent");
+            };
+            let mut answer = stream.try_clone()?;
+            if let Err(why) = service.callback(ticket, stream, peer) {
+                refuse(&mut answer, &why);
+                shared
+                    .counters
+                    .send_refusals
+                    .fetch_add(1, Ordering::Relaxed);
+                eprintln!("dualperf agent: {why}");
+            }
+            Ok(())
         }
         other => {
             refuse(&mut stream, "expected hello or attach");
@@ -206,14 +245,26 @@ fn refuse(stream: &mut TcpStream, message: &str) {
     );
 }
 
+/// A control session's opening: the sender's protocol version, the handshake's deadline,
+/// and whether we opened the connection (`adopt`).
+struct Session {
+    version: u32,
+    deadline: Instant,
+    adopted: bool,
+}
+
 fn control_session(
     shared: &Shared,
     mut stream: TcpStream,
     mut reader: MsgReader,
-    version: u32,
-    deadline: Instant,
+    session: Session,
     handshake: &Handshake<'_>,
 ) -> Result<()> {
+    let Session {
+        version,
+        deadline,
+        adopted,
+    } = session;
     if version != PROTOCOL_VERSION {
         refuse(
             &mut stream,
@@ -223,12 +274,19 @@ fn control_session(
         );
         bail!("sender speaks protocol version {version}");
     }
-    let peer_ip = unmapped(stream.peer_addr()?.ip());
+    let peer = stream.peer_addr()?;
+    let peer_ip = unmapped(peer.ip());
     authenticate(shared, &mut stream, &mut reader, deadline, peer_ip)?;
     write_msg(
         &mut stream,
         &Msg::Welcome {
             receiver: format!("dualperf {}", env!("CARGO_PKG_VERSION")),
+            features: shared
+                .service
+                .as_ref()
+                .map(|s| s.features())
+                .unwrap_or_default(),
+            peer: Some(SocketAddr::new(peer_ip, peer.port())),
         },
     )?;
     // Authenticated: registrations may now be large (thousands of flows), and the rest
@@ -279,6 +337,14 @@ fn control_session(
         }
     };
     let session = shared.next_session.fetch_add(1, Ordering::SeqCst);
+    let src_ports: Vec<Option<u16>> = flows
+        .iter()
+        .map(|f| {
+            (f.protocol == control::Protocol::Udp)
+                .then_some(f.src_port)
+                .flatten()
+        })
+        .collect();
     let registered = shared.register_flows(session, peer_ip, flows);
     let grants = match registered {
         Ok(g) => g,
@@ -292,10 +358,17 @@ fn control_session(
         shared,
         ids: grants.iter().map(|g| g.id).collect(),
     };
+    let punched = adopted.then(|| grants.clone());
     write_msg(&mut stream, &Msg::Registered { flows: grants })?;
     // The session now lasts as long as the sender sends; poll so Ctrl-C is noticed.
     stream.set_read_timeout(Some(Duration::from_millis(200)))?;
-    let sent = wait_for_finish(shared, &mut stream, &mut reader)?;
+    let sent = std::thread::scope(|scope| {
+        // Through the NAT in front of us, the agent's UDP flows follow our punches.
+        let _punching = punched
+            .as_ref()
+            .and_then(|g| super::punch::start(scope, shared, peer_ip, g, &src_ports));
+        wait_for_finish(shared, &mut stream, &mut reader)
+    })?;
     let sent_of: Option<HashMap<u16, u64>> = sent
         .as_ref()
         .map(|s| s.iter().map(|f| (f.id, f.packets)).collect());
@@ -406,7 +479,7 @@ fn serve_request(
     request: Msg,
 ) -> Result<()> {
     let peer = stream.peer_addr()?;
-    let peer = std::net::SocketAddr::new(unmapped(peer.ip()), peer.port());
+    let peer = SocketAddr::new(unmapped(peer.ip()), peer.port());
     let Some(service) = &shared.service else {
         shared
             .counters

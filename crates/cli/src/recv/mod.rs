@@ -14,6 +14,7 @@
 //! connections that stall during the handshake.
 
 mod conn;
+mod punch;
 mod shard;
 mod udp;
 
@@ -340,6 +341,23 @@ pub(crate) trait SendService: Send + Sync {
         request: wire::control::Msg,
         stop: &Arc<AtomicBool>,
     ) -> Result<(), ServeError>;
+
+    /// What the service advertises in `Welcome` (`wire::control::FEATURE_CALLBACK`).
+    fn features(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// A connection an asker opened for one of our `Dial`s (`Callback{ticket}`, from
+    /// `peer`): hand it to the session that asked, or say why not.
+    fn callback(
+        &self,
+        ticket: u64,
+        stream: std::net::TcpStream,
+        peer: SocketAddr,
+    ) -> Result<(), String> {
+        let _ = (ticket, stream);
+        Err(format!("callback from {peer} refused: this agent takes no callbacks"))
+    }
 }
 
 /// Why a request to send was not served to the end.
@@ -415,6 +433,8 @@ pub(crate) struct Shared {
     /// Connections still in their handshake ([`MAX_HANDSHAKES`]).
     pub(crate) handshaking: AtomicU64,
     pub(crate) service: Option<Arc<dyn SendService>>,
+    /// Punching reverse UDP flows through a NAT in front of us (`punch`).
+    pub(crate) punches: punch::Punches,
 }
 
 impl Shared {
@@ -575,7 +595,12 @@ impl Receiver {
             reports: Mutex::new(Vec::new()),
             handshaking: AtomicU64::new(0),
             service: config.service,
+            punches: punch::Punches::default(),
         });
+        let sockets: Vec<Arc<netio::UdpSocket>> = sockets.into_iter().map(Arc::new).collect();
+        if let Some(first) = sockets.first() {
+            let _ = shared.punches.socket.set(first.clone());
+        }
         listener.set_nonblocking(true)?;
         let mut receiver = Self {
             shared,
@@ -617,6 +642,24 @@ impl Receiver {
 
     pub(crate) fn local_addr(&self) -> SocketAddr {
         self.local
+    }
+
+    /// The keepalive interval of reverse UDP flows through a NAT in front of us, and
+    /// how long their first punch waits (a test aid; `send --reverse-mode callback`).
+    pub(crate) fn set_nat_keepalive(&self, keepalive: Duration, first_punch: Duration) {
+        *self
+            .shared
+            .punches
+            .timing
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some((keepalive, first_punch));
+    }
+
+    /// Serve a connection we opened (to an agent, for its `Dial`) as if we had
+    /// accepted it: the agent's session or TCP flow on it, with its UDP flows punched
+    /// through the NAT in front of us.
+    pub(crate) fn adopt(&self, stream: std::net::TcpStream) -> Result<()> {
+        conn::adopt(&self.shared, stream)
     }
 
     pub(crate) fn sessions_done(&self) -> u64 {

@@ -250,6 +250,12 @@ pub(super) fn run(shared: &Shared, me: usize, socket: &netio::UdpSocket) {
                 // long as the kernel said.
                 let head_only_len = (meta.truncated && meta.gro_size.is_none()).then_some(meta.len);
                 head_only += u64::from(head_only_len.is_some());
+                // An agent's answer to our punch (`punch`) is not a probe.
+                if whole.first() == Some(&wire::punch::MAGIC)
+                    && shared.punches.answered(whole, src)
+                {
+                    continue;
+                }
                 let at_arrival = Arrival {
                     meta,
                     src,

@@ -11,9 +11,10 @@
 //! - `--stamp` hands the one flow to the STAMP Session-Sender, `crate::stamp::sender`;
 //! - what is printed without `--json` is `results::send::text`, beside the report's types.
 
+pub(crate) mod callback;
 mod engine;
 mod flow;
-mod remote;
+pub(crate) mod remote;
 pub(crate) mod session;
 mod tcpinfo;
 mod zerocopy;
@@ -97,11 +98,24 @@ pub(crate) struct SendArgs {
     #[arg(long, env = "DUALPERF_KEY", hide_env_values = true)]
     key: Option<String>,
     /// The agent at DEST sends these flows to us instead (iperf3 -R): a receiver starts
-    /// here on a free port for the session (the agent must reach it: no NAT between), and
-    /// the report is the agent's, as `send` prints it, with our receiver's figures. Needs
-    /// `dualperf agent` at DEST. With --log, the log is our receiver's.
+    /// here for the session, reached as --reverse-mode says (by default also from behind
+    /// a NAT), and the report is the agent's, as `send` prints it, with our receiver's
+    /// figures. Needs `dualperf agent` at DEST. With --log, the log is our receiver's.
     #[arg(short = 'R', long, conflicts_with_all = ["bidir", "from"])]
     reverse: bool,
+    /// How the reverse direction (--reverse, --bidir) reaches us: `callback` over
+    /// connections we open to the agent and to where our UDP punches come from (works
+    /// from behind a NAT or stateful firewall, as iperf3 -R), `listen` to a receiver we
+    /// start on a free port (the agent connects: no NAT in front of us), `auto` callback
+    /// when the agent offers it.
+    #[arg(long, value_enum, default_value = "auto", value_name = "MODE")]
+    reverse_mode: callback::ReverseMode,
+    /// Keepalive interval of a quiet reverse UDP flow in callback mode (a test aid).
+    #[arg(long, hide = true, default_value = "15s", value_parser = crate::args::std_duration, value_name = "DURATION")]
+    nat_keepalive: StdDuration,
+    /// Our receiver's first punch of a reverse UDP flow waits this long (a test aid).
+    #[arg(long, hide = true, default_value = "0s", value_parser = crate::args::std_duration, value_name = "DURATION")]
+    punch_delay: StdDuration,
     /// Both directions at once: these flows to the agent at DEST and the same flows from
     /// it to us (iperf3 --bidir); each direction reported on its own.
     #[arg(long, conflicts_with_all = ["from", "log"])]
@@ -493,6 +507,11 @@ pub(crate) struct SendConfig {
     /// Holds the set-up session's flows until they may start (`--wait-for-go`, an
     /// agent's held request).
     pub(crate) hold: Option<std::sync::Arc<Hold>>,
+    /// The reverse direction's mode and NAT keepalive (`--reverse-mode`).
+    pub(crate) reverse: callback::ReverseOptions,
+    /// An agent's session in callback mode: its TCP connections and UDP peers come
+    /// from the asker (`callback::Dialer`).
+    pub(crate) callback: Option<std::sync::Arc<callback::Dialer>>,
 }
 
 /// Holds a set-up session's flows until they may start: `true` starts them, `false`
@@ -555,6 +574,8 @@ impl SendConfig {
             gso: true,
             cdf: false,
             hold: None,
+            reverse: callback::ReverseOptions::default(),
+            callback: None,
         }
     }
 }
@@ -629,6 +650,11 @@ pub(crate) fn run(mut args: SendArgs) -> Result<()> {
         cdf: args.cdf,
         gso: !args.no_gso,
         hold: args.wait_for_go.then(stdin_hold),
+        reverse: callback::ReverseOptions {
+            mode: args.reverse_mode,
+            keepalive: args.nat_keepalive,
+            punch_delay: args.punch_delay,
+        },
         ..SendConfig::new(dest, flows)
     };
     let stop = crate::interrupt::flag();

@@ -14,8 +14,9 @@ use anyhow::{bail, Context, Result};
 use results::send::{BidirReport, SendReport, SEND_FORMAT_VERSION};
 use wire::control::Msg;
 
+use super::callback::ReverseMode;
 use super::{run_session, PartialReport, SendConfig};
-use crate::control::{write_msg, MsgReader};
+use crate::control::{write_msg, MsgReader, Welcomed};
 use crate::recv::{Receiver, ReceiverConfig};
 
 /// Where a request to send goes, and what to prove to it.
@@ -43,6 +44,19 @@ pub(crate) fn request_send(
     announce: bool,
     stop: &AtomicBool,
 ) -> Result<SendReport> {
+    let (mut ctrl, mut reader, _) = open_agent(agent)?;
+    let request = Request {
+        target,
+        config,
+        announce,
+        stop,
+        dial: None,
+    };
+    request_on(&mut ctrl, &mut reader, request)
+}
+
+/// The control connection to `agent`, authenticated, and what its `Welcome` said.
+fn open_agent(agent: &AgentRef) -> Result<(TcpStream, MsgReader, Welcomed)> {
     let mut ctrl = netio::tcp::connect(
         agent.addr,
         &netio::Marking::default(),
@@ -58,7 +72,37 @@ pub(crate) fn request_send(
     })?;
     ctrl.set_read_timeout(Some(agent.connect_timeout.max(StdDuration::from_secs(10))))?;
     let mut reader = MsgReader::new();
-    crate::control::handshake(&mut ctrl, &mut reader, agent.key.as_deref(), "agent")?;
+    let welcomed =
+        crate::control::handshake(&mut ctrl, &mut reader, agent.key.as_deref(), "agent")?;
+    Ok((ctrl, reader, welcomed))
+}
+
+/// Opens a connection to the agent for one of its `Dial`s (callback mode).
+type Dial<'a> = &'a dyn Fn(u64) -> Result<()>;
+
+/// A request to send, on an open control connection.
+struct Request<'a> {
+    target: Target,
+    config: &'a SendConfig,
+    announce: bool,
+    stop: &'a AtomicBool,
+    /// Callback mode: how we answer the agent's `Dial`s.
+    dial: Option<Dial<'a>>,
+}
+
+/// Ask the agent on `ctrl` to send; wait for its report ([`request_send`]).
+fn request_on(
+    ctrl: &mut TcpStream,
+    reader: &mut MsgReader,
+    request: Request<'_>,
+) -> Result<SendReport> {
+    let Request {
+        target,
+        config,
+        announce,
+        stop,
+        dial,
+    } = request;
     // The destination's key stays here: the agent asks us to answer its challenge.
     let (dest, port, key) = match target {
         Target::Host(addr, key) => (Some(addr), 0, key),
@@ -73,9 +117,10 @@ pub(crate) fn request_send(
         connect_timeout_ns: u64::try_from(config.connect_timeout.as_nanos()).ok(),
         cdf: config.cdf,
         hold: config.hold.is_some(),
+        callback: dial.is_some(),
     };
-    write_msg(&mut ctrl, &request)?;
-    match reader.read(&mut ctrl)? {
+    write_msg(ctrl, &request)?;
+    match reader.read(ctrl)? {
         Msg::SendAccepted {} => {}
         Msg::Error { message } => bail!("{message}"),
         other => bail!("unexpected reply from the agent: {other:?}"),
@@ -85,20 +130,42 @@ pub(crate) fn request_send(
         eprintln!("dualperf send: started");
     }
     let hold = config.hold.as_deref();
-    wait_done(&mut ctrl, &mut reader, key.as_deref(), hold, announce, stop)
+    let asked = Asked {
+        key: key.as_deref(),
+        hold,
+        announce,
+        dial,
+    };
+    wait_done(ctrl, reader, &asked, stop)
+}
+
+/// What the agent's messages are answered with while it sends.
+struct Asked<'a> {
+    /// The destination's key, for its challenges.
+    key: Option<&'a str>,
+    /// Lets held flows start.
+    hold: Option<&'a super::Hold>,
+    /// Say when the flows start.
+    announce: bool,
+    /// Callback mode: answers `Dial`.
+    dial: Option<Dial<'a>>,
 }
 
 /// The agent's `SendDone`, answering its challenges with `key` (the destination's),
-/// its `Ready` with `Go` once `hold` lets the flows start (saying so if `announce`), and
-/// asking it to halt once `stop` is set.
+/// its `Ready` with `Go` once `hold` lets the flows start (saying so if `announce`), its
+/// `Dial`s with `dial`, and asking it to halt once `stop` is set.
 fn wait_done(
     ctrl: &mut TcpStream,
     reader: &mut MsgReader,
-    key: Option<&str>,
-    hold: Option<&super::Hold>,
-    announce: bool,
+    asked: &Asked<'_>,
     stop: &AtomicBool,
 ) -> Result<SendReport> {
+    let Asked {
+        key,
+        hold,
+        announce,
+        dial,
+    } = *asked;
     ctrl.set_read_timeout(Some(StdDuration::from_millis(200)))?;
     let mut halted = false;
     // Held flows let go of unstarted, not by Ctrl-C: an error beside the report.
@@ -150,6 +217,12 @@ fn wait_done(
                     .unwrap_or_default();
                 write_msg(ctrl, &Msg::AuthAnswer { mac })?;
             }
+            Ok(Msg::Dial { ticket }) => match dial {
+                Some(dial) => dial(ticket).context("calling the agent back")?,
+                None => {
+                    bail!("the agent asked to be called back, which this request did not offer")
+                }
+            },
             Ok(Msg::Error { message }) => bail!("the agent: {message}"),
             Ok(other) => bail!("unexpected message from the agent: {other:?}"),
             Err(e) if crate::control::is_timeout_error(&e) => {
@@ -172,6 +245,13 @@ pub(crate) fn reverse(
     announce: bool,
     stop: &Arc<AtomicBool>,
 ) -> Result<SendReport> {
+    let agent = AgentRef {
+        addr: config.dest,
+        key: config.key.clone(),
+        connect_timeout: config.connect_timeout,
+    };
+    let (mut ctrl, mut reader, welcomed) = open_agent(&agent)?;
+    let callback = callback_mode(config.reverse.mode, &welcomed, agent.addr)?;
     let key = crate::control::hex_key();
     let receiver = Receiver::start(
         ReceiverConfig {
@@ -181,7 +261,12 @@ pub(crate) fn reverse(
             handshake_timeout: config.connect_timeout.max(StdDuration::from_secs(10)),
             busy_poll: crate::args::std_duration(crate::recv::DEFAULT_BUSY_POLL)
                 .unwrap_or_default(),
-            threads: crate::recv::default_threads(),
+            // Callback mode: one socket, so one NAT mapping for every flow.
+            threads: if callback {
+                1
+            } else {
+                crate::recv::default_threads()
+            },
             gro: true,
             skip_rx_copy: false,
             service: None,
@@ -189,18 +274,51 @@ pub(crate) fn reverse(
         Arc::new(AtomicBool::new(false)),
     )
     .context("starting the receiver for the reverse direction")?;
-    let agent = AgentRef {
-        addr: config.dest,
-        key: config.key.clone(),
-        connect_timeout: config.connect_timeout,
-    };
+    receiver.set_nat_keepalive(config.reverse.keepalive, config.reverse.punch_delay);
     let port = receiver.local_addr().port();
-    let outcome = request_send(&agent, Target::Asker(port, key), config, announce, stop);
+    // The agent's `Dial`: a connection to it, with the ticket, served as if accepted.
+    let dial = |ticket: u64| -> Result<()> {
+        let mut stream = netio::tcp::connect(
+            agent.addr,
+            &netio::Marking::default(),
+            true,
+            None,
+            agent.connect_timeout,
+        )
+        .with_context(|| format!("cannot reach the agent at {}", agent.addr))?;
+        write_msg(&mut stream, &Msg::Callback { ticket })?;
+        receiver.adopt(stream)
+    };
+    let request = Request {
+        target: Target::Asker(port, key),
+        config,
+        announce,
+        stop,
+        dial: callback.then_some(&dial as Dial<'_>),
+    };
+    let outcome = request_on(&mut ctrl, &mut reader, request);
     // Its results went to the agent's session; what is left is the log to finish.
     let finished = receiver.shutdown();
     let report = outcome?;
     finished.context("finishing the reverse direction's receiver")?;
     Ok(report)
+}
+
+/// Whether the reverse direction goes in callback mode: as `mode` says, `auto` as the
+/// agent at `addr` offers (with a note when it does not).
+fn callback_mode(mode: ReverseMode, welcomed: &Welcomed, addr: SocketAddr) -> Result<bool> {
+    let offered = welcomed.has(wire::control::FEATURE_CALLBACK);
+    match mode {
+        ReverseMode::Listen => Ok(false),
+        ReverseMode::Callback if !offered => bail!(
+            "the agent at {addr} predates reverse through NAT (its welcome offers no callback mode): use --reverse-mode listen where it can reach us"
+        ),
+        ReverseMode::Auto if !offered => {
+            crate::out::note!("dualperf send: the agent at {addr} offers no callback mode: the reverse direction uses listen mode (the agent connects to us, so not through a NAT)");
+            Ok(false)
+        }
+        ReverseMode::Callback | ReverseMode::Auto => Ok(true),
+    }
 }
 
 /// `--bidir`: our flows to the agent at `config.dest` and its flows to us, at once.

@@ -148,16 +148,20 @@ fn open_control(
     Option<results::send::SessionSync>,
 )> {
     let dest = config.dest;
-    let mut ctrl = netio::tcp::connect(
-        dest,
-        &netio::Marking::default(),
-        true,
-        None,
-        config.connect_timeout,
-    )
-    .with_context(|| {
-        format!("cannot reach a dualperf receiver at {dest} (is `dualperf recv` running?)")
-    })?;
+    // In callback mode (an agent's reverse flows through the asker's NAT) the asker opens it.
+    let mut ctrl = match &config.callback {
+        Some(dialer) => dialer.stream()?,
+        None => netio::tcp::connect(
+            dest,
+            &netio::Marking::default(),
+            true,
+            None,
+            config.connect_timeout,
+        )
+        .with_context(|| {
+            format!("cannot reach a dualperf receiver at {dest} (is `dualperf recv` running?)")
+        })?,
+    };
     ctrl.set_read_timeout(Some(config.connect_timeout.max(StdDuration::from_secs(10))))?;
     let mut reader = MsgReader::new();
     match &config.prover {
@@ -167,7 +171,7 @@ fn open_control(
         None => {
             crate::control::handshake(&mut ctrl, &mut reader, config.key.as_deref(), "receiver")?
         }
-    }
+    };
     let clock = crate::control::estimate_offset(&mut ctrl, &mut reader, CLOCK_EXCHANGES)?;
     let sync = match clock {
         Some(c) if !c.same_clock => Some(crate::control::session_sync(&mut ctrl, &mut reader)?),
@@ -553,8 +557,11 @@ fn register(
                 let port = spec.cport.unwrap_or(0);
                 let sock = netio::UdpSocket::bind(SocketAddr::new(any, port), false)
                     .map_err(|e| cport_error(e, i, spec))?;
-                sock.connect_marked(dest, &marking)
-                    .with_context(|| format!("flow {i}: cannot apply marking {marking:?}"))?;
+                // In callback mode it connects to where the asker's punch comes from.
+                if config.callback.is_none() {
+                    sock.connect_marked(dest, &marking)
+                        .with_context(|| format!("flow {i}: cannot apply marking {marking:?}"))?;
+                }
                 if !config.gso {
                     sock.disable_gso();
                 }
@@ -599,13 +606,22 @@ fn register(
             config.flows.len()
         );
     }
+    if let Some(dialer) = &config.callback {
+        dialer.await_punches(&config.flows, &udp, &grants)?;
+    }
     let mut conns = Vec::new();
     for ((spec, grant), sock) in config.flows.iter().zip(&grants).zip(udp) {
         if let Some(sock) = sock {
             conns.push(Conn::Udp(sock));
             continue;
         }
-        let mut stream = netio::tcp::connect_from(
+        let dialed = match &config.callback {
+            Some(dialer) => Some(dialer.data_stream(spec, grant.id)?),
+            None => None,
+        };
+        let mut stream = match dialed {
+            Some(stream) => stream,
+            None => netio::tcp::connect_from(
             dest,
             spec.cport,
             &marking_of(spec),
@@ -631,7 +647,8 @@ fn register(
                 _ => anyhow::Error::new(e)
                     .context(format!("flow {}: cannot open the TCP data connection", grant.id)),
             }
-        })?;
+        })?,
+        };
         if spec.zerocopy {
             netio::tcp::enable_zerocopy(&stream).with_context(|| {
                 format!(
