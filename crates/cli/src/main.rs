@@ -15,6 +15,7 @@ mod control;
 mod decode;
 mod doctor;
 mod export;
+mod facts;
 mod habits;
 mod hostinfo;
 mod inproc;

@@ -118,6 +118,15 @@ impl Family {
         }
     }
 
+    /// The largest IP packet dualperf sends: IPv4's largest (65,535, RFC 791 §3.1), and
+    /// on IPv6 its largest UDP payload (65,507) with the headers.
+    pub fn max_packet(self) -> u32 {
+        match self {
+            Family::Ipv4 => 65_535,
+            Family::Ipv6 => 65_507 + 48,
+        }
+    }
+
     /// The least MTU a link of this family may have: 68 (RFC 791 §3.2) or 1280 (RFC
     /// 8200 §5).
     pub fn min_mtu(self) -> u32 {
@@ -248,8 +257,8 @@ pub struct Pmtu {
     /// The kernel's cached path MTU (RFC 1191 / RFC 8201), when it differs from `bytes`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel_bytes: Option<u32>,
-    /// Why the two differ: "ICMP filtered or a black hole" when the kernel believes a
-    /// larger MTU than crossed.
+    /// Why the two differ: "ICMP filtered or a black hole" when the kernel would send a
+    /// size that was lost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
@@ -461,7 +470,7 @@ impl Ladder {
         Self {
             family,
             tried: BTreeMap::new(),
-            max: route_mtu.clamp(family.min_mtu(), 65535),
+            max: route_mtu.clamp(family.min_mtu(), family.max_packet()),
         }
     }
 
@@ -514,10 +523,14 @@ impl Ladder {
             return Fact::not("no DPLPMTUD probe crossed, not even the smallest");
         };
         let kernel_bytes = kernel.filter(|&k| k != bytes);
-        let note = kernel_bytes.filter(|&k| k > bytes).map(|_| {
-            "the kernel believes a larger MTU than crossed: ICMP filtered or a black hole"
-                .to_string()
-        });
+        // The kernel would send a size that was lost: no ICMP taught it the smaller MTU.
+        let note = match (kernel_bytes, smallest_lost) {
+            (Some(k), Some(lost)) if k >= lost => Some(
+                "the kernel believes a larger MTU than crossed: ICMP filtered or a black hole"
+                    .to_string(),
+            ),
+            _ => None,
+        };
         Fact::Measured(Pmtu {
             bytes,
             method: PmtuMethod::Dplpmtud,
@@ -770,7 +783,15 @@ mod tests {
         );
         assert_eq!(
             Ladder::new(Family::Ipv6, 65536).first_round(),
-            [1280, 1400, 1420, 1440, 1460, 1480, 1492, 1500, 4000, 9000, 65535]
+            [1280, 1400, 1420, 1440, 1460, 1480, 1492, 1500, 4000, 9000, 65535, 65536]
+        );
+        assert_eq!(
+            Ladder::new(Family::Ipv4, 65536).first_round().last(),
+            Some(&65535)
+        );
+        assert_eq!(
+            Ladder::new(Family::Ipv6, 70000).first_round().last(),
+            Some(&65555)
         );
         assert_eq!(Ladder::new(Family::Ipv6, 1280).first_round(), [1280]);
         for s in [576, 1280, 1400, 1420] {
@@ -813,6 +834,11 @@ mod tests {
             panic!()
         };
         assert_eq!((p.kernel_bytes, p.note), (None, None));
+        // A kernel between the two sizes is no black hole: it is said, not explained.
+        let Fact::Measured(p) = l.fact(Some(1430)) else {
+            panic!()
+        };
+        assert_eq!((p.kernel_bytes, p.note), (Some(1430), None));
     }
 
     #[test]
