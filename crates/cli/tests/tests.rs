@@ -49,6 +49,8 @@ mod loopback;
 mod many_flows;
 #[path = "tests/marking.rs"]
 mod marking;
+#[path = "tests/nat_reverse.rs"]
+mod nat_reverse;
 #[path = "tests/overhead.rs"]
 mod overhead;
 #[path = "tests/plan_resume.rs"]
