@@ -22,6 +22,8 @@
 //! - [`verdicts`]: the verdict layer: IPv6 against IPv4 per point and metric of the
 //!   plan's tables, paired where the runs are pairs (medians, a false discovery rate
 //!   over the page), pooled otherwise; what `dualperf compare` prints;
+//! - [`verdicts_path`]: the points the path leaves uncompared (fragmenting,
+//!   oversubscribed), and what the summary says of them;
 //! - [`html`]: one self-contained page with every table and plot.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -42,6 +44,7 @@ pub mod tables;
 pub use results::text_table;
 pub mod units;
 pub mod verdicts;
+pub mod verdicts_path;
 
 use std::path::PathBuf;
 

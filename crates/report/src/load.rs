@@ -58,6 +58,10 @@ pub struct Provenance {
     pub repetitions: Option<u32>,
     /// Each run's length, ns.
     pub duration_ns: Option<u64>,
+    /// The path as the first directory's `path.json` gives it (its path MTU per family
+    /// and its capacity): the verdict layer leaves uncompared the points that fragment
+    /// or oversubscribe it ([`crate::verdicts_path`]); `None` without the file.
+    pub path: Option<lab::plan::fit::PathLimits>,
 }
 
 impl Provenance {
@@ -154,6 +158,9 @@ pub fn load_with(
     let mut specs: Vec<TableSpec> = Vec::new();
     let mut provenance = Provenance::default();
     let mut completeness = Completeness::default();
+    if let Some(first) = dirs.first() {
+        provenance.path = read_path(first, warnings);
+    }
     for dir in dirs {
         add_host(dir, &mut provenance);
         let store = match Store::open(dir) {
@@ -289,6 +296,23 @@ fn add_host(dir: &Path, provenance: &mut Provenance) {
             if !item.is_empty() && !list.contains(&item) {
                 list.push(item);
             }
+        }
+    }
+}
+
+/// The path's limits from a directory's `path.json` (`compare --lab` and `compare HOST`
+/// write it); a file that does not read is a warning.
+fn read_path(dir: &Path, warnings: &mut Vec<String>) -> Option<lab::plan::fit::PathLimits> {
+    let file = dir.join("path.json");
+    let bytes = std::fs::read(&file).ok()?;
+    match serde_json::from_slice::<results::path::PathFacts>(&bytes) {
+        Ok(facts) => Some(lab::plan::fit::PathLimits::from_facts(&facts)),
+        Err(e) => {
+            warnings.push(format!(
+                "{}: does not read ({e}); the verdicts do not know the path",
+                file.display()
+            ));
+            None
         }
     }
 }

@@ -98,7 +98,9 @@ fn comparison_of(c: &Column) -> Spec {
 /// Fills each row of `tables` with its comparison (`specs[i]` says how table `i`'s
 /// metric is compared), all of them as one page whose verdicts hold [`DEFAULT_FDR`]:
 /// with pairs under paired analysis, without (medians only, no verdict) under pooled.
-/// Runs that do not count (`Side::not_counted`) are left out.
+/// Runs that do not count (`Side::not_counted`) are left out. A row whose point has
+/// caveats (`Point::caveats`) is not compared: medians only, marked
+/// (`VerdictRow::not_compared`), outside the page's false discovery rate.
 pub fn judge(
     points: &[Point],
     tables: &mut [VerdictTable],
@@ -110,10 +112,9 @@ pub fn judge(
     let mut cells: Vec<Cell> = Vec::new();
     for (m, t) in tables.iter().enumerate() {
         for row in &t.rows {
-            let runs = points
-                .iter()
-                .find(|p| p.id == row.point)
-                .map_or(&[][..], |p| &p.runs[..]);
+            let point = points.iter().find(|p| p.id == row.point);
+            let runs = point.map_or(&[][..], |p| &p.runs[..]);
+            let held = point.is_some_and(|p| !p.caveats.is_empty());
             let figure = |s: &Option<Side>| {
                 let s = s.as_ref().filter(|s| s.not_counted.is_none())?;
                 s.figures.get(&t.metric).copied()
@@ -121,6 +122,7 @@ pub fn judge(
             let a = runs.iter().filter_map(|r| figure(&r.ipv4)).collect();
             let b = runs.iter().filter_map(|r| figure(&r.ipv6)).collect();
             let pairs = match analysis {
+                _ if held => Vec::new(),
                 Analysis::Paired => runs
                     .iter()
                     .filter_map(|r| Some((figure(&r.ipv4)?, figure(&r.ipv6)?)))
@@ -150,6 +152,11 @@ pub fn judge(
     for t in tables.iter_mut() {
         for row in &mut t.rows {
             row.comparison = found.next().flatten();
+            row.not_compared = points
+                .iter()
+                .find(|p| p.id == row.point)
+                .filter(|p| !p.caveats.is_empty())
+                .map(|p| crate::verdicts_path::marks(&p.caveats));
         }
     }
     Verdicts {
@@ -214,6 +221,7 @@ pub fn compare_doc(runs: &Runs, tables: &[Table], dir: Option<String>) -> Compar
                     point: row.point.clone(),
                     label: row.label.clone(),
                     comparison: None,
+                    not_compared: None,
                 })
                 .collect(),
         });
@@ -242,6 +250,10 @@ pub fn compare_doc(runs: &Runs, tables: &[Table], dir: Option<String>) -> Compar
         points,
     };
     doc.summary = summary(&doc);
+    doc.summary.extend(crate::verdicts_path::bulk_tcp(
+        &doc,
+        runs.provenance.path.as_ref(),
+    ));
     doc
 }
 
@@ -311,11 +323,13 @@ fn points(runs: &Runs, columns: &[(&Table, &Column)]) -> Vec<Point> {
                 rep.ipv6_first = v6 < v4;
             }
         }
-        let spec = records
+        let flow = records
             .iter()
-            .find_map(|r| r.report.as_ref()?.flows.first())
-            .map(|f| f.spec.clone())
-            .unwrap_or_default();
+            .find_map(|r| r.report.as_ref()?.flows.first());
+        let spec = flow.map(|f| f.spec.clone()).unwrap_or_default();
+        let caveats = flow.map_or_else(Vec::new, |f| {
+            crate::verdicts_path::caveats(f, runs.provenance.path.as_ref())
+        });
         out.push(Point {
             id: id.clone(),
             name: label,
@@ -324,7 +338,7 @@ fn points(runs: &Runs, columns: &[(&Table, &Column)]) -> Vec<Point> {
             rate: spec.idt_ms.is_none().then_some(spec.rate),
             runs: reps.into_values().collect(),
             errors,
-            caveats: Vec::new(),
+            caveats,
         });
     }
     out
@@ -404,6 +418,16 @@ fn metric_table(t: &VerdictTable, out: &mut String) {
             tt.row(vec![row.label.clone(), "-".into(), "-".into(), "-".into()]);
             continue;
         };
+        if let Some(mark) = &row.not_compared {
+            tt.row(vec![
+                row.label.clone(),
+                format!("{}+{}", c.n_a, c.n_b),
+                plain(Some(c.median_a / t.scale), d),
+                plain(Some(c.median_b / t.scale), d),
+                format!("‡ {mark}"),
+            ]);
+            continue;
+        }
         let (delta, delta_pct) = match c.verdict {
             Verdict::Significant => (
                 signed(c.diff / t.scale, d),
@@ -518,6 +542,7 @@ pub fn summary(r: &CompareReport) -> Vec<String> {
             "{list} {verb} no difference between the families in any point (≈ throughout)."
         ));
     }
+    lines.extend(crate::verdicts_path::not_compared(r));
     lines
 }
 
@@ -583,6 +608,9 @@ pub fn render(r: &CompareReport) -> String {
     for d in &r.definitions {
         out.push_str(d);
         out.push('\n');
+    }
+    if r.points.iter().any(|p| !p.caveats.is_empty()) {
+        out.push_str("‡: not compared: the point's packets fragment over that family (larger than its path MTU), or it offers over 90 % of the path's capacity (path.json).\n");
     }
     out.push_str(&format!(
         "runs: IPv4's + IPv6's. (Δ): no verdict (fewer than 2 pairs, or no spread at all). How to read it: docs/compare.md.\n{}\n",
@@ -778,6 +806,7 @@ mod tests {
                         point: p.id.clone(),
                         label: p.name.clone(),
                         comparison: None,
+                        not_compared: None,
                     })
                     .collect(),
             })
@@ -1078,5 +1107,68 @@ mod tests {
             text.contains("\n1 run not counted (fell behind its schedule; named in --json's errors); the verdicts use the runs that kept up.\n"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn fragmenting_and_oversubscribed_rows_are_named_not_compared() {
+        use results::compare::Caveat;
+        // IPv6's round trips are 1.5 times IPv4's in points 0 to 2: point 0 fragments
+        // over IPv6, point 1 oversubscribes the path, point 2 is compared.
+        let mut points = draw(41, 5, 0.05, 3, 1.5);
+        points[0].caveats = vec![Caveat::Fragments {
+            family: 6,
+            ip_bytes: 1520,
+            mtu: 1500,
+        }];
+        points[1].caveats = vec![
+            Caveat::Oversubscribed {
+                family: 4,
+                offered_bps: 60_560_000,
+                capacity_bps: 10_000_000,
+            },
+            Caveat::Oversubscribed {
+                family: 6,
+                offered_bps: 64_160_000,
+                capacity_bps: 10_000_000,
+            },
+        ];
+        let r = page(points, 5, Analysis::Paired);
+        // 14 points × 4 metrics are the page's comparisons; the other two are not.
+        assert_eq!(r.verdicts.tested, 56);
+        for m in 0..4 {
+            let marks: Vec<Option<&str>> = r.tables[m].rows[..3]
+                .iter()
+                .map(|row| row.not_compared.as_deref())
+                .collect();
+            assert_eq!(
+                marks,
+                [Some("fragments over IPv6"), Some("oversubscribed"), None]
+            );
+            for p in 0..2 {
+                let c = cmp(&r, m, p);
+                assert_eq!((c.verdict, c.p, c.ci_low), (Verdict::Undefined, None, None));
+                assert_eq!((c.n_a, c.n_b), (5, 5));
+            }
+        }
+        assert_eq!(cmp(&r, 1, 2).verdict, Verdict::Significant);
+        let rtt = r
+            .summary
+            .iter()
+            .find(|l| l.starts_with("Median round trip time"));
+        assert!(
+            rtt.is_some_and(|l| l.ends_with("higher over IPv6 (significant in 1 of 14 points).")),
+            "{:?}",
+            r.summary
+        );
+        assert_eq!(
+            r.summary.last().map(String::as_str),
+            Some("Not compared (‡), 2 of 16 points: point 0 (fragments over IPv6), point 1 (oversubscribed); their differences are fragmentation's and the queue's, not IPv6's.")
+        );
+        let text = render(&r);
+        let rows = table_rows(&text);
+        assert_eq!(rows[0][4], "‡ fragments over IPv6", "{text}");
+        assert_eq!(rows[1][4], "‡ oversubscribed", "{text}");
+        assert_eq!((rows[0].len(), rows[2].len()), (5, 8), "{text}");
+        assert!(text.contains("\n‡: not compared: "), "{text}");
     }
 }

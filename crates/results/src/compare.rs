@@ -193,6 +193,11 @@ pub struct VerdictRow {
     /// The medians of each family's runs, IPv6 − IPv4 with its interval and the
     /// verdict; `None` where a family has no run with the figure.
     pub comparison: Option<RunsComparison>,
+    /// Why the row is not compared (its point's [`Caveat`] marks: `fragments over
+    /// IPv6`, `oversubscribed`): its comparison has the medians but no verdict, and it
+    /// is not among the page's tested comparisons.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_compared: Option<String>,
 }
 
 /// How the page's verdicts allow for its many comparisons (`meter::verdict`).

@@ -198,8 +198,7 @@ pub fn caveats(spec: &FlowSpec, copies: u32, path: &PathLimits) -> Vec<Caveat> {
             }
         }
     }
-    let bulk_tcp = spec.protocol == Protocol::Tcp && (spec.bulk || spec.unpaced);
-    if let (Some(cap), false) = (path.capacity_bps, bulk_tcp) {
+    if let (Some(cap), false) = (path.capacity_bps, fills_the_path(spec)) {
         for family in [4, 6] {
             let Some(offered) = path.offered_bps(spec, copies, family) else {
                 continue;
@@ -214,6 +213,12 @@ pub fn caveats(spec: &FlowSpec, copies: u32, path: &PathLimits) -> Vec<Caveat> {
         }
     }
     out
+}
+
+/// Whether a flow fills the path by design: TCP bulk (its congestion control finds the
+/// capacity), which the verdicts compare as goodput at capacity.
+pub fn fills_the_path(spec: &FlowSpec) -> bool {
+    spec.protocol == Protocol::Tcp && (spec.bulk || spec.unpaced)
 }
 
 /// How much lower IPv6's TCP goodput is expected than IPv4's on a full path, %: the
