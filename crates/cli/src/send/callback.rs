@@ -45,8 +45,8 @@ pub(crate) enum ReverseMode {
 }
 
 /// The keepalive interval of a quiet reverse UDP flow through a NAT: RFC 4787 REQ-5
-/// forbids UDP mappings that expire in under 2 minutes, but many do; RFC 8085 §3.5 asks
-/// for at most 15 s where the timeout is unknown.
+/// asks NATs to keep a UDP mapping at least 2 minutes, but many keep less; RFC 8085
+/// §3.5 advises keep-alives no more often than every 15 s.
 pub(crate) const KEEPALIVE: StdDuration = StdDuration::from_secs(15);
 
 /// The reverse direction's settings.
