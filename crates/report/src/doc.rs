@@ -41,6 +41,11 @@ pub struct ReportDoc {
     /// pooled otherwise; what `dualperf compare --json` prints.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdicts: Option<results::compare::CompareReport>,
+    /// The path's facts per family (the run directory's `path.json`, written by `compare
+    /// HOST` and `compare --lab`): addresses, NAT, hops, path MTU, marking, capacity,
+    /// clock. Absent without the file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<results::path::PathFacts>,
 }
 
 impl ReportDoc {
@@ -56,6 +61,7 @@ impl ReportDoc {
             clocks: Vec::new(),
             partial: None,
             verdicts: None,
+            path: None,
         }
     }
 }

@@ -135,6 +135,9 @@ pub fn html(
         let _ = writeln!(out, "<h2>Point {}</h2>", esc(&name));
         place_plots(&mut out, plots, &Place::Point(p.to_owned()));
     }
+    if let Some(facts) = &provenance.path_facts {
+        out.push_str(&crate::path::html(facts));
+    }
     out.push_str("</body></html>\n");
     out
 }

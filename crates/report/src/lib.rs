@@ -35,6 +35,7 @@ mod error;
 pub mod html;
 pub mod load;
 pub mod missing;
+pub mod path;
 pub mod plot;
 pub mod png;
 pub mod render;
@@ -125,6 +126,16 @@ impl Report {
             out.push('\n');
             out.push_str(&page);
         }
+        // The path's facts under the verdicts, when the directory has them.
+        if let Some(facts) = &self.provenance.path_facts {
+            let block = path::text(facts);
+            if markdown {
+                out.push_str(&format!("\n## Path\n\n```text\n{block}```\n"));
+            } else {
+                out.push('\n');
+                out.push_str(&block);
+            }
+        }
         out
     }
 
@@ -161,6 +172,7 @@ impl Report {
         doc.clocks = self.clocks;
         doc.partial = (!self.completeness.is_whole()).then_some(self.completeness);
         doc.verdicts = Some(self.verdicts);
+        doc.path = self.provenance.path_facts;
         doc
     }
 }
@@ -247,6 +259,29 @@ mod tests {
             completeness: Default::default(),
             vocabulary: Vocabulary::standard(),
         }
+    }
+
+    #[test]
+    fn the_path_block_follows_the_verdicts_in_text_markdown_json_and_html() {
+        let facts = path::tests::facts();
+        let mut with = runs();
+        with.provenance.path_facts = Some(facts.clone());
+        let report = Report::new(&with);
+        let block = path::text(&facts);
+        let text = report.text(false);
+        let page = verdicts::render(&report.verdicts);
+        assert!(text.ends_with(&format!("{page}\n{block}")), "{text}");
+        assert!(report
+            .text(true)
+            .ends_with(&format!("\n## Path\n\n```text\n{block}```\n")));
+        let html = report.html(&[], &Plots::default());
+        assert!(html.ends_with(&format!("{}</body></html>\n", path::html(&facts))));
+        assert_eq!(report.into_doc().path, Some(facts));
+        // Without path.json: no block, no key.
+        let plain = Report::new(&runs());
+        assert!(!plain.text(false).contains("Path to"));
+        let doc = serde_json::to_value(plain.into_doc()).unwrap();
+        assert!(doc.get("path").is_none());
     }
 
     #[test]

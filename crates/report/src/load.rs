@@ -31,7 +31,7 @@ pub struct Runs {
 }
 
 /// What a report shows, where and when it was measured (flent labels every plot so).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Provenance {
     /// The plan's name.
     pub plan: Option<String>,
@@ -62,6 +62,9 @@ pub struct Provenance {
     /// and its capacity): the verdict layer leaves uncompared the points that fragment
     /// or oversubscribe it ([`crate::verdicts_path`]); `None` without the file.
     pub path: Option<lab::plan::fit::PathLimits>,
+    /// The first directory's `path.json` itself: the path block under the verdicts
+    /// ([`crate::path`]).
+    pub path_facts: Option<results::path::PathFacts>,
 }
 
 impl Provenance {
@@ -159,7 +162,11 @@ pub fn load_with(
     let mut provenance = Provenance::default();
     let mut completeness = Completeness::default();
     if let Some(first) = dirs.first() {
-        provenance.path = read_path(first, warnings);
+        provenance.path_facts = read_path(first, warnings);
+        provenance.path = provenance
+            .path_facts
+            .as_ref()
+            .map(lab::plan::fit::PathLimits::from_facts);
     }
     for dir in dirs {
         add_host(dir, &mut provenance);
@@ -300,21 +307,13 @@ fn add_host(dir: &Path, provenance: &mut Provenance) {
     }
 }
 
-/// The path's limits from a directory's `path.json` (`compare --lab` and `compare HOST`
+/// The path's facts from a directory's `path.json` (`compare --lab` and `compare HOST`
 /// write it); a file that does not read is a warning.
-fn read_path(dir: &Path, warnings: &mut Vec<String>) -> Option<lab::plan::fit::PathLimits> {
-    let file = dir.join("path.json");
-    let bytes = std::fs::read(&file).ok()?;
-    match serde_json::from_slice::<results::path::PathFacts>(&bytes) {
-        Ok(facts) => Some(lab::plan::fit::PathLimits::from_facts(&facts)),
-        Err(e) => {
-            warnings.push(format!(
-                "{}: does not read ({e}); the verdicts do not know the path",
-                file.display()
-            ));
-            None
-        }
-    }
+fn read_path(dir: &Path, warnings: &mut Vec<String>) -> Option<results::path::PathFacts> {
+    crate::path::read(dir).unwrap_or_else(|e| {
+        warnings.push(format!("{e}; the verdicts do not know the path"));
+        None
+    })
 }
 
 /// A directory's host checks that were not ok, each line once.
