@@ -31,6 +31,67 @@ use crate::control::MsgReader;
 use crate::send::session::PartialReport;
 use crate::send::SendConfig;
 
+/// Measure the path's facts (a test aid; `compare HOST` writes them as `path.json`).
+///
+/// Per family: NAT and the clock over a control connection, hops and marking from a probe
+/// flow, the path MTU by DPLPMTUD (RFC 8899) beside the kernel's, and with --capacity a
+/// bulk TCP transfer; with an agent, the reverse direction too. Prints path.json's document.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Example:
+  dualperf path-facts 127.0.0.1 ::1 --far-end agent --key K --capacity 1s")]
+pub(crate) struct FactsArgs {
+    /// The far end's addresses, one per family to measure.
+    #[arg(required = true, value_name = "ADDR")]
+    addrs: Vec<IpAddr>,
+    /// Its control port (a STAMP reflector's UDP port with --far-end stamp).
+    #[arg(short, long, default_value_t = crate::control::DEFAULT_PORT)]
+    port: u16,
+    /// What answers there: agent, recv or stamp.
+    #[arg(long, default_value = "recv", value_parser = ["agent", "recv", "stamp"])]
+    far_end: String,
+    /// The far end's key.
+    #[arg(long, env = "DUALPERF_KEY", hide_env_values = true)]
+    key: Option<String>,
+    /// Measure the capacity with a bulk TCP transfer this long per family and direction.
+    #[arg(long, value_parser = crate::args::std_duration, value_name = "DURATION")]
+    capacity: Option<Duration>,
+    /// Print the report's Path block instead of the JSON document.
+    #[arg(long)]
+    text: bool,
+}
+
+/// `dualperf path-facts`.
+pub(crate) fn run(args: FactsArgs) -> Result<()> {
+    let far_end = match args.far_end.as_str() {
+        "agent" => FarEnd::Agent,
+        "stamp" => FarEnd::Stamp,
+        _ => FarEnd::Recv,
+    };
+    let mut addrs: Vec<SocketAddr> = args
+        .addrs
+        .iter()
+        .map(|&ip| SocketAddr::new(ip, args.port))
+        .collect();
+    addrs.sort_by_key(SocketAddr::is_ipv6);
+    let target = Target {
+        host: args
+            .addrs
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(" "),
+        far_end,
+        addrs,
+        key: args.key.map(String::into_bytes),
+        capacity: args.capacity,
+    };
+    let facts = measure(&target, &crate::interrupt::flag());
+    match args.text {
+        true => crate::out::print(report::path::text(&facts)),
+        false => crate::out::print(serde_json::to_string_pretty(&facts)? + "\n"),
+    }
+}
+
 /// What to measure, and against what.
 #[derive(Clone, Debug)]
 pub(crate) struct Target {
@@ -50,27 +111,11 @@ pub(crate) struct Target {
 /// The facts of every family of `t`. Never fails: what cannot be measured is said so in
 /// the fact ("not measured: …").
 pub(crate) fn measure(t: &Target, stop: &Arc<AtomicBool>) -> PathFacts {
-    let mut notes = vec![format!(
-        "hops and marking: one UDP flow of {} × 64 B per family and direction, sent with TTL \
-         {}, DSCP AF41, ECT(0) and on IPv6 flow label {:#x}",
-        path::PROBE_PACKETS,
-        path::PROBE_TTL,
-        path::PROBE_FLOW_LABEL
-    )];
-    if t.far_end != FarEnd::Stamp {
-        notes.push(format!(
-            "path MTU: DPLPMTUD (RFC 8899 §4, RFC 4821), {} UDP datagrams with Don't Fragment \
-             per IP size, a size confirmed when the far end received one, then {} sizes in \
-             the gap; the kernel's PMTUD cache (RFC 1191, RFC 8201) read with IP_MTU / IPV6_MTU",
-            path::LADDER_PACKETS,
-            REFINE_SIZES
-        ));
-    }
     PathFacts {
         format_version: PATH_FORMAT_VERSION,
         host: t.host.clone(),
         far_end: t.far_end,
-        notes,
+        notes: path::method_notes(t.far_end),
         families: t.addrs.iter().map(|&a| family(t, a, stop)).collect(),
     }
 }

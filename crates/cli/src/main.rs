@@ -84,6 +84,8 @@ enum Command {
     Portcheck(portcheck::PortcheckArgs),
     Interop(interop::InteropArgs),
     Schema(schema::SchemaArgs),
+    #[command(hide = true)]
+    PathFacts(facts::FactsArgs),
     Completions(completions::CompletionsArgs),
     Man(completions::ManArgs),
 }
@@ -111,6 +113,7 @@ fn main() {
         Command::Portcheck(args) => portcheck::run(args),
         Command::Interop(args) => interop::run(args),
         Command::Schema(args) => schema::run(args),
+        Command::PathFacts(args) => facts::run(args),
         Command::Completions(args) => completions::run(args),
         Command::Man(args) => completions::man(args),
     };

@@ -53,6 +53,8 @@ mod marking;
 mod nat_reverse;
 #[path = "tests/overhead.rs"]
 mod overhead;
+#[path = "tests/path_facts.rs"]
+mod path_facts;
 #[path = "tests/plan_resume.rs"]
 mod plan_resume;
 #[path = "tests/plan_run.rs"]

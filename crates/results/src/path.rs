@@ -560,6 +560,23 @@ pub const LADDER_PACKETS: u64 = 3;
 /// Sizes of DPLPMTUD's refinement round.
 pub const REFINE_SIZES: u32 = 8;
 
+/// How the facts against `far_end` are measured, one sentence each ([`PathFacts::notes`]).
+pub fn method_notes(far_end: FarEnd) -> Vec<String> {
+    let mut notes = vec![format!(
+        "hops and marking: one UDP flow of {PROBE_PACKETS} × 64 B per family and direction, \
+         sent with TTL {PROBE_TTL}, DSCP AF41, ECT(0) and on IPv6 flow label {PROBE_FLOW_LABEL:#x}"
+    )];
+    if far_end != FarEnd::Stamp {
+        notes.push(format!(
+            "path MTU: DPLPMTUD (RFC 8899 §4, RFC 4821), {LADDER_PACKETS} UDP datagrams with \
+             Don't Fragment per IP size, a size confirmed when the far end received one, then \
+             {REFINE_SIZES} sizes in the gap; the kernel's PMTUD cache (RFC 1191, RFC 8201) \
+             read with IP_MTU / IPV6_MTU"
+        ));
+    }
+    notes
+}
+
 /// The probe flow of one family and direction, whose received TTL / hop limit and
 /// marking give [`hops`] and [`marking`]: UDP, [`PROBE_PACKETS`] × 64 bytes at 100
 /// packets/s, one-way meter, TTL 64, DSCP AF41, ECT(0), and on IPv6 flow label
@@ -911,6 +928,13 @@ mod tests {
 
     #[test]
     fn probe_flows_and_rounds_read_into_facts() {
+        assert_eq!(method_notes(FarEnd::Stamp).len(), 1);
+        assert_eq!(
+            method_notes(FarEnd::Agent)[1],
+            "path MTU: DPLPMTUD (RFC 8899 §4, RFC 4821), 3 UDP datagrams with Don't Fragment \
+             per IP size, a size confirmed when the far end received one, then 8 sizes in the \
+             gap; the kernel's PMTUD cache (RFC 1191, RFC 8201) read with IP_MTU / IPV6_MTU"
+        );
         let p = probe_flow(Family::Ipv6);
         assert_eq!(p.marking.tos(), Some(0x8a));
         assert_eq!(
