@@ -170,7 +170,7 @@ impl Dialer {
         let (ticket, rx) = self.tickets.open(self.asker_ip);
         let asked = {
             let mut asker = self.asker.lock().unwrap_or_else(|e| e.into_inner());
-            write_msg(&mut *asker, &Msg::Dial { ticket })
+            write_msg(&mut asker, &Msg::Dial { ticket })
         };
         let got = asked.and_then(|()| {
             rx.recv_timeout(self.wait).map_err(|_| {

@@ -212,3 +212,50 @@ fn a_punch_from_another_ip_or_token_is_counted_and_gets_no_answer() {
     assert_eq!(stderr.matches("ignored a datagram").count(), 2, "{stderr}");
     drop(agent);
 }
+
+/// Hello, challenge, empty auth: the `Welcome` of an end without a key, and the
+/// address we spoke from.
+fn welcome(addr: std::net::SocketAddr) -> (Value, String) {
+    let mut c = crate::support::Control::connect(addr);
+    let ours = c.stream.local_addr().unwrap().to_string();
+    c.send(&serde_json::json!({"type": "hello", "version": 1}));
+    assert_eq!(c.recv()["type"], "challenge");
+    c.send(&serde_json::json!({"type": "auth", "mac": ""}));
+    (c.recv(), ours)
+}
+
+#[test]
+fn welcome_says_the_peer_address_and_what_an_agent_offers() {
+    // A receiver: our address as it saw it (IPv4, unmapped), and no features.
+    let rx = crate::support::Receiver::start(&[]);
+    let (w, ours) = welcome(rx.addr_v4());
+    assert_eq!(w["type"], "welcome", "{w}");
+    assert_eq!(w["peer"], ours.as_str(), "{w}");
+    assert!(ours.starts_with("127.0.0.1:"), "{ours}");
+    assert_eq!(w.get("features"), None, "{w}");
+    drop(rx);
+    // An agent (on ::1, keyless): the same, and what it offers.
+    for (extra, features) in [
+        (None, serde_json::json!(["send", "callback"])),
+        (Some("--no-callback"), serde_json::json!(["send"])),
+    ] {
+        let mut args = vec!["--bind", "::1"];
+        args.extend(extra);
+        let mut all = vec!["agent", "--port", "0", "--json"];
+        all.extend_from_slice(&args);
+        let proc = Proc::spawn(&all);
+        let line = proc.wait_stderr_line(|l| l.starts_with("dualperf agent: listening on"));
+        let port: u16 = line
+            .split_once("]:")
+            .and_then(|(_, rest)| rest.split(' ').next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no port in {line:?}"));
+        let (w, ours) = welcome(std::net::SocketAddr::from((
+            std::net::Ipv6Addr::LOCALHOST,
+            port,
+        )));
+        assert_eq!(w["peer"], ours.as_str(), "{w}");
+        assert!(ours.starts_with("[::1]:"), "{ours}");
+        assert_eq!(w["features"], features, "{extra:?}: {w}");
+    }
+}
