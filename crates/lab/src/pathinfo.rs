@@ -18,7 +18,8 @@ use results::path::{
     PATH_FORMAT_VERSION,
 };
 
-use crate::plan::fit::PathLimits;
+use crate::plan::fit::{fit, FitDoc, Fitted, Given, PathLimits, DEFAULT_SHARE};
+use crate::plan::Plan;
 use crate::topology::{Kind, Link, Topology};
 
 /// The initial TTL / hop limit Linux sends with (`net.ipv4.ip_default_ttl`,
@@ -182,6 +183,108 @@ impl LabPath {
     }
 }
 
+/// `compare --lab`'s battery against its lab's path: the path's facts (`path.json`),
+/// the battery fitted to it at [`DEFAULT_SHARE`] of its capacity, and the document of
+/// the fit (`fit.json`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LabFit {
+    /// The path from `sender` to `receiver`, as the topology gives it.
+    pub facts: PathFacts,
+    /// The factors to set (none when not applied) and the notes.
+    pub fitted: Fitted,
+    /// What `fit.json` holds.
+    pub doc: FitDoc,
+}
+
+impl LabFit {
+    /// The fit of `plan` (read from `plan_path`) to its lab's path from `sender` to
+    /// `receiver`; `None` for a plan without a lab. Not `apply`ed (`--no-fit`), the
+    /// battery is kept as given and the notes say what of it does not fit. An error
+    /// says why the lab's path cannot be read.
+    pub fn of(
+        plan: &Plan,
+        plan_path: &std::path::Path,
+        given: Given,
+        apply: bool,
+    ) -> Result<Option<Self>, String> {
+        if plan.lab_topology().is_none() {
+            return Ok(None);
+        }
+        let (_, Some((t, _))) =
+            crate::check::target(plan, plan_path, None).map_err(|e| e.to_string())?
+        else {
+            return Ok(None);
+        };
+        let path = LabPath::between(&t, "sender", "receiver")
+            .ok_or_else(|| format!("lab '{}': no route from sender to receiver", t.name))?;
+        let limits = path.limits();
+        let kept = Given {
+            sizes: true,
+            rate: true,
+        };
+        let given = if apply { given } else { kept };
+        let fitted = fit(plan, &limits, given, DEFAULT_SHARE).map_err(|e| e.to_string())?;
+        Ok(Some(Self {
+            facts: path.facts(&t, &format!("lab:{}", t.name)),
+            doc: FitDoc::new(&fitted, apply, DEFAULT_SHARE, limits),
+            fitted,
+        }))
+    }
+
+    /// Writes `path.json` and `fit.json` into the run directory `dir` (made if need
+    /// be).
+    pub fn write(&self, dir: &std::path::Path) -> std::io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        std::fs::write(dir.join("path.json"), pretty(&self.facts)?)?;
+        std::fs::write(dir.join("fit.json"), pretty(&self.doc)?)
+    }
+
+    /// The lines `compare` prints under its verdicts: how the battery was fitted (or
+    /// that it was not), then each note.
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = vec![if self.doc.applied {
+            format!(
+                "Fitted to the path from sender to receiver ({}; fit.json; --no-fit runs the battery as given):",
+                self.summary()
+            )
+        } else {
+            format!(
+                "Not fitted (--no-fit); on the path from sender to receiver ({}):",
+                self.summary()
+            )
+        }];
+        if self.doc.notes.is_empty() {
+            out.push("  the battery fits it as it is.".into());
+        }
+        out.extend(self.doc.notes.iter().map(|n| format!("  {}", n.text)));
+        out
+    }
+
+    /// `path MTU 1500 bytes, 10.000 Mbit/s, load share 50 %`.
+    fn summary(&self) -> String {
+        let p = &self.doc.path;
+        let mtu = match (p.mtu4, p.mtu6) {
+            (Some(a), Some(b)) if a == b => format!("path MTU {a} bytes"),
+            (a, b) => format!(
+                "path MTU {} bytes over IPv4, {} over IPv6",
+                a.map_or("?".into(), |v| v.to_string()),
+                b.map_or("?".into(), |v| v.to_string())
+            ),
+        };
+        let cap = p.capacity_bps.map_or("capacity unknown".into(), |c| {
+            format!("{:.3} Mbit/s", c as f64 / 1e6)
+        });
+        format!("{mtu}, {cap}, load share {:.0} %", self.doc.share * 100.0)
+    }
+}
+
+/// A document as pretty JSON with a final newline.
+fn pretty<T: serde::Serialize>(v: &T) -> std::io::Result<String> {
+    let mut s = serde_json::to_string_pretty(v).map_err(std::io::Error::other)?;
+    s.push('\n');
+    Ok(s)
+}
+
 /// The nodes from `a` to `b`: directly when linked; else from host `a` through its
 /// first link toward a forwarding node (its default route), then breadth-first through
 /// forwarding nodes, ties by link order.
@@ -327,5 +430,51 @@ b = "receiver"
         );
         // And back into fitting's limits.
         assert_eq!(PathLimits::from_facts(&facts), p.limits());
+    }
+
+    #[test]
+    fn compare_lab_fits_its_battery_to_two_hop_and_says_so() {
+        let text = format!(
+            "target = \"lab:topologies/two-hop.toml\"\n{}",
+            include_str!("../../../plans/compare.toml")
+        );
+        let plan = Plan::parse(&text, true).unwrap();
+        let at = std::path::Path::new("nowhere/compare.toml");
+        let f = LabFit::of(&plan, at, Given::default(), true)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            f.doc.factors,
+            [
+                (
+                    "size".to_owned(),
+                    vec!["64".into(), "512".into(), "1024".into(), "1452".into()]
+                ),
+                ("rate".to_owned(), vec!["383pps".to_owned()]),
+            ]
+        );
+        let lines = f.lines();
+        assert_eq!(
+            lines[0],
+            "Fitted to the path from sender to receiver (path MTU 1500 bytes, 10.000 Mbit/s, load share 50 %; fit.json; --no-fit runs the battery as given):"
+        );
+        assert_eq!(lines.len(), 3, "{lines:#?}");
+        assert_eq!(f.facts.host, "lab:two-hop");
+        // --no-fit: nothing set, and the notes say what does not fit.
+        let kept = LabFit::of(&plan, at, Given::default(), false)
+            .unwrap()
+            .unwrap();
+        assert!(kept.fitted.factors.is_empty() && !kept.doc.applied);
+        let texts: Vec<&str> = kept.doc.notes.iter().map(|n| n.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "Size 1472 fragments over IPv6: 1472 + 48 = 1520 > 1500 (kept, as given; its UDP rows are not compared).",
+                "Rate 5000pps offers 65.920 Mbit/s in its largest test (TCP, size 1472, 1648 bytes a message on the path), above 50 % of the path's 10.000 Mbit/s (kept, as given).",
+            ]
+        );
+        // Loopback has no lab: nothing to fit.
+        let local = Plan::parse(include_str!("../../../plans/compare.toml"), true).unwrap();
+        assert_eq!(LabFit::of(&local, at, Given::default(), true), Ok(None));
     }
 }
