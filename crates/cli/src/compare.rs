@@ -91,6 +91,13 @@ pub(crate) struct CompareArgs {
     /// With --lab: another topology (it needs nodes named sender and receiver).
     #[arg(long, value_name = "FILE", requires = "lab")]
     topology: Option<PathBuf>,
+    /// Run the battery as given, not fitted to the lab's path. Fitted (the default),
+    /// sizes above the largest UDP payload both families carry unfragmented become it,
+    /// and the size tests' rate is cut to what keeps the largest at half the
+    /// bottleneck (docs/compare.md, "A battery that fits the path"). Either way the
+    /// verdicts leave out rows that fragment or oversubscribe (‡).
+    #[arg(long)]
+    no_fit: bool,
     /// The battery as a plan file instead of the shipped plans/compare.toml (a copy of
     /// it, changed; any plan whose points run over both families works).
     #[arg(long, value_name = "FILE")]
@@ -143,6 +150,8 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
     if let Err(e) = plan.override_with(&overrides) {
         usage!("{}: {}", plan_path.display(), e.message);
     }
+    // --lab: the battery fitted to the lab's path, unless --no-fit.
+    let (text, fitted) = fit_lab(&args, text, &mut plan, &plan_path, &overrides)?;
     if plan.runs.is_empty() {
         usage!("nothing to compare: every test of the battery is left out");
     }
@@ -164,6 +173,9 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
             dir.join("plan.toml").display(),
             dir.display()
         );
+    }
+    if let Some(f) = &fitted {
+        f.write(&dir)?;
     }
     let saved = dir.join("plan.toml");
     let job = Job {
@@ -195,6 +207,9 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
                 crate::out::print_json(&doc)?;
             } else {
                 crate::out::print(report::verdicts::render(&doc))?;
+                if let Some(f) = &fitted {
+                    crate::out::print(format!("\n{}\n", f.lines().join("\n")))?;
+                }
             }
             crate::out::note!(
                 "dualperf compare: every run is in {} (`dualperf report {}` prints these verdicts again, with plots: --html FILE)",
@@ -208,6 +223,46 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
         eprintln!("dualperf compare: warning: {w}");
     }
     job.finish(outcome)
+}
+
+/// `--lab`: the battery fitted to the lab's path from sender to receiver
+/// ([`lab::pathinfo::LabFit`]: `--sizes` and `--rate` kept as given, all of it with
+/// `--no-fit`), with its text and plan changed to match; the fit for the run directory.
+fn fit_lab(
+    args: &CompareArgs,
+    text: String,
+    plan: &mut Plan,
+    plan_path: &std::path::Path,
+    overrides: &Overrides,
+) -> Result<(String, Option<lab::pathinfo::LabFit>)> {
+    let given = lab::plan::fit::Given {
+        sizes: args.sizes.is_some(),
+        rate: args.rate.is_some(),
+    };
+    let fit = match lab::pathinfo::LabFit::of(plan, plan_path, given, !args.no_fit) {
+        Ok(f) => f,
+        Err(e) => usage!("{e}"),
+    };
+    let factors = fit
+        .as_ref()
+        .map_or_else(Vec::new, |f| f.fitted.factors.clone());
+    if factors.is_empty() {
+        return Ok((text, fit));
+    }
+    let s = Selection {
+        factors,
+        ..Selection::default()
+    };
+    let fitted = s.apply(&text, None).and_then(|t| {
+        let mut p = Plan::parse(&t, args.quick).map_err(|e| e.message)?;
+        p.override_with(overrides).map_err(|e| e.message)?;
+        *plan = p;
+        Ok(t)
+    });
+    match fitted {
+        Ok(t) => Ok((t, fit)),
+        Err(e) => usage!("{}: the fitted battery: {e}", plan_path.display()),
+    }
 }
 
 /// What the flags change in the battery ([`lab::plan::select`]): `--sizes`,
