@@ -157,7 +157,9 @@ fn punch(token: u64) -> Vec<u8> {
 fn a_punch_from_another_ip_or_token_is_counted_and_gets_no_answer() {
     let agent = Agent::start(&[]);
     let port = agent.port.to_string();
-    // Our receiver's first punch waits 3 s: the strangers' punches come first.
+    // Our receiver's first punch waits 6 s (the agent waits up to the 20 s of
+    // --connect-timeout for it): the strangers' punches come first, however busy the
+    // machine.
     let args = send_args(
         "127.0.0.1",
         &port,
@@ -166,7 +168,9 @@ fn a_punch_from_another_ip_or_token_is_counted_and_gets_no_answer() {
             "--reverse-mode",
             "callback",
             "--punch-delay",
-            "3s",
+            "6s",
+            "--connect-timeout",
+            "20s",
             "--count",
             "60",
             "--rate",
