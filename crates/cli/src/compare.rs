@@ -15,11 +15,16 @@ use wire::time::Duration;
 use crate::run::{Job, Measured, Settings};
 use crate::usage;
 
-/// Compare IPv4 and IPv6 on this host: the main battery, side by side, with verdicts.
+/// Compare IPv4 and IPv6 on this host, or to HOST: the main battery, side by side, with
+/// verdicts.
 ///
 /// UDP and TCP at several packet sizes, D-ITG's VoIP codecs and game models, each test
 /// run --repeat times over 127.0.0.1 and over ::1 (or, with --lab, through the two-hop
-/// namespace lab and its 10 Mbit/s bottleneck) with the round-trip meter. The battery
+/// namespace lab and its 10 Mbit/s bottleneck; or to HOST's IPv4 and IPv6 addresses)
+/// with the round-trip meter. HOST runs `dualperf agent` (both directions: each test
+/// also has HOST send to us), `dualperf recv` (forward only) or, with --stamp, any STAMP
+/// Session-Reflector (RFC 8762: the round trip and each direction's one-way view, with
+/// nothing of ours there). The battery
 /// is the plan plans/compare.toml: copy it, change it and give it with --plan. The
 /// families are paired: every test runs over both, back to back, in an order that
 /// alternates, and the whole battery is passed through again for each repetition, so
@@ -46,10 +51,39 @@ use crate::usage;
   dualperf compare --json > cmp.json     # every run, every flow, the statistics
   dualperf compare --plan my-battery.toml   # a copy of plans/compare.toml, changed
   sudo dualperf compare --lab            # through the two-hop lab (root, iproute2)
+  dualperf compare b.example.org --quick # to b's agent: its A and AAAA, both directions
+  dualperf compare b --v4 198.18.4.2 --v6 2001:2:0:4::2 --key-file agent.key
+  dualperf compare router.example --stamp   # a STAMP reflector, nothing of ours there
+  dualperf compare b --quick --dry-run   # the runs and the time they take
 
 How to read the table and how the verdicts are made: docs/compare.md. JSON format:
 docs/output.md.")]
 pub(crate) struct CompareArgs {
+    /// The far end: a name (its A and AAAA records both used; one missing is an error)
+    /// or an address, where `dualperf agent`, `dualperf recv` or (--stamp) a STAMP
+    /// reflector answers. Without it: this host's loopback (or --lab).
+    #[arg(value_name = "HOST", conflicts_with = "lab")]
+    host: Option<String>,
+    /// The far end's IPv4 address, instead of HOST's A record (with --v6).
+    #[arg(long, value_name = "ADDR", requires = "v6", conflicts_with = "lab")]
+    v4: Option<std::net::Ipv4Addr>,
+    /// The far end's IPv6 address, instead of HOST's AAAA record (with --v4).
+    #[arg(long, value_name = "ADDR", requires = "v4", conflicts_with = "lab")]
+    v6: Option<std::net::Ipv6Addr>,
+    /// The far end's port [default: 4646; 862 with --stamp].
+    #[arg(long, alias = "stamp-port", value_name = "PORT")]
+    port: Option<u16>,
+    /// The far end's key, from a file [default: DUALPERF_KEY, as send takes it]. The
+    /// run directory's plan names the file (or the variable), never the key.
+    #[arg(long, value_name = "FILE")]
+    key_file: Option<PathBuf>,
+    /// The far end is a STAMP Session-Reflector (RFC 8762; `dualperf recv --stamp`,
+    /// stamp-suite, a router): UDP tests at 1000 pkt/s, STAMP sessions.
+    #[arg(long)]
+    stamp: bool,
+    /// Print the runs and the time they take; measure nothing.
+    #[arg(long)]
+    dry_run: bool,
     /// The battery's [quick] table: 5 runs a family per test, each 250 ms, size tests
     /// at 5000 pkt/s; under a minute.
     #[arg(long)]
@@ -126,11 +160,26 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
             usage!("{}: {e}", t.display());
         }
     }
+    let far = crate::compare_host::far_end(&crate::compare_host::Given {
+        host: args.host.as_deref(),
+        v4: args.v4,
+        v6: args.v6,
+        port: args.port,
+        key_file: args.key_file.as_deref(),
+        stamp: args.stamp,
+        dry_run: args.dry_run,
+    })?;
     let (text, plan_path) = match &args.plan {
         Some(p) => (crate::args::read_input(p, "the plan")?, p.clone()),
         None => (BATTERY.to_owned(), PathBuf::from("plans/compare.toml")),
     };
-    let text = match selection(&args).and_then(|s| s.apply(&text, plan_path.parent())) {
+    let selected = selection(&args).map(|mut s| {
+        if let Some(f) = &far {
+            f.select(&mut s, args.quick);
+        }
+        s
+    });
+    let text = match selected.and_then(|s| s.apply(&text, plan_path.parent())) {
         Ok(t) => t,
         Err(e) => usage!("{}: {e}", plan_path.display()),
     };
@@ -154,6 +203,22 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
     let (text, fitted) = fit_lab(&args, text, &mut plan, &plan_path, &overrides)?;
     if plan.runs.is_empty() {
         usage!("nothing to compare: every test of the battery is left out");
+    }
+    if args.dry_run {
+        let target = match lab::check::target(&plan, &plan_path, None) {
+            Ok((t, _)) => t,
+            Err(e) => usage!("{e}"),
+        };
+        let estimate = crate::compare_host::estimate(&plan);
+        crate::out::print(lab::dryrun::text(&plan, &target))?;
+        return crate::out::print(format!(
+            "dualperf compare measures them in about {} ({} s), in this process (the line above is `dualperf run`'s, a process a run)\n",
+            crate::human::span(estimate),
+            estimate.as_secs()
+        ));
+    }
+    if let Some(f) = &far {
+        crate::out::note!("{}", f.heading());
     }
     if plan.repetitions < 2 {
         crate::out::note!(
@@ -210,6 +275,11 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
                 if let Some(f) = &fitted {
                     crate::out::print(format!("\n{}\n", f.lines().join("\n")))?;
                 }
+                if let Some(line) = far.as_ref().and_then(crate::compare_host::Far::footer) {
+                    crate::out::print(format!("{line}\n"))?;
+                }
+                // Integration point (H7): the path facts of `far`, measured before the
+                // battery (`crate::facts::measure`) into DIR/path.json, printed here.
             }
             crate::out::note!(
                 "dualperf compare: every run is in {} (`dualperf report {}` prints these verdicts again, with plots: --html FILE)",

@@ -9,6 +9,11 @@
 //! schedule is measured again at once, at most [`ATTEMPTS`] times in all: a busy moment
 //! passes, a host that cannot keep up stays behind every time (the record keeps how
 //! many it took, and the verdicts leave out a run still behind).
+//!
+//! A peer plan's reverse runs (`--reverse`: the far end's agent sends to a receiver of
+//! the session's own) run here too, through `send`'s own reverse; its STAMP runs
+//! (`--stamp`) are `dualperf send` processes ([`lab::executor::Processes`]). Its far
+//! end's key, if any, goes to every sender.
 
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,14 +37,21 @@ pub(crate) struct InProcess {
     receiver: Option<Receiver>,
     /// Set on Ctrl-C: a sender stops, and a run cut short is not measured again.
     stop: Arc<AtomicBool>,
+    /// A peer plan's far end's key.
+    key: Option<lab::hosts::Key>,
+    /// The runs a plain session cannot measure, as processes.
+    processes: lab::executor::Processes,
 }
 
 impl InProcess {
     pub(crate) fn new(who: &'static str, stop: Arc<AtomicBool>) -> Self {
+        let exe = std::env::current_exe().unwrap_or_else(|_| "dualperf".into());
         Self {
             who,
             receiver: None,
             stop,
+            key: None,
+            processes: lab::executor::Processes::new(exe),
         }
     }
 }
@@ -102,13 +114,24 @@ impl Executor for InProcess {
         None
     }
 
+    fn peer_key(&mut self, key: Option<&lab::hosts::Key>) {
+        self.key = key.cloned();
+        self.processes.peer_key(key);
+    }
+
     fn start_sender(
         &mut self,
         place: &Place,
         argv: &[String],
         hold: bool,
     ) -> Result<Box<dyn Sender>, RunError> {
-        let words = std::iter::once("dualperf".to_owned()).chain(argv.iter().cloned());
+        if argv.iter().any(|a| a == "--stamp") {
+            return self.processes.start_sender(place, argv, hold);
+        }
+        // A reverse run is the same session with the far end's agent sending.
+        let reverse = argv.iter().any(|a| a == "--reverse");
+        let words = std::iter::once("dualperf".to_owned())
+            .chain(argv.iter().filter(|a| *a != "--reverse").cloned());
         let config = match crate::Cli::try_parse_from(words) {
             Ok(crate::Cli {
                 command: crate::Command::Send(args),
@@ -117,6 +140,13 @@ impl Executor for InProcess {
             Ok(_) => Err(anyhow::anyhow!("not a send command line")),
             Err(e) => Err(anyhow::anyhow!("{}", e.render())),
         };
+        // A peer plan's key, as a process gets it in DUALPERF_KEY.
+        let config = config.map(|mut c| {
+            if let Some(k) = &self.key {
+                c.key = Some(k.expose().as_bytes().to_vec());
+            }
+            c
+        });
         let config = match config {
             Ok(c) => c,
             // As a process that refused its options: exit code 2.
@@ -142,7 +172,7 @@ impl Executor for InProcess {
                     ..Finished::default()
                 };
             }
-            match in_namespace(ns.as_deref(), || Ok(measure(&config, &stop, who))) {
+            match in_namespace(ns.as_deref(), || Ok(measure(&config, reverse, &stop, who))) {
                 Ok(f) => f,
                 Err(e) => Finished {
                     exit_code: Some(1),
@@ -159,10 +189,19 @@ impl Executor for InProcess {
     }
 }
 
-/// One run: its session, again while it falls behind ([`ATTEMPTS`] in all); the last
+/// One run: its session (`reverse`: the far end's agent sending to us), again while it falls behind ([`ATTEMPTS`] in all); the last
 /// attempt kept, as `send --json` would print it.
-fn measure(config: &crate::send::SendConfig, stop: &Arc<AtomicBool>, who: &str) -> Finished {
-    let attempt = || match crate::send::run_session(config, stop) {
+fn measure(
+    config: &crate::send::SendConfig,
+    reverse: bool,
+    stop: &Arc<AtomicBool>,
+    who: &str,
+) -> Finished {
+    let session = || match reverse {
+        true => crate::send::remote::reverse(config, None, false, stop),
+        false => crate::send::run_session(config, stop),
+    };
+    let attempt = || match session() {
         Ok(r) => (Some(r), None),
         Err(e) => match e.downcast::<crate::send::PartialReport>() {
             Ok(p) => (Some(p.report), Some(p.error)),

@@ -13,6 +13,8 @@ mod agent;
 mod auth;
 #[path = "tests/compare.rs"]
 mod compare;
+#[path = "tests/compare_host.rs"]
+mod compare_host;
 #[path = "tests/decode.rs"]
 mod decode;
 #[path = "tests/docs.rs"]

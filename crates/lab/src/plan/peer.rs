@@ -36,6 +36,7 @@ use toml::Spanned;
 use super::point::{key_line, PlanError};
 use super::{Factor, Point, StampTarget, Target};
 use crate::hosts::{KeySource, DEFAULT_AGENT_PORT};
+use wire::time::Duration;
 
 /// The runner-owned factor that runs each point in both directions.
 pub const DIRECTION: &str = "direction";
@@ -317,6 +318,41 @@ pub fn send_args(plan: &super::Plan, peer: &Peer, point: &Point) -> Vec<String> 
         args.push("--reverse".into());
     }
     args
+}
+
+/// What a run measured in `dualperf compare`'s own process costs beyond its duration
+/// (the session's setup, the last echoes' wait, the results' exchange; measured on
+/// loopback): an estimate for its `--dry-run`.
+pub const IN_PROCESS_OVERHEAD: Duration = Duration::from_millis(60);
+/// The same for a reverse run (a receiver of its own, the far end's agent connecting
+/// back and reporting): about 0.35 s on loopback.
+pub const REVERSE_OVERHEAD: Duration = Duration::from_millis(350);
+
+/// Whether `compare`'s executor runs the runs of `plan` as `dualperf send` processes:
+/// a peer plan's STAMP runs (an in-process sender runs sessions with dualperf).
+pub fn as_process(plan: &super::Plan) -> bool {
+    plan.peer
+        .as_ref()
+        .is_some_and(|p| p.far_end == FarEnd::Stamp)
+}
+
+/// How long measuring every run of `plan` takes in `dualperf compare` (in its own
+/// process or not, [`as_process`]): the duration and [`IN_PROCESS_OVERHEAD`] or
+/// [`super::RUN_OVERHEAD`] a run ([`REVERSE_OVERHEAD`] a reverse one). Deterministic: `--quick`'s budget is checked on it.
+pub fn estimated_in_process(plan: &super::Plan) -> Duration {
+    let ns: u64 = plan
+        .runs
+        .iter()
+        .map(|r| {
+            let over = match (as_process(plan), is_reverse(&plan.points[r.point])) {
+                (true, _) => super::RUN_OVERHEAD,
+                (false, true) => REVERSE_OVERHEAD,
+                (false, false) => IN_PROCESS_OVERHEAD,
+            };
+            plan.duration.as_nanos() + over.as_nanos()
+        })
+        .sum();
+    Duration::from_nanos(ns)
 }
 
 /// The peer's key, read as a hosts plan's are ([`crate::hosts::read_keys`]).

@@ -1,0 +1,356 @@
+//! `dualperf compare HOST` on loopback: `localhost` (its loopback pair, RFC 6761) against
+//! a `dualperf agent` this test starts (both directions, a run directory `report`
+//! renders and `run --resume` finds complete), a `dualperf recv` (forward only, said),
+//! `dualperf recv --stamp` and stamp-suite's reflector (STAMP sessions); `--v4/--v6`;
+//! a literal of one family refused in one line; and the quick shape's estimate, from
+//! the dry run (never a wall clock).
+
+use std::process::{Command, Stdio};
+
+use crate::support::{path_str, run, Proc, Receiver, TempDir};
+
+/// A `dualperf agent` with key `k` on a free port.
+fn agent() -> (Proc, u16) {
+    let proc = Proc::spawn(&["agent", "--port", "0", "--key", "k"]);
+    let line = proc.wait_stderr_line(|l| l.starts_with("dualperf agent: listening on"));
+    let port = line
+        .split_once("]:")
+        .and_then(|(_, rest)| rest.split(' ').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {line:?}"));
+    (proc, port)
+}
+
+/// `compare` with a one-point battery (UDP 64 B, no VoIP or games, 2 runs of 100 ms a family), `extra`
+/// naming the far end, into `dir`, with the agent's key in DUALPERF_KEY.
+fn compare(dir: &str, extra: &[&str]) -> crate::support::Finished {
+    let mut args = vec![
+        "compare",
+        "--sizes",
+        "64",
+        "--protocols",
+        "udp",
+        "--no-voip",
+        "--no-games",
+        "--repeat",
+        "2",
+        "--duration",
+        "100ms",
+        "--dir",
+        dir,
+    ];
+    args.extend_from_slice(extra);
+    Proc::spawn_with_env(&args, &[("DUALPERF_KEY", "k")]).finish()
+}
+
+/// The ids of the runs a run directory holds, sorted.
+fn runs(dir: &std::path::Path) -> Vec<String> {
+    let mut ids: Vec<String> = std::fs::read_dir(dir.join("runs"))
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            name.strip_suffix(".json").map(str::to_owned)
+        })
+        .collect();
+    ids.sort();
+    ids
+}
+
+#[test]
+fn compare_localhost_by_name_over_both_families() {
+    let (agent, port) = agent();
+    let tmp = TempDir::new("compare-host-agent");
+    let dir = tmp.path("d");
+    let p = port.to_string();
+    let done = compare(path_str(&dir), &["localhost", "--port", &p]);
+    done.assert_success();
+    assert!(
+        done.stderr.contains(&format!(
+            "dualperf compare: localhost at 127.0.0.1 and ::1, port {port}: dualperf agent: both directions"
+        )),
+        "{}",
+        done.stderr
+    );
+    // Each table in both directions, every run counted.
+    for title in [
+        "Throughput, here → localhost\n",
+        "Throughput, localhost → here\n",
+        "Jitter, localhost → here\n",
+    ] {
+        assert!(
+            done.stdout.contains(title),
+            "no {title:?} in:\n{}",
+            done.stdout
+        );
+    }
+    assert_eq!(
+        runs(&dir),
+        [
+            "rep001-direction=forward,protocol=udp,rate=10000pps,size=64-ipv4",
+            "rep001-direction=forward,protocol=udp,rate=10000pps,size=64-ipv6",
+            "rep001-direction=reverse,protocol=udp,rate=10000pps,size=64-ipv4",
+            "rep001-direction=reverse,protocol=udp,rate=10000pps,size=64-ipv6",
+            "rep002-direction=forward,protocol=udp,rate=10000pps,size=64-ipv4",
+            "rep002-direction=forward,protocol=udp,rate=10000pps,size=64-ipv6",
+            "rep002-direction=reverse,protocol=udp,rate=10000pps,size=64-ipv4",
+            "rep002-direction=reverse,protocol=udp,rate=10000pps,size=64-ipv6",
+        ]
+    );
+    // A reverse run measured what the agent sent to us, to our address of its family.
+    let rec: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            dir.join("runs/rep001-direction=reverse,protocol=udp,rate=10000pps,size=64-ipv6.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert!(
+        rec["argv"]
+            .as_array()
+            .unwrap()
+            .contains(&"--reverse".into()),
+        "{rec}"
+    );
+    assert_eq!(rec["argv"][1], "::1");
+    // The saved plan holds the literals and where the key comes from, never the key.
+    let plan = std::fs::read_to_string(dir.join("plan.toml")).unwrap();
+    for line in [
+        "target = \"peer\"",
+        "name = \"localhost\"",
+        "v4 = \"127.0.0.1\"",
+        "v6 = \"::1\"",
+        "far_end = \"agent\"",
+        "key_env = \"DUALPERF_KEY\"",
+    ] {
+        assert!(plan.contains(line), "no {line} in:\n{plan}");
+    }
+    assert!(!plan.contains("\"k\""), "{plan}");
+    // `report DIR` renders the same verdicts.
+    let report = run(&["report", path_str(&dir)]);
+    report.assert_success();
+    assert!(
+        report.stdout.contains("direction=reverse"),
+        "{}",
+        report.stdout
+    );
+    // And `run DIR/plan.toml --resume` goes to the same addresses: nothing is missing.
+    let resumed = Proc::spawn_with_env(
+        &[
+            "run",
+            path_str(&dir.join("plan.toml")),
+            "--dir",
+            path_str(&dir),
+            "--resume",
+            "--repetitions",
+            "2",
+            "--duration",
+            "100ms",
+        ],
+        &[("DUALPERF_KEY", "k")],
+    )
+    .finish();
+    drop(agent);
+    assert!(
+        resumed
+            .stderr
+            .contains("0 runs measured, 8 already there, 0 with errors"),
+        "{}",
+        resumed.stderr
+    );
+}
+
+#[test]
+fn compare_against_recv_says_forward_only() {
+    let recv = Receiver::start(&[]);
+    let tmp = TempDir::new("compare-host-recv");
+    let dir = tmp.path("d");
+    let p = recv.port.to_string();
+    // A name with its addresses given: the name is recorded, not looked up.
+    let done = compare(
+        path_str(&dir),
+        &["far", "--v4", "127.0.0.1", "--v6", "::1", "--port", &p],
+    );
+    done.assert_success();
+    assert!(
+        done.stderr
+            .contains("dualperf recv: forward only (here → there)"),
+        "{}",
+        done.stderr
+    );
+    assert!(
+        done.stdout
+            .contains("Forward only: far runs `dualperf recv`, which never sends"),
+        "{}",
+        done.stdout
+    );
+    assert!(!done.stdout.contains("→ here"), "{}", done.stdout);
+    assert_eq!(runs(&dir).len(), 4);
+    let plan = std::fs::read_to_string(dir.join("plan.toml")).unwrap();
+    assert!(plan.contains("far_end = \"recv\""), "{plan}");
+    assert!(plan.contains("name = \"far\""), "{plan}");
+}
+
+#[test]
+fn compare_stamp_against_dualperfs_reflector() {
+    let port = free_udp_port();
+    let p = port.to_string();
+    let reflector = Proc::spawn(&["recv", "--port", "0", "--stamp", "--stamp-port", &p]);
+    reflector.wait_stderr_line(|l| l.contains("STAMP reflector on"));
+    let tmp = TempDir::new("compare-host-stamp");
+    let dir = tmp.path("d");
+    let done = compare(path_str(&dir), &["localhost", "--stamp", "--port", &p]);
+    drop(reflector);
+    assert_stamp_battery(&done, &dir);
+}
+
+#[test]
+fn compare_stamp_against_stamp_suites_reflector() {
+    let Some(bin) = stamp_suite() else { return };
+    let port = free_udp_port();
+    let p = port.to_string();
+    // It binds one address: one reflector per family, each killed on drop.
+    let _reflectors: Vec<Killed> = ["127.0.0.1", "::1"]
+        .into_iter()
+        .map(|addr| {
+            Killed(
+                Command::new(&bin)
+                    .args(["-i", "-S", addr, "-o", &p])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("start stamp-suite"),
+            )
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let tmp = TempDir::new("compare-host-stamp-suite");
+    let dir = tmp.path("d");
+    let done = compare(path_str(&dir), &["localhost", "--stamp", "--port", &p]);
+    assert_stamp_battery(&done, &dir);
+}
+
+/// A STAMP battery: its tables, STAMP sessions over both families, the offset said.
+fn assert_stamp_battery(done: &crate::support::Finished, dir: &std::path::Path) {
+    done.assert_success();
+    assert!(
+        done.stderr.contains("a STAMP Session-Reflector (RFC 8762)"),
+        "{}",
+        done.stderr
+    );
+    for title in ["Round-trip time, median\n", "One-way delay\n", "Jitter\n"] {
+        assert!(
+            done.stdout.contains(title),
+            "no {title:?} in:\n{}",
+            done.stdout
+        );
+    }
+    assert!(
+        done.stdout
+            .contains("One-way delays are not corrected for the two clocks' offset"),
+        "{}",
+        done.stdout
+    );
+    assert_eq!(
+        runs(dir),
+        [
+            "rep001-protocol=udp,rate=1000pps,size=64-ipv4",
+            "rep001-protocol=udp,rate=1000pps,size=64-ipv6",
+            "rep002-protocol=udp,rate=1000pps,size=64-ipv4",
+            "rep002-protocol=udp,rate=1000pps,size=64-ipv6",
+        ]
+    );
+    let rec: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            dir.join("runs/rep001-protocol=udp,rate=1000pps,size=64-ipv6.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert!(
+        rec["argv"].as_array().unwrap().contains(&"--stamp".into()),
+        "{rec}"
+    );
+    assert_eq!(rec["exit_code"], 0, "{rec}");
+}
+
+#[test]
+fn a_literal_of_one_family_is_a_one_line_usage_error() {
+    let tmp = TempDir::new("compare-host-one");
+    let dir = tmp.path("d");
+    for (host, want) in [
+        ("127.0.0.1", "dualperf: error: 127.0.0.1 is one IPv4 address; compare needs both (or give --v4 ADDR --v6 ADDR)\n"),
+        ("::1", "dualperf: error: ::1 is one IPv6 address; compare needs both (or give --v4 ADDR --v6 ADDR)\n"),
+    ] {
+        let done = compare(path_str(&dir), &[host]);
+        assert_eq!(done.status.code(), Some(2), "{}", done.stderr);
+        assert_eq!(done.stderr, want);
+        assert!(!dir.exists(), "a refused compare leaves no directory");
+    }
+}
+
+#[test]
+fn compare_host_quick_dry_run_estimates_under_90_s() {
+    // Nothing is asked of the far end in a dry run (an agent, both directions, assumed).
+    let done = run(&["compare", "localhost", "--quick", "--dry-run"]);
+    done.assert_success();
+    let first = done.stdout.lines().next().unwrap();
+    assert!(
+        first.starts_with(
+            "plan compare: 22 points × 2 families × 5 repetitions = 220 runs of 150 ms"
+        ),
+        "{first}"
+    );
+    let last = done.stdout.lines().last().unwrap();
+    let secs: u64 = last
+        .split_once(" (")
+        .and_then(|(_, r)| r.split_once(" s)"))
+        .and_then(|(n, _)| n.parse().ok())
+        .unwrap_or_else(|| panic!("no estimate in {last:?}"));
+    // 110 forward runs at 150 + 60 ms and 110 reverse ones at 150 + 350 ms.
+    assert_eq!(secs, 78, "{last}");
+    assert!(secs < 90);
+}
+
+/// A free UDP port on loopback (bound, then released).
+fn free_udp_port() -> u16 {
+    std::net::UdpSocket::bind("[::]:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A child killed and reaped on drop.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// stamp-suite's binary, or `None` (skip; a failure under `CI=true`), as stamp.rs finds it.
+fn stamp_suite() -> Option<String> {
+    let home = std::env::var("HOME").unwrap_or_default();
+    for cand in [
+        "stamp-suite".to_owned(),
+        format!("{home}/.cargo/bin/stamp-suite"),
+    ] {
+        let ok = Command::new(&cand)
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if ok {
+            return Some(cand);
+        }
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "under CI=true stamp-suite must be installed (cargo install stamp-suite --locked)"
+    );
+    eprintln!("skipped: stamp-suite is not installed");
+    None
+}
