@@ -275,10 +275,9 @@ fn route_mtu(remote: SocketAddr) -> Result<u32> {
 /// is not sent: no STAMP TLV returns it).
 fn stamp_family(remote: SocketAddr, stop: &Arc<AtomicBool>) -> FamilyPath {
     let fam = Family::of(&remote);
-    let not = "not measured with a STAMP reflector";
-    let mut forward = Direction::not_measured(not);
-    let mut reverse = Direction::not_measured(not);
-    let mut clock = Fact::not(not);
+    let mut forward = Direction::stamp_unmeasured();
+    let mut reverse = Direction::stamp_unmeasured();
+    let mut clock = Fact::not("no STAMP reply arrived");
     let mut spec = path::probe_flow(fam);
     spec.marking.flow_label = None;
     let config = crate::stamp::sender::StampConfig {

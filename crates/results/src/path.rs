@@ -172,6 +172,21 @@ pub struct Direction {
 }
 
 impl Direction {
+    /// A direction's facts before a STAMP session: what a reflector cannot give, and why.
+    pub fn stamp_unmeasured() -> Self {
+        Self {
+            hops: Fact::not("no STAMP reply arrived"),
+            pmtu: Fact::not("not measured with a STAMP reflector (no padded DF probes yet)"),
+            marking: Fact::not(
+                "not measurable with a STAMP reflector: its replies carry the marking it chooses",
+            ),
+            capacity: Fact::not(
+                "not measurable with a STAMP reflector: it reflects test packets, it takes no \
+                 transfer",
+            ),
+        }
+    }
+
     /// Every fact "not measured" for one reason.
     pub fn not_measured(reason: &str) -> Self {
         Self {
@@ -562,6 +577,14 @@ pub const REFINE_SIZES: u32 = 8;
 
 /// How the facts against `far_end` are measured, one sentence each ([`PathFacts::notes`]).
 pub fn method_notes(far_end: FarEnd) -> Vec<String> {
+    if far_end == FarEnd::Stamp {
+        return vec![format!(
+            "hops and marking: one STAMP session of {PROBE_PACKETS} × 64 B test packets per \
+             family, sent with TTL {PROBE_TTL}, DSCP AF41 and ECT(0) (no flow label: no STAMP \
+             TLV returns it); forward hops from the reflector's Ses-Sender TTL (RFC 8762 §4.3), \
+             DSCP and ECN from its Class of Service TLV (RFC 8972 §4.4)"
+        )];
+    }
     let mut notes = vec![format!(
         "hops and marking: one UDP flow of {PROBE_PACKETS} × 64 B per family and direction, \
          sent with TTL {PROBE_TTL}, DSCP AF41, ECT(0) and on IPv6 flow label {PROBE_FLOW_LABEL:#x}"
@@ -928,7 +951,7 @@ mod tests {
 
     #[test]
     fn probe_flows_and_rounds_read_into_facts() {
-        assert_eq!(method_notes(FarEnd::Stamp).len(), 1);
+        assert!(method_notes(FarEnd::Stamp)[0].contains("(no flow label: no STAMP TLV returns it)"));
         assert_eq!(
             method_notes(FarEnd::Agent)[1],
             "path MTU: DPLPMTUD (RFC 8899 §4, RFC 4821), 3 UDP datagrams with Don't Fragment \

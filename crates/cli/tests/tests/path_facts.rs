@@ -139,6 +139,47 @@ fn path_facts_against_a_loopback_agent_measure_both_directions() {
     }
 }
 
+#[test]
+fn path_facts_against_dualperfs_stamp_reflector_give_hops_and_marking_and_say_what_it_cannot() {
+    let port = std::net::UdpSocket::bind("[::]:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let reflector = Proc::spawn(&["recv", "--port", "0", "--stamp", "--stamp-port", &port]);
+    reflector.wait_stderr_line(|l| l.contains("STAMP reflector on"));
+    let doc = facts(&["127.0.0.1", "::1", "--port", &port, "--far-end", "stamp"]);
+    drop(reflector);
+    assert_eq!(doc["far_end"], "stamp");
+    for f in doc["families"].as_array().unwrap() {
+        // Forward: the Ses-Sender TTL it returns; back: its replies' TTL against an
+        // inferred initial one.
+        let fwd = measured(&f["forward"]["hops"], "forward");
+        assert_eq!(
+            (&fwd["hops"], &fwd["sent_inferred"]),
+            (&0.into(), &false.into())
+        );
+        let rev = measured(&f["reverse"]["hops"], "reverse");
+        assert_eq!(
+            (&rev["hops"], &rev["sent_inferred"]),
+            (&0.into(), &true.into())
+        );
+        let m = measured(&f["forward"]["marking"], "marking");
+        assert_eq!(
+            (&m["dscp"]["verdict"], &m["ecn"]["verdict"]),
+            (&"intact".into(), &"intact".into())
+        );
+        assert!(m.get("flow_label").is_none(), "{m}");
+        assert_eq!(
+            f["nat"]["not_measured"],
+            "not measurable with a STAMP reflector (it does not say whom it saw)"
+        );
+        assert!(f["forward"]["pmtu"]["not_measured"].is_string());
+        assert!(f["clock"]["measured"]["bound_ns"].is_u64());
+    }
+}
+
 /// The two-hop lab with its bottleneck's MTU at 1,400 bytes, an agent on `receiver`.
 fn two_hop_1400() -> Lab {
     let text = crate::lab::two_hop_named("x");
