@@ -209,7 +209,7 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
             Ok((t, _)) => t,
             Err(e) => usage!("{e}"),
         };
-        let estimate = crate::compare_host::estimate(&plan);
+        let estimate = crate::compare_host::estimate(&plan, args.quick);
         crate::out::print(lab::dryrun::text(&plan, &target))?;
         return crate::out::print(format!(
             "dualperf compare measures them in about {} ({} s), in this process (the line above is `dualperf run`'s, a process a run)\n",
@@ -217,9 +217,27 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
             estimate.as_secs()
         ));
     }
-    if let Some(f) = &far {
-        crate::out::note!("{}", f.heading());
-    }
+    // A far end: the path's facts first, and the battery fitted to them.
+    let (text, host_fit) = match &far {
+        Some(f) => {
+            crate::out::note!("{}", f.heading());
+            let given = lab::plan::fit::Given {
+                sizes: args.sizes.is_some(),
+                rate: args.rate.is_some(),
+            };
+            let (t, h) = crate::compare_host::facts_and_fit(
+                f,
+                text,
+                &mut plan,
+                args.quick,
+                &overrides,
+                given,
+                !args.no_fit,
+            )?;
+            (t, Some(h))
+        }
+        None => (text, None),
+    };
     if plan.repetitions < 2 {
         crate::out::note!(
             "dualperf compare: one run a family gives medians but no verdicts (--repeat 2 or more)"
@@ -241,6 +259,9 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
     }
     if let Some(f) = &fitted {
         f.write(&dir)?;
+    }
+    if let Some(h) = &host_fit {
+        h.write(&dir)?;
     }
     let saved = dir.join("plan.toml");
     let job = Job {
@@ -278,8 +299,9 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
                 if let Some(line) = far.as_ref().and_then(crate::compare_host::Far::footer) {
                     crate::out::print(format!("{line}\n"))?;
                 }
-                // Integration point (H7): the path facts of `far`, measured before the
-                // battery (`crate::facts::measure`) into DIR/path.json, printed here.
+                if let Some(h) = &host_fit {
+                    crate::out::print(h.text())?;
+                }
             }
             crate::out::note!(
                 "dualperf compare: every run is in {} (`dualperf report {}` prints these verdicts again, with plots: --html FILE)",

@@ -42,6 +42,8 @@ pub(crate) struct Far {
     pub(crate) kind: FarEnd,
     /// Where its key comes from, as the saved plan says it (never the key).
     key_source: Option<(&'static str, String)>,
+    /// The key itself, for the path's facts (never written).
+    key: Option<String>,
 }
 
 /// The variable a far end's key is read from, as `send` reads it.
@@ -106,6 +108,7 @@ pub(crate) fn far_end(g: &Given<'_>) -> Result<Option<Far>> {
         port,
         kind,
         key_source,
+        key,
     }))
 }
 
@@ -250,9 +253,157 @@ impl Far {
     }
 }
 
+/// The far end's path facts (`path.json`) and the battery fitted to them (`fit.json`).
+pub(crate) struct HostFit {
+    /// The facts.
+    pub(crate) facts: results::path::PathFacts,
+    /// What fitting made of the battery.
+    doc: lab::plan::fit::FitDoc,
+    /// The far end's name.
+    name: String,
+}
+
+/// How long each family's capacity is measured in each direction: 1 s under
+/// `--quick`, 2 s otherwise.
+fn capacity_time(quick: bool) -> StdDuration {
+    StdDuration::from_secs(if quick { 1 } else { 2 })
+}
+
+/// The path's facts toward `far` (said first: they take a few seconds), then `plan`
+/// (of `text`) fitted to them at [`lab::plan::fit::DEFAULT_SHARE`] of the capacity
+/// (`apply` false, `--no-fit`: kept, and the notes say what does not fit): the text and
+/// plan changed to match.
+pub(crate) fn facts_and_fit(
+    far: &Far,
+    text: String,
+    plan: &mut lab::plan::Plan,
+    quick: bool,
+    overrides: &lab::plan::Overrides,
+    given: lab::plan::fit::Given,
+    apply: bool,
+) -> Result<(String, HostFit)> {
+    use lab::plan::fit::{fit, FitDoc, PathLimits, DEFAULT_SHARE};
+    crate::out::note!(
+        "dualperf compare: measuring the path's facts over both families (hops, path MTU, marking, NAT, clock{}) …",
+        if far.kind == FarEnd::Stamp { "" } else { ", capacity" }
+    );
+    let target = crate::facts::Target {
+        host: far.name.clone(),
+        far_end: match far.kind {
+            FarEnd::Agent => results::path::FarEnd::Agent,
+            FarEnd::Recv => results::path::FarEnd::Recv,
+            FarEnd::Stamp => results::path::FarEnd::Stamp,
+        },
+        addrs: [4, 6]
+            .map(|f| SocketAddr::new(far.pair.of(f), far.port))
+            .to_vec(),
+        key: far.key.clone().map(String::into_bytes),
+        capacity: (far.kind != FarEnd::Stamp).then(|| capacity_time(quick)),
+    };
+    let facts = crate::facts::measure(&target, &crate::interrupt::flag());
+    let limits = PathLimits::from_facts(&facts);
+    let kept = lab::plan::fit::Given {
+        sizes: true,
+        rate: true,
+    };
+    let fitted = match fit(
+        plan,
+        &limits,
+        if apply { given } else { kept },
+        DEFAULT_SHARE,
+    ) {
+        Ok(f) => f,
+        Err(e) => usage!("{e}"),
+    };
+    let doc = FitDoc::new(&fitted, apply, DEFAULT_SHARE, limits);
+    let host = HostFit {
+        facts,
+        doc,
+        name: far.name.clone(),
+    };
+    if fitted.factors.is_empty() {
+        return Ok((text, host));
+    }
+    let s = Selection {
+        factors: fitted.factors,
+        ..Selection::default()
+    };
+    let changed = s.apply(&text, None).and_then(|t| {
+        let mut p = lab::plan::Plan::parse(&t, quick).map_err(|e| e.message)?;
+        p.override_with(overrides).map_err(|e| e.message)?;
+        *plan = p;
+        Ok(t)
+    });
+    match changed {
+        Ok(t) => Ok((t, host)),
+        Err(e) => usage!("the battery fitted to the path to {}: {e}", far.name),
+    }
+}
+
+impl HostFit {
+    /// Writes `path.json` and `fit.json` into the run directory `dir`.
+    pub(crate) fn write(&self, dir: &Path) -> Result<()> {
+        std::fs::create_dir_all(dir)?;
+        let pretty = |v: serde_json::Value| serde_json::to_string_pretty(&v).map(|s| s + "\n");
+        std::fs::write(
+            dir.join("path.json"),
+            pretty(serde_json::to_value(&self.facts)?)?,
+        )?;
+        std::fs::write(
+            dir.join("fit.json"),
+            pretty(serde_json::to_value(&self.doc)?)?,
+        )?;
+        Ok(())
+    }
+
+    /// What is printed under the verdicts: how the battery was fitted, its notes, then
+    /// the path's facts.
+    pub(crate) fn text(&self) -> String {
+        let p = &self.doc.path;
+        let mtu = |m: Option<u32>| m.map_or("?".into(), |v| v.to_string());
+        let cap = p.capacity_bps.map_or("capacity unknown".into(), |c| {
+            format!("{:.3} Mbit/s", c as f64 / 1e6)
+        });
+        let summary = format!(
+            "path MTU {} bytes over IPv4, {} over IPv6, {cap}, load share {:.0} %",
+            mtu(p.mtu4),
+            mtu(p.mtu6),
+            self.doc.share * 100.0
+        );
+        let mut out = match self.doc.applied {
+            true => format!(
+                "\nFitted to the path to {} ({summary}; fit.json; --no-fit runs the battery as given):\n",
+                self.name
+            ),
+            false => format!(
+                "\nNot fitted (--no-fit); on the path to {} ({summary}):\n",
+                self.name
+            ),
+        };
+        if self.doc.notes.is_empty() {
+            out.push_str("  the battery fits it as it is.\n");
+        }
+        for n in &self.doc.notes {
+            out.push_str(&format!("  {}\n", n.text));
+        }
+        out.push('\n');
+        out.push_str(&report::path::text(&self.facts));
+        out
+    }
+}
+
 /// The time a battery takes when its runs are measured by `compare`'s executor (in this
-/// process, but a peer plan's reverse and STAMP runs as processes): for `--dry-run`.
-pub(crate) fn estimate(plan: &lab::plan::Plan) -> std::time::Duration {
-    let ns = lab::plan::peer::estimated_in_process(plan).as_nanos();
-    std::time::Duration::from_nanos(ns)
+/// process, but a peer plan's STAMP runs as processes), with a far end's path facts
+/// first (its capacity over each family and direction, and about 3 s of probes;
+/// about 1 s of STAMP probes): for `--dry-run`.
+pub(crate) fn estimate(plan: &lab::plan::Plan, quick: bool) -> StdDuration {
+    let runs = StdDuration::from_nanos(lab::plan::peer::estimated_in_process(plan).as_nanos());
+    let cap = capacity_time(quick);
+    let facts = match plan.peer.as_ref().map(|p| p.far_end) {
+        None => StdDuration::ZERO,
+        Some(FarEnd::Agent) => 4 * cap + StdDuration::from_secs(3),
+        Some(FarEnd::Recv) => 2 * cap + StdDuration::from_secs(2),
+        Some(FarEnd::Stamp) => StdDuration::from_secs(1),
+    };
+    runs + facts
 }

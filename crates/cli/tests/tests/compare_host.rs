@@ -125,11 +125,28 @@ fn compare_localhost_by_name_over_both_families() {
         assert!(plan.contains(line), "no {line} in:\n{plan}");
     }
     assert!(!plan.contains("\"k\""), "{plan}");
-    // `report DIR` renders the same verdicts.
+    // The path's facts under the verdicts, over both families, kept as path.json.
+    assert!(
+        done.stdout
+            .contains("Path to localhost (dualperf agent, both directions)"),
+        "{}",
+        done.stdout
+    );
+    let path: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("path.json")).unwrap()).unwrap();
+    assert_eq!(path["host"], "localhost");
+    assert_eq!(path["families"].as_array().unwrap().len(), 2, "{path}");
+    assert!(dir.join("fit.json").is_file());
+    // `report DIR` renders the same verdicts, and the path.
     let report = run(&["report", path_str(&dir)]);
     report.assert_success();
     assert!(
         report.stdout.contains("direction=reverse"),
+        "{}",
+        report.stdout
+    );
+    assert!(
+        report.stdout.contains("Path to localhost"),
         "{}",
         report.stdout
     );
@@ -306,8 +323,9 @@ fn compare_host_quick_dry_run_estimates_under_90_s() {
         .and_then(|(_, r)| r.split_once(" s)"))
         .and_then(|(n, _)| n.parse().ok())
         .unwrap_or_else(|| panic!("no estimate in {last:?}"));
-    // 110 forward runs at 150 + 60 ms and 110 reverse ones at 150 + 350 ms.
-    assert_eq!(secs, 78, "{last}");
+    // 110 forward runs at 150 + 60 ms, 110 reverse ones at 150 + 350 ms, and the path's
+    // facts: 4 capacity transfers of 1 s and 3 s of probes.
+    assert_eq!(secs, 85, "{last}");
     assert!(secs < 90);
 }
 
