@@ -136,8 +136,17 @@ fn family(t: &Target, remote: SocketAddr, stop: &Arc<AtomicBool>) -> FamilyPath 
             ),
         ),
         Err(e) => {
+            // Every session would fail the same way, each after its own timeout.
             let why = format!("{e:#}");
-            (None, Fact::not(why.clone()), Fact::not(why))
+            return FamilyPath {
+                family: fam,
+                local: None,
+                remote,
+                nat: Fact::not(why.clone()),
+                forward: Direction::not_measured(&why),
+                reverse: Direction::not_measured(&why),
+                clock: Fact::not(why),
+            };
         }
     };
     let forward = direction(t, remote, fam, Way::Forward, stop);

@@ -98,6 +98,27 @@ fn path_facts_against_a_loopback_recv_are_forward_only_no_hops_no_nat_loopbacks_
     }
 }
 
+#[test]
+fn path_facts_of_an_unreachable_far_end_say_why_at_once() {
+    // A port nothing listens on: refused at once, and no session after it is tried.
+    let port = std::net::TcpListener::bind("[::1]:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let doc = facts(&["::1", "--port", &port, "--key", "k", "--far-end", "agent"]);
+    let f = &doc["families"][0];
+    let why = f["nat"]["not_measured"].as_str().unwrap();
+    assert!(
+        why.starts_with(&format!("cannot reach [::1]:{port}")),
+        "{why}"
+    );
+    for fact in [&f["clock"], &f["forward"]["hops"], &f["reverse"]["pmtu"]] {
+        assert_eq!(fact["not_measured"], why);
+    }
+}
+
 /// An agent on a free port (`Proc`, its port).
 fn agent(extra: &[&str]) -> (Proc, String) {
     let mut args = vec!["agent", "--port", "0", "--key", "k"];
