@@ -372,3 +372,103 @@ fn stamp_suite() -> Option<String> {
     eprintln!("skipped: stamp-suite is not installed");
     None
 }
+
+/// The two-hop lab with `dualperf agent` (key from a file) on its receiver: the lab,
+/// the agent and the key file's directory, each removed on drop.
+fn lab_with_agent(tag: &str) -> Option<(crate::lab::Lab, Proc, TempDir)> {
+    if !crate::lab::privileged() {
+        return None;
+    }
+    let lab = crate::lab::Lab::up_with_qos(tag, None, None);
+    let tmp = TempDir::new(&format!("compare-host-{tag}"));
+    std::fs::write(tmp.path("agent.key"), "lab-key\n").unwrap();
+    let agent = lab.spawn(
+        "receiver",
+        &["agent", "--key-file", path_str(&tmp.path("agent.key"))],
+    );
+    agent.wait_stderr_line(|l| l.starts_with("dualperf agent: listening on"));
+    Some((lab, agent, tmp))
+}
+
+/// The acceptance run: from the lab's sender, `compare receiver --quick` (the name from
+/// the namespace's hosts file) against the agent on its receiver gives verdicts in both
+/// directions with the path's facts, in a run directory `report` renders.
+#[test]
+fn compare_receiver_by_name_in_two_hop_gives_both_directions_and_path_facts() {
+    let Some((lab, agent, tmp)) = lab_with_agent("cmphost") else {
+        return;
+    };
+    let dir = tmp.path("d");
+    let key = tmp.path("agent.key");
+    // The quick battery is meant to take under 90 s; a busy machine gets more.
+    let done = lab
+        .spawn(
+            "sender",
+            &[
+                "compare",
+                "receiver",
+                "--quick",
+                "--key-file",
+                path_str(&key),
+                "--dir",
+                path_str(&dir),
+            ],
+        )
+        .finish_within(std::time::Duration::from_secs(600));
+    drop(agent);
+    done.assert_success();
+    assert!(
+        done.stderr.contains(
+            "dualperf compare: receiver at 198.18.4.2 and 2001:2:0:4::2, port 4646: dualperf agent: both directions"
+        ),
+        "{}",
+        done.stderr
+    );
+    for title in [
+        "Throughput, here → receiver\n",
+        "Throughput, receiver → here\n",
+        "Round-trip time, median, receiver → here\n",
+        "Path to receiver (dualperf agent, both directions)",
+    ] {
+        assert!(
+            done.stdout.contains(title),
+            "no {title:?} in:\n{}",
+            done.stdout
+        );
+    }
+    // 11 points (3 sizes × 2 protocols, 5 codecs) × 2 directions × 2 families × 5.
+    assert_eq!(runs(&dir).len(), 220);
+    let path: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("path.json")).unwrap()).unwrap();
+    assert_eq!(path["host"], "receiver");
+    assert_eq!(path["families"].as_array().unwrap().len(), 2, "{path}");
+    let report = run(&["report", path_str(&dir)]);
+    report.assert_success();
+    assert!(
+        report.stdout.contains("Path to receiver"),
+        "{}",
+        report.stdout
+    );
+}
+
+/// A name the sender's hosts file gives only an A record: one line naming the missing
+/// AAAA (and the A address), exit 2, nothing made.
+#[test]
+fn a_name_with_only_an_a_record_is_a_one_line_error_naming_aaaa() {
+    let Some((lab, agent, tmp)) = lab_with_agent("cmpa") else {
+        return;
+    };
+    let hosts = format!("/etc/netns/dp-{}.sender/hosts", lab.name);
+    let mut text = std::fs::read_to_string(&hosts).expect("lab up writes the sender's hosts file");
+    text.push_str("198.18.4.2\tonly4\n");
+    std::fs::write(&hosts, text).unwrap();
+    let dir = tmp.path("d");
+    let done = lab.exec("sender", &["compare", "only4", "--dir", path_str(&dir)]);
+    drop(agent);
+    assert_eq!(done.status.code(), Some(2), "{}", done.stderr);
+    assert_eq!(
+        done.stderr,
+        "dualperf: error: only4 has an A record (198.18.4.2) but no AAAA record; compare needs both (or give --v4 ADDR --v6 ADDR)\n"
+    );
+    assert!(!dir.exists());
+}
