@@ -472,3 +472,65 @@ fn a_name_with_only_an_a_record_is_a_one_line_error_naming_aaaa() {
     );
     assert!(!dir.exists());
 }
+
+/// From the lab's sender, `compare receiver --stamp` against dualperf's reflector, then
+/// against stamp-suite's (one per family, when installed), on the receiver: STAMP runs
+/// over both families with the delay tables.
+#[test]
+fn compare_receiver_stamp_in_two_hop_against_dualperfs_and_stamp_suites_reflectors() {
+    if !crate::lab::privileged() {
+        return;
+    }
+    let lab = crate::lab::Lab::up_with_qos("cmpstamp", None, None);
+    let tmp = TempDir::new("compare-host-lab-stamp");
+    let compare = |dir: &std::path::Path, port: &str| {
+        lab.exec(
+            "sender",
+            &[
+                "compare",
+                "receiver",
+                "--stamp",
+                "--port",
+                port,
+                "--no-voip",
+                "--repeat",
+                "2",
+                "--duration",
+                "100ms",
+                "--dir",
+                path_str(dir),
+            ],
+        )
+    };
+    let ours = lab.spawn(
+        "receiver",
+        &["recv", "--port", "0", "--stamp", "--stamp-port", "8620"],
+    );
+    ours.wait_stderr_line(|l| l.contains("STAMP reflector on"));
+    let done = compare(&tmp.path("ours"), "8620");
+    drop(ours);
+    done.assert_success();
+    assert!(done.stdout.contains("One-way delay\n"), "{}", done.stdout);
+    // 4 sizes, UDP only, no VoIP: 4 points × 2 families × 2.
+    assert_eq!(runs(&tmp.path("ours")).len(), 16);
+    let Some(bin) = stamp_suite() else { return };
+    let ns = format!("dp-{}.receiver", lab.name);
+    let _theirs: Vec<Killed> = ["198.18.4.2", "2001:2:0:4::2"]
+        .into_iter()
+        .map(|addr| {
+            Killed(
+                Command::new("ip")
+                    .args(["netns", "exec", &ns, &bin, "-i", "-S", addr, "-o", "8621"])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("start stamp-suite"),
+            )
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let done = compare(&tmp.path("theirs"), "8621");
+    done.assert_success();
+    assert!(done.stdout.contains("One-way delay\n"), "{}", done.stdout);
+    assert_eq!(runs(&tmp.path("theirs")).len(), 16);
+}
