@@ -106,7 +106,8 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         usage!("{}: {e}", at(e.line));
     }
     if args.dry_run {
-        let (target, _) = target_of(&plan, &args.plan, false)?;
+        let (mut target, _) = target_of(&plan, &args.plan, false)?;
+        resolve_names(&mut target)?;
         if args.json {
             let doc = lab::dryrun::document(&plan, &target);
             return crate::out::print_json(&crate::out::sorted_json(&doc)?);
@@ -195,12 +196,14 @@ pub(crate) fn measure(
     // Where it runs, checked before the run directory is made: a topology, QoS file or
     // key that cannot be read leaves no directory behind.
     let (mut target, topology) = target_of(plan, job.plan_path, true)?;
+    let named = resolve_names(&mut target)?;
     let qos_files =
         match lab::check::qos_files(plan, job.plan_path, topology.as_ref().map(|(t, _)| t)) {
             Ok(q) => q,
             Err(e) => usage!("{}: {e}", job.plan_path.display()),
         };
     let store = open_dir(job)?;
+    record_names(&store, &named, job.resume)?;
     let stop = crate::interrupt::flag();
     let tty = crate::out::progress_on_stderr();
     let started = std::time::Instant::now();
@@ -413,6 +416,43 @@ fn place(args: &RunArgs, plan: &str) -> Result<Placed> {
         Ok(p) => Ok(p),
         Err(e) => usage!("{e}"),
     }
+}
+
+/// A hosts plan's hosts given by name, looked up per family now
+/// ([`lab::hosts::resolve_names`], [`crate::names::pair`]): their addresses filled in.
+fn resolve_names(target: &mut Target) -> Result<Vec<lab::hosts::Named>> {
+    let Target::Hosts(h) = target else {
+        return Ok(Vec::new());
+    };
+    let lookup = |name: &str| {
+        crate::names::pair(name, "the plan measures both (or give agent4 and agent6)")
+            .map(|p| (p.v4, p.v6))
+    };
+    match lab::hosts::resolve_names(&mut h.hosts, &lookup) {
+        Ok(named) => Ok(named),
+        Err(e) => usage!("{e}"),
+    }
+}
+
+/// Each name's addresses kept as `hosts/HOST/addresses.json`; a resume whose lookup
+/// gives other addresses than the run started with is refused, naming both.
+fn record_names(store: &Store, named: &[lab::hosts::Named], resume: bool) -> Result<()> {
+    for n in named {
+        let path = store.dir().join(n.file());
+        let before = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|t| serde_json::from_str::<lab::hosts::Named>(&t).ok());
+        if let (true, Some(before)) = (resume, &before) {
+            if let Err(e) = n.same_as(before) {
+                usage!("{e}");
+            }
+        }
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        store.write_json(&n.file(), n)?;
+    }
+    Ok(())
 }
 
 /// Where a plan's flows run, and its lab's topology ([`lab::check::target`]); with

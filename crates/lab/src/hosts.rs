@@ -17,6 +17,8 @@
 //! [hosts.receiver]
 //! agent4 = "198.18.4.2"
 //! agent6 = "2001:2:0:4::2"
+//! # name = "receiver.example"     # or by name: its A and AAAA records, looked up when
+//! #                                #   the plan starts (and recorded in the run directory)
 //!
 //! [[points]]
 //! label = "reverse"
@@ -31,6 +33,11 @@
 //!   `[flow]`, where they apply to every point).
 //! - Host names are letters, digits, `.`, `_` and `-` (they name the run directory's
 //!   `hosts/NAME/`).
+//! - `name` is the host's DNS name (or a hosts-file name): `dualperf run` looks it up
+//!   when it starts and uses its A record in IPv4 runs and its AAAA record in IPv6 runs
+//!   ([`resolve_names`]), keeping both in `hosts/NAME/addresses.json`; a name missing a
+//!   family stops the plan naming the record, and a resume whose lookup gives other
+//!   addresses is refused naming both. `name` excludes `agent`, `agent4` and `agent6`.
 //! - `agent` is one IP address (not a name) that reaches the agent in runs of both
 //!   families; flows to the host go to it only in runs of its family. `agent4`/`agent6`
 //!   give the host's address of one family, used for both; `agent` and the per-family
@@ -76,6 +83,10 @@ const MAX_NAME: usize = 64;
 /// One host of a plan, as `[hosts.NAME]` declares it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Host {
+    /// `name`: the host's name, looked up per family when the plan starts
+    /// ([`resolve_names`] fills `agent4` and `agent6` from it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// `agent`: the agent's address in runs of both families (flows to the host go to
     /// it in runs of its own family).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -130,6 +141,9 @@ impl Host {
     /// How `--dry-run` shows it: addresses, port and where the key comes from.
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
+        if let Some(n) = &self.name {
+            parts.push(format!("name {n} (looked up when the plan starts)"));
+        }
         if let Some(a) = self.agent {
             parts.push(format!("agent {a} (both families)"));
         }
@@ -374,6 +388,8 @@ impl Hosts {
 #[serde(deny_unknown_fields)]
 pub(crate) struct HostFile {
     #[serde(default)]
+    name: Option<Spanned<String>>,
+    #[serde(default)]
     agent: Option<Spanned<String>>,
     #[serde(default)]
     agent4: Option<Spanned<String>>,
@@ -491,10 +507,26 @@ fn parse_host(
             format!("host {name}: agent gives the address for both families: give it, or agent4/agent6, not both"),
         ));
     }
-    if agent.is_none() && agent4.is_none() && agent6.is_none() {
+    let dns = match &h.name {
+        Some(n) if agent.is_some() || agent4.is_some() || agent6.is_some() => {
+            return Err(PlanError::at(
+                at(n),
+                format!("host {name}: name gives both addresses when the plan starts: give it, or agent/agent4/agent6, not both"),
+            ))
+        }
+        Some(n) if n.get_ref().trim().is_empty() || n.get_ref().contains(char::is_whitespace) => {
+            return Err(PlanError::at(
+                at(n),
+                format!("host {name}: name '{}' is not a host name", n.get_ref()),
+            ))
+        }
+        Some(n) => Some(n.get_ref().clone()),
+        None => None,
+    };
+    if agent.is_none() && agent4.is_none() && agent6.is_none() && dns.is_none() {
         return Err(PlanError::at(
             line,
-            format!("host {name}: no address: give agent = \"ADDR\", or agent4 and/or agent6"),
+            format!("host {name}: no address: give agent = \"ADDR\", or agent4 and/or agent6, or name = \"HOST\""),
         ));
     }
     let port = match &h.port {
@@ -534,6 +566,7 @@ fn parse_host(
         (None, None) => None,
     };
     Ok(Host {
+        name: dns,
         agent,
         agent4,
         agent6,
@@ -679,6 +712,10 @@ pub(crate) fn check_families(
         .map(String::as_str)
         .collect();
     for (name, host) in &declared.hosts {
+        // A name gives both families (its lookup is checked when the plan starts).
+        if host.name.is_some() {
+            continue;
+        }
         let line = declared.lines.get(name).copied().flatten();
         for &family in families {
             if host.agent_addr(family).is_none() {
@@ -696,6 +733,65 @@ pub(crate) fn check_families(
         }
     }
     Ok(())
+}
+
+/// A name's lookup: its IPv4 and IPv6 address, or one line saying why not.
+pub type Lookup = dyn Fn(&str) -> Result<(Ipv4Addr, Ipv6Addr), String>;
+
+/// A host's name and the addresses its lookup gave when the plan started
+/// (`hosts/HOST/addresses.json`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Named {
+    /// The host in the plan (`[hosts.HOST]`).
+    pub host: String,
+    /// Its `name`.
+    pub name: String,
+    /// Its A record.
+    pub v4: Ipv4Addr,
+    /// Its AAAA record.
+    pub v6: Ipv6Addr,
+}
+
+impl Named {
+    /// Where it is kept in a run directory.
+    pub fn file(&self) -> String {
+        format!("hosts/{}/addresses.json", file_safe(&self.host))
+    }
+
+    /// `self` (looked up now) against `before` (the run directory's, from the start):
+    /// a resume measures the same addresses, or says why it cannot.
+    pub fn same_as(&self, before: &Named) -> Result<(), String> {
+        if (self.v4, self.v6) == (before.v4, before.v6) {
+            return Ok(());
+        }
+        Err(format!(
+            "host {}: {} was {} and {} when the run started, and is {} and {} now: a resume measures the addresses it started with (start another run directory for the new ones)",
+            self.host, self.name, before.v4, before.v6, self.v4, self.v6
+        ))
+    }
+}
+
+/// Every named host's `agent4` and `agent6` from `lookup` of its name (one address a
+/// family, or one line saying which record is missing: `dualstack::pair`), and what
+/// each name gave.
+pub fn resolve_names(
+    hosts: &mut BTreeMap<String, Host>,
+    lookup: &Lookup,
+) -> Result<Vec<Named>, String> {
+    let mut out = Vec::new();
+    for (host, h) in hosts.iter_mut() {
+        let Some(name) = &h.name else { continue };
+        let (v4, v6) = lookup(name).map_err(|e| format!("host {host}: {e}"))?;
+        h.agent4 = Some(v4);
+        h.agent6 = Some(v6);
+        out.push(Named {
+            host: host.clone(),
+            name: name.clone(),
+            v4,
+            v6,
+        });
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -1177,5 +1273,65 @@ agent6 = "2001:2:0:3::2"
             (b.from.as_deref(), b.to.as_deref()),
             (Some("receiver"), Some("bg-a"))
         );
+    }
+
+    #[test]
+    fn a_named_host_resolves_per_family_and_a_missing_aaaa_is_named() {
+        let named = PLAN.replace(
+            "agent4 = \"198.18.4.2\"\nagent6 = \"2001:2:0:4::2\"\nport = 5000",
+            "name = \"r.example\"\nport = 5000",
+        );
+        let p = Plan::parse(&named, false).unwrap();
+        let mut hosts = p.hosts.clone();
+        assert_eq!(hosts["receiver"].name.as_deref(), Some("r.example"));
+        assert_eq!(hosts["receiver"].dest(4), None, "not looked up yet");
+        let lookup = |n: &str| match n {
+            "r.example" => Ok((
+                "198.18.4.2".parse().unwrap(),
+                "2001:2:0:4::2".parse().unwrap(),
+            )),
+            other => Err(format!(
+                "{other} has an A record (198.18.4.9) but no AAAA record"
+            )),
+        };
+        let got = resolve_names(&mut hosts, &lookup).unwrap();
+        let want = Named {
+            host: "receiver".into(),
+            name: "r.example".into(),
+            v4: "198.18.4.2".parse().unwrap(),
+            v6: "2001:2:0:4::2".parse().unwrap(),
+        };
+        assert_eq!(got, std::slice::from_ref(&want));
+        assert_eq!(want.file(), "hosts/receiver/addresses.json");
+        assert_eq!(
+            Hosts::new(hosts, BTreeMap::new())
+                .ends("sender", "receiver", 6)
+                .unwrap()
+                .1
+                .to_string(),
+            "[2001:2:0:4::2]:5000"
+        );
+        // A missing family stops the plan naming the record.
+        let mut other = p.hosts.clone();
+        other.get_mut("receiver").unwrap().name = Some("only4".into());
+        assert_eq!(
+            resolve_names(&mut other, &lookup).unwrap_err(),
+            "host receiver: only4 has an A record (198.18.4.9) but no AAAA record"
+        );
+        // A resume that looks it up differently is refused naming both.
+        let moved = Named {
+            v6: "2001:2:0:4::9".parse().unwrap(),
+            ..want.clone()
+        };
+        assert_eq!(want.same_as(&want), Ok(()));
+        assert_eq!(
+            moved.same_as(&want).unwrap_err(),
+            "host receiver: r.example was 198.18.4.2 and 2001:2:0:4::2 when the run started, and is 198.18.4.2 and 2001:2:0:4::9 now: a resume measures the addresses it started with (start another run directory for the new ones)"
+        );
+        // A name and an address: one or the other.
+        let both = PLAN.replace("port = 5000", "name = \"r.example\"\nport = 5000");
+        let e = Plan::parse(&both, false).unwrap_err();
+        assert_eq!(e.line, Some(26));
+        assert!(e.message.contains("not both"), "{e}");
     }
 }

@@ -534,3 +534,41 @@ fn compare_receiver_stamp_in_two_hop_against_dualperfs_and_stamp_suites_reflecto
     assert!(done.stdout.contains("One-way delay\n"), "{}", done.stdout);
     assert_eq!(runs(&tmp.path("theirs")).len(), 16);
 }
+
+/// A hosts plan's `name`: looked up per family when the plan starts (its dry run shows
+/// the addresses), and a name of one family stops it in one line naming the other.
+#[test]
+fn a_hosts_plan_looks_its_names_up_per_family() {
+    let tmp = TempDir::new("compare-host-names");
+    let plan = |receiver: &str| {
+        format!(
+            "version = 1\nname = \"named\"\nduration = \"1s\"\ntarget = \"hosts\"\n\n[flow]\nudp = true\n\n[hosts.sender]\nname = \"localhost\"\n\n[hosts.receiver]\nname = \"{receiver}\"\n"
+        )
+    };
+    std::fs::write(tmp.path("p.toml"), plan("localhost")).unwrap();
+    let done = run(&["run", path_str(&tmp.path("p.toml")), "--dry-run"]);
+    done.assert_success();
+    let sends: Vec<&str> = done
+        .stdout
+        .lines()
+        .filter(|l| l.contains("dualperf send"))
+        .collect();
+    assert_eq!(sends.len(), 2, "{}", done.stdout);
+    assert!(
+        sends[0].contains("dualperf send --from 127.0.0.1:4646 127.0.0.1 --port 4646"),
+        "{}",
+        sends[0]
+    );
+    assert!(
+        sends[1].contains("dualperf send --from [::1]:4646 ::1 --port 4646"),
+        "{}",
+        sends[1]
+    );
+    std::fs::write(tmp.path("p.toml"), plan("127.0.0.1")).unwrap();
+    let done = run(&["run", path_str(&tmp.path("p.toml")), "--dry-run"]);
+    assert_eq!(done.status.code(), Some(2), "{}", done.stderr);
+    assert_eq!(
+        done.stderr,
+        "dualperf: error: host receiver: 127.0.0.1 is one IPv4 address; the plan measures both (or give agent4 and agent6)\n"
+    );
+}

@@ -362,6 +362,7 @@ pub fn read_key(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Option<crate::hosts::Key>, crate::hosts::KeyError> {
     let host = crate::hosts::Host {
+        name: None,
         agent: None,
         agent4: Some(peer.v4),
         agent6: Some(peer.v6),
