@@ -175,7 +175,7 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
     };
     let selected = selection(&args).map(|mut s| {
         if let Some(f) = &far {
-            f.select(&mut s, args.quick);
+            f.peer.select(&mut s, args.quick);
         }
         s
     });
@@ -220,7 +220,7 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
     // A far end: the path's facts first, and the battery fitted to them.
     let (text, host_fit) = match &far {
         Some(f) => {
-            crate::out::note!("{}", f.heading());
+            crate::out::note!("dualperf compare: {}", f.peer.heading());
             let given = lab::plan::fit::Given {
                 sizes: args.sizes.is_some(),
                 rate: args.rate.is_some(),
@@ -296,7 +296,7 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
                 if let Some(f) = &fitted {
                     crate::out::print(format!("\n{}\n", f.lines().join("\n")))?;
                 }
-                if let Some(line) = far.as_ref().and_then(crate::compare_host::Far::footer) {
+                if let Some(line) = far.as_ref().and_then(|f| f.peer.footer()) {
                     crate::out::print(format!("{line}\n"))?;
                 }
                 if let Some(h) = &host_fit {

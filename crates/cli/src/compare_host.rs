@@ -10,7 +10,8 @@ use std::time::Duration as StdDuration;
 
 use anyhow::{Context, Result};
 use dualstack::pair::Pair;
-use lab::plan::peer::FarEnd;
+use lab::hosts::KeySource;
+use lab::plan::peer::{FarEnd, Peer};
 use lab::plan::select::Selection;
 use wire::control::Msg;
 
@@ -33,15 +34,11 @@ pub(crate) struct Given<'a> {
     pub(crate) dry_run: bool,
 }
 
-/// The far end, resolved and probed.
+/// The far end, resolved and probed: as the plan gives it, and its key.
 pub(crate) struct Far {
-    /// How it was named (HOST, or the addresses).
-    pub(crate) name: String,
-    pub(crate) pair: Pair,
-    pub(crate) port: u16,
-    pub(crate) kind: FarEnd,
-    /// Where its key comes from, as the saved plan says it (never the key).
-    key_source: Option<(&'static str, String)>,
+    /// Its name (HOST, or the addresses), addresses, port, what answers there and where
+    /// its key comes from (never the key).
+    pub(crate) peer: Peer,
     /// The key itself, for the path's facts (never written).
     key: Option<String>,
 }
@@ -88,10 +85,10 @@ pub(crate) fn far_end(g: &Given<'_>) -> Result<Option<Far>> {
             let text = crate::args::read_input(f, "the key")?;
             let abs = std::path::absolute(f).unwrap_or_else(|_| f.to_owned());
             let key = text.trim_end_matches(['\n', '\r']).to_owned();
-            (Some(key), Some(("key_file", abs.display().to_string())))
+            (Some(key), Some(KeySource::File(abs.display().to_string())))
         }
         None => match std::env::var(KEY_ENV) {
-            Ok(k) if !k.is_empty() => (Some(k), Some(("key_env", KEY_ENV.to_owned()))),
+            Ok(k) if !k.is_empty() => (Some(k), Some(KeySource::Env(KEY_ENV.to_owned()))),
             _ => (None, None),
         },
     };
@@ -103,11 +100,14 @@ pub(crate) fn far_end(g: &Given<'_>) -> Result<Option<Far>> {
         probe_both(&name, pair, port, key.as_deref())?
     };
     Ok(Some(Far {
-        name,
-        pair,
-        port,
-        kind,
-        key_source,
+        peer: Peer {
+            name: Some(name),
+            v4: pair.v4,
+            v6: pair.v6,
+            port,
+            key: key_source,
+            far_end: kind,
+        },
         key,
     }))
 }
@@ -156,103 +156,6 @@ fn probe(addr: SocketAddr, key: Option<&str>) -> Result<FarEnd> {
     }
 }
 
-/// What the quick battery keeps toward a far end (the directions double the runs, and
-/// a reverse run costs about 0.35 s more): 150 ms runs, three sizes (unless --sizes
-/// gives them), no game models, so `--quick` stays within 90 s of the dry run's
-/// estimate.
-pub(crate) const QUICK_DURATION: &str = "150ms";
-/// The quick battery's sizes toward a far end.
-pub(crate) const QUICK_SIZES: [i64; 3] = [64, 512, 1472];
-
-impl Far {
-    /// The far end's place in the battery: `target = "peer"` with its literals, both
-    /// directions for an agent (tables split by direction), STAMP flows (UDP, at most
-    /// 1000 pkt/s, the delay and loss tables) to a reflector; `--quick` shorter still.
-    pub(crate) fn select(&self, s: &mut Selection, quick: bool) {
-        let mut peer = toml::Table::new();
-        peer.insert("name".into(), self.name.clone().into());
-        peer.insert("v4".into(), self.pair.v4.to_string().into());
-        peer.insert("v6".into(), self.pair.v6.to_string().into());
-        peer.insert("port".into(), i64::from(self.port).into());
-        peer.insert("far_end".into(), self.kind.name().into());
-        if let Some((key, value)) = &self.key_source {
-            peer.insert((*key).into(), value.clone().into());
-        }
-        s.target = Some("peer".into());
-        s.set.push(("peer".into(), toml::Value::Table(peer)));
-        if quick {
-            s.set.push(("quick.duration".into(), QUICK_DURATION.into()));
-            s.leave_out_groups.push("Games".into());
-            if !s.factors.iter().any(|(k, _)| k == "size") {
-                let sizes = QUICK_SIZES.map(toml::Value::Integer).to_vec();
-                s.factors.push(("size".into(), toml::Value::Array(sizes)));
-            }
-        }
-        match self.kind {
-            FarEnd::Agent => {
-                let values = vec!["forward".into(), "reverse".into()];
-                s.factors
-                    .push(("direction".into(), toml::Value::Array(values)));
-                s.tables_by = Some((
-                    "direction".into(),
-                    vec![
-                        ("forward".into(), format!("here → {}", self.name)),
-                        ("reverse".into(), format!("{} → here", self.name)),
-                    ],
-                ));
-            }
-            FarEnd::Recv => {}
-            FarEnd::Stamp => {
-                s.leave_out_groups.push("Games".into());
-                s.factors.retain(|(k, _)| k != "protocol" && k != "rate");
-                let udp = toml::Value::Array(vec!["udp".into()]);
-                s.factors.push(("protocol".into(), udp));
-                let rate = toml::Value::Array(vec!["1000pps".into()]);
-                s.factors.push(("rate".into(), rate));
-                let tables = [
-                    ("Round-trip time, median", "rtt_median:µs"),
-                    ("One-way delay", "owd:µs"),
-                    ("Jitter", "jitter:µs"),
-                    ("Loss", "loss:%"),
-                ]
-                .map(|(title, metric)| {
-                    let mut t = toml::Table::new();
-                    t.insert("title".into(), title.into());
-                    t.insert("metrics".into(), toml::Value::Array(vec![metric.into()]));
-                    toml::Value::Table(t)
-                });
-                s.set
-                    .push(("tables".into(), toml::Value::Array(tables.to_vec())));
-            }
-        }
-    }
-
-    /// The line said before the battery: where it goes and what answers there.
-    pub(crate) fn heading(&self) -> String {
-        let what = match self.kind {
-            FarEnd::Agent => "dualperf agent: both directions",
-            FarEnd::Recv => "dualperf recv: forward only (here → there); run `dualperf agent` there for the reverse direction too",
-            FarEnd::Stamp => "a STAMP Session-Reflector (RFC 8762): the round trip and each direction's one-way delay and loss, with nothing of ours there",
-        };
-        format!(
-            "dualperf compare: {} at {} and {}, port {}: {what}",
-            self.name, self.pair.v4, self.pair.v6, self.port
-        )
-    }
-
-    /// What is said under the verdicts about the far end.
-    pub(crate) fn footer(&self) -> Option<String> {
-        match self.kind {
-            FarEnd::Recv => Some(format!(
-                "Forward only: {} runs `dualperf recv`, which never sends; `dualperf agent` there measures the reverse direction too.",
-                self.name
-            )),
-            FarEnd::Stamp => Some("One-way delays are not corrected for the two clocks' offset; their IPv6 − IPv4 difference is, as long as the offset holds still over the battery.".into()),
-            FarEnd::Agent => None,
-        }
-    }
-}
-
 /// The far end's path facts (`path.json`) and the battery fitted to them (`fit.json`).
 pub(crate) struct HostFit {
     /// The facts.
@@ -285,20 +188,18 @@ pub(crate) fn facts_and_fit(
     use lab::plan::fit::{fit, FitDoc, PathLimits, DEFAULT_SHARE};
     crate::out::note!(
         "dualperf compare: measuring the path's facts over both families (hops, path MTU, marking, NAT, clock{}) …",
-        if far.kind == FarEnd::Stamp { "" } else { ", capacity" }
+        if far.peer.far_end == FarEnd::Stamp { "" } else { ", capacity" }
     );
     let target = crate::facts::Target {
-        host: far.name.clone(),
-        far_end: match far.kind {
+        host: far.peer.label(),
+        far_end: match far.peer.far_end {
             FarEnd::Agent => results::path::FarEnd::Agent,
             FarEnd::Recv => results::path::FarEnd::Recv,
             FarEnd::Stamp => results::path::FarEnd::Stamp,
         },
-        addrs: [4, 6]
-            .map(|f| SocketAddr::new(far.pair.of(f), far.port))
-            .to_vec(),
+        addrs: [4, 6].map(|f| far.peer.addr(f)).to_vec(),
         key: far.key.clone().map(String::into_bytes),
-        capacity: (far.kind != FarEnd::Stamp).then(|| capacity_time(quick)),
+        capacity: (far.peer.far_end != FarEnd::Stamp).then(|| capacity_time(quick)),
     };
     let facts = crate::facts::measure(&target, &crate::interrupt::flag());
     let limits = PathLimits::from_facts(&facts);
@@ -319,7 +220,7 @@ pub(crate) fn facts_and_fit(
     let host = HostFit {
         facts,
         doc,
-        name: far.name.clone(),
+        name: far.peer.label(),
     };
     if fitted.factors.is_empty() {
         return Ok((text, host));
@@ -336,7 +237,10 @@ pub(crate) fn facts_and_fit(
     });
     match changed {
         Ok(t) => Ok((t, host)),
-        Err(e) => usage!("the battery fitted to the path to {}: {e}", far.name),
+        Err(e) => usage!(
+            "the battery fitted to the path to {}: {e}",
+            far.peer.label()
+        ),
     }
 }
 
@@ -392,18 +296,10 @@ impl HostFit {
     }
 }
 
-/// The time a battery takes when its runs are measured by `compare`'s executor (in this
-/// process, but a peer plan's STAMP runs as processes), with a far end's path facts
-/// first (its capacity over each family and direction, and about 3 s of probes;
-/// about 1 s of STAMP probes): for `--dry-run`.
+/// The time `compare` takes over `plan` ([`lab::plan::peer::compare_estimate`]): for
+/// `--dry-run`.
 pub(crate) fn estimate(plan: &lab::plan::Plan, quick: bool) -> StdDuration {
-    let runs = StdDuration::from_nanos(lab::plan::peer::estimated_in_process(plan).as_nanos());
-    let cap = capacity_time(quick);
-    let facts = match plan.peer.as_ref().map(|p| p.far_end) {
-        None => StdDuration::ZERO,
-        Some(FarEnd::Agent) => 4 * cap + StdDuration::from_secs(3),
-        Some(FarEnd::Recv) => 2 * cap + StdDuration::from_secs(2),
-        Some(FarEnd::Stamp) => StdDuration::from_secs(1),
-    };
-    runs + facts
+    let cap = wire::time::Duration::from_nanos(capacity_time(quick).as_nanos() as u64);
+    let d = lab::plan::peer::compare_estimate(plan, cap);
+    StdDuration::from_nanos(d.as_nanos())
 }

@@ -374,9 +374,138 @@ pub fn read_key(
     Ok(keys.remove(&name))
 }
 
+/// What `dualperf compare HOST`'s quick battery keeps toward a far end (the directions
+/// double the runs, and a reverse run costs about 0.35 s more): 150 ms runs, three
+/// sizes (unless the user gives them), no game models, so `--quick` stays within 90 s
+/// of its dry run's estimate.
+pub const QUICK_DURATION: &str = "150ms";
+/// The quick battery's sizes toward a far end.
+pub const QUICK_SIZES: [i64; 3] = [64, 512, 1472];
+
+impl Peer {
+    /// How compare names it: its name, or its addresses.
+    pub fn label(&self) -> String {
+        self.name
+            .clone()
+            .unwrap_or_else(|| format!("{} and {}", self.v4, self.v6))
+    }
+
+    /// `dualperf compare`'s battery toward it: `target = "peer"` with its literals, both
+    /// directions for an agent (each table split by direction), STAMP flows to a
+    /// reflector (UDP at 1000 pkt/s, the delay and loss tables); `quick` shorter still.
+    pub fn select(&self, s: &mut super::select::Selection, quick: bool) {
+        let name = self.label();
+        let mut peer = toml::Table::new();
+        peer.insert("name".into(), name.clone().into());
+        peer.insert("v4".into(), self.v4.to_string().into());
+        peer.insert("v6".into(), self.v6.to_string().into());
+        peer.insert("port".into(), i64::from(self.port).into());
+        peer.insert("far_end".into(), self.far_end.name().into());
+        match &self.key {
+            Some(KeySource::File(f)) => peer.insert("key_file".into(), f.clone().into()),
+            Some(KeySource::Env(v)) => peer.insert("key_env".into(), v.clone().into()),
+            None => None,
+        };
+        s.target = Some("peer".into());
+        s.set.push(("peer".into(), toml::Value::Table(peer)));
+        if quick {
+            s.set.push(("quick.duration".into(), QUICK_DURATION.into()));
+            s.leave_out_groups.push("Games".into());
+            if !s.factors.iter().any(|(k, _)| k == "size") {
+                let sizes = QUICK_SIZES.map(toml::Value::Integer).to_vec();
+                s.factors.push(("size".into(), toml::Value::Array(sizes)));
+            }
+        }
+        match self.far_end {
+            FarEnd::Agent => {
+                let values = vec!["forward".into(), "reverse".into()];
+                s.factors
+                    .push((DIRECTION.into(), toml::Value::Array(values)));
+                s.tables_by = Some((
+                    DIRECTION.into(),
+                    vec![
+                        ("forward".into(), format!("here → {name}")),
+                        ("reverse".into(), format!("{name} → here")),
+                    ],
+                ));
+            }
+            FarEnd::Recv => {}
+            FarEnd::Stamp => stamp_battery(s),
+        }
+    }
+
+    /// What is said before the battery: where it goes and what answers there.
+    pub fn heading(&self) -> String {
+        let what = match self.far_end {
+            FarEnd::Agent => "dualperf agent: both directions",
+            FarEnd::Recv => "dualperf recv: forward only (here → there); run `dualperf agent` there for the reverse direction too",
+            FarEnd::Stamp => "a STAMP Session-Reflector (RFC 8762): the round trip and each direction's one-way delay and loss, with nothing of ours there",
+        };
+        format!(
+            "{} at {} and {}, port {}: {what}",
+            self.label(),
+            self.v4,
+            self.v6,
+            self.port
+        )
+    }
+
+    /// What is said under the verdicts about it.
+    pub fn footer(&self) -> Option<String> {
+        match self.far_end {
+            FarEnd::Recv => Some(format!(
+                "Forward only: {} runs `dualperf recv`, which never sends; `dualperf agent` there measures the reverse direction too.",
+                self.label()
+            )),
+            FarEnd::Stamp => Some("One-way delays are not corrected for the two clocks' offset; their IPv6 − IPv4 difference is, as long as the offset holds still over the battery.".into()),
+            FarEnd::Agent => None,
+        }
+    }
+}
+
+/// A STAMP battery: UDP at 1000 pkt/s, no game models, the delay and loss tables.
+fn stamp_battery(s: &mut super::select::Selection) {
+    s.leave_out_groups.push("Games".into());
+    s.factors.retain(|(k, _)| k != "protocol" && k != "rate");
+    let udp = toml::Value::Array(vec!["udp".into()]);
+    s.factors.push(("protocol".into(), udp));
+    let rate = toml::Value::Array(vec!["1000pps".into()]);
+    s.factors.push(("rate".into(), rate));
+    let tables = [
+        ("Round-trip time, median", "rtt_median:µs"),
+        ("One-way delay", "owd:µs"),
+        ("Jitter", "jitter:µs"),
+        ("Loss", "loss:%"),
+    ]
+    .map(|(title, metric)| {
+        let mut t = toml::Table::new();
+        t.insert("title".into(), title.into());
+        t.insert("metrics".into(), toml::Value::Array(vec![metric.into()]));
+        toml::Value::Table(t)
+    });
+    s.set
+        .push(("tables".into(), toml::Value::Array(tables.to_vec())));
+}
+
+/// How long `dualperf compare` takes over `plan`: its runs ([`estimated_in_process`])
+/// and, toward a far end, the path's facts first: `capacity` over each family and
+/// direction measured and about 3 s of probes (an agent), 2 s (a receiver), or 1 s of
+/// STAMP probes.
+pub fn compare_estimate(plan: &super::Plan, capacity: Duration) -> Duration {
+    let secs = Duration::from_secs;
+    let facts = match plan.peer.as_ref().map(|p| p.far_end) {
+        None => Duration::ZERO,
+        Some(FarEnd::Agent) => Duration::from_nanos(capacity.as_nanos() * 4) + secs(3),
+        Some(FarEnd::Recv) => Duration::from_nanos(capacity.as_nanos() * 2) + secs(2),
+        Some(FarEnd::Stamp) => secs(1),
+    };
+    estimated_in_process(plan) + facts
+}
+
 #[cfg(test)]
 mod tests {
     use crate::plan::{Plan, Target};
+    use wire::time::Duration;
 
     const PEER: &str = r#"version = 1
 name = "p"
@@ -504,6 +633,82 @@ metrics = ["loss"]
         assert_eq!(
             (e.line, e.message.as_str()),
             (Some(9), "peer v4 'receiver' is not an IPv4 address")
+        );
+    }
+
+    /// The far end compare found, by name.
+    fn far(far_end: super::FarEnd) -> super::Peer {
+        super::Peer {
+            name: Some("receiver".into()),
+            v4: "198.18.4.2".parse().unwrap(),
+            v6: "2001:2:0:4::2".parse().unwrap(),
+            port: 4646,
+            key: Some(crate::hosts::KeySource::Env("DUALPERF_KEY".into())),
+            far_end,
+        }
+    }
+
+    /// compare's battery (plans/compare.toml) toward `peer`, `--quick`.
+    fn quick_battery(peer: &super::Peer) -> Plan {
+        let battery = include_str!("../../../../plans/compare.toml");
+        let mut s = crate::plan::select::Selection::default();
+        peer.select(&mut s, true);
+        Plan::parse(&s.apply(battery, None).unwrap(), true).unwrap()
+    }
+
+    #[test]
+    fn compares_battery_toward_an_agent_runs_both_directions_within_90_s() {
+        let agent = far(super::FarEnd::Agent);
+        let plan = quick_battery(&agent);
+        assert_eq!(plan.peer.as_ref(), Some(&agent));
+        // 3 sizes × 2 protocols + 5 codecs, no games, each in both directions.
+        assert_eq!(plan.points.len(), 22);
+        assert_eq!(plan.runs.len(), 220);
+        assert_eq!(plan.duration, Duration::from_millis(150));
+        assert_eq!(
+            plan.points.iter().filter(|p| super::is_reverse(p)).count(),
+            11
+        );
+        let titles: Vec<&str> = plan.tables.iter().map(|t| t.title.as_str()).collect();
+        assert_eq!(titles[0], "Throughput, here → receiver");
+        assert_eq!(titles[4], "Throughput, receiver → here");
+        // 110 runs at 150 + 60 ms, 110 at 150 + 350 ms, 4 capacity seconds and 3 of probes.
+        let est = super::compare_estimate(&plan, Duration::from_secs(1));
+        assert_eq!(est, Duration::from_millis(110 * 210 + 110 * 500 + 7_000));
+        assert_eq!(
+            agent.heading(),
+            "receiver at 198.18.4.2 and 2001:2:0:4::2, port 4646: dualperf agent: both directions"
+        );
+        assert_eq!(agent.footer(), None);
+    }
+
+    #[test]
+    fn compares_battery_toward_a_reflector_is_stamp_over_udp_with_the_delay_tables() {
+        let refl = super::Peer {
+            port: 862,
+            key: None,
+            ..far(super::FarEnd::Stamp)
+        };
+        let plan = quick_battery(&refl);
+        assert_eq!(plan.stamp.as_ref().map(|s| s.port), Some(862));
+        // 3 UDP sizes and 5 codecs, one direction.
+        assert_eq!(plan.points.len(), 8);
+        assert!(plan.points[..3]
+            .iter()
+            .all(|p| p.factors["protocol"] == "udp" && p.factors["rate"] == "1000pps"));
+        let titles: Vec<&str> = plan.tables.iter().map(|t| t.title.as_str()).collect();
+        assert_eq!(
+            titles,
+            ["Round-trip time, median", "One-way delay", "Jitter", "Loss"]
+        );
+        assert!(refl
+            .footer()
+            .unwrap()
+            .starts_with("One-way delays are not corrected"));
+        let recv = far(super::FarEnd::Recv);
+        assert_eq!(
+            recv.footer().unwrap(),
+            "Forward only: receiver runs `dualperf recv`, which never sends; `dualperf agent` there measures the reverse direction too."
         );
     }
 }
