@@ -112,6 +112,19 @@ fn compare_localhost_by_name_over_both_families() {
         "{rec}"
     );
     assert_eq!(rec["argv"][1], "::1");
+    // The agent's report: it sent to us over IPv6, to our receiver's port, not its own;
+    // a forward run's flows went to the agent's port.
+    let dest = |id: &str| -> std::net::SocketAddr {
+        let path = dir.join(format!("runs/{id}.json"));
+        let rec: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        rec["report"]["dest"].as_str().unwrap().parse().unwrap()
+    };
+    let back = dest("rep001-direction=reverse,protocol=udp,rate=10000pps,size=64-ipv6");
+    assert_eq!(back.ip().to_string(), "::1");
+    assert_ne!(back.port(), port);
+    let there = dest("rep001-direction=forward,protocol=udp,rate=10000pps,size=64-ipv4");
+    assert_eq!(there, std::net::SocketAddr::from(([127, 0, 0, 1], port)));
     // The saved plan holds the literals and where the key comes from, never the key.
     let plan = std::fs::read_to_string(dir.join("plan.toml")).unwrap();
     for line in [
