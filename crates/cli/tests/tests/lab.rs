@@ -567,14 +567,13 @@ fn compare_runs_its_battery_through_the_lab_and_removes_it() {
     let text = two_hop_named(&name);
     let topo = dir.path("topo.toml");
     std::fs::write(&topo, text).unwrap();
-    // 1000 pkt/s of 512 B (4.1 Mbit/s of payload) fits the 10 Mbit/s bottleneck.
+    // The battery's UDP sizes (64 to 1472 B at 10,000 pkt/s) fitted to the lab's path:
+    // 1472 B fragments over IPv6 at MTU 1500, and 10,000 pkt/s oversubscribes 10 Mbit/s.
     let compare = Proc::spawn(&[
         "compare",
         "--lab",
         "--topology",
         path_str(&topo),
-        "--sizes",
-        "512",
         "--protocols",
         "udp",
         "--no-voip",
@@ -583,8 +582,6 @@ fn compare_runs_its_battery_through_the_lab_and_removes_it() {
         "2",
         "--duration",
         "500ms",
-        "--rate",
-        "1000pps",
         "--json",
         "--dir",
         path_str(&dir.path("run")),
@@ -602,22 +599,52 @@ fn compare_runs_its_battery_through_the_lab_and_removes_it() {
     );
     let doc = out.json();
     assert_eq!(doc["target"], format!("lab:{}", topo.display()));
-    let p = &doc["points"][0];
-    let runs = p["runs"].as_array().unwrap();
-    assert_eq!(runs.len(), 2, "{p:#}");
-    for r in runs {
-        for side in ["ipv4", "ipv6"] {
-            assert_eq!(r[side]["figures"]["loss"], 0.0, "{side}: {r:#}");
-            assert!(
-                r[side]["received_packets"].as_u64().unwrap() >= 490,
-                "{side}: {r:#}"
-            );
-            // Through two routers: at least the two 512 B frames' serialization at
-            // 10 Mbit/s.
-            let floor = 2.0 * 554.0 * 8.0 / 10e6 * 1e9;
-            assert!(r[side]["flow"]["rtt"]["delay"]["mean_ns"].as_f64().unwrap() > floor);
-            assert!(r[side]["figures"]["rtt_median"].as_f64().unwrap() > floor);
+    // Fitted: sizes within 1500 − 48 = 1452 B, one rate that keeps 1452 B over IPv6
+    // (1514 B a frame) at half the bottleneck: 5e6 / (8 · 1514) = 412 pkt/s.
+    let points = doc["points"].as_array().unwrap();
+    let sizes: Vec<u64> = points
+        .iter()
+        .map(|p| p["size_bytes"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sizes, [64, 512, 1024, 1452], "{doc:#}");
+    let fit: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path("run").join("fit.json")).unwrap()).unwrap();
+    assert_eq!(fit["applied"], true, "{fit:#}");
+    assert_eq!(fit["path"]["mtu6"], 1500, "{fit:#}");
+    let path: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path("run").join("path.json")).unwrap()).unwrap();
+    assert_eq!(path["far_end"], "topology", "{path:#}");
+    for p in points {
+        assert!(p.get("caveats").is_none(), "{p:#}");
+        let runs = p["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 2, "{p:#}");
+        let size = p["size_bytes"].as_f64().unwrap();
+        for r in runs {
+            for side in ["ipv4", "ipv6"] {
+                assert_eq!(r[side]["flow"]["spec"]["rate"], "412pps", "{side}: {r:#}");
+                assert_eq!(r[side]["figures"]["loss"], 0.0, "{side}: {r:#}");
+                // 206 planned in 500 ms.
+                assert!(
+                    r[side]["received_packets"].as_u64().unwrap() >= 190,
+                    "{side}: {r:#}"
+                );
+                // Through two routers: at least two frames' serialization at 10 Mbit/s.
+                let floor = 2.0 * (size + 42.0) * 8.0 / 10e6 * 1e9;
+                assert!(r[side]["flow"]["rtt"]["delay"]["mean_ns"].as_f64().unwrap() > floor);
+                assert!(r[side]["figures"]["rtt_median"].as_f64().unwrap() > floor);
+            }
         }
+    }
+    // The families send the same packets into a path that carries them: no throughput
+    // difference in any UDP row, and every row compared.
+    let throughput = &doc["tables"][0];
+    assert_eq!(throughput["metric"], "throughput");
+    for row in throughput["rows"].as_array().unwrap() {
+        assert!(row.get("not_compared").is_none(), "{row:#}");
+        assert_ne!(
+            row["comparison"]["verdict"], "significant",
+            "{throughput:#}"
+        );
     }
     // Verdicts through the lab as on loopback: both runs of each family paired.
     let rtt = &doc["tables"][1];
