@@ -115,6 +115,7 @@ pub fn announce(
         ttl: spec.marking.ttl,
         flow_label: spec.marking.flow_label,
         src_port,
+        translated: false,
         label: spec.label.clone(),
         rtp_clock_hz: spec.rtp.map(|r| r.clock_rate_hz),
         interval_ns: interval.map(Duration::as_nanos),

@@ -106,6 +106,13 @@ pub struct FlowAnnounce {
     pub flow_label: Option<u32>,
     /// For UDP: the sender's source port, so echoes go to it and nowhere else.
     pub src_port: Option<u16>,
+    /// A NAT on the way translates the sender's ports (the receiver's `Welcome.peer` was
+    /// not the sender's own address): `src_port` is the port before translation, and the
+    /// receiver takes the flow from the port its first datagram comes from instead, as
+    /// NAT traversal does (RFC 4787 §4.1: the mapping is the NAT's). A receiver that
+    /// predates it ignores the key and takes only `src_port`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub translated: bool,
     /// Free-form label (preset name, flow file line) for logs.
     #[serde(default)]
     pub label: String,

@@ -25,7 +25,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use meter::log::Entry;
@@ -53,7 +53,13 @@ pub(crate) struct Flow {
     home: AtomicUsize,
     /// A TCP data connection has attached (only one may).
     attached: AtomicBool,
+    /// The source port a translated UDP flow ([`FlowAnnounce::translated`]) was first
+    /// seen from, or [`UNLATCHED`].
+    latched_port: AtomicU32,
 }
+
+/// [`Flow::latched_port`] before a translated flow's first datagram.
+const UNLATCHED: u32 = u32::MAX;
 
 impl Flow {
     /// The marking of the flow's echoes. A flow label of 0 means "no label": setting it
@@ -68,11 +74,26 @@ impl Flow {
 
     /// Whether a datagram from `src` may belong to this flow: a UDP flow, from the
     /// registering host, from the announced source port if one was announced (several
-    /// flows may announce the same one).
+    /// flows may announce the same one); behind a NAT (`translated`), from the port its
+    /// first datagram came from.
     pub(crate) fn accepts_datagram_from(&self, src_ip: IpAddr, src_port: u16) -> bool {
         self.announce.protocol == Protocol::Udp
             && src_ip == self.peer_ip
-            && self.announce.src_port.is_none_or(|p| p == src_port)
+            && match self.announce.src_port {
+                None => true,
+                Some(_) if self.announce.translated => {
+                    match self.latched_port.compare_exchange(
+                        UNLATCHED,
+                        src_port.into(),
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    ) {
+                        Ok(_) => true,
+                        Err(port) => port == u32::from(src_port),
+                    }
+                }
+                Some(p) => p == src_port,
+            }
     }
 
     /// The flow's home shard, making it `shard` if it has none yet.
@@ -412,6 +433,7 @@ impl Flows {
                 log_key: registry.log_keys,
                 home: AtomicUsize::new(home),
                 attached: AtomicBool::new(false),
+                latched_port: AtomicU32::new(UNLATCHED),
             });
             on_flow(&flow);
             registry.flows.insert(id, flow.clone());
@@ -771,6 +793,28 @@ mod tests {
         }
         let done = flows.finish(&ids(&grants), |_| {});
         assert!(done.iter().all(|f| f.state.meter.packets() == 1));
+    }
+
+    #[test]
+    fn a_translated_flow_is_taken_from_the_port_of_its_first_datagram_only() {
+        let flows = Flows::new(2);
+        let translated = FlowAnnounce {
+            translated: true,
+            ..announce(0, Protocol::Udp, Some(7000))
+        };
+        let grants = flows.register(1, PEER, vec![translated], |_| {}).unwrap();
+        let id = grants[0].id;
+        // The NAT gave it port 61034: the first datagram latches it, in any shard.
+        assert_eq!(take(&flows, 0, id, 0, from(61_034)).0, "metered");
+        assert_eq!(take(&flows, 1, id, 1, from(61_034)).0, "forward");
+        // Neither the announced port nor another one is taken after that, nor another host.
+        assert_eq!(take(&flows, 0, id, 2, from(7000)).0, "wrong source");
+        assert_eq!(take(&flows, 0, id, 3, from(61_035)).0, "wrong source");
+        let other_host = SocketAddr::new(IpAddr::V6(std::net::Ipv6Addr::LOCALHOST), 61_034);
+        assert_eq!(take(&flows, 0, id, 4, other_host).0, "wrong source");
+        assert_eq!(take(&flows, 0, id, 5, from(61_034)).0, "metered");
+        let done = flows.finish(&[id], |_| {});
+        assert_eq!(done[0].state.meter.packets(), 2);
     }
 
     #[test]

@@ -80,10 +80,10 @@ pub(crate) fn marking_of(spec: &FlowSpec) -> netio::Marking {
 /// have run, a failure comes back as a [`PartialReport`] carrying everything measured.
 pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result<SendReport> {
     let dest = config.dest;
-    let (mut ctrl, mut reader, clock, sync) = open_control(config)?;
+    let (mut ctrl, mut reader, clock, sync, translated) = open_control(config)?;
     let cpus = std::thread::available_parallelism().map_or(1, usize::from);
     let engines = traffic::sender::assign(&config.flows, config.threads, cpus);
-    let (conns, grants) = register(&mut ctrl, &mut reader, config, &engines)?;
+    let (conns, grants) = register(&mut ctrl, &mut reader, config, &engines, translated)?;
     // From here on the watcher reads the control connection.
     let (results_rx, watcher_done) = watch_results(&ctrl, reader)?;
     let log = open_log(config, &grants)?;
@@ -138,7 +138,8 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
 
 /// The control connection, authenticated, with the receiver's clock against ours
 /// (measured before any flow loads the path) and, between two clocks, how well each
-/// end's is disciplined.
+/// end's is disciplined; and whether a NAT on the way translated our address (the
+/// receiver saw the connection come from another address or port than ours).
 fn open_control(
     config: &SendConfig,
 ) -> Result<(
@@ -146,6 +147,7 @@ fn open_control(
     MsgReader,
     Option<meter::clock::OffsetEstimate>,
     Option<results::send::SessionSync>,
+    bool,
 )> {
     let dest = config.dest;
     // In callback mode (an agent's reverse flows through the asker's NAT) the asker opens it.
@@ -164,7 +166,7 @@ fn open_control(
     };
     ctrl.set_read_timeout(Some(config.connect_timeout.max(StdDuration::from_secs(10))))?;
     let mut reader = MsgReader::new();
-    match &config.prover {
+    let welcomed = match &config.prover {
         Some(prove) => {
             crate::control::handshake_with(&mut ctrl, &mut reader, &**prove, "receiver")?
         }
@@ -172,12 +174,17 @@ fn open_control(
             crate::control::handshake(&mut ctrl, &mut reader, config.key.as_deref(), "receiver")?
         }
     };
+    let translated = config.callback.is_none()
+        && match (welcomed.peer, ctrl.local_addr()) {
+            (Some(seen), Ok(ours)) => seen.ip().to_canonical() != ours.ip().to_canonical() || seen.port() != ours.port(),
+            _ => false,
+        };
     let clock = crate::control::estimate_offset(&mut ctrl, &mut reader, CLOCK_EXCHANGES)?;
     let sync = match clock {
         Some(c) if !c.same_clock => Some(crate::control::session_sync(&mut ctrl, &mut reader)?),
         _ => None,
     };
-    Ok((ctrl, reader, clock, sync))
+    Ok((ctrl, reader, clock, sync, translated))
 }
 
 /// The receiver's results, as they come.
@@ -533,12 +540,15 @@ fn outcomes(
 }
 
 /// Open every flow's socket (UDP first, so its source port can be announced), register
-/// the flows, then attach the TCP data connections.
+/// the flows, then attach the TCP data connections. Behind a NAT (`translated`) the
+/// ports the receiver will see are the NAT's, not ours: the UDP flows are announced as
+/// translated, so the receiver takes each from the port its first datagram comes from.
 fn register(
     ctrl: &mut TcpStream,
     reader: &mut MsgReader,
     config: &SendConfig,
     engines: &[usize],
+    translated: bool,
 ) -> Result<(Vec<Conn>, Vec<FlowGrant>)> {
     let dest = config.dest;
     let mut udp = Vec::new();
@@ -589,9 +599,9 @@ fn register(
             None
         };
         let (interval, cdf) = (config.interval, config.cdf);
-        announces.push(traffic::sender::announce(
-            i as u32, spec, src_port, interval, cdf,
-        ));
+        let mut announce = traffic::sender::announce(i as u32, spec, src_port, interval, cdf);
+        announce.translated = translated && spec.protocol == Protocol::Udp;
+        announces.push(announce);
     }
     write_msg(ctrl, &Msg::Register { flows: announces })?;
     let grants = match reader.read(ctrl)? {

@@ -280,11 +280,10 @@ fn path_facts_through_the_kernels_nat44_report_the_nat_on_ipv4_only() {
         nat["ours"].as_str().unwrap().starts_with("198.18.1.1:"),
         "{nat}"
     );
-    // Two forwarding nodes (the NAT and r1) each way, on both families; IPv4's reverse
-    // comes back through the NAT in callback mode. (IPv4's forward UDP does not reach the
-    // receiver through the NAT yet: recv takes a flow's datagrams only from the source
-    // port it announced, which the masquerade rewrites.)
-    for (family, way) in [(0, "reverse"), (1, "forward"), (1, "reverse")] {
+    // Two forwarding nodes (the NAT and r1) each way, on both families; IPv4's forward
+    // flows are announced as translated (the receiver takes them from the NAT's port),
+    // and its reverse comes back through the NAT in callback mode.
+    for (family, way) in [(0, "forward"), (0, "reverse"), (1, "forward"), (1, "reverse")] {
         let d = &doc["families"][family][way];
         let what = format!("family {family} {way}");
         assert_eq!(measured(&d["hops"], &what)["hops"], 2, "{what}");
