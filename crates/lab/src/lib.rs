@@ -10,7 +10,9 @@
 //! - [`host`]: the host a run was measured on (`host.json`);
 //! - [`hosts`]: plans across real hosts (`target = "hosts"`): their agents, keys, and
 //!   the `dualperf send --from` and `clock --peer` commands that drive them;
+//! - [`hostsfile`]: the hosts file `lab up` writes for its namespaces (`/etc/netns`);
 //! - [`index`]: the SQLite index of run directories, for queries across runs;
+//! - [`nat44`]: a lab's kernel NAT44 node: its routes and nftables rules;
 //! - [`nodesetup`]: the sysctls the hidden `lab node-setup` may write (keys under `net`);
 //! - [`pathinfo`]: the path a lab's flows take, from its topology (`path.json`);
 //! - [`plan`]: a TOML plan → validated points and the ordered list of runs;
@@ -37,8 +39,11 @@ pub mod executor;
 pub mod failures;
 pub mod host;
 pub mod hosts;
+pub mod hostsfile;
 #[cfg(feature = "index")]
 pub mod index;
+pub(crate) mod linkfamily;
+pub mod nat44;
 pub mod netlab;
 pub mod nodesetup;
 pub mod pathinfo;

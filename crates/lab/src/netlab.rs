@@ -139,7 +139,7 @@ pub fn state_dir(name: &str) -> PathBuf {
     Path::new(STATE_ROOT).join(name)
 }
 
-fn run<S: AsRef<OsStr>>(args: &[S]) -> Result<String, LabError> {
+pub(crate) fn run<S: AsRef<OsStr>>(args: &[S]) -> Result<String, LabError> {
     let command = || {
         args.iter()
             .map(|a| a.as_ref().to_string_lossy())
@@ -314,6 +314,7 @@ pub fn up_own(topology: &Topology, exe: &Path) -> Result<(Topology, Guard), LabE
 pub fn up(topology: &Topology, exe: &Path, pcap: Option<&Path>) -> Result<LabState, LabError> {
     check_name(&topology.name)?;
     preflight()?;
+    crate::nat44::preflight(topology)?;
     let exists = |found: String| LabError::Exists {
         name: topology.name.clone(),
         found,
@@ -494,10 +495,12 @@ fn build(
     state: &mut LabState,
 ) -> Result<(), LabError> {
     make_namespaces(t)?;
+    crate::hostsfile::write(t)?;
     make_veths(t)?;
     set_up_nodes(t, exe)?;
     address_and_raise_links(t)?;
     fill_hosts_neighbors_and_routes(t)?;
+    crate::nat44::apply(t, &state_dir(&t.name))?;
     start_routers(t, exe, pcap, state)
 }
 
@@ -522,7 +525,7 @@ fn make_veths(t: &Topology) -> Result<(), LabError> {
         // at once, as for another host, and the router reads them from its ring.
         let kernel_mac = |e: &crate::topology::End| match t.nodes[e.node].kind {
             Kind::Router => crate::topology::kernel_mac(&e.mac),
-            Kind::Host => e.mac.clone(),
+            Kind::Host | Kind::Nat44 => e.mac.clone(),
         };
         let (mac_a, mac_b) = (kernel_mac(a), kernel_mac(b));
         run(&[
@@ -564,7 +567,7 @@ fn address_and_raise_links(t: &Topology) -> Result<(), LabError> {
     for l in &t.links {
         for end in &l.ends {
             let ns = t.namespace(end.node);
-            if t.nodes[end.node].kind == Kind::Host {
+            if t.nodes[end.node].kind.kernel_addresses() {
                 run(&[
                     "ip",
                     "-n",
@@ -597,7 +600,7 @@ fn address_and_raise_links(t: &Topology) -> Result<(), LabError> {
 /// Each host's permanent neighbour entries and its routes, as the topology gives them.
 fn fill_hosts_neighbors_and_routes(t: &Topology) -> Result<(), LabError> {
     for (i, node) in t.nodes.iter().enumerate() {
-        if node.kind != Kind::Host {
+        if !node.kind.kernel_addresses() {
             continue;
         }
         let ns = t.namespace(i);
@@ -748,6 +751,9 @@ fn node_sysctls(kind: Kind, ifaces: &[&str]) -> Vec<String> {
         for conf in ["default"].into_iter().chain(ifaces.iter().copied()) {
             keys.push((format!("net.ipv6.conf.{conf}.disable_ipv6"), "1"));
         }
+    }
+    if kind == Kind::Nat44 {
+        keys.extend(crate::nat44::sysctls());
     }
     keys.into_iter().map(|(k, v)| format!("{k}={v}")).collect()
 }
@@ -978,6 +984,7 @@ pub fn down(name: &str) -> Result<DownReport, LabError> {
         run(&["ip", "netns", "del", &ns])?;
         report.namespaces.push(ns);
     }
+    crate::hostsfile::remove(name)?;
     let dir = state_dir(name);
     let state_file = dir.join("state.json");
     if state_file.exists() {
@@ -1084,6 +1091,22 @@ mod tests {
             assert!(router.contains(&want.to_owned()), "{want}: {router:?}");
         }
         assert!(router.iter().all(|s| s.starts_with("net.")));
+    }
+
+    #[test]
+    fn a_nat44_forwards_both_families_with_the_kernel_and_keeps_ipv6() {
+        let mut want: Vec<String> = ["all", "default", "to-r1"]
+            .iter()
+            .flat_map(|c| {
+                [
+                    format!("net.ipv6.conf.{c}.accept_dad=0"),
+                    format!("net.ipv6.conf.{c}.accept_ra=0"),
+                ]
+            })
+            .collect();
+        want.push("net.ipv4.ip_forward=1".into());
+        want.push("net.ipv6.conf.all.forwarding=1".into());
+        assert_eq!(node_sysctls(Kind::Nat44, &["to-r1"]), want);
     }
 
     #[test]

@@ -69,7 +69,7 @@ fn err(line: Option<usize>, message: impl Into<String>) -> TopologyError {
     }
 }
 
-/// Host or router.
+/// Host, router or kernel NAT44.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {
@@ -77,6 +77,22 @@ pub enum Kind {
     Host,
     /// Forwards with `dualperf route`; the kernel's forwarding is off.
     Router,
+    /// Forwards with the kernel and masquerades IPv4 onto its `outside` link with
+    /// nftables; IPv6 is routed, not translated (see [`crate::nat44`]).
+    Nat44,
+}
+
+impl Kind {
+    /// Whether a node of this kind forwards (routes are found through it).
+    pub fn forwards(self) -> bool {
+        matches!(self, Kind::Router | Kind::Nat44)
+    }
+
+    /// Whether the kernel holds the node's addresses, routes and neighbours (a router's
+    /// are `dualperf route`'s).
+    pub fn kernel_addresses(self) -> bool {
+        matches!(self, Kind::Host | Kind::Nat44)
+    }
 }
 
 #[derive(Deserialize)]
@@ -101,6 +117,10 @@ struct NodeFile {
     qos: Option<String>,
     #[serde(default)]
     cpu: Option<usize>,
+    #[serde(default)]
+    outside: Option<String>,
+    #[serde(default)]
+    firewall: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -122,6 +142,10 @@ struct LinkFile {
     limit: Option<u32>,
     #[serde(default)]
     limit_bytes: Option<u64>,
+    #[serde(default)]
+    ipv4: Option<crate::linkfamily::FamilyFile>,
+    #[serde(default)]
+    ipv6: Option<crate::linkfamily::FamilyFile>,
 }
 
 /// One side of a link.
@@ -148,6 +172,9 @@ pub struct Link {
     pub ends: [End; 2],
     /// IP MTU of both ends.
     pub mtu: u32,
+    /// IPv6's MTU where a router sends onto the link, when lower than `mtu`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu6: Option<u32>,
     /// What routers emulate when they send onto it.
     pub emulation: Emulation,
 }
@@ -165,6 +192,12 @@ pub struct Node {
     /// The CPU a router's forwarding thread is pinned to (`dualperf route --cpu`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<usize>,
+    /// A NAT44's outside: the peer its masqueraded IPv4 leaves toward.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outside: Option<String>,
+    /// A NAT44 that also drops new connections coming in on its outside, both families.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub firewall: bool,
 }
 
 /// A router's QoS file: where it was read from and its text.
@@ -238,7 +271,7 @@ fn percent(s: &str) -> Option<f64> {
     (0.0..=100.0).contains(&v).then_some(v / 100.0)
 }
 
-fn parse_loss(s: &str) -> Option<LossModel> {
+pub(crate) fn parse_loss(s: &str) -> Option<LossModel> {
     if let Some(rest) = s.strip_prefix("ge:") {
         let v: Vec<f64> = rest
             .split(',')
@@ -336,11 +369,15 @@ fn resolve_node(
             format!("node '{}': only a router takes cpu", nf.name),
         ));
     }
+    crate::nat44::check_node_keys(&nf.name, nf.kind, nf.outside.as_deref(), nf.firewall)
+        .map_err(|m| err(line, m))?;
     Ok(Node {
         name: nf.name.clone(),
         kind: nf.kind,
         qos,
         cpu: nf.cpu,
+        outside: nf.outside.clone(),
+        firewall: nf.firewall.unwrap_or(false),
     })
 }
 
@@ -377,7 +414,11 @@ fn resolve_link(
     if !(1280..=65535).contains(&mtu) {
         return Err(err(line, "mtu: 1280 (IPv6's minimum) to 65535"));
     }
-    let emulation = link_emulation(lf, line)?;
+    let mut emulation = link_emulation(lf, line)?;
+    let routed = [a, b].iter().any(|&n| nodes[n].kind == Kind::Router);
+    let family = crate::linkfamily::resolve(lf.ipv4.as_ref(), lf.ipv6.as_ref(), mtu, routed)
+        .map_err(|m| err(line, m))?;
+    (emulation.ipv4, emulation.ipv6) = (family.ipv4, family.ipv6);
     let end = |node: usize, peer: usize, side: u8| End {
         node,
         ifname: format!("to-{}", nodes[peer].name),
@@ -394,6 +435,7 @@ fn resolve_link(
         number,
         ends: [end(a, b, 1), end(b, a, 2)],
         mtu,
+        mtu6: family.mtu6,
         emulation,
     })
 }
@@ -439,6 +481,8 @@ fn link_emulation(lf: &LinkFile, line: Option<usize>) -> Result<Emulation, Topol
         loss,
         limit_packets: lf.limit.unwrap_or(1000),
         limit_bytes: lf.limit_bytes,
+        ipv4: None,
+        ipv6: None,
     })
 }
 
@@ -481,6 +525,10 @@ impl Topology {
             nodes,
             links,
         };
+        for (i, n) in file.node.iter().enumerate() {
+            t.check_nat44(i)
+                .map_err(|m| err(line_at(n.span().start), m))?;
+        }
         for (i, n) in t.nodes.iter().enumerate() {
             let Some(q) = &n.qos else { continue };
             let line = file
@@ -551,7 +599,7 @@ impl Topology {
             Kind::Host => {
                 if let Some((_, mine, peer)) = self
                     .ends_of(i)
-                    .find(|(_, _, p)| self.nodes[p.node].kind == Kind::Router)
+                    .find(|(_, _, p)| self.nodes[p.node].kind.forwards())
                 {
                     for gw in [peer.ipv4.into(), peer.ipv6.into()] {
                         out.push(Route {
@@ -562,9 +610,9 @@ impl Topology {
                     }
                 }
             }
-            Kind::Router => {
-                // Breadth-first from this router through routers: for every node, the
-                // first hop toward it (the link and the peer end).
+            Kind::Router | Kind::Nat44 => {
+                // Breadth-first from this node through routers and NATs: for every
+                // node, the first hop toward it (the link and the peer end).
                 let mut first: BTreeMap<usize, (String, usize)> = BTreeMap::new();
                 let mut queue = VecDeque::new();
                 for (l, mine, peer) in self.ends_of(i) {
@@ -574,7 +622,7 @@ impl Topology {
                     }
                 }
                 while let Some(n) = queue.pop_front() {
-                    if self.nodes[n].kind != Kind::Router || n == i {
+                    if !self.nodes[n].kind.forwards() || n == i {
                         continue;
                     }
                     let hop = first[&n].clone();
@@ -606,11 +654,14 @@ impl Topology {
                     } else {
                         &hop.ends[0]
                     };
-                    out.push(Route {
-                        prefix: Some((Ipv4Addr::new(198, 18, l.number as u8, 0).into(), 24)),
-                        gateway: peer.ipv4.into(),
-                        ifname: ifname.clone(),
-                    });
+                    // IPv6 reaches every link; IPv4 not a NAT's inside from beyond it.
+                    if !self.hides_ipv4(i, l.number) {
+                        out.push(Route {
+                            prefix: Some((Ipv4Addr::new(198, 18, l.number as u8, 0).into(), 24)),
+                            gateway: peer.ipv4.into(),
+                            ifname: ifname.clone(),
+                        });
+                    }
                     out.push(Route {
                         prefix: Some((
                             Ipv6Addr::new(0x2001, 2, 0, l.number as u16, 0, 0, 0, 0).into(),
@@ -651,6 +702,7 @@ impl Topology {
                 ipv4: format!("{}/24", mine.ipv4),
                 ipv6: format!("{}/64", mine.ipv6),
                 mtu: l.mtu,
+                mtu6: l.mtu6,
                 emulation: l.emulation.clone(),
                 mac: Some(mine.mac.clone()),
             })
@@ -693,6 +745,8 @@ pub fn builtin(file: &str) -> Option<&'static str> {
         "two-hop.toml" => Some(include_str!("../../../plans/topologies/two-hop.toml")),
         "one-router.toml" => Some(include_str!("../../../plans/topologies/one-router.toml")),
         "dumbbell.toml" => Some(include_str!("../../../plans/topologies/dumbbell.toml")),
+        "nat44.toml" => Some(include_str!("../../../plans/topologies/nat44.toml")),
+        "truth.toml" => Some(include_str!("../../../plans/topologies/truth.toml")),
         _ => None,
     }
 }

@@ -274,6 +274,17 @@ impl CheckedConfig {
         file.check()
     }
 
+    /// This configuration for the `n`th build of the egress links: 0 at start, then
+    /// one more at each reload. Build 0 keeps the seed as written; each later one mixes
+    /// `n` into it, so a reload draws its losses and jitter afresh instead of replaying
+    /// the very same ones. A lab reloads its routers before every run, and repetitions
+    /// that all lost the same packets would look exact where they are not.
+    pub fn generation(&self, n: u64) -> Self {
+        let mut c = self.clone();
+        c.seed ^= n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        c
+    }
+
     /// Interface `i` as the forwarder takes it, answering to `mac` (its configured MAC,
     /// else the interface's own). `kernel_mtu`, the interface's MTU where the kernel
     /// tells it, must hold the configured MTU: the kernel would refuse larger frames.
@@ -579,6 +590,16 @@ mac = "02:64:70:00:01:01"
             e.to_string().starts_with("to-r2: the configured MTU 9000"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn each_build_after_the_first_draws_afresh_and_the_same_build_replays() {
+        let k = CheckedConfig::from_toml(ROUTER).unwrap();
+        assert_eq!(k.generation(0), k);
+        assert_eq!(k.generation(1).seed, 2 ^ 0x9e37_79b9_7f4a_7c15);
+        assert_eq!(k.generation(1), k.generation(1));
+        assert_ne!(k.generation(1).seed, k.generation(2).seed);
+        assert_eq!(k.generation(2).links, k.links);
     }
 
     #[test]

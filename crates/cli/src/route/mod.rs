@@ -325,10 +325,12 @@ fn forward(
 }
 
 /// SIGUSR2 at `t0`: read the QoS file again and start every egress afresh (counters from
-/// zero; frames still queued are discarded). A file that does not read keeps the
-/// running policies and says why in the stats. Whether the reload took.
+/// zero; frames still queued are discarded; the links' random draws afresh, from the
+/// seed and the reload's number). A file that does not read keeps the running policies
+/// and says why in the stats. Whether the reload took.
 fn reload(eng: &mut Engine, args: &RouteArgs, cfg: &CheckedConfig, t0: u64) -> bool {
-    match load_egress(cfg, args.qos.as_deref(), Instant::from_nanos(t0)) {
+    let build = cfg.generation(eng.state.qos.reloads + 1);
+    match load_egress(&build, args.qos.as_deref(), Instant::from_nanos(t0)) {
         Ok(egress) => {
             eng.state.reloaded(egress);
             let file = qos_file(args.qos.as_deref());

@@ -218,6 +218,19 @@ fn lab_up_then_down_leaves_nothing_even_after_a_router_is_killed() {
     }
     let lab = Lab::up("ud", None);
     assert_eq!(lab.namespaces().len(), 6);
+    // Each namespace has its hosts file, for `ip netns exec` (lab exec).
+    let netns_dirs = || -> Vec<String> {
+        std::fs::read_dir("/etc/netns")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(&format!("dp-{}.", lab.name)))
+            .collect()
+    };
+    assert_eq!(netns_dirs().len(), 6);
+    let hosts = std::fs::read_to_string(format!("/etc/netns/dp-{}.sender/hosts", lab.name));
+    assert!(hosts.unwrap().contains("198.18.4.2\treceiver\n2001:2:0:4::2\treceiver\n"));
     let pids = router_pids(&lab.state());
     assert_eq!(pids.len(), 2);
     assert!(pids.iter().all(|p| alive(*p)));
@@ -229,6 +242,7 @@ fn lab_up_then_down_leaves_nothing_even_after_a_router_is_killed() {
     assert!(ok.success());
     lab.down();
     assert!(lab.namespaces().is_empty(), "{:?}", lab.namespaces());
+    assert!(netns_dirs().is_empty(), "{:?}", netns_dirs());
     assert!(pids.iter().all(|p| !alive(*p)), "a router survived");
     let links = Command::new("ip").args(["-o", "link"]).output().unwrap();
     let links = String::from_utf8_lossy(&links.stdout);
