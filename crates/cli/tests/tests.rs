@@ -41,8 +41,12 @@ mod lab;
 mod lab_fresh;
 #[path = "tests/lab_hosts.rs"]
 mod lab_hosts;
+#[path = "tests/lab_nat.rs"]
+mod lab_nat;
 #[path = "tests/lab_qos.rs"]
 mod lab_qos;
+#[path = "tests/lab_truth.rs"]
+mod lab_truth;
 #[path = "tests/layers.rs"]
 mod layers;
 #[path = "tests/loopback.rs"]
