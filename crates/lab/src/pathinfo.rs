@@ -51,10 +51,10 @@ pub struct LabPath {
     pub reverse: Way,
 }
 
-/// IPv6's MTU where `sender` sends onto link `l`.
-fn mtu6_from(t: &Topology, l: &Link, sender: usize) -> u32 {
-    let _ = (t, sender);
-    l.mtu
+/// IPv6's MTU where a router sends onto link `l`: the link's `ipv6 = { mtu = … }` when
+/// it has one (the router's `mtu6`), else the link's MTU.
+fn router_mtu6(l: &Link) -> u32 {
+    l.mtu6.unwrap_or(l.mtu)
 }
 
 impl LabPath {
@@ -76,7 +76,7 @@ impl LabPath {
                 let router = t.nodes[u].kind == Kind::Router;
                 w.mtu4 = w.mtu4.min(link.mtu);
                 w.mtu6 = w.mtu6.min(if router {
-                    mtu6_from(t, link, u)
+                    router_mtu6(link)
                 } else {
                     link.mtu
                 });
@@ -402,6 +402,38 @@ b = "receiver"
             (1400, 1400, 1)
         );
         assert_eq!(p.limits().capacity_bps, Some(5_000_000));
+        assert_eq!(p.limits().max_udp_payload(), Some(1352));
+    }
+
+    #[test]
+    fn an_ipv6_only_mtu_acts_where_a_router_sends_and_narrows_ipv6_only() {
+        // sender — r1 —(ipv6 mtu 1400)— receiver: r1 sends IPv6 onto it at 1400 bytes;
+        // the receiver (a host) sends at the link's 1500 both ways.
+        let t = Topology::parse(
+            r#"version = 1
+name = "t"
+[[node]]
+name = "sender"
+kind = "host"
+[[node]]
+name = "r1"
+kind = "router"
+[[node]]
+name = "receiver"
+kind = "host"
+[[link]]
+a = "sender"
+b = "r1"
+[[link]]
+a = "r1"
+b = "receiver"
+ipv6 = { mtu = 1400 }
+"#,
+        )
+        .unwrap();
+        let p = LabPath::between(&t, "sender", "receiver").unwrap();
+        assert_eq!((p.forward.mtu4, p.forward.mtu6), (1500, 1400));
+        assert_eq!((p.reverse.mtu4, p.reverse.mtu6), (1500, 1500));
         assert_eq!(p.limits().max_udp_payload(), Some(1352));
     }
 
