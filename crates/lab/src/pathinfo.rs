@@ -75,11 +75,9 @@ impl LabPath {
                 let (link, _, _) = t.ends_of(u).find(|(_, _, p)| p.node == v)?;
                 let router = t.nodes[u].kind == Kind::Router;
                 w.mtu4 = w.mtu4.min(link.mtu);
-                w.mtu6 = w.mtu6.min(if router {
-                    router_mtu6(link)
-                } else {
-                    link.mtu
-                });
+                w.mtu6 = w
+                    .mtu6
+                    .min(if router { router_mtu6(link) } else { link.mtu });
                 let rate = link.emulation.rate_bps;
                 if router && rate > 0 {
                     w.rate_bps = Some(w.rate_bps.map_or(rate, |r| r.min(rate)));

@@ -356,7 +356,9 @@ pub(crate) trait SendService: Send + Sync {
         peer: SocketAddr,
     ) -> Result<(), String> {
         let _ = (ticket, stream);
-        Err(format!("callback from {peer} refused: this agent takes no callbacks"))
+        Err(format!(
+            "callback from {peer} refused: this agent takes no callbacks"
+        ))
     }
 }
 

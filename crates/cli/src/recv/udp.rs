@@ -251,8 +251,7 @@ pub(super) fn run(shared: &Shared, me: usize, socket: &netio::UdpSocket) {
                 let head_only_len = (meta.truncated && meta.gro_size.is_none()).then_some(meta.len);
                 head_only += u64::from(head_only_len.is_some());
                 // An agent's answer to our punch (`punch`) is not a probe.
-                if whole.first() == Some(&wire::punch::MAGIC)
-                    && shared.punches.answered(whole, src)
+                if whole.first() == Some(&wire::punch::MAGIC) && shared.punches.answered(whole, src)
                 {
                     continue;
                 }

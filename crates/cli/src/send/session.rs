@@ -176,7 +176,9 @@ fn open_control(
     };
     let translated = config.callback.is_none()
         && match (welcomed.peer, ctrl.local_addr()) {
-            (Some(seen), Ok(ours)) => seen.ip().to_canonical() != ours.ip().to_canonical() || seen.port() != ours.port(),
+            (Some(seen), Ok(ours)) => {
+                seen.ip().to_canonical() != ours.ip().to_canonical() || seen.port() != ours.port()
+            }
             _ => false,
         };
     let clock = crate::control::estimate_offset(&mut ctrl, &mut reader, CLOCK_EXCHANGES)?;

@@ -230,7 +230,9 @@ fn lab_up_then_down_leaves_nothing_even_after_a_router_is_killed() {
     };
     assert_eq!(netns_dirs().len(), 6);
     let hosts = std::fs::read_to_string(format!("/etc/netns/dp-{}.sender/hosts", lab.name));
-    assert!(hosts.unwrap().contains("198.18.4.2\treceiver\n2001:2:0:4::2\treceiver\n"));
+    assert!(hosts
+        .unwrap()
+        .contains("198.18.4.2\treceiver\n2001:2:0:4::2\treceiver\n"));
     let pids = router_pids(&lab.state());
     assert_eq!(pids.len(), 2);
     assert!(pids.iter().all(|p| alive(*p)));

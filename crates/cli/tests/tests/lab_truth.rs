@@ -101,7 +101,10 @@ fn assert_found(c: &Value, size: f64, what: &str) {
     assert_eq!(c["verdict"], "significant", "{what}: {c:#}");
     let diff = c["diff"].as_f64().unwrap();
     assert_eq!(diff.signum(), size.signum(), "{what}: the sign: {c:#}");
-    let (low, high) = (c["ci_low"].as_f64().unwrap(), c["ci_high"].as_f64().unwrap());
+    let (low, high) = (
+        c["ci_low"].as_f64().unwrap(),
+        c["ci_high"].as_f64().unwrap(),
+    );
     assert_eq!(low.signum(), size.signum(), "{what}: 0 outside: {c:#}");
     assert_eq!(high.signum(), size.signum(), "{what}: 0 outside: {c:#}");
     let slack = size.abs() / 4.0;
@@ -120,7 +123,11 @@ fn ipv6_only_delay_is_found_with_its_sign_and_size() {
     // 2 ms more for IPv6 where each router sends onto r1 — r2: 4 ms more round trip
     // (the table's unit is ns).
     let doc = compare_with("tdly", "ipv6 = { delay = \"2ms\" }");
-    assert_found(comparison(&doc, "rtt_median"), 4e6, "RTT, IPv6 +2 ms each way");
+    assert_found(
+        comparison(&doc, "rtt_median"),
+        4e6,
+        "RTT, IPv6 +2 ms each way",
+    );
 }
 
 #[test]

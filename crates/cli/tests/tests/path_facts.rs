@@ -283,7 +283,12 @@ fn path_facts_through_the_kernels_nat44_report_the_nat_on_ipv4_only() {
     // Two forwarding nodes (the NAT and r1) each way, on both families; IPv4's forward
     // flows are announced as translated (the receiver takes them from the NAT's port),
     // and its reverse comes back through the NAT in callback mode.
-    for (family, way) in [(0, "forward"), (0, "reverse"), (1, "forward"), (1, "reverse")] {
+    for (family, way) in [
+        (0, "forward"),
+        (0, "reverse"),
+        (1, "forward"),
+        (1, "reverse"),
+    ] {
         let d = &doc["families"][family][way];
         let what = format!("family {family} {way}");
         assert_eq!(measured(&d["hops"], &what)["hops"], 2, "{what}");
