@@ -280,6 +280,7 @@ mod tests {
                 ttl: Some(7),
                 flow_label: Some(0x12345),
                 src_port: Some(40_000),
+                translated: false,
                 label: "g711".into(),
                 rtp_clock_hz: Some(8_000),
                 interval_ns: Some(500_000_000),

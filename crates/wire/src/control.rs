@@ -693,6 +693,7 @@ mod tests {
                     ttl: None,
                     flow_label: Some(0x12345),
                     src_port: None,
+                    translated: true,
                     label: "x".into(),
                     rtp_clock_hz: None,
                     interval_ns: None,

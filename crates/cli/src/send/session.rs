@@ -80,7 +80,13 @@ pub(crate) fn marking_of(spec: &FlowSpec) -> netio::Marking {
 /// have run, a failure comes back as a [`PartialReport`] carrying everything measured.
 pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result<SendReport> {
     let dest = config.dest;
-    let (mut ctrl, mut reader, clock, sync, translated) = open_control(config)?;
+    let Control {
+        mut ctrl,
+        mut reader,
+        clock,
+        sync,
+        translated,
+    } = open_control(config)?;
     let cpus = std::thread::available_parallelism().map_or(1, usize::from);
     let engines = traffic::sender::assign(&config.flows, config.threads, cpus);
     let (conns, grants) = register(&mut ctrl, &mut reader, config, &engines, translated)?;
@@ -140,15 +146,7 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
 /// (measured before any flow loads the path) and, between two clocks, how well each
 /// end's is disciplined; and whether a NAT on the way translated our address (the
 /// receiver saw the connection come from another address or port than ours).
-fn open_control(
-    config: &SendConfig,
-) -> Result<(
-    TcpStream,
-    MsgReader,
-    Option<meter::clock::OffsetEstimate>,
-    Option<results::send::SessionSync>,
-    bool,
-)> {
+fn open_control(config: &SendConfig) -> Result<Control> {
     let dest = config.dest;
     // In callback mode (an agent's reverse flows through the asker's NAT) the asker opens it.
     let mut ctrl = match &config.callback {
@@ -186,7 +184,23 @@ fn open_control(
         Some(c) if !c.same_clock => Some(crate::control::session_sync(&mut ctrl, &mut reader)?),
         _ => None,
     };
-    Ok((ctrl, reader, clock, sync, translated))
+    Ok(Control {
+        ctrl,
+        reader,
+        clock,
+        sync,
+        translated,
+    })
+}
+
+/// An open control connection ([`open_control`]).
+struct Control {
+    ctrl: TcpStream,
+    reader: MsgReader,
+    clock: Option<meter::clock::OffsetEstimate>,
+    sync: Option<results::send::SessionSync>,
+    /// A NAT translated our address on the way.
+    translated: bool,
 }
 
 /// The receiver's results, as they come.
