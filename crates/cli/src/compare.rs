@@ -205,17 +205,7 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
         usage!("nothing to compare: every test of the battery is left out");
     }
     if args.dry_run {
-        let target = match lab::check::target(&plan, &plan_path, None) {
-            Ok((t, _)) => t,
-            Err(e) => usage!("{e}"),
-        };
-        let estimate = crate::compare_host::estimate(&plan, args.quick);
-        crate::out::print(lab::dryrun::text(&plan, &target))?;
-        return crate::out::print(format!(
-            "dualperf compare measures them in about {} ({} s), in this process (the line above is `dualperf run`'s, a process a run)\n",
-            crate::human::span(estimate),
-            estimate.as_secs()
-        ));
+        return dry_run(&plan, &plan_path, args.quick);
     }
     // A far end: the path's facts first, and the battery fitted to them.
     let (text, host_fit) = match &far {
@@ -243,20 +233,7 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
             "dualperf compare: one run a family gives medians but no verdicts (--repeat 2 or more)"
         );
     }
-    let dir = args.dir.clone().unwrap_or_else(|| {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        PathBuf::from("results").join(format!("{}-{now}", lab::plan::file_safe(&plan.name)))
-    });
-    if dir.join("runs").is_dir() && std::fs::read_dir(dir.join("runs"))?.next().is_some() {
-        usage!(
-            "{} already holds runs: give compare another --dir (or go on with `dualperf run {} --dir {} --resume`)",
-            dir.display(),
-            dir.join("plan.toml").display(),
-            dir.display()
-        );
-    }
+    let dir = run_dir(&args, &plan)?;
     if let Some(f) = &fitted {
         f.write(&dir)?;
     }
@@ -315,6 +292,41 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
         eprintln!("dualperf compare: warning: {w}");
     }
     job.finish(outcome)
+}
+
+/// `--dry-run`: the runs, and the time compare takes to measure them in this process.
+fn dry_run(plan: &Plan, plan_path: &std::path::Path, quick: bool) -> Result<()> {
+    let target = match lab::check::target(plan, plan_path, None) {
+        Ok((t, _)) => t,
+        Err(e) => usage!("{e}"),
+    };
+    let estimate = crate::compare_host::estimate(plan, quick);
+    crate::out::print(lab::dryrun::text(plan, &target))?;
+    crate::out::print(format!(
+        "dualperf compare measures them in about {} ({} s), in this process (the line above is `dualperf run`'s, a process a run)\n",
+        crate::human::span(estimate),
+        estimate.as_secs()
+    ))
+}
+
+/// The run directory: `--dir`, or results/compare-UNIXTIME; one that already holds runs
+/// is refused (resume it with `dualperf run`).
+fn run_dir(args: &CompareArgs, plan: &Plan) -> Result<PathBuf> {
+    let dir = args.dir.clone().unwrap_or_else(|| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        PathBuf::from("results").join(format!("{}-{now}", lab::plan::file_safe(&plan.name)))
+    });
+    if dir.join("runs").is_dir() && std::fs::read_dir(dir.join("runs"))?.next().is_some() {
+        usage!(
+            "{} already holds runs: give compare another --dir (or go on with `dualperf run {} --dir {} --resume`)",
+            dir.display(),
+            dir.join("plan.toml").display(),
+            dir.display()
+        );
+    }
+    Ok(dir)
 }
 
 /// `--lab`: the battery fitted to the lab's path from sender to receiver
