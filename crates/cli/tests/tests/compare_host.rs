@@ -585,3 +585,85 @@ fn a_hosts_plan_looks_its_names_up_per_family() {
         "dualperf: error: host receiver: 127.0.0.1 is one IPv4 address; the plan measures both (or give agent4 and agent6)\n"
     );
 }
+
+/// Through the kernel's NAT44 (plans/topologies/nat44.toml: sender — nat — r1 —
+/// receiver, the NAT masquerading IPv4 at random ports): `compare receiver` from the
+/// inside measures both directions over both families, every run without an error, and
+/// path.json reports the NAT on IPv4 and none on IPv6.
+#[test]
+fn compare_through_nat44_measures_both_directions_on_both_families_and_reports_the_nat() {
+    if !crate::lab::privileged() {
+        return;
+    }
+    let lab = crate::lab::Lab::up_shipped("cmpnat", "nat44.toml");
+    let tmp = TempDir::new("compare-host-nat44");
+    let key = tmp.path("agent.key");
+    std::fs::write(&key, "lab-key\n").unwrap();
+    let agent = lab.spawn("receiver", &["agent", "--key-file", path_str(&key)]);
+    agent.wait_stderr_line(|l| l.starts_with("dualperf agent: listening on"));
+    let dir = tmp.path("d");
+    let done = lab
+        .spawn(
+            "sender",
+            &[
+                "compare",
+                "receiver",
+                "--key-file",
+                path_str(&key),
+                "--repeat",
+                "2",
+                "--duration",
+                "100ms",
+                "--sizes",
+                "64",
+                "--no-voip",
+                "--no-games",
+                "--dir",
+                path_str(&dir),
+            ],
+        )
+        .finish_within(std::time::Duration::from_secs(600));
+    drop(agent);
+    done.assert_success();
+    for title in [
+        "Throughput, here → receiver\n",
+        "Throughput, receiver → here\n",
+    ] {
+        assert!(
+            done.stdout.contains(title),
+            "no {title:?} in:\n{}",
+            done.stdout
+        );
+    }
+    // UDP and TCP at 64 bytes × 2 directions × 2 families × 2 repetitions, each whole.
+    let ids = runs(&dir);
+    assert_eq!(ids.len(), 16, "{ids:?}");
+    for id in &ids {
+        let text = std::fs::read_to_string(dir.join("runs").join(format!("{id}.json"))).unwrap();
+        let record: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(record["exit_code"], 0, "{id}: {}", record["stderr"]);
+        let flows = record["report"]["flows"].as_array().unwrap();
+        assert!(!flows.is_empty(), "{id}: {text}");
+        for flow in flows {
+            // Every flow was received, in whichever direction it went.
+            assert!(
+                flow["received"]["packets"].as_u64().unwrap_or(0) > 0,
+                "{id}: {flow}"
+            );
+        }
+    }
+    let path: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("path.json")).unwrap()).unwrap();
+    let nat: Vec<&str> = path["families"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            f["nat"]["measured"]["verdict"]
+                .as_str()
+                .unwrap_or("not measured")
+        })
+        .collect();
+    assert_eq!(nat, ["address_and_port", "none"], "{path}");
+    assert!(done.stdout.contains("NAT"), "{}", done.stdout);
+}
