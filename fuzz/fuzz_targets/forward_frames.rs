@@ -15,6 +15,7 @@ fn router() -> Forwarder {
         ipv4: Some((Ipv4Addr::new(198, 18, n, 1), 24)),
         ipv6: Some((Ipv6Addr::new(0x2001, 2, 0, u16::from(n), 0, 0, 0, 1), 64)),
         mtu: 1500,
+        mtu6: None,
     };
     let routes = vec![Route {
         prefix: Ipv4Addr::new(198, 18, 9, 0).into(),
