@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::netlab::LabError;
+use crate::laberror::LabError;
 use crate::topology::{Kind, Topology};
 
 /// Where `ip netns exec NS` finds the files it puts over `/etc`'s: `NETNS_ETC/NS/`.

@@ -42,6 +42,7 @@ pub mod hosts;
 pub mod hostsfile;
 #[cfg(feature = "index")]
 pub mod index;
+pub mod laberror;
 pub(crate) mod linkfamily;
 pub mod nat44;
 pub mod netlab;

@@ -82,11 +82,43 @@ fn family(key: &str, f: &FamilyFile) -> Result<Option<FamilyEmulation>, String> 
     };
     let loss = match &f.loss {
         None => LossModel::None,
-        Some(s) => crate::topology::parse_loss(s).ok_or_else(|| {
+        Some(s) => parse_loss(s).ok_or_else(|| {
             format!("{key} loss '{s}': a percentage (1%) or ge:P,R,LOSS_GOOD,LOSS_BAD in %")
         })?,
     };
     Ok(Some(FamilyEmulation { delay_ns, loss }))
+}
+
+/// A percentage such as `1%` or `0.5%` as a probability.
+fn percent(s: &str) -> Option<f64> {
+    let v: f64 = s.trim().strip_suffix('%')?.trim().parse().ok()?;
+    (0.0..=100.0).contains(&v).then_some(v / 100.0)
+}
+
+/// A loss key's value (a link's or a family's): a percentage (`1%`: Bernoulli), or
+/// `ge:p,r,loss_good,loss_bad` in % (Gilbert–Elliott).
+pub(crate) fn parse_loss(s: &str) -> Option<LossModel> {
+    if let Some(rest) = s.strip_prefix("ge:") {
+        let v: Vec<f64> = rest
+            .split(',')
+            .map(|p| percent(&format!("{}%", p.trim().trim_end_matches('%'))))
+            .collect::<Option<_>>()?;
+        let [p, r, loss_good, loss_bad] = v.as_slice() else {
+            return None;
+        };
+        return Some(LossModel::GilbertElliott {
+            p: *p,
+            r: *r,
+            loss_good: *loss_good,
+            loss_bad: *loss_bad,
+        });
+    }
+    let p = percent(s)?;
+    Some(if p == 0.0 {
+        LossModel::None
+    } else {
+        LossModel::Bernoulli { p }
+    })
 }
 
 #[cfg(test)]

@@ -19,33 +19,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use crate::netlab::{run, LabError};
+use crate::laberror::{run, LabError};
 use crate::topology::{End, Kind, Link, Topology};
-
-/// What the node keys `outside` and `firewall` allow for node `name` of `kind`: only a
-/// NAT44 takes them, and a NAT44 needs `outside`.
-pub(crate) fn check_node_keys(
-    name: &str,
-    kind: Kind,
-    outside: Option<&str>,
-    firewall: Option<bool>,
-) -> Result<(), String> {
-    if kind != Kind::Nat44 {
-        for (key, given) in [
-            ("outside", outside.is_some()),
-            ("firewall", firewall.is_some()),
-        ] {
-            if given {
-                return Err(format!("node '{name}': only a nat44 takes {key}"));
-            }
-        }
-    } else if outside.is_none() {
-        return Err(format!(
-            "node '{name}': a nat44 needs outside = \"PEER\", the node its masqueraded IPv4 leaves toward"
-        ));
-    }
-    Ok(())
-}
 
 /// The sysctls of a NAT44's namespace: the kernel forwards both families.
 pub(crate) fn sysctls() -> [(String, &'static str); 2] {

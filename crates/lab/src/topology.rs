@@ -265,34 +265,29 @@ pub fn valid_lab_name(s: &str) -> bool {
     name_ok(s, 16)
 }
 
-/// A percentage such as `1%` or `0.5%` as a probability.
-fn percent(s: &str) -> Option<f64> {
-    let v: f64 = s.trim().strip_suffix('%')?.trim().parse().ok()?;
-    (0.0..=100.0).contains(&v).then_some(v / 100.0)
-}
-
-pub(crate) fn parse_loss(s: &str) -> Option<LossModel> {
-    if let Some(rest) = s.strip_prefix("ge:") {
-        let v: Vec<f64> = rest
-            .split(',')
-            .map(|p| percent(&format!("{}%", p.trim().trim_end_matches('%'))))
-            .collect::<Option<_>>()?;
-        let [p, r, loss_good, loss_bad] = v.as_slice() else {
-            return None;
-        };
-        return Some(LossModel::GilbertElliott {
-            p: *p,
-            r: *r,
-            loss_good: *loss_good,
-            loss_bad: *loss_bad,
-        });
+/// What the node keys `outside` and `firewall` allow for node `name` of `kind`: only a
+/// NAT44 takes them, and a NAT44 needs `outside`.
+pub(crate) fn check_node_keys(
+    name: &str,
+    kind: Kind,
+    outside: Option<&str>,
+    firewall: Option<bool>,
+) -> Result<(), String> {
+    if kind != Kind::Nat44 {
+        for (key, given) in [
+            ("outside", outside.is_some()),
+            ("firewall", firewall.is_some()),
+        ] {
+            if given {
+                return Err(format!("node '{name}': only a nat44 takes {key}"));
+            }
+        }
+    } else if outside.is_none() {
+        return Err(format!(
+            "node '{name}': a nat44 needs outside = \"PEER\", the node its masqueraded IPv4 leaves toward"
+        ));
     }
-    let p = percent(s)?;
-    Some(if p == 0.0 {
-        LossModel::None
-    } else {
-        LossModel::Bernoulli { p }
-    })
+    Ok(())
 }
 
 /// The topology file `text` as TOML, with its format version and lab name checked.
@@ -369,7 +364,7 @@ fn resolve_node(
             format!("node '{}': only a router takes cpu", nf.name),
         ));
     }
-    crate::nat44::check_node_keys(&nf.name, nf.kind, nf.outside.as_deref(), nf.firewall)
+    check_node_keys(&nf.name, nf.kind, nf.outside.as_deref(), nf.firewall)
         .map_err(|m| err(line, m))?;
     Ok(Node {
         name: nf.name.clone(),
@@ -464,7 +459,7 @@ fn link_emulation(lf: &LinkFile, line: Option<usize>) -> Result<Emulation, Topol
     let jitter_ns = dur(&lf.jitter, "jitter")?;
     let loss = match &lf.loss {
         None => LossModel::None,
-        Some(s) => parse_loss(s).ok_or_else(|| {
+        Some(s) => crate::linkfamily::parse_loss(s).ok_or_else(|| {
             err(
                 line,
                 format!("loss '{s}': a percentage (1%) or ge:P,R,LOSS_GOOD,LOSS_BAD in %"),
