@@ -539,32 +539,12 @@ fn parse_host(
         }
         Some(p) => *p.get_ref(),
     };
-    let key = match (&h.key_file, &h.key_env) {
-        (Some(_), Some(e)) => {
-            return Err(PlanError::at(
-                at(e),
-                format!("host {name}: key_file or key_env, not both"),
-            ))
-        }
-        (Some(f), None) if f.get_ref().trim().is_empty() => {
-            return Err(PlanError::at(
-                at(f),
-                format!("host {name}: key_file names no file"),
-            ))
-        }
-        (Some(f), None) => Some(KeySource::File(f.get_ref().clone())),
-        (None, Some(e)) => {
-            let var = e.get_ref();
-            if var.is_empty() || var.contains(['=', '\0']) {
-                return Err(PlanError::at(
-                    at(e),
-                    format!("host {name}: key_env '{var}' is not an environment variable's name"),
-                ));
-            }
-            Some(KeySource::Env(var.clone()))
-        }
-        (None, None) => None,
-    };
+    let key = key_source(
+        text,
+        h.key_file.as_ref(),
+        h.key_env.as_ref(),
+        &format!("host {name}"),
+    )?;
     Ok(Host {
         name: dns,
         agent,
@@ -573,6 +553,40 @@ fn parse_host(
         port,
         key,
     })
+}
+
+/// Where `who`'s key comes from: `key_file` or `key_env` (at most one), or nowhere; a
+/// file that names nothing or a variable name no environment can hold is refused with
+/// its line. `[hosts.NAME]` and `[peer]` take their keys alike.
+pub(crate) fn key_source(
+    text: &str,
+    key_file: Option<&Spanned<String>>,
+    key_env: Option<&Spanned<String>>,
+    who: &str,
+) -> Result<Option<KeySource>, PlanError> {
+    let at = |s: &Spanned<String>| line_of(text, s.span().start);
+    match (key_file, key_env) {
+        (Some(_), Some(e)) => Err(PlanError::at(
+            at(e),
+            format!("{who}: key_file or key_env, not both"),
+        )),
+        (Some(f), None) if f.get_ref().trim().is_empty() => Err(PlanError::at(
+            at(f),
+            format!("{who}: key_file names no file"),
+        )),
+        (Some(f), None) => Ok(Some(KeySource::File(f.get_ref().clone()))),
+        (None, Some(e)) => {
+            let var = e.get_ref();
+            if var.is_empty() || var.contains(['=', '\0']) {
+                return Err(PlanError::at(
+                    at(e),
+                    format!("{who}: key_env '{var}' is not an environment variable's name"),
+                ));
+            }
+            Ok(Some(KeySource::Env(var.clone())))
+        }
+        (None, None) => Ok(None),
+    }
 }
 
 /// A point's (or `[flow]`'s) `from` and `to`: declared hosts in a hosts plan, a

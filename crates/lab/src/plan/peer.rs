@@ -182,26 +182,7 @@ pub(crate) fn parse(
         }
         Some(p) => *p.get_ref(),
     };
-    let key = match (&f.key_file, &f.key_env) {
-        (Some(_), Some(e)) => {
-            return Err(PlanError::at(
-                line(e.span().start),
-                "peer: key_file or key_env, not both",
-            ))
-        }
-        (Some(k), None) => Some(KeySource::File(k.get_ref().clone())),
-        (None, Some(e)) if e.get_ref().is_empty() || e.get_ref().contains(['=', '\0']) => {
-            return Err(PlanError::at(
-                line(e.span().start),
-                format!(
-                    "peer: key_env '{}' is not an environment variable's name",
-                    e.get_ref()
-                ),
-            ))
-        }
-        (None, Some(e)) => Some(KeySource::Env(e.get_ref().clone())),
-        (None, None) => None,
-    };
+    let key = crate::hosts::key_source(text, f.key_file.as_ref(), f.key_env.as_ref(), "peer")?;
     Ok(Some(Peer {
         name: f.name.clone(),
         v4,
