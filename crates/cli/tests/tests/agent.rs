@@ -14,13 +14,13 @@ use serde_json::Value;
 use crate::support::{run, run_with_env, u, Proc, Receiver};
 
 /// A `dualperf agent` on a free port, dual-stack, with key `k`.
-struct Agent {
-    proc: Proc,
-    port: u16,
+pub(crate) struct Agent {
+    pub(crate) proc: Proc,
+    pub(crate) port: u16,
 }
 
 impl Agent {
-    fn start(extra: &[&str]) -> Self {
+    pub(crate) fn start(extra: &[&str]) -> Self {
         let mut args = vec!["agent", "--port", "0", "--key", "k", "--json"];
         args.extend_from_slice(extra);
         let proc = Proc::spawn(&args);
@@ -34,7 +34,7 @@ impl Agent {
     }
 
     /// Stop it; its final counters line.
-    fn counters(self) -> Value {
+    pub(crate) fn counters(self) -> Value {
         self.proc.interrupt();
         let done = self.proc.finish();
         let lines = done.json_lines();

@@ -11,14 +11,8 @@ use crate::support::{path_str, run, Proc, Receiver, TempDir};
 
 /// A `dualperf agent` with key `k` on a free port.
 fn agent() -> (Proc, u16) {
-    let proc = Proc::spawn(&["agent", "--port", "0", "--key", "k"]);
-    let line = proc.wait_stderr_line(|l| l.starts_with("dualperf agent: listening on"));
-    let port = line
-        .split_once("]:")
-        .and_then(|(_, rest)| rest.split(' ').next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no port in {line:?}"));
-    (proc, port)
+    let a = crate::agent::Agent::start(&[]);
+    (a.proc, a.port)
 }
 
 /// `compare` with a one-point battery (UDP 64 B, no VoIP or games, 2 runs of 100 ms a family), `extra`

@@ -121,16 +121,8 @@ fn path_facts_of_an_unreachable_far_end_say_why_at_once() {
 
 /// An agent on a free port (`Proc`, its port).
 fn agent(extra: &[&str]) -> (Proc, String) {
-    let mut args = vec!["agent", "--port", "0", "--key", "k"];
-    args.extend_from_slice(extra);
-    let proc = Proc::spawn(&args);
-    let line = proc.wait_stderr_line(|l| l.starts_with("dualperf agent: listening on"));
-    let port = line
-        .split_once("]:")
-        .and_then(|(_, rest)| rest.split(' ').next())
-        .unwrap_or_else(|| panic!("no port in {line:?}"))
-        .to_owned();
-    (proc, port)
+    let a = crate::agent::Agent::start(extra);
+    (a.proc, a.port.to_string())
 }
 
 #[test]

@@ -11,36 +11,7 @@ use serde_json::Value;
 
 use crate::support::{run, u, Proc};
 
-/// A `dualperf agent` on a free port, dual-stack, with key `k`.
-struct Agent {
-    proc: Proc,
-    port: u16,
-}
-
-impl Agent {
-    fn start(extra: &[&str]) -> Self {
-        let mut args = vec!["agent", "--port", "0", "--key", "k", "--json"];
-        args.extend_from_slice(extra);
-        let proc = Proc::spawn(&args);
-        let line = proc.wait_stderr_line(|l| l.starts_with("dualperf agent: listening on"));
-        let port = line
-            .split_once("]:")
-            .and_then(|(_, rest)| rest.split(' ').next())
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("no port in {line:?}"));
-        Self { proc, port }
-    }
-
-    /// Stop it; its final counters line.
-    fn counters(self) -> Value {
-        self.proc.interrupt();
-        let done = self.proc.finish();
-        let lines = done.json_lines();
-        let last = lines.last().expect("agent --json prints its counters");
-        assert_eq!(last["type"], "counters", "{last}");
-        last["data"].clone()
-    }
-}
+use crate::agent::Agent;
 
 fn send_args<'a>(host: &'a str, port: &'a str, args: &[&'a str]) -> Vec<&'a str> {
     let mut all = vec!["send", host, "--port", port, "--key", "k", "--json"];
