@@ -135,7 +135,8 @@ fn probe_both(name: &str, pair: Pair, port: u16, key: Option<&str>) -> Result<Fa
     Ok(kinds[0])
 }
 
-/// Whether `dualperf agent` or `dualperf recv` answers at `addr`: after the handshake, a
+/// Whether `dualperf agent` or `dualperf recv` answers at `addr`: an agent says "send"
+/// among the features of its Welcome. One that predates features is told apart by a
 /// request to send that neither can serve (its flows do not read), which an agent
 /// refuses as an agent and a receiver as one that never sends. Nothing is sent.
 fn probe(addr: SocketAddr, key: Option<&str>) -> Result<FarEnd> {
@@ -143,7 +144,11 @@ fn probe(addr: SocketAddr, key: Option<&str>) -> Result<FarEnd> {
         .context("nothing answers")?;
     ctrl.set_read_timeout(Some(PROBE_TIMEOUT))?;
     let mut reader = crate::control::MsgReader::new();
-    crate::control::handshake(&mut ctrl, &mut reader, key.map(str::as_bytes), "far end")?;
+    let welcomed =
+        crate::control::handshake(&mut ctrl, &mut reader, key.map(str::as_bytes), "far end")?;
+    if welcomed.has("send") {
+        return Ok(FarEnd::Agent);
+    }
     // Every other key of the request at its default: what any version reads.
     let request: Msg = serde_json::from_value(serde_json::json!({
         "type": "send_request", "dest": null, "port": 0, "flows": "probe"
