@@ -79,7 +79,7 @@ fi
 [[ $MODE == host || $MODE == lab ]] || die "MODE is host, lab or auto, not '$MODE'"
 
 # The topology under a name of this run's own, so a lab of the shipped name is left alone.
-sed -E "s/^name *= *\"[^\"]*\"/name = \"$LAB\"/" "$TOPOLOGY" >"$WORK/topology.toml"
+sed -E "0,/^name *= *\"[^\"]*\"/s//name = \"$LAB\"/" "$TOPOLOGY" >"$WORK/topology.toml"
 grep -q "^name = \"$LAB\"" "$WORK/topology.toml" || die "$TOPOLOGY has no top-level name"
 
 if [[ $MODE == host ]]; then
