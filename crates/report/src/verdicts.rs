@@ -464,8 +464,10 @@ pub fn summary(r: &CompareReport) -> Vec<String> {
         ];
     }
     let mut lines = Vec::new();
-    let mut quiet: Vec<&str> = Vec::new();
+    // The metrics with no difference, each with its table's direction (if any).
+    let mut quiet: Vec<(Option<&str>, &str)> = Vec::new();
     for t in &r.tables {
+        let direction = direction_of(&t.title);
         let d = digits(&t.unit);
         let mut tested = 0;
         let mut up: Vec<(f64, Option<f64>)> = Vec::new();
@@ -507,9 +509,12 @@ pub fn summary(r: &CompareReport) -> Vec<String> {
             s
         };
         let of = |k: usize| format!("{k} of {tested} points");
-        let title = capitalised(&t.noun);
+        let title = match direction {
+            Some(d) => format!("{} ({d})", capitalised(&t.noun)),
+            None => capitalised(&t.noun),
+        };
         match (up.is_empty(), down.is_empty()) {
-            (true, true) => quiet.push(&t.noun),
+            (true, true) => quiet.push((direction, &t.noun)),
             (false, true) => lines.push(format!(
                 "{title} is {} higher over IPv6 (significant in {}).",
                 range(&up),
@@ -531,19 +536,39 @@ pub fn summary(r: &CompareReport) -> Vec<String> {
     }
     if r.verdicts.tested == 0 {
         lines.push("No verdicts: each family needs at least 2 runs of a point.".into());
-    } else if !quiet.is_empty() {
-        let list = match quiet.as_slice() {
-            [one] => capitalised(one),
-            [init @ .., last] => format!("{} and {last}", capitalised(&init.join(", "))),
-            [] => unreachable!("not empty"),
-        };
-        let verb = if quiet.len() == 1 { "shows" } else { "show" };
-        lines.push(format!(
-            "{list} {verb} no difference between the families in any point (≈ throughout)."
-        ));
+    } else {
+        // One sentence per direction, in the tables' order.
+        let mut directions: Vec<Option<&str>> = Vec::new();
+        for (d, _) in &quiet {
+            if !directions.contains(d) {
+                directions.push(*d);
+            }
+        }
+        for d in directions {
+            let nouns: Vec<&str> = quiet.iter().filter(|q| q.0 == d).map(|q| q.1).collect();
+            let list = match nouns.as_slice() {
+                [one] => capitalised(one),
+                [init @ .., last] => format!("{} and {last}", capitalised(&init.join(", "))),
+                [] => unreachable!("a direction of the quiet list"),
+            };
+            let verb = if nouns.len() == 1 { "shows" } else { "show" };
+            let which = d.map_or(String::new(), |d| format!(", {d},"));
+            lines.push(format!(
+                "{list} {verb} no difference between the families{which} in any point (≈ throughout)."
+            ));
+        }
     }
     lines.extend(crate::verdicts_path::not_compared(r));
     lines
+}
+
+/// The direction a table is of, from the title a battery with directions gives it
+/// ("Throughput, here → receiver"); `None` for a table of one direction.
+fn direction_of(title: &str) -> Option<&str> {
+    title
+        .rsplit_once(", ")
+        .map(|(_, d)| d)
+        .filter(|d| d.contains('→'))
 }
 
 fn capitalised(s: &str) -> String {
@@ -893,6 +918,42 @@ mod tests {
         // The medians still differ from row to row, as noise does: the table does not
         // hide them, it declines to call them a difference.
         assert!(rows.iter().any(|row| row[2] != row[3]));
+    }
+
+    /// A battery with two directions gives each table the direction in its title: the
+    /// summary names the direction of each finding and of each quiet list, so the same
+    /// metric is not listed twice in one sentence.
+    #[test]
+    fn the_summary_names_each_direction_of_a_battery_with_two() {
+        let mut r = fixture(2026, 3, 0.15, 0, 1.0);
+        let mut reverse = r.tables.clone();
+        for t in &mut r.tables {
+            t.title = format!("{}, here → b", t.title);
+        }
+        for t in &mut reverse {
+            t.title = format!("{}, b → here", t.title);
+        }
+        r.tables.extend(reverse);
+        assert_eq!(
+            summary(&r),
+            [
+                "Throughput, median round trip time, jitter and packet loss show no difference between the families, here → b, in any point (≈ throughout).",
+                "Throughput, median round trip time, jitter and packet loss show no difference between the families, b → here, in any point (≈ throughout).",
+            ]
+        );
+        // A finding names its direction too.
+        let mut shifted = fixture(23, 3, 0.15, 8, 1.5);
+        for t in &mut shifted.tables {
+            t.title = format!("{}, b → here", t.title);
+        }
+        let lines = summary(&shifted);
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("Median round trip time (b → here) is ")),
+            "{lines:?}"
+        );
+        assert_eq!(direction_of("Round-trip time, median"), None);
     }
 
     /// Over many such batteries, few show any difference at all: the verdicts allow for
