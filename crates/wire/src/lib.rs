@@ -32,6 +32,8 @@
 //!   Fragmentation Needed / Packet Too Big and Echo Reply messages a router originates.
 //! - [`ndp`]: Neighbor Solicitation parsing and Neighbor Advertisement building
 //!   (RFC 4861).
+//! - [`rsvp`]: RSVP messages (RFC 2205) with the IntServ Tspec and flowspecs
+//!   (RFC 2210/2211/2212) and the IPv6 flow-label FILTER_SPEC.
 //!
 //! This crate never touches a socket and never reads a clock.
 #![forbid(unsafe_code)]
@@ -51,6 +53,7 @@ pub mod overhead;
 pub mod prefix;
 pub mod probe;
 pub mod punch;
+pub mod rsvp;
 pub mod rtp;
 pub mod span;
 pub mod stamp;
