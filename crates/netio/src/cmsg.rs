@@ -84,6 +84,13 @@ pub(crate) enum Out {
     /// `UDP_SEGMENT` (`SOL_UDP`, a `u16`): the message's payload is several
     /// datagrams of this many bytes each, the last maybe shorter (UDP GSO).
     GsoSize(u16),
+    /// `IP_RETOPTS` (`SOL_IP`): the IPv4 header options of this one datagram,
+    /// as on the wire (a multiple of 4 bytes; the kernel pads with End).
+    Ipv4Options([u8; 4]),
+    /// `IPV6_HOPOPTS` (`SOL_IPV6`): a whole Hop-by-Hop Options header of 8
+    /// bytes for this one datagram; the kernel fills in its Next Header byte.
+    /// Needs `CAP_NET_RAW`.
+    HopByHop([u8; 8]),
 }
 
 impl Out {
@@ -93,6 +100,8 @@ impl Out {
             Self::SrcV4(_) => size_of::<libc::in_pktinfo>(),
             Self::SrcV6(_) => size_of::<libc::in6_pktinfo>(),
             Self::GsoSize(_) => size_of::<u16>(),
+            Self::Ipv4Options(b) => b.len(),
+            Self::HopByHop(b) => b.len(),
         }
     }
 }
@@ -157,6 +166,14 @@ pub(crate) fn encode(hdr: &mut libc::msghdr, buf: &mut Buf, items: &[Out]) {
                     ptr::write_unaligned(data.cast::<u16>(), size);
                     (libc::SOL_UDP, libc::UDP_SEGMENT)
                 }
+                Out::Ipv4Options(bytes) => {
+                    ptr::write_unaligned(data.cast::<[u8; 4]>(), bytes);
+                    (libc::IPPROTO_IP, libc::IP_RETOPTS)
+                }
+                Out::HopByHop(bytes) => {
+                    ptr::write_unaligned(data.cast::<[u8; 8]>(), bytes);
+                    (libc::IPPROTO_IPV6, libc::IPV6_HOPOPTS)
+                }
             };
             (*cmsg).cmsg_level = level;
             (*cmsg).cmsg_type = ty;
@@ -168,13 +185,48 @@ pub(crate) fn encode(hdr: &mut libc::msghdr, buf: &mut Buf, items: &[Out]) {
 /// Iterates over the control messages of a received `msghdr`, yielding the
 /// ones we understand.
 pub(crate) struct Decoder<'a> {
-    hdr: &'a libc::msghdr,
-    cmsg: *const libc::cmsghdr,
+    messages: Messages<'a>,
 }
 
 impl<'a> Decoder<'a> {
     /// `hdr.msg_control`/`msg_controllen` must describe an initialised,
     /// `cmsghdr`-aligned buffer filled by the kernel, valid for `'a`.
+    pub(crate) fn new(hdr: &'a libc::msghdr) -> Self {
+        Self {
+            messages: Messages::new(hdr),
+        }
+    }
+}
+
+impl Iterator for Decoder<'_> {
+    type Item = Cmsg;
+
+    fn next(&mut self) -> Option<Cmsg> {
+        self.messages.by_ref().find_map(|m| parse(&m))
+    }
+}
+
+/// One control message as the kernel wrote it: level, type and payload.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Message<'a> {
+    /// `cmsg_level`.
+    pub(crate) level: libc::c_int,
+    /// `cmsg_type`.
+    pub(crate) ty: libc::c_int,
+    /// The `cmsg_len - CMSG_LEN(0)` bytes at `CMSG_DATA`.
+    pub(crate) data: &'a [u8],
+}
+
+/// Iterates over every control message of a received `msghdr`, undecoded:
+/// for the few (`IPV6_HOPOPTS`, pktinfo's interface index) only the raw IP
+/// socket reads.
+pub(crate) struct Messages<'a> {
+    hdr: &'a libc::msghdr,
+    cmsg: *const libc::cmsghdr,
+}
+
+impl<'a> Messages<'a> {
+    /// As [`Decoder::new`].
     pub(crate) fn new(hdr: &'a libc::msghdr) -> Self {
         // SAFETY: CMSG_FIRSTHDR only inspects msg_control/msg_controllen and returns
         // null when the buffer cannot hold a header.
@@ -183,40 +235,44 @@ impl<'a> Decoder<'a> {
     }
 }
 
-impl Iterator for Decoder<'_> {
-    type Item = Cmsg;
+impl<'a> Iterator for Messages<'a> {
+    type Item = Message<'a>;
 
-    fn next(&mut self) -> Option<Cmsg> {
+    fn next(&mut self) -> Option<Message<'a>> {
         loop {
             if self.cmsg.is_null() {
                 return None;
             }
             // SAFETY: a non-null pointer from CMSG_FIRSTHDR/CMSG_NXTHDR points at a
-            // complete cmsghdr inside the kernel-filled control buffer.
-            let cmsg = unsafe { &*self.cmsg };
+            // complete cmsghdr inside the kernel-filled control buffer, which lives
+            // for 'a (the borrow of `hdr`).
+            let cmsg: &'a libc::cmsghdr = unsafe { &*self.cmsg };
             // SAFETY: same buffer; CMSG_NXTHDR returns null past msg_controllen.
             self.cmsg = unsafe { libc::CMSG_NXTHDR(self.hdr, self.cmsg) };
-            if let Some(item) = parse(cmsg) {
-                return Some(item);
-            }
+            // SAFETY: CMSG_LEN is pure arithmetic.
+            let header = unsafe { libc::CMSG_LEN(0) } as usize;
+            // cmsg_len is size_t on glibc but socklen_t on musl.
+            #[allow(clippy::unnecessary_cast)]
+            let Some(len) = (cmsg.cmsg_len as usize).checked_sub(header) else {
+                continue;
+            };
+            // SAFETY: CMSG_DATA of a valid header points just past it, inside the
+            // buffer; the kernel-written cmsg_len says `len` bytes are there.
+            let data = unsafe { std::slice::from_raw_parts(libc::CMSG_DATA(cmsg), len) };
+            return Some(Message {
+                level: cmsg.cmsg_level,
+                ty: cmsg.cmsg_type,
+                data,
+            });
         }
     }
 }
 
 /// Decodes one control message; `None` for anything we don't know or whose
 /// payload has an unexpected size.
-fn parse(cmsg: &libc::cmsghdr) -> Option<Cmsg> {
-    // SAFETY: CMSG_LEN is pure arithmetic.
-    let header = unsafe { libc::CMSG_LEN(0) } as usize;
-    // cmsg_len is size_t on glibc but socklen_t on musl.
-    #[allow(clippy::unnecessary_cast)]
-    let len = (cmsg.cmsg_len as usize).checked_sub(header)?;
-    // SAFETY: CMSG_DATA of a valid header points just past it, inside the buffer; we
-    // only read `len` bytes, which the kernel-written cmsg_len says are there.
-    let data = unsafe { std::slice::from_raw_parts(libc::CMSG_DATA(cmsg), len) };
-    let level = cmsg.cmsg_level;
-    let ty = cmsg.cmsg_type;
-    Some(match (level, ty) {
+pub(crate) fn parse(m: &Message<'_>) -> Option<Cmsg> {
+    let data = m.data;
+    Some(match (m.level, m.ty) {
         (libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS) => Cmsg::TimestampNs(timespec_ns(data)?),
         (libc::IPPROTO_IP, libc::IP_TOS) => Cmsg::Tos(small_int(data)?),
         (libc::IPPROTO_IP, libc::IP_TTL) => Cmsg::Ttl(small_int(data)?),
@@ -228,24 +284,14 @@ fn parse(cmsg: &libc::cmsghdr) -> Option<Cmsg> {
             Cmsg::FlowInfo(u32::from_be_bytes(bytes) & FLOWINFO_MASK)
         }
         (libc::IPPROTO_IP, libc::IP_PKTINFO) => {
-            if data.len() < size_of::<libc::in_pktinfo>() {
-                return None;
-            }
-            // SAFETY: `data` holds at least one in_pktinfo; read_unaligned has no
-            // alignment needs and every bit pattern is a valid in_pktinfo.
-            let info: libc::in_pktinfo = unsafe { ptr::read_unaligned(data.as_ptr().cast()) };
+            let info = pktinfo_v4(data)?;
             Cmsg::PktInfoV4 {
                 spec_dst: Ipv4Addr::from(info.ipi_spec_dst.s_addr.to_ne_bytes()),
                 addr: Ipv4Addr::from(info.ipi_addr.s_addr.to_ne_bytes()),
             }
         }
         (libc::IPPROTO_IPV6, libc::IPV6_PKTINFO) => {
-            if data.len() < size_of::<libc::in6_pktinfo>() {
-                return None;
-            }
-            // SAFETY: as above, for in6_pktinfo.
-            let info: libc::in6_pktinfo = unsafe { ptr::read_unaligned(data.as_ptr().cast()) };
-            Cmsg::PktInfoV6(Ipv6Addr::from(info.ipi6_addr.s6_addr))
+            Cmsg::PktInfoV6(Ipv6Addr::from(pktinfo_v6(data)?.ipi6_addr.s6_addr))
         }
         (libc::SOL_UDP, libc::UDP_GRO) => {
             let bytes: [u8; 4] = data.get(..4)?.try_into().ok()?;
@@ -257,6 +303,25 @@ fn parse(cmsg: &libc::cmsghdr) -> Option<Cmsg> {
         }
         _ => return None,
     })
+}
+
+/// The `in_pktinfo` of an `IP_PKTINFO` payload; `None` when it is too short.
+pub(crate) fn pktinfo_v4(data: &[u8]) -> Option<libc::in_pktinfo> {
+    if data.len() < size_of::<libc::in_pktinfo>() {
+        return None;
+    }
+    // SAFETY: `data` holds at least one in_pktinfo; read_unaligned has no
+    // alignment needs and every bit pattern is a valid in_pktinfo.
+    Some(unsafe { ptr::read_unaligned(data.as_ptr().cast()) })
+}
+
+/// The `in6_pktinfo` of an `IPV6_PKTINFO` payload; `None` when it is too short.
+pub(crate) fn pktinfo_v6(data: &[u8]) -> Option<libc::in6_pktinfo> {
+    if data.len() < size_of::<libc::in6_pktinfo>() {
+        return None;
+    }
+    // SAFETY: as in pktinfo_v4, for in6_pktinfo.
+    Some(unsafe { ptr::read_unaligned(data.as_ptr().cast()) })
 }
 
 /// Traffic class and flow label bits of the first IPv6 header word.
@@ -353,6 +418,31 @@ mod tests {
                 Cmsg::PktInfoV6(v6),
             ]
         );
+    }
+
+    #[test]
+    fn option_bytes_encode_as_ip_retopts_and_ipv6_hopopts() {
+        let mut hdr = empty_msghdr();
+        let mut buf = Buf::new();
+        let ra = [0x94, 4, 0, 0];
+        let hbh = [0, 0, 5, 2, 0, 1, 1, 0];
+        encode(
+            &mut hdr,
+            &mut buf,
+            &[Out::Ipv4Options(ra), Out::HopByHop(hbh)],
+        );
+        let got: Vec<_> = Messages::new(&hdr)
+            .map(|m| (m.level, m.ty, m.data.to_vec()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (libc::IPPROTO_IP, libc::IP_RETOPTS, ra.to_vec()),
+                (libc::IPPROTO_IPV6, libc::IPV6_HOPOPTS, hbh.to_vec()),
+            ]
+        );
+        // Neither is receive metadata the decoder knows.
+        assert_eq!(Decoder::new(&hdr).count(), 0);
     }
 
     #[test]

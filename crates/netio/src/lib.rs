@@ -80,6 +80,17 @@
 //!   `max_frame_len`, `ring_frames`, `take_error` (`SO_ERROR`), and
 //!   `stats()` (`PACKET_STATISTICS`, reset by the kernel on every read).
 //!
+//! **Raw RSVP** ([`raw::RawRsvpSocket`], IP protocol 46, needs `CAP_NET_RAW`)
+//! - `open(v6)`: `SOCK_RAW`, non-blocking; refused is `PermissionDenied`
+//!   saying "needs root or CAP_NET_RAW".
+//! - `send(dst, src, ttl, router_alert, payload)`: TTL / hop limit, source
+//!   and Router Alert per datagram by cmsg (`IP_RETOPTS` with RFC 2113's
+//!   option, or an `IPV6_HOPOPTS` header with RFC 2711's, value 1).
+//! - `recv(buf) -> Option<RawDatagram>` (`None` = nothing now): src, dst,
+//!   TTL, arrival ifindex, Router Alert value, and `payload` / `header`
+//!   ranges of `buf` (IPv4 reads the IP header, IPv6 does not). `as_raw_fd`
+//!   for [`poll`].
+//!
 //! **Path MTU** ([`pmtu`], on any socket's fd): `set_dont_fragment(fd)`: DF at every
 //! size, the cached path MTU ignored (`IP_PMTUDISC_PROBE`, `IPV6_PMTUDISC_PROBE` +
 //! `IPV6_DONTFRAG`), so a datagram above the route's MTU fails with `EMSGSIZE`
@@ -144,6 +155,7 @@ pub mod packet;
 pub mod pmtu;
 pub mod poll;
 pub mod process;
+pub mod raw;
 pub mod rlimit;
 mod sys;
 pub mod tcp;

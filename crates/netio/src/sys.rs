@@ -56,8 +56,18 @@ pub(crate) fn cvt_size(ret: libc::ssize_t) -> io::Result<usize> {
 
 /// `socket(family, ty | SOCK_CLOEXEC, 0)`, owned.
 pub(crate) fn socket(family: Family, ty: libc::c_int) -> io::Result<OwnedFd> {
+    socket_protocol(family, ty, 0)
+}
+
+/// `socket(family, ty | SOCK_CLOEXEC, protocol)`, owned: for raw IP sockets,
+/// whose protocol is the IP protocol number they send and receive.
+pub(crate) fn socket_protocol(
+    family: Family,
+    ty: libc::c_int,
+    protocol: libc::c_int,
+) -> io::Result<OwnedFd> {
     // SAFETY: socket(2) takes no pointers; the result is checked below.
-    let fd = cvt(unsafe { libc::socket(family.domain(), ty | libc::SOCK_CLOEXEC, 0) })?;
+    let fd = cvt(unsafe { libc::socket(family.domain(), ty | libc::SOCK_CLOEXEC, protocol) })?;
     // SAFETY: `fd` was just returned by socket(2), is valid and owned by nobody else.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
