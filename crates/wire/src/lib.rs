@@ -32,6 +32,8 @@
 //!   Fragmentation Needed / Packet Too Big and Echo Reply messages a router originates.
 //! - [`ndp`]: Neighbor Solicitation parsing and Neighbor Advertisement building
 //!   (RFC 4861).
+//! - [`alert`]: the Router Alert options of IPv4 (RFC 2113) and IPv6 (RFC 2711), found
+//!   and written.
 //! - [`rsvp`]: RSVP messages (RFC 2205) with the IntServ Tspec and flowspecs
 //!   (RFC 2210/2211/2212) and the IPv6 flow-label FILTER_SPEC.
 //!
@@ -39,6 +41,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod alert;
 pub mod arp;
 pub mod checksum;
 pub mod control;
