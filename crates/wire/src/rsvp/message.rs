@@ -351,3 +351,459 @@ impl Message {
         v
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::samples::*;
+    use super::super::{code, Service};
+    use super::*;
+    use std::net::{Ipv4Addr, Ipv6Addr};
+
+    /// A raw message from (class, C-Type, body) objects, with length and checksum.
+    fn build(kind: u8, objects: &[(u8, u8, Vec<u8>)]) -> Vec<u8> {
+        let mut v = vec![0x10, kind, 0, 0, 64, 0, 0, 0];
+        for (c, t, body) in objects {
+            v.extend_from_slice(&((body.len() + 4) as u16).to_be_bytes());
+            v.extend_from_slice(&[*c, *t]);
+            v.extend_from_slice(body);
+        }
+        let len = v.len() as u16;
+        v[6..8].copy_from_slice(&len.to_be_bytes());
+        Packet::new_unchecked(&mut v[..]).fill_checksum();
+        v
+    }
+
+    /// The objects of a valid message, to rebuild it with changes.
+    fn objects_of(bytes: &[u8]) -> Vec<(u8, u8, Vec<u8>)> {
+        object::objects(&bytes[HEADER_LEN..])
+            .map(|o| {
+                let o = o.unwrap();
+                (o.class, o.ctype, o.body.to_vec())
+            })
+            .collect()
+    }
+
+    const TB: [u8; 20] = [
+        0x47, 0xf4, 0x24, 0, 0x44, 0xbb, 0x80, 0, 0x7f, 0x80, 0, 0, 0, 0, 0, 64, 0, 0, 5, 0xdc,
+    ];
+
+    #[test]
+    fn path_golden_bytes() {
+        #[rustfmt::skip]
+        let mut want = vec![
+            0x10, 1, 0x57, 0x58, 64, 0, 0, 88,                  // v1, Path, checksum, TTL, length
+            0, 12, 1, 1, 198, 18, 4, 2, 17, 0, 0x13, 0x89,      // SESSION: dst, UDP, flags, 5001
+            0, 12, 3, 1, 198, 18, 1, 2, 0, 0, 0, 1,             // RSVP_HOP: PHOP, LIH 1
+            0, 8, 5, 1, 0, 0, 0x75, 0x30,                       // TIME_VALUES: 30000 ms
+            0, 12, 11, 1, 198, 18, 1, 2, 0, 0, 0x0f, 0xa0,      // SENDER_TEMPLATE: src, 4000
+            0, 36, 12, 2, 0, 0, 0, 7, 1, 0, 0, 6, 127, 0, 0, 5, // SENDER_TSPEC headers
+        ];
+        want.extend_from_slice(&TB);
+        let m = path(v4_filter(), RX4.into(), S4.into());
+        assert_eq!(m.to_bytes(), want);
+        assert_eq!(Message::parse(&want), Ok(m));
+    }
+
+    #[test]
+    fn resv_golden_bytes() {
+        #[rustfmt::skip]
+        let mut want = vec![
+            0x10, 2, 0x76, 0x16, 64, 0, 0, 104,
+            0, 12, 1, 1, 198, 18, 4, 2, 17, 0, 0x13, 0x89,      // SESSION
+            0, 12, 3, 1, 198, 18, 1, 1, 0, 0, 0, 2,             // RSVP_HOP: NHOP r1, LIH 2
+            0, 8, 5, 1, 0, 0, 0x75, 0x30,                       // TIME_VALUES
+            0, 8, 15, 1, 198, 18, 4, 2,                         // RESV_CONFIRM: receiver
+            0, 8, 8, 1, 0, 0, 0, 0x0a,                          // STYLE: FF
+            0, 36, 9, 2, 0, 0, 0, 7, 5, 0, 0, 6, 127, 0, 0, 5,  // FLOWSPEC: Controlled-Load
+        ];
+        want.extend_from_slice(&TB);
+        want.extend_from_slice(&[0, 12, 10, 1, 198, 18, 1, 2, 0, 0, 0x0f, 0xa0]); // FILTER_SPEC
+        let m = samples()
+            .into_iter()
+            .find(|(n, _)| *n == "resv-v4-ff-cl")
+            .unwrap()
+            .1;
+        assert_eq!(m.to_bytes(), want);
+        assert_eq!(Message::parse(&want), Ok(m));
+    }
+
+    #[test]
+    fn every_object_ctype_round_trips() {
+        let adspec = Opaque {
+            class: class::ADSPEC,
+            ctype: 2,
+            body: vec![0, 0, 0, 1, 1, 0, 0, 0],
+        };
+        let policy = Opaque {
+            class: class::POLICY_DATA,
+            ctype: 1,
+            body: vec![1, 2, 3, 4],
+        };
+        let unknown = Opaque {
+            class: 0xc5,
+            ctype: 3,
+            body: vec![],
+        };
+        for template in [
+            v4_filter(),
+            v6_filter(),
+            label_filter(0),
+            label_filter(0xf_ffff),
+        ] {
+            let dst: IpAddr = match template {
+                FilterSpec::V4 { .. } => RX4.into(),
+                _ => RX6.into(),
+            };
+            let mut m = path(template, dst, template.src());
+            m.sender.as_mut().unwrap().adspec = Some(adspec.clone());
+            m.forward = vec![policy.clone(), unknown.clone()];
+            assert_eq!(Message::parse(&m.to_bytes()), Ok(m.clone()));
+            for flowspec in [cl(1.0), gs(1e6, 2e6, 0), gs(0.0, f32::INFINITY, u32::MAX)] {
+                for style in [Style::Ff, Style::Se, Style::Wf] {
+                    let filters = if style == Style::Wf {
+                        vec![]
+                    } else {
+                        vec![template]
+                    };
+                    let mut r = resv(style, vec![FlowDescriptor { flowspec, filters }], dst, dst);
+                    r.confirm = Some(dst);
+                    assert_eq!(Message::parse(&r.to_bytes()), Ok(r));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_sample_type_round_trips() {
+        for (name, m) in samples() {
+            let b = m.to_bytes();
+            assert_eq!(Message::parse(&b).as_ref(), Ok(&m), "{name}");
+            // octets after the RSVP Length are ignored
+            let mut longer = b.clone();
+            longer.extend_from_slice(&[0xee; 5]);
+            assert_eq!(Message::parse(&longer).as_ref(), Ok(&m), "{name}");
+        }
+    }
+
+    #[test]
+    fn checksum_checked_and_zero_means_none() {
+        for (name, m) in samples() {
+            let b = m.to_bytes();
+            assert_eq!(crate::checksum::internet(&b), 0, "{name}");
+            for i in [2, 5, 9, b.len() - 1] {
+                let mut bad = b.clone();
+                bad[i] ^= 0x01;
+                assert_eq!(
+                    Message::parse(&bad),
+                    Err(ParseError::BadChecksum),
+                    "{name} octet {i}"
+                );
+            }
+            let mut none = b.clone();
+            none[2..4].fill(0);
+            assert_eq!(Message::parse(&none).as_ref(), Ok(&m), "{name}");
+        }
+    }
+
+    #[test]
+    fn every_truncation_is_refused() {
+        for (name, m) in samples() {
+            let b = m.to_bytes();
+            let mut boundaries = vec![HEADER_LEN];
+            for o in objects_of(&b) {
+                boundaries.push(boundaries.last().unwrap() + 4 + o.2.len());
+            }
+            for n in 0..b.len() {
+                assert!(Message::parse(&b[..n]).is_err(), "{name}: prefix {n}");
+                // the same cut with a length field that agrees and no checksum: refused
+                // inside an object, and no panic at a boundary (the rest may be whole)
+                if n >= HEADER_LEN && n % 4 == 0 {
+                    let mut cut = b[..n].to_vec();
+                    cut[6..8].copy_from_slice(&(n as u16).to_be_bytes());
+                    cut[2..4].fill(0);
+                    let got = Message::parse(&cut);
+                    assert!(
+                        boundaries.contains(&n) || got.is_err(),
+                        "{name}: cut at {n}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bad_header_fields_refused() {
+        let b = samples()[0].1.to_bytes();
+        let mut v = b.clone();
+        v[1] = 8;
+        Packet::new_unchecked(&mut v[..]).fill_checksum();
+        assert_eq!(Message::parse(&v), Err(ParseError::UnknownMsgType(8)));
+        let mut v = b.clone();
+        v[0] = 0x20;
+        assert_eq!(Message::parse(&v), Err(ParseError::BadVersion(2)));
+        // an object length of 6 inside an otherwise sound message
+        let mut o = objects_of(&b);
+        o[2].2.extend_from_slice(&[0, 0, 0, 0]);
+        let mut v = build(1, &o);
+        v[HEADER_LEN + 24 + 1] = 6;
+        v[2..4].fill(0);
+        assert_eq!(
+            Message::parse(&v),
+            Err(ParseError::BadObjectLength { class: 5, len: 6 })
+        );
+        let mut v = build(1, &o);
+        v[HEADER_LEN + 24 + 1] = 2;
+        v[2..4].fill(0);
+        assert_eq!(
+            Message::parse(&v),
+            Err(ParseError::BadObjectLength { class: 5, len: 2 })
+        );
+    }
+
+    #[test]
+    fn unknown_classes_by_top_bits() {
+        let m = samples()[0].1.clone();
+        let base = objects_of(&m.to_bytes());
+        let with = |class: u8| {
+            let mut o = base.clone();
+            o.insert(2, (class, 7, vec![1, 2, 3, 4]));
+            build(1, &o)
+        };
+        // 0b0xxxxxxx: refused, answered with code 13 naming class and C-Type
+        for class in [2u8, 16, 0x42, 0x7f] {
+            let e = Message::parse(&with(class)).unwrap_err();
+            assert_eq!(e, ParseError::UnknownClass { class, ctype: 7 });
+            assert_eq!(
+                e.error_code(),
+                Some((code::UNKNOWN_CLASS, u16::from(class) << 8 | 7))
+            );
+        }
+        // 0b10xxxxxx: ignored, not forwarded
+        for class in [0x80u8, 0x9a, 0xbf] {
+            assert_eq!(Message::parse(&with(class)).as_ref(), Ok(&m));
+        }
+        // 0b11xxxxxx: kept and re-emitted unchanged
+        for class in [0xc0u8, 0xe3, 0xff] {
+            let got = Message::parse(&with(class)).unwrap();
+            let kept = Opaque {
+                class,
+                ctype: 7,
+                body: vec![1, 2, 3, 4],
+            };
+            assert_eq!(got.forward, vec![kept.clone()]);
+            assert_eq!(
+                Message {
+                    forward: vec![],
+                    ..got.clone()
+                },
+                m
+            );
+            let again = got.to_bytes();
+            assert_eq!(
+                objects_of(&again).iter().filter(|o| o.0 == class).count(),
+                1
+            );
+            assert!(again.windows(8).any(|w| w == [0, 8, class, 7, 1, 2, 3, 4]));
+            assert_eq!(Message::parse(&again), Ok(got));
+        }
+        // skipped known classes: NULL, INTEGRITY, SCOPE
+        for class in [0u8, 4, 7] {
+            assert_eq!(
+                Message::parse(&with(class)).as_ref(),
+                Ok(&m),
+                "class {class}"
+            );
+        }
+        // a known class with an unknown C-Type: code 14
+        let mut o = base.clone();
+        o[0].1 = 9;
+        let e = Message::parse(&build(1, &o)).unwrap_err();
+        assert_eq!(e, ParseError::UnknownCType { class: 1, ctype: 9 });
+        assert_eq!(e.error_code(), Some((code::UNKNOWN_CTYPE, 0x0109)));
+    }
+
+    #[test]
+    fn required_objects_checked() {
+        use class::*;
+        let need: &[(&str, &[u8])] = &[
+            (
+                "path-v4",
+                &[
+                    SESSION,
+                    RSVP_HOP,
+                    TIME_VALUES,
+                    SENDER_TEMPLATE,
+                    SENDER_TSPEC,
+                ],
+            ),
+            (
+                "resv-v4-ff-cl",
+                &[SESSION, RSVP_HOP, TIME_VALUES, STYLE, FLOWSPEC],
+            ),
+            (
+                "patherr-v4",
+                &[SESSION, ERROR_SPEC, SENDER_TEMPLATE, SENDER_TSPEC],
+            ),
+            (
+                "resverr-v6",
+                &[SESSION, RSVP_HOP, ERROR_SPEC, STYLE, FLOWSPEC],
+            ),
+            (
+                "pathtear-v6-label",
+                &[SESSION, RSVP_HOP, SENDER_TEMPLATE, SENDER_TSPEC],
+            ),
+            ("resvtear-v4", &[SESSION, RSVP_HOP, STYLE]),
+            (
+                "resvconf-v6",
+                &[SESSION, ERROR_SPEC, RESV_CONFIRM, STYLE, FLOWSPEC],
+            ),
+        ];
+        let all = samples();
+        for (name, classes) in need {
+            let m = &all.iter().find(|(n, _)| n == name).unwrap().1;
+            let objects = objects_of(&m.to_bytes());
+            for &c in *classes {
+                let without: Vec<_> = objects.iter().filter(|o| o.0 != c).cloned().collect();
+                let got = Message::parse(&build(m.kind as u8, &without));
+                // a sender descriptor is optional outside Path; a FLOWSPEC missing before
+                // a FILTER_SPEC is missing all the same (except in ResvTear)
+                assert_eq!(got, Err(ParseError::Missing(c)), "{name} without {c}");
+                if matches!(
+                    (m.kind, c),
+                    (MsgType::PathErr | MsgType::PathTear, SENDER_TSPEC)
+                ) {
+                    let neither: Vec<_> = without
+                        .iter()
+                        .filter(|o| o.0 != SENDER_TEMPLATE)
+                        .cloned()
+                        .collect();
+                    let got = Message::parse(&build(m.kind as u8, &neither));
+                    assert_eq!(
+                        got.map(|m| m.sender),
+                        Ok(None),
+                        "{name}: sender is optional"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn duplicates_refused() {
+        let b = samples()[0].1.to_bytes();
+        for i in 0..5 {
+            let mut o = objects_of(&b);
+            let dup = o[i].clone();
+            o.push(dup.clone());
+            assert_eq!(
+                Message::parse(&build(1, &o)),
+                Err(ParseError::Duplicate(dup.0))
+            );
+        }
+    }
+
+    #[test]
+    fn objects_accepted_in_any_order() {
+        for (name, m) in samples() {
+            let mut o = objects_of(&m.to_bytes());
+            // reverse everything but the flow descriptor list, whose order means something
+            let (mut flow, mut rest): (Vec<_>, Vec<_>) = o
+                .drain(..)
+                .partition(|x| x.0 == class::FLOWSPEC || x.0 == class::FILTER_SPEC);
+            rest.reverse();
+            rest.append(&mut flow);
+            assert_eq!(
+                Message::parse(&build(m.kind as u8, &rest)).as_ref(),
+                Ok(&m),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn ff_descriptors_share_a_flowspec_on_the_wire() {
+        let f1 = label_filter(1);
+        let f2 = label_filter(2);
+        let fs = cl(1000.0);
+        let m = resv(
+            Style::Ff,
+            vec![
+                FlowDescriptor {
+                    flowspec: fs,
+                    filters: vec![f1],
+                },
+                FlowDescriptor {
+                    flowspec: fs,
+                    filters: vec![f2],
+                },
+            ],
+            RX6.into(),
+            R1_6.into(),
+        );
+        let b = m.to_bytes();
+        let classes: Vec<u8> = objects_of(&b).iter().map(|o| o.0).collect();
+        assert_eq!(classes, vec![1, 3, 5, 8, 9, 10, 10]);
+        assert_eq!(Message::parse(&b), Ok(m.clone()));
+        // SE: the same objects are one descriptor with two filters
+        let mut o = objects_of(&b);
+        o[3].2 = vec![0, 0, 0, 0x12];
+        let se = Message::parse(&build(2, &o)).unwrap();
+        assert_eq!(
+            se.flows,
+            vec![FlowDescriptor {
+                flowspec: fs,
+                filters: vec![f1, f2]
+            }]
+        );
+        // a Resv whose first FILTER_SPEC has no FLOWSPEC before it is refused
+        let mut o = objects_of(&b);
+        o.swap(4, 5);
+        assert_eq!(
+            Message::parse(&build(2, &o)),
+            Err(ParseError::Missing(class::FLOWSPEC))
+        );
+    }
+
+    #[test]
+    fn resv_tear_may_omit_flowspecs() {
+        let all = samples();
+        let m = &all.iter().find(|(n, _)| *n == "resvtear-v4").unwrap().1;
+        let o: Vec<_> = objects_of(&m.to_bytes())
+            .into_iter()
+            .filter(|o| o.0 != class::FLOWSPEC)
+            .collect();
+        let got = Message::parse(&build(6, &o)).unwrap();
+        let fd = FlowDescriptor {
+            flowspec: FlowSpec::placeholder(),
+            filters: vec![v4_filter()],
+        };
+        assert_eq!(got.flows, vec![fd]);
+        let again = got.to_bytes();
+        assert_eq!(again, build(6, &o), "the placeholder is not written");
+        assert_eq!(Message::parse(&again), Ok(got));
+    }
+
+    #[test]
+    fn guaranteed_and_flow_label_values_survive() {
+        let all = samples();
+        let m = &all.iter().find(|(n, _)| *n == "resv-v6-se-gs").unwrap().1;
+        let got = Message::parse(&m.to_bytes()).unwrap();
+        let fd = &got.flows[0];
+        assert_eq!(
+            fd.flowspec.service,
+            Service::Guaranteed {
+                rate_bytes_per_s: 150_000.0,
+                slack_us: 1000
+            }
+        );
+        assert_eq!(
+            fd.filters[1],
+            FilterSpec::FlowLabel {
+                src: S6,
+                flow_label: 0x12345
+            }
+        );
+        assert_eq!(got.session.dst, IpAddr::V6(RX6));
+        let _ = (Ipv4Addr::UNSPECIFIED, Ipv6Addr::UNSPECIFIED);
+    }
+}

@@ -36,6 +36,8 @@ pub mod intserv;
 mod message;
 pub mod object;
 pub mod objects;
+#[cfg(test)]
+mod samples;
 
 pub use intserv::{FlowSpec, Service, TokenBucket};
 pub use message::{FlowDescriptor, Message, SenderDescriptor};
