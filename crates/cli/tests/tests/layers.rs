@@ -11,13 +11,13 @@ use serde_json::Value;
 /// Crate → the workspace crates it may depend on. Bottom up:
 /// - floor 1, the leaves: `wire` (formats), `meter` (measurement math), `netio` (the
 ///   kernel: the only crate with `unsafe`);
-/// - floor 2, sans-IO cores on formats: `traffic`, `qos`, `dualstack`;
+/// - floor 2, sans-IO cores on formats: `traffic`, `qos`, `dualstack`, `rsvp`;
 /// - floor 3: `results` (output documents), `router` (forwarding, sans-IO), `port`;
 /// - floor 4: `lab` (plans, run directories, namespaces);
 /// - floor 5: `report` (tables, statistics, plots from run directories);
 /// - the top: `cli`, the one binary, binds everything to the kernel.
 ///
-/// No core (`wire`, `meter`, `traffic`, `qos`, `router`, `dualstack`) may reach `netio`.
+/// No core (`wire`, `meter`, `traffic`, `qos`, `router`, `dualstack`, `rsvp`) may reach `netio`.
 pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
     ("wire", &[]),
     ("meter", &[]),
@@ -25,6 +25,7 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
     ("traffic", &["wire"]),
     ("qos", &["wire"]),
     ("dualstack", &["wire"]),
+    ("rsvp", &["wire"]),
     ("results", &["wire", "meter", "traffic"]),
     ("router", &["wire", "qos", "traffic"]),
     ("port", &["wire", "dualstack"]),
