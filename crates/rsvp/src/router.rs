@@ -299,10 +299,11 @@ impl Router {
             psb.forward = msg.forward;
             psb.phop_refresh = phop_refresh;
             psb.expires = expires;
+            let resend = phop_changed || std::mem::take(&mut psb.resv_refresh_needed);
             if changed {
                 self.forward_path(&flow);
             }
-            if phop_changed {
+            if resend {
                 self.send_resv_up(&flow, None, env);
             }
             return;
@@ -320,6 +321,7 @@ impl Router {
             expires,
             expiry_armed: self.timers.arm(expires, Timer::PathExpire(flow)),
             refresh_armed: self.timers.arm(refresh_at, Timer::PathRefresh(flow)),
+            resv_refresh_needed: false,
         };
         self.paths.insert(flow, psb);
         *self.sessions.entry(flow.session).or_default() += 1;
@@ -497,4 +499,569 @@ fn salvage(raw: &[u8]) -> Option<(MsgType, Session, Hop)> {
         }
     }
     Some((kind, session?, hop?))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::Ipv4Addr;
+
+    use wire::rsvp::{
+        code, FilterSpec, FlowDescriptor, FlowSpec, Hop, Message, MsgType, SenderDescriptor,
+        Service, Session, Style, TokenBucket,
+    };
+    use wire::time::{Duration, Instant};
+
+    use super::*;
+    use crate::{lifetime, ErrorSpecCode, Route};
+
+    const R: Duration = Duration::from_secs(30);
+
+    fn ip(a: u8, b: u8) -> IpAddr {
+        IpAddr::V4(Ipv4Addr::new(198, 18, a, b))
+    }
+
+    /// r1 of the two-hop lab: iface 0 198.18.1.1 toward the sender (198.18.1.2), iface 1
+    /// 198.18.3.1 toward r2 and the receiver (198.18.3.0/24, 198.18.4.0/24).
+    #[derive(Default)]
+    struct TestEnv {
+        /// bytes/s iface 1 may reserve (None: unlimited)
+        budget: Option<f32>,
+        admits: Vec<(usize, Flow, FlowSpec, Option<FlowSpec>)>,
+        releases: Vec<(usize, Flow)>,
+    }
+
+    impl Env for TestEnv {
+        fn route(&self, dst: IpAddr) -> Option<Route> {
+            match dst {
+                IpAddr::V4(a) if a.octets()[..3] == [198, 18, 1] => Some(Route {
+                    iface: 0,
+                    local: ip(1, 1),
+                }),
+                IpAddr::V4(a) if matches!(a.octets()[..3], [198, 18, 3] | [198, 18, 4]) => {
+                    Some(Route {
+                        iface: 1,
+                        local: ip(3, 1),
+                    })
+                }
+                _ => None,
+            }
+        }
+        fn admit(
+            &mut self,
+            iface: usize,
+            session: &Session,
+            filter: &FilterSpec,
+            new: &FlowSpec,
+            old: Option<&FlowSpec>,
+        ) -> Result<(), ErrorSpecCode> {
+            let flow = Flow {
+                session: *session,
+                sender: *filter,
+            };
+            self.admits.push((iface, flow, *new, old.copied()));
+            match self.budget {
+                Some(b) if new.tspec.rate_bytes_per_s > b => {
+                    Err((code::ADMISSION, code::ADMISSION_BANDWIDTH))
+                }
+                _ => Ok(()),
+            }
+        }
+        fn release(&mut self, iface: usize, session: &Session, filter: &FilterSpec) {
+            self.releases.push((
+                iface,
+                Flow {
+                    session: *session,
+                    sender: *filter,
+                },
+            ));
+        }
+    }
+
+    fn flow(port: u16) -> Flow {
+        Flow {
+            session: Session {
+                dst: ip(4, 2),
+                protocol: 17,
+                flags: 0,
+                dst_port: 5001,
+            },
+            sender: FilterSpec::V4 {
+                src: Ipv4Addr::new(198, 18, 1, 2),
+                src_port: port,
+            },
+        }
+    }
+
+    fn tspec(rate: f32) -> TokenBucket {
+        TokenBucket {
+            rate_bytes_per_s: rate,
+            depth_bytes: 1_250.0,
+            peak_bytes_per_s: f32::INFINITY,
+            min_policed_bytes: 64,
+            max_packet_bytes: 1_250,
+        }
+    }
+
+    fn cl(rate: f32) -> FlowSpec {
+        FlowSpec {
+            service: Service::ControlledLoad,
+            tspec: tspec(rate),
+        }
+    }
+
+    fn path(f: &Flow, refresh: Duration) -> Message {
+        let mut m = blank(MsgType::Path, f.session);
+        m.hop = Some(Hop {
+            addr: ip(1, 2),
+            lih: 0,
+        });
+        m.time_values_ms = Some((refresh.as_nanos() / 1_000_000) as u32);
+        m.sender = Some(SenderDescriptor {
+            template: f.sender,
+            tspec: tspec(25_000.0),
+            adspec: None,
+        });
+        m
+    }
+
+    fn resv(kind: MsgType, f: &Flow, nhop: IpAddr, spec: FlowSpec, refresh: Duration) -> Message {
+        msg::resv(
+            kind,
+            f.session,
+            Hop { addr: nhop, lih: 7 },
+            Some((refresh.as_nanos() / 1_000_000) as u32),
+            Style::Ff,
+            vec![FlowDescriptor {
+                flowspec: spec,
+                filters: vec![f.sender],
+            }],
+            None,
+        )
+    }
+
+    /// One nanosecond before `t`.
+    fn before(t: Instant) -> Instant {
+        Instant::from_nanos(t.as_nanos() - 1)
+    }
+
+    fn at(ns: u64) -> Instant {
+        Instant::from_nanos(ns)
+    }
+
+    fn drain(r: &mut Router) -> Vec<Transmit> {
+        std::iter::from_fn(|| r.poll_transmit()).collect()
+    }
+
+    fn send_path(r: &mut Router, env: &mut TestEnv, now: Instant, f: &Flow) {
+        r.handle_message(now, 0, ip(1, 2), ip(4, 2), path(f, R), env);
+    }
+
+    fn send_resv(
+        r: &mut Router,
+        env: &mut TestEnv,
+        now: Instant,
+        f: &Flow,
+        nhop: IpAddr,
+        spec: FlowSpec,
+    ) {
+        r.handle_message(
+            now,
+            1,
+            nhop,
+            ip(3, 1),
+            resv(MsgType::Resv, f, nhop, spec, R),
+            env,
+        );
+    }
+
+    #[test]
+    fn path_is_forwarded_with_our_hop_and_the_senders_addresses() {
+        let (mut r, mut env, f) = (
+            Router::new(Config::default()),
+            TestEnv::default(),
+            flow(4000),
+        );
+        send_path(&mut r, &mut env, at(0), &f);
+        let out = drain(&mut r);
+        assert_eq!(out.len(), 1);
+        let t = &out[0];
+        assert_eq!(
+            (t.iface, t.src, t.dst, t.router_alert),
+            (Some(1), ip(1, 2), ip(4, 2), true)
+        );
+        assert_eq!(t.message.kind, MsgType::Path);
+        assert_eq!(
+            t.message.hop,
+            Some(Hop {
+                addr: ip(3, 1),
+                lih: 1
+            })
+        );
+        assert_eq!(t.message.send_ttl, 63);
+        assert_eq!(t.ttl, 63);
+        let psb = r.path(&f).unwrap();
+        assert_eq!(
+            psb.phop,
+            Hop {
+                addr: ip(1, 2),
+                lih: 0
+            }
+        );
+        assert_eq!(
+            psb.out,
+            Some(Route {
+                iface: 1,
+                local: ip(3, 1)
+            })
+        );
+        // a refresh with nothing new is not forwarded
+        send_path(&mut r, &mut env, at(1), &f);
+        assert!(drain(&mut r).is_empty());
+        assert_eq!(r.stats().messages_in.path, 2);
+        assert_eq!(r.stats().messages_out.path, 1);
+    }
+
+    #[test]
+    fn path_state_times_out_exactly_at_l_and_the_tear_goes_on() {
+        let (mut r, mut env, f) = (
+            Router::new(Config::default()),
+            TestEnv::default(),
+            flow(4000),
+        );
+        let short = Duration::from_secs(1); // the PHOP's R: L = 5.25 s, before our first refresh
+        r.handle_message(at(7), 0, ip(1, 2), ip(4, 2), path(&f, short), &mut env);
+        drain(&mut r);
+        let l = lifetime(short, 3);
+        assert_eq!(l, Duration::from_millis(5_250));
+        r.handle_timeout(before(at(7) + l), &mut env);
+        assert!(r.path(&f).is_some());
+        assert!(drain(&mut r).is_empty());
+        r.handle_timeout(at(7) + l, &mut env);
+        assert!(r.path(&f).is_none());
+        let out = drain(&mut r);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].message.kind, MsgType::PathTear);
+        assert_eq!(
+            (out[0].src, out[0].dst, out[0].router_alert),
+            (ip(1, 2), ip(4, 2), true)
+        );
+        assert_eq!(r.stats().path_timeouts, 1);
+        assert_eq!(r.stats().path_states, 0);
+    }
+
+    /// The PHOP refreshes at its longest interval, 1.5R: with K − 1 = 2 refreshes lost the
+    /// third arrives at 4.5R < L = 5.25R; with K = 3 lost the state is gone at 5.25R.
+    #[test]
+    fn state_survives_k_minus_one_lost_refreshes_and_not_k() {
+        let neighbour = Duration::from_secs(4); // L = 21 s; our own R = 30 s fires later
+        let step = Duration::from_secs(6); // 1.5 · 4 s
+        let l = lifetime(neighbour, 3);
+        for lost in [2u64, 3] {
+            let (mut r, mut env, f) = (
+                Router::new(Config::default()),
+                TestEnv::default(),
+                flow(4000),
+            );
+            let p = path(&f, neighbour);
+            let rv = resv(MsgType::Resv, &f, ip(3, 2), cl(25_000.0), neighbour);
+            // the Path 1 ns after the Resv, so each state's timeout is seen on its own
+            r.handle_message(at(0), 0, ip(1, 2), ip(4, 2), p.clone(), &mut env);
+            r.handle_message(at(0), 1, ip(3, 2), ip(3, 1), rv.clone(), &mut env);
+            r.handle_message(at(1), 0, ip(1, 2), ip(4, 2), p.clone(), &mut env);
+            drain(&mut r);
+            // refreshes 1..=lost are lost; the next one is due at (lost + 1) · 1.5R
+            let next = at(0) + Duration::from_nanos(step.as_nanos() * (lost + 1));
+            if lost == 2 {
+                r.handle_timeout(before(next), &mut env);
+                assert!(r.path(&f).is_some());
+                assert_eq!(r.resvs(&f).len(), 1);
+                r.handle_message(next, 0, ip(1, 2), ip(4, 2), p, &mut env);
+                r.handle_message(next, 1, ip(3, 2), ip(3, 1), rv, &mut env);
+                r.handle_timeout(before(next + l), &mut env);
+                assert!(r.path(&f).is_some());
+                assert_eq!(r.resvs(&f).len(), 1);
+                assert_eq!(r.stats().path_timeouts + r.stats().resv_timeouts, 0);
+                assert!(env.releases.is_empty());
+            } else {
+                assert!(next > at(0) + l);
+                r.handle_timeout(before(at(0) + l), &mut env);
+                assert_eq!(r.resvs(&f).len(), 1);
+                r.handle_timeout(at(0) + l, &mut env);
+                assert!(r.resvs(&f).is_empty());
+                assert_eq!(env.releases, vec![(1, f)]);
+                assert_eq!(r.stats().resv_timeouts, 1);
+                assert!(r.path(&f).is_some());
+                r.handle_timeout(at(1) + l, &mut env);
+                assert!(r.path(&f).is_none());
+                assert_eq!(r.stats().path_timeouts, 1);
+                let kinds: Vec<MsgType> = drain(&mut r).iter().map(|t| t.message.kind).collect();
+                assert_eq!(kinds, vec![MsgType::ResvTear, MsgType::PathTear]);
+            }
+        }
+    }
+
+    #[test]
+    fn tears_remove_at_once_and_go_on() {
+        let (mut r, mut env, f) = (
+            Router::new(Config::default()),
+            TestEnv::default(),
+            flow(4000),
+        );
+        send_path(&mut r, &mut env, at(0), &f);
+        send_resv(&mut r, &mut env, at(0), &f, ip(3, 2), cl(25_000.0));
+        drain(&mut r);
+        // ResvTear: the reservation goes, traffic control releases it, ResvTear upstream
+        let tear = resv(MsgType::ResvTear, &f, ip(3, 2), cl(25_000.0), R);
+        r.handle_message(at(5), 1, ip(3, 2), ip(3, 1), tear, &mut env);
+        assert!(r.resvs(&f).is_empty());
+        assert_eq!(r.installed(1, &f), None);
+        assert_eq!(env.releases, vec![(1, f)]);
+        let out = drain(&mut r);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].message.kind, MsgType::ResvTear);
+        assert_eq!((out[0].src, out[0].dst), (ip(1, 1), ip(1, 2)));
+        // PathTear: the path goes with any reservation, PathTear downstream
+        send_resv(&mut r, &mut env, at(6), &f, ip(3, 2), cl(25_000.0));
+        drain(&mut r);
+        let mut pt = path(&f, R);
+        pt.kind = MsgType::PathTear;
+        pt.time_values_ms = None;
+        r.handle_message(at(7), 0, ip(1, 2), ip(4, 2), pt, &mut env);
+        assert!(r.path(&f).is_none());
+        assert!(r.resvs(&f).is_empty());
+        assert_eq!(env.releases, vec![(1, f), (1, f)]);
+        let out = drain(&mut r);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].message.kind, MsgType::PathTear);
+        assert_eq!(out[0].dst, ip(4, 2));
+        let s = r.stats();
+        assert_eq!(
+            (
+                s.path_tears,
+                s.resv_tears,
+                s.path_states,
+                s.resv_states,
+                s.installed
+            ),
+            (1, 2, 0, 0, 0)
+        );
+    }
+
+    #[test]
+    fn reservations_of_two_next_hops_merge_to_their_least_upper_bound() {
+        let (mut r, mut env, f) = (
+            Router::new(Config::default()),
+            TestEnv::default(),
+            flow(4000),
+        );
+        send_path(&mut r, &mut env, at(0), &f);
+        let a = FlowSpec {
+            service: Service::ControlledLoad,
+            tspec: TokenBucket {
+                depth_bytes: 3_000.0,
+                max_packet_bytes: 1_500,
+                ..tspec(20_000.0)
+            },
+        };
+        let b = FlowSpec {
+            service: Service::ControlledLoad,
+            tspec: TokenBucket {
+                min_policed_bytes: 20,
+                ..tspec(30_000.0)
+            },
+        };
+        send_resv(&mut r, &mut env, at(1), &f, ip(3, 2), a);
+        send_resv(&mut r, &mut env, at(2), &f, ip(3, 3), b);
+        let lub = FlowSpec {
+            service: Service::ControlledLoad,
+            tspec: TokenBucket {
+                rate_bytes_per_s: 30_000.0,
+                depth_bytes: 3_000.0,
+                peak_bytes_per_s: f32::INFINITY,
+                min_policed_bytes: 20,
+                max_packet_bytes: 1_500,
+            },
+        };
+        assert_eq!(env.admits, vec![(1, f, a, None), (1, f, lub, Some(a))]);
+        assert_eq!(r.installed(1, &f), Some(&lub));
+        // upstream: one Resv per change, the last with the merged flowspec
+        let out = drain(&mut r);
+        let up: Vec<&Transmit> = out
+            .iter()
+            .filter(|t| t.message.kind == MsgType::Resv)
+            .collect();
+        assert_eq!(up.len(), 2);
+        assert_eq!(up[1].message.flows[0].flowspec, lub);
+        assert_eq!(
+            up[1].message.hop,
+            Some(Hop {
+                addr: ip(1, 1),
+                lih: 0
+            })
+        );
+        // the larger one leaves: the merge shrinks back to `a`, as a delta
+        let tear = resv(MsgType::ResvTear, &f, ip(3, 3), b, R);
+        r.handle_message(at(3), 1, ip(3, 3), ip(3, 1), tear, &mut env);
+        assert_eq!(env.admits[2], (1, f, a, Some(lub)));
+        assert_eq!(r.installed(1, &f), Some(&a));
+        assert!(env.releases.is_empty());
+    }
+
+    #[test]
+    fn refused_admission_answers_resv_err_code_1_toward_the_receiver_and_installs_nothing() {
+        let mut env = TestEnv {
+            budget: Some(20_000.0),
+            ..TestEnv::default()
+        };
+        let (mut r, f) = (Router::new(Config::default()), flow(4000));
+        send_path(&mut r, &mut env, at(0), &f);
+        drain(&mut r);
+        send_resv(&mut r, &mut env, at(1), &f, ip(3, 2), cl(25_000.0));
+        assert_eq!(env.admits, vec![(1, f, cl(25_000.0), None)]);
+        assert_eq!(r.installed(1, &f), None);
+        assert!(r.resvs(&f).is_empty());
+        let out = drain(&mut r);
+        assert_eq!(out.len(), 1, "{out:?}");
+        let t = &out[0];
+        assert_eq!(t.message.kind, MsgType::ResvErr);
+        assert_eq!(
+            (t.iface, t.src, t.dst, t.router_alert),
+            (Some(1), ip(3, 1), ip(3, 2), false)
+        );
+        let e = t.message.error.unwrap();
+        assert_eq!((e.node, e.code, e.value), (ip(3, 1), 1, 2));
+        assert_eq!(t.message.flows[0].filters, vec![f.sender]);
+        let s = r.stats();
+        assert_eq!((s.installed, s.admitted, s.resv_states), (0, 0, 0));
+        assert_eq!(s.refused.get(&1), Some(&1));
+        // a smaller request fits
+        send_resv(&mut r, &mut env, at(2), &f, ip(3, 2), cl(10_000.0));
+        assert_eq!(r.installed(1, &f), Some(&cl(10_000.0)));
+        // growing past the budget is refused and the old reservation stays
+        send_resv(&mut r, &mut env, at(3), &f, ip(3, 2), cl(25_000.0));
+        assert_eq!(
+            env.admits.last(),
+            Some(&(1, f, cl(25_000.0), Some(cl(10_000.0))))
+        );
+        assert_eq!(r.installed(1, &f), Some(&cl(10_000.0)));
+        assert_eq!(r.resvs(&f)[0].flowspec, cl(10_000.0));
+    }
+
+    #[test]
+    fn resv_without_path_state_and_path_without_route_are_answered_with_errors() {
+        let (mut r, mut env, f) = (
+            Router::new(Config::default()),
+            TestEnv::default(),
+            flow(4000),
+        );
+        send_resv(&mut r, &mut env, at(0), &f, ip(3, 2), cl(1.0));
+        send_path(&mut r, &mut env, at(1), &f);
+        drain(&mut r);
+        send_resv(&mut r, &mut env, at(2), &flow(4001), ip(3, 2), cl(1.0));
+        let mut unrouted = flow(4000);
+        unrouted.session.dst = ip(9, 9);
+        send_path(&mut r, &mut env, at(3), &unrouted);
+        let codes: Vec<(MsgType, u8, u16, IpAddr)> = drain(&mut r)
+            .iter()
+            .map(|t| {
+                let e = t.message.error.unwrap();
+                (t.message.kind, e.code, e.value, t.dst)
+            })
+            .collect();
+        assert_eq!(
+            codes,
+            vec![
+                (MsgType::ResvErr, 4, 0, ip(3, 2)),
+                (MsgType::PathErr, 24, 5, ip(1, 2))
+            ]
+        );
+        assert_eq!(r.stats().refused.get(&3), Some(&1));
+        assert!(env.admits.is_empty());
+        assert!(r.path(&unrouted).is_none());
+    }
+
+    #[test]
+    fn ten_thousand_timeouts_fire_at_most_256_per_call() {
+        let (mut r, mut env) = (Router::new(Config::default()), TestEnv::default());
+        let short = Duration::from_secs(1);
+        for port in 0..10_000u16 {
+            let f = flow(port);
+            r.handle_message(at(0), 0, ip(1, 2), ip(4, 2), path(&f, short), &mut env);
+        }
+        drain(&mut r);
+        assert_eq!(r.stats().path_states, 10_000);
+        let l = at(0) + lifetime(short, 3);
+        assert_eq!(r.poll_timeout(), Some(l));
+        let mut calls = 0;
+        while r.stats().path_states > 0 {
+            let before = r.stats().path_states;
+            r.handle_timeout(l, &mut env);
+            assert_eq!(before - r.stats().path_states, before.min(256));
+            assert_eq!(drain(&mut r).len() as u64, before.min(256));
+            calls += 1;
+        }
+        assert_eq!(calls, 40); // 39 · 256 + 16
+        assert_eq!(r.stats().deferred, 39);
+        assert_eq!(r.stats().path_timeouts, 10_000);
+    }
+
+    #[test]
+    fn reinstall_admits_again_oldest_first_and_tears_what_no_longer_fits() {
+        let (mut r, mut env) = (Router::new(Config::default()), TestEnv::default());
+        let (f1, f2) = (flow(1), flow(2));
+        for (f, rate) in [(f2, 10_000.0), (f1, 30_000.0)] {
+            send_path(&mut r, &mut env, at(0), &f);
+            send_resv(&mut r, &mut env, at(0), &f, ip(3, 2), cl(rate));
+        }
+        drain(&mut r);
+        let mut reloaded = TestEnv {
+            budget: Some(20_000.0),
+            ..TestEnv::default()
+        };
+        r.reinstall(&mut reloaded);
+        assert_eq!(
+            reloaded.admits,
+            vec![(1, f2, cl(10_000.0), None), (1, f1, cl(30_000.0), None)]
+        );
+        assert!(reloaded.releases.is_empty());
+        assert_eq!(r.installed(1, &f2), Some(&cl(10_000.0)));
+        assert_eq!(r.installed(1, &f1), None);
+        assert!(r.resvs(&f1).is_empty());
+        let kinds: Vec<(MsgType, IpAddr)> = drain(&mut r)
+            .iter()
+            .map(|t| (t.message.kind, t.dst))
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![(MsgType::ResvErr, ip(3, 2)), (MsgType::ResvTear, ip(1, 2))]
+        );
+    }
+
+    #[test]
+    fn an_unknown_object_class_in_a_path_is_answered_with_path_err_13() {
+        let (mut r, env, f) = (
+            Router::new(Config::default()),
+            TestEnv::default(),
+            flow(4000),
+        );
+        let mut raw = path(&f, R).to_bytes();
+        raw.extend_from_slice(&[0, 8, 60, 1, 0, 0, 0, 0]); // class 60 = 0b00111100
+        let len = raw.len() as u16;
+        raw[6..8].copy_from_slice(&len.to_be_bytes());
+        raw[2..4].copy_from_slice(&[0, 0]); // no checksum
+        let err = Message::parse(&raw).unwrap_err();
+        assert_eq!(err.error_code(), Some((code::UNKNOWN_CLASS, 60 << 8 | 1)));
+        r.handle_parse_error(0, ip(4, 2), &err, &raw, &env);
+        let out = drain(&mut r);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].message.kind, MsgType::PathErr);
+        assert_eq!((out[0].src, out[0].dst), (ip(1, 1), ip(1, 2)));
+        let e = out[0].message.error.unwrap();
+        assert_eq!((e.code, e.value, e.node), (13, 60 << 8 | 1, ip(1, 1)));
+        assert_eq!(r.stats().malformed, 1);
+        // bytes that are not RSVP are only counted
+        r.handle_parse_error(0, ip(4, 2), &ParseError::Truncated, &[1, 2], &env);
+        assert!(drain(&mut r).is_empty());
+        assert_eq!(r.stats().malformed, 2);
+    }
 }

@@ -36,6 +36,10 @@ pub struct Psb {
     pub(crate) expiry_armed: Instant,
     /// The deadline of its live refresh timer.
     pub(crate) refresh_armed: Instant,
+    /// The previous hop said it lost this flow's path state (ResvErr 3 or 4, e.g. after a
+    /// restart): send the reservation up with the next Path from it, not a whole
+    /// refresh period later (RFC 2209's Resv_Refresh_Needed).
+    pub resv_refresh_needed: bool,
 }
 
 /// Reservation state of one flow from one next hop (RFC 2209 §2.2 "Resv State Block").

@@ -371,7 +371,13 @@ impl Router {
         true
     }
 
+    /// Pass a ResvErr on to the next hops that asked for the filters it names. Code 3 or
+    /// 4 (the previous hop has no path state for the flow, as after its restart) also
+    /// marks our path state to send the reservation up with the next Path.
     pub(super) fn on_resv_err(&mut self, msg: Message, env: &mut impl Env) {
+        let lost = msg
+            .error
+            .is_some_and(|e| e.code == code::NO_PATH || e.code == code::NO_SENDER);
         let mut sent = false;
         for fd in &msg.flows {
             for filter in &fd.filters {
@@ -379,6 +385,11 @@ impl Router {
                     session: msg.session,
                     sender: *filter,
                 };
+                if lost {
+                    if let Some(psb) = self.paths.get_mut(&flow) {
+                        psb.resv_refresh_needed = true;
+                    }
+                }
                 let list = self.resvs.get(&flow).cloned().unwrap_or_default();
                 for rsb in &list {
                     self.send_resv_err(&flow, rsb, msg.error, (0, 0), env);
