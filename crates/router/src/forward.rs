@@ -7,6 +7,9 @@
 //! - **Neighbour Discovery** (RFC 4861 §7.2.3–7.2.4): a solicitation for one of the
 //!   interface's IPv6 addresses gets a solicited advertisement (router flag set).
 //! - **Echo** to one of the router's addresses gets a reply (RFC 792, RFC 4443 §4.2).
+//! - **RSVP** (when [`Forwarder::set_rsvp`] is on; module `signal`): a message with a
+//!   Router Alert or addressed to the router is handed over as [`Action::Signal`], and
+//!   [`Forwarder::route_packet`] frames what the router originates.
 //! - **Forwarding** (RFC 1812 §5.2, RFC 8200 §3): the longest-prefix route picks the
 //!   egress interface and next hop, a static or learned neighbour entry its MAC; the TTL
 //!   or hop limit is decremented, the IPv4 header checksum updated incrementally
@@ -31,6 +34,10 @@ use wire::ethernet::{self, EtherType};
 use wire::{arp, icmp, ipv4, ipv6};
 
 use qos::prefix_match;
+
+mod signal;
+
+pub use signal::OriginateError;
 
 /// One interface of the router.
 #[derive(Clone, Debug, PartialEq)]
@@ -125,6 +132,14 @@ pub struct IfaceStats {
     /// Addressed to the router but not answered (not echo, ARP or NDP), or multicast,
     /// broadcast or link-local traffic that a router does not forward.
     pub local: u64,
+    /// RSVP messages taken in for the router's RSVP engine (`Action::Signal`, with
+    /// RSVP on); absent when 0, as in the documents of routers without RSVP.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rsvp: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// What to send: `frame` out of interface `iface`.
@@ -153,12 +168,27 @@ pub enum Action {
     /// A new frame to send (an ARP or NDP answer, an echo reply, an ICMP error); the
     /// frame received is left as it was.
     Reply(Output),
+    /// An RSVP message for the router (see [`Forwarder::set_rsvp`]): its IP packet is
+    /// `frame[start..start + len]` (Ethernet padding excluded), received on `iface`. The
+    /// frame is left as it was; nothing is sent for it here.
+    Signal {
+        /// The interface it came in on.
+        iface: usize,
+        /// Offset of the IP header in the frame.
+        start: usize,
+        /// Length of the IP packet.
+        len: usize,
+    },
 }
 
 /// What the family handlers decide, before any byte of the frame is changed.
 enum Decision {
     Drop,
     Reply(Output),
+    /// An RSVP message of `len` bytes of IP for the router.
+    Signal {
+        len: usize,
+    },
     Forward {
         iface: usize,
         mac: ethernet::Address,
@@ -179,6 +209,8 @@ pub struct Forwarder {
     routes: Vec<Route>,
     neighbors: HashMap<(usize, IpAddr), Neighbor>,
     stats: Vec<IfaceStats>,
+    /// RSVP messages are taken in ([`Forwarder::set_rsvp`]).
+    rsvp: bool,
 }
 
 /// Most entries learned from ARP and NDP (static ones do not count): a flood of
@@ -249,6 +281,7 @@ impl Forwarder {
             ifaces,
             routes: all,
             neighbors: table,
+            rsvp: false,
         })
     }
 
@@ -269,7 +302,8 @@ impl Forwarder {
             .find(|r| prefix_match(dst, r.prefix, r.len))
     }
 
-    fn is_mine(&self, ip: IpAddr) -> bool {
+    /// Whether `ip` is one of the router's own addresses.
+    pub fn is_mine(&self, ip: IpAddr) -> bool {
         self.ifaces.iter().any(|f| match ip {
             IpAddr::V4(a) => f.ipv4.is_some_and(|(x, _)| x == a),
             IpAddr::V6(a) => f.ipv6.is_some_and(|(x, _)| x == a),
@@ -284,6 +318,7 @@ impl Forwarder {
         match self.handle_frame_in_place(iface, &mut buf) {
             Action::Drop => None,
             Action::Reply(out) => Some(out),
+            Action::Signal { .. } => None,
             Action::Forward { iface, len } => {
                 buf.truncate(len);
                 Some(Output { iface, frame: buf })
@@ -305,6 +340,11 @@ impl Forwarder {
         else {
             return match decision {
                 Decision::Reply(o) => Action::Reply(o),
+                Decision::Signal { len } => Action::Signal {
+                    iface,
+                    start: ethernet::HEADER_LEN,
+                    len,
+                },
                 _ => Action::Drop,
             };
         };
@@ -515,6 +555,9 @@ impl Forwarder {
         // The packet without Ethernet padding.
         let packet = &payload[..usize::from(p.total_len())];
         let dst = p.dst_addr();
+        if self.rsvp_v4(&p) {
+            return self.signal(iface, packet.len());
+        }
         if self.is_mine(dst.into()) {
             return match icmp::v4_echo_reply(packet) {
                 Some(reply) => {
@@ -620,6 +663,9 @@ impl Forwarder {
             self.stats[iface].martian += 1;
             return Decision::Drop;
         }
+        if self.rsvp_v6(packet) {
+            return self.signal(iface, packet.len());
+        }
         if self.is_mine(dst.into()) {
             return match icmp::v6_echo_reply(packet) {
                 Some(reply) => {
@@ -670,21 +716,21 @@ impl Forwarder {
 mod tests {
     use super::*;
 
-    const R0: ethernet::Address = ethernet::Address([2, 0x64, 0x70, 0, 1, 2]);
-    const R1: ethernet::Address = ethernet::Address([2, 0x64, 0x70, 0, 3, 1]);
-    const H0: ethernet::Address = ethernet::Address([2, 0x64, 0x70, 0, 1, 1]);
-    const N1: ethernet::Address = ethernet::Address([2, 0x64, 0x70, 0, 3, 2]);
+    pub(super) const R0: ethernet::Address = ethernet::Address([2, 0x64, 0x70, 0, 1, 2]);
+    pub(super) const R1: ethernet::Address = ethernet::Address([2, 0x64, 0x70, 0, 3, 1]);
+    pub(super) const H0: ethernet::Address = ethernet::Address([2, 0x64, 0x70, 0, 1, 1]);
+    pub(super) const N1: ethernet::Address = ethernet::Address([2, 0x64, 0x70, 0, 3, 2]);
 
-    fn v4(a: [u8; 4]) -> Ipv4Addr {
+    pub(super) fn v4(a: [u8; 4]) -> Ipv4Addr {
         Ipv4Addr::from(a)
     }
 
-    fn v6(s: &str) -> Ipv6Addr {
+    pub(super) fn v6(s: &str) -> Ipv6Addr {
         s.parse().unwrap()
     }
 
     /// sender —(iface 0)— router —(iface 1)— next router, with routes beyond it.
-    fn router(mtu1: u32) -> Forwarder {
+    pub(super) fn router(mtu1: u32) -> Forwarder {
         router_mtus(mtu1, None)
     }
 
@@ -729,7 +775,12 @@ mod tests {
         Forwarder::new(ifaces, routes, neighbors).unwrap()
     }
 
-    fn frame(dst: ethernet::Address, ethertype: EtherType, packet: &[u8], pad: usize) -> Vec<u8> {
+    pub(super) fn frame(
+        dst: ethernet::Address,
+        ethertype: EtherType,
+        packet: &[u8],
+        pad: usize,
+    ) -> Vec<u8> {
         let mut f = vec![0u8; ethernet::HEADER_LEN + packet.len() + pad];
         ethernet::Repr {
             src_addr: H0,
@@ -765,7 +816,7 @@ mod tests {
         p
     }
 
-    fn udp4(dst: Ipv4Addr, ttl: u8, payload_len: usize, dont_frag: bool) -> Vec<u8> {
+    pub(super) fn udp4(dst: Ipv4Addr, ttl: u8, payload_len: usize, dont_frag: bool) -> Vec<u8> {
         let mut p = vec![0xA5u8; ipv4::HEADER_LEN + payload_len];
         ipv4::Repr {
             src_addr: v4([198, 18, 1, 1]),
@@ -782,7 +833,7 @@ mod tests {
         p
     }
 
-    fn udp6(dst: Ipv6Addr, hop_limit: u8, payload_len: usize) -> Vec<u8> {
+    pub(super) fn udp6(dst: Ipv6Addr, hop_limit: u8, payload_len: usize) -> Vec<u8> {
         let mut p = vec![0x5Au8; ipv6::HEADER_LEN + payload_len];
         ipv6::Repr {
             src_addr: v6("2001:2:0:1::1"),

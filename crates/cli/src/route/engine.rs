@@ -169,6 +169,8 @@ impl Engine {
                 let at = arrivals.at(info.timestamp_ns, wall_now_ns, now_ns);
                 match fwd.handle_frame_in_place(i, frame) {
                     Action::Drop => {}
+                    // issue 42: handed to the RSVP glue next
+                    Action::Signal { .. } => {}
                     Action::Reply(out) => offer(&mut links[out.iface], out.frame, at, cpu),
                     Action::Forward { iface: o, len } => {
                         let f = &frame[..len];
