@@ -421,3 +421,198 @@ pub(crate) fn refresh_of(ms: Option<u32>, ours: Duration) -> Duration {
         _ => ours,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::net::Ipv4Addr;
+
+    use super::*;
+    use crate::lifetime;
+
+    const R: Duration = Duration::from_secs(30);
+
+    fn ip(a: u8, b: u8) -> IpAddr {
+        IpAddr::V4(Ipv4Addr::new(198, 18, a, b))
+    }
+
+    fn session() -> Session {
+        Session {
+            dst: ip(4, 2),
+            protocol: 17,
+            flags: 0,
+            dst_port: 5001,
+        }
+    }
+
+    fn template() -> FilterSpec {
+        FilterSpec::V4 {
+            src: Ipv4Addr::new(198, 18, 1, 2),
+            src_port: 4000,
+        }
+    }
+
+    fn tspec() -> TokenBucket {
+        TokenBucket {
+            rate_bytes_per_s: 25_000.0,
+            depth_bytes: 1_250.0,
+            peak_bytes_per_s: f32::INFINITY,
+            min_policed_bytes: 1_250,
+            max_packet_bytes: 1_250,
+        }
+    }
+
+    fn at(ns: u64) -> Instant {
+        Instant::from_nanos(ns)
+    }
+
+    fn resv_for(flow: &Flow, confirm: Option<IpAddr>) -> Message {
+        msg::resv(
+            MsgType::Resv,
+            flow.session,
+            Hop {
+                addr: ip(1, 1),
+                lih: 0,
+            },
+            Some(30_000),
+            Style::Ff,
+            vec![FlowDescriptor {
+                flowspec: ServiceKind::ControlledLoad.flowspec(tspec()),
+                filters: vec![flow.sender],
+            }],
+            confirm,
+        )
+    }
+
+    #[test]
+    fn guaranteed_asks_the_senders_rate_with_no_slack() {
+        assert_eq!(
+            ServiceKind::Guaranteed.flowspec(tspec()),
+            FlowSpec {
+                service: Service::Guaranteed {
+                    rate_bytes_per_s: 25_000.0,
+                    slack_us: 0
+                },
+                tspec: tspec(),
+            }
+        );
+        assert_eq!(
+            ServiceKind::ControlledLoad.flowspec(tspec()).service,
+            Service::ControlledLoad
+        );
+    }
+
+    #[test]
+    fn a_sender_sends_path_now_and_at_jittered_refreshes() {
+        let mut s = Sender::new(Config::default());
+        let cl = ServiceKind::ControlledLoad;
+        let flow = s
+            .add_flow(at(5), session(), template(), tspec(), cl)
+            .unwrap();
+        assert_eq!(
+            s.add_flow(at(5), session(), template(), tspec(), cl),
+            Err(Error::DuplicateFlow)
+        );
+        let mut v6 = session();
+        v6.dst = "2001:2:0:4::2".parse().unwrap();
+        assert_eq!(
+            s.add_flow(at(5), v6, template(), tspec(), cl),
+            Err(Error::FamilyMismatch)
+        );
+        let t = s.poll_transmit().unwrap();
+        assert_eq!(
+            (t.iface, t.src, t.dst, t.router_alert, t.ttl),
+            (None, ip(1, 2), ip(4, 2), true, 64)
+        );
+        assert_eq!(t.message.kind, MsgType::Path);
+        assert_eq!(
+            t.message.hop,
+            Some(Hop {
+                addr: ip(1, 2),
+                lih: 0
+            })
+        );
+        assert_eq!(t.message.time_values_ms, Some(30_000));
+        let sd = t.message.sender.unwrap();
+        assert_eq!((sd.template, sd.tspec), (template(), tspec()));
+        let mut last = at(5);
+        for _ in 0..100 {
+            let next = s.poll_timeout().unwrap();
+            let gap = (next - last).as_nanos();
+            assert!((15_000_000_000..=45_000_000_000).contains(&gap), "{gap}");
+            s.handle_timeout(next);
+            assert_eq!(s.poll_transmit().unwrap().message.kind, MsgType::Path);
+            assert!(s.poll_transmit().is_none());
+            last = next;
+        }
+        assert_eq!(s.flow(&flow).unwrap().path_refreshes, 100);
+        assert_eq!(s.stats().refreshes_sent, 100);
+        assert_eq!(s.stats().messages_out.path, 101);
+    }
+
+    #[test]
+    fn a_sender_reports_its_reservation_answers_confirmation_and_sees_it_lapse() {
+        let mut s = Sender::new(Config::default());
+        let flow = s
+            .add_flow(
+                at(0),
+                session(),
+                template(),
+                tspec(),
+                ServiceKind::ControlledLoad,
+            )
+            .unwrap();
+        s.poll_transmit();
+        s.handle_message(at(6_000_000), ip(1, 1), resv_for(&flow, Some(ip(4, 2))));
+        assert_eq!(
+            s.poll_event(),
+            Some(Event::Reserved {
+                flow,
+                setup: Duration::from_millis(6)
+            })
+        );
+        let conf = s.poll_transmit().unwrap();
+        assert_eq!(conf.message.kind, MsgType::ResvConf);
+        assert_eq!(
+            (conf.src, conf.dst, conf.router_alert),
+            (ip(1, 2), ip(4, 2), false)
+        );
+        assert_eq!(conf.message.confirm, Some(ip(4, 2)));
+        let e = conf.message.error.unwrap();
+        assert_eq!((e.node, e.code, e.value), (ip(1, 2), 0, 0));
+        assert_eq!(conf.message.flows[0].filters, vec![template()]);
+        // a refresh: counted, no event, no ResvConf without RESV_CONFIRM
+        let refresh_at = at(20_000_000_000);
+        s.handle_message(refresh_at, ip(1, 1), resv_for(&flow, None));
+        assert_eq!(s.poll_event(), None);
+        assert!(s.poll_transmit().is_none());
+        assert_eq!(s.flow(&flow).unwrap().resv_refreshes, 1);
+        assert_eq!(s.stats().installed, 1);
+        // no Resv for L: released
+        let l = lifetime(R, 3);
+        while s.poll_timeout().unwrap() < refresh_at + l {
+            let t = s.poll_timeout().unwrap();
+            s.handle_timeout(t);
+            assert_eq!(s.poll_event(), None);
+        }
+        s.handle_timeout(refresh_at + l);
+        assert_eq!(s.poll_event(), Some(Event::Released { flow }));
+        assert!(!s.flow(&flow).unwrap().reserved);
+        assert_eq!(s.stats().resv_timeouts, 1);
+        // PathErr
+        let mut pe = blank(MsgType::PathErr, session());
+        let error = error_spec(ip(1, 1), (24, 5));
+        pe.error = Some(error);
+        pe.sender = Some(SenderDescriptor {
+            template: template(),
+            tspec: tspec(),
+            adspec: None,
+        });
+        s.handle_message(refresh_at + l, ip(1, 1), pe);
+        assert_eq!(s.poll_event(), Some(Event::PathError { flow, error }));
+        // tear
+        while s.poll_transmit().is_some() {}
+        s.tear(&flow).unwrap();
+        assert_eq!(s.poll_transmit().unwrap().message.kind, MsgType::PathTear);
+        assert_eq!(s.tear(&flow), Err(Error::UnknownFlow));
+    }
+}

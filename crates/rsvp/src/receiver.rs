@@ -309,3 +309,198 @@ impl Receiver {
         self.stats.resv_states = self.flows.len() as u64;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::net::Ipv4Addr;
+
+    use wire::rsvp::{code, SenderDescriptor, Service, TokenBucket};
+
+    use super::*;
+    use crate::msg::{blank, error_spec};
+
+    fn ip(a: u8, b: u8) -> IpAddr {
+        IpAddr::V4(Ipv4Addr::new(198, 18, a, b))
+    }
+
+    fn flow() -> Flow {
+        Flow {
+            session: Session {
+                dst: ip(4, 2),
+                protocol: 17,
+                flags: 0,
+                dst_port: 5001,
+            },
+            sender: wire::rsvp::FilterSpec::V4 {
+                src: Ipv4Addr::new(198, 18, 1, 2),
+                src_port: 4000,
+            },
+        }
+    }
+
+    fn tspec() -> TokenBucket {
+        TokenBucket {
+            rate_bytes_per_s: 25_000.0,
+            depth_bytes: 1_250.0,
+            peak_bytes_per_s: f32::INFINITY,
+            min_policed_bytes: 1_250,
+            max_packet_bytes: 1_250,
+        }
+    }
+
+    fn path(kind: MsgType) -> Message {
+        let mut m = blank(kind, flow().session);
+        m.hop = Some(Hop {
+            addr: ip(4, 1),
+            lih: 1,
+        });
+        if kind == MsgType::Path {
+            m.time_values_ms = Some(1_000);
+        }
+        m.sender = Some(SenderDescriptor {
+            template: flow().sender,
+            tspec: tspec(),
+            adspec: None,
+        });
+        m
+    }
+
+    fn at(ns: u64) -> Instant {
+        Instant::from_nanos(ns)
+    }
+
+    fn answer(rx: &mut Receiver, service: ServiceKind) -> Transmit {
+        rx.add_session(flow().session, service);
+        rx.handle_message(at(0), ip(1, 2), path(MsgType::Path));
+        let t = rx.poll_transmit().unwrap();
+        assert!(rx.poll_transmit().is_none());
+        t
+    }
+
+    #[test]
+    fn a_receiver_answers_a_path_for_its_session_with_resv_ff_to_the_previous_hop() {
+        let mut rx = Receiver::new(Config::default());
+        rx.handle_message(at(0), ip(1, 2), path(MsgType::Path));
+        assert!(
+            rx.poll_transmit().is_none(),
+            "not a session it was told about"
+        );
+        assert_eq!(rx.stats().ignored, 1);
+        let t = answer(&mut rx, ServiceKind::ControlledLoad);
+        assert_eq!((t.src, t.dst, t.router_alert), (ip(4, 2), ip(4, 1), false));
+        let m = &t.message;
+        assert_eq!(m.kind, MsgType::Resv);
+        assert_eq!(m.style, Some(Style::Ff));
+        assert_eq!(
+            m.hop,
+            Some(Hop {
+                addr: ip(4, 2),
+                lih: 1
+            })
+        );
+        assert_eq!(m.confirm, Some(ip(4, 2)));
+        assert_eq!(m.flows.len(), 1);
+        assert_eq!(m.flows[0].filters, vec![flow().sender]);
+        assert_eq!(
+            m.flows[0].flowspec,
+            FlowSpec {
+                service: Service::ControlledLoad,
+                tspec: tspec()
+            }
+        );
+        let mut gs = Receiver::new(Config::default());
+        let t = answer(&mut gs, ServiceKind::Guaranteed);
+        assert_eq!(
+            t.message.flows[0].flowspec.service,
+            Service::Guaranteed {
+                rate_bytes_per_s: 25_000.0,
+                slack_us: 0
+            }
+        );
+        // refreshes carry no RESV_CONFIRM; the PHOP's Path keeps the state alive
+        let mut p = path(MsgType::Path);
+        p.time_values_ms = Some(30_000);
+        rx.handle_message(at(1), ip(1, 2), p);
+        assert!(
+            rx.poll_transmit().is_none(),
+            "a Path refresh is not answered at once"
+        );
+        // (an early wake for the old lifetime re-arms it and sends nothing)
+        let r = loop {
+            let next = rx.poll_timeout().unwrap();
+            rx.handle_timeout(next);
+            if let Some(r) = rx.poll_transmit() {
+                assert!(next >= at(15_000_000_000), "{next:?}");
+                break r;
+            }
+            assert_eq!(rx.poll_event(), None);
+        };
+        assert_eq!((r.message.kind, r.message.confirm), (MsgType::Resv, None));
+        assert_eq!(rx.stats().refreshes_sent, 1);
+    }
+
+    #[test]
+    fn a_receiver_reports_refusal_once_and_confirmation() {
+        let mut rx = Receiver::new(Config::default());
+        let t = answer(&mut rx, ServiceKind::ControlledLoad);
+        let mut err = t.message.clone();
+        err.kind = MsgType::ResvErr;
+        err.confirm = None;
+        err.time_values_ms = None;
+        let error = error_spec(ip(3, 1), (code::ADMISSION, 2));
+        err.error = Some(error);
+        rx.handle_message(at(1), ip(4, 1), err.clone());
+        rx.handle_message(at(2), ip(4, 1), err);
+        assert_eq!(
+            rx.poll_event(),
+            Some(Event::Refused {
+                flow: flow(),
+                error
+            })
+        );
+        assert_eq!(rx.poll_event(), None);
+        assert_eq!(rx.stats().refused.get(&1), Some(&2));
+        let mut conf = t.message;
+        conf.kind = MsgType::ResvConf;
+        conf.hop = None;
+        conf.time_values_ms = None;
+        conf.error = Some(error_spec(ip(1, 2), (code::CONFIRM, 0)));
+        rx.handle_message(at(3), ip(1, 2), conf);
+        assert_eq!(rx.poll_event(), Some(Event::Confirmed { flow: flow() }));
+    }
+
+    #[test]
+    fn a_receiver_tears_its_reservation_when_the_path_times_out_or_is_torn() {
+        let mut rx = Receiver::new(Config::default());
+        answer(&mut rx, ServiceKind::ControlledLoad);
+        // the PHOP announced R = 1 s: L = 5.25 s, before our own first refresh (≥ 15 s)
+        rx.handle_timeout(at(5_249_999_999));
+        assert_eq!(rx.poll_event(), None);
+        rx.handle_timeout(at(5_250_000_000));
+        assert_eq!(
+            rx.poll_event(),
+            Some(Event::PathGone {
+                flow: flow(),
+                timed_out: true
+            })
+        );
+        let t = rx.poll_transmit().unwrap();
+        assert_eq!((t.message.kind, t.dst), (MsgType::ResvTear, ip(4, 1)));
+        assert_eq!(t.message.flows[0].filters, vec![flow().sender]);
+        // again, torn this time
+        rx.handle_message(at(6_000_000_000), ip(1, 2), path(MsgType::Path));
+        rx.poll_transmit();
+        rx.handle_message(at(7_000_000_000), ip(1, 2), path(MsgType::PathTear));
+        assert_eq!(
+            rx.poll_event(),
+            Some(Event::PathGone {
+                flow: flow(),
+                timed_out: false
+            })
+        );
+        assert_eq!(rx.poll_transmit().unwrap().message.kind, MsgType::ResvTear);
+        assert_eq!(rx.requested(&flow()), None);
+        let s = rx.stats();
+        assert_eq!((s.path_timeouts, s.path_tears, s.path_states), (1, 1, 0));
+    }
+}
