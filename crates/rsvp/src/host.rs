@@ -201,7 +201,9 @@ impl Sender {
             return Err(Error::UnknownFlow);
         }
         self.send_path(flow, MsgType::PathTear);
-        self.flows.remove(flow);
+        if self.flows.remove(flow).is_some_and(|f| f.reserved) {
+            self.stats.installed -= 1;
+        }
         self.gauges();
         Ok(())
     }
@@ -222,6 +224,7 @@ impl Sender {
                     match self.flows.get_mut(&flow) {
                         Some(f) if f.reserved => {
                             f.reserved = false;
+                            self.stats.installed -= 1;
                             f.resv_armed = None;
                             self.stats.resv_tears += 1;
                             self.events.push_back(Event::Released { flow });
@@ -282,7 +285,10 @@ impl Sender {
                 } else {
                     f.resv_refreshes += 1;
                 }
-                f.reserved = true;
+                if !f.reserved {
+                    f.reserved = true;
+                    self.stats.installed += 1;
+                }
                 confirmed.push(FlowDescriptor {
                     flowspec: fd.flowspec,
                     filters: vec![*filter],
@@ -339,7 +345,9 @@ impl Sender {
                         f.resv_armed = Some(self.timers.arm(f.resv_expires, t));
                     } else {
                         f.resv_armed = None;
-                        f.reserved = false;
+                        if std::mem::replace(&mut f.reserved, false) {
+                            self.stats.installed -= 1;
+                        }
                         self.stats.resv_timeouts += 1;
                         self.events.push_back(Event::Released { flow });
                     }
@@ -398,7 +406,6 @@ impl Sender {
 
     fn gauges(&mut self) {
         self.stats.path_states = self.flows.len() as u64;
-        self.stats.installed = self.flows.values().filter(|f| f.reserved).count() as u64;
     }
 }
 

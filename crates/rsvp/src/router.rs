@@ -75,6 +75,8 @@ pub struct Router {
     /// Path states per session (to tell "no path" from "no such sender").
     sessions: HashMap<Session, usize>,
     resvs: HashMap<Flow, Vec<Rsb>>,
+    /// Reservation states in `resvs` (kept, not counted per message).
+    rsb_count: usize,
     installed: HashMap<(usize, Flow), Installed>,
     install_seq: u64,
     timers: Timers<Timer>,
@@ -91,6 +93,7 @@ impl Router {
             paths: HashMap::new(),
             sessions: HashMap::new(),
             resvs: HashMap::new(),
+            rsb_count: 0,
             installed: HashMap::new(),
             install_seq: 0,
             timers: Timers::new(),
@@ -227,6 +230,7 @@ impl Router {
             let list = self.resvs.remove(&flow).unwrap_or_default();
             let (gone, kept): (Vec<Rsb>, Vec<Rsb>) =
                 list.into_iter().partition(|r| r.iface == iface);
+            self.rsb_count -= gone.len();
             for rsb in &gone {
                 self.send_resv_err(&flow, rsb, None, code, env);
             }
@@ -244,7 +248,7 @@ impl Router {
 
     fn gauges(&mut self) {
         self.stats.path_states = self.paths.len() as u64;
-        self.stats.resv_states = self.resvs.values().map(|l| l.len() as u64).sum();
+        self.stats.resv_states = self.rsb_count as u64;
         self.stats.installed = self.installed.len() as u64;
     }
 
@@ -391,6 +395,7 @@ impl Router {
             Cause::Timeout => self.stats.path_timeouts += 1,
         }
         for rsb in self.resvs.remove(flow).unwrap_or_default() {
+            self.rsb_count -= 1;
             self.stats.resv_tears += 1;
             if self.installed.remove(&(rsb.iface, *flow)).is_some() {
                 env.release(rsb.iface, &flow.session, &flow.sender);

@@ -107,6 +107,7 @@ impl Router {
                 let armed = self
                     .timers
                     .arm(expires, Timer::ResvExpire(flow, req.nhop.addr));
+                self.rsb_count += 1;
                 list.push(Rsb {
                     nhop: req.nhop,
                     iface: req.iface,
@@ -141,7 +142,10 @@ impl Router {
                                 r.flowspec = old;
                             }
                         }
-                        None => list.retain(|r| r.nhop.addr != req.nhop.addr),
+                        None => {
+                            list.retain(|r| r.nhop.addr != req.nhop.addr);
+                            self.rsb_count -= 1;
+                        }
                     }
                     if list.is_empty() {
                         self.resvs.remove(&flow);
@@ -354,6 +358,7 @@ impl Router {
             return false;
         };
         let rsb = list.remove(i);
+        self.rsb_count -= 1;
         if list.is_empty() {
             self.resvs.remove(flow);
         }
