@@ -38,7 +38,7 @@ pub struct FlowDescriptor {
 /// objects (where POLICY_DATA goes), STYLE, the flow descriptors, the sender descriptor.
 /// An FF flow descriptor whose flowspec equals the previous one's is written without its
 /// FLOWSPEC (RFC 2205 §3.1.4 `[<FLOWSPEC>] <FILTER_SPEC>`), and so is a ResvTear's
-/// [`FlowSpec::placeholder`].
+/// [`FlowSpec::placeholder`] in its first flow descriptor (where parse puts it).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Message {
     /// The message type.
@@ -247,6 +247,7 @@ impl Message {
     fn omit_flowspec(&self, i: usize) -> bool {
         let fd = &self.flows[i];
         if self.kind == MsgType::ResvTear
+            && i == 0
             && fd.flowspec == FlowSpec::placeholder()
             && !fd.filters.is_empty()
         {
@@ -781,6 +782,25 @@ mod tests {
         let again = got.to_bytes();
         assert_eq!(again, build(6, &o), "the placeholder is not written");
         assert_eq!(Message::parse(&again), Ok(got));
+        // a placeholder after a real flowspec is written, else its filter would join
+        // the descriptor before it
+        for style in [Style::Ff, Style::Se] {
+            let tear = Message {
+                style: Some(style),
+                flows: vec![
+                    FlowDescriptor {
+                        flowspec: cl(1000.0),
+                        filters: vec![v4_filter()],
+                    },
+                    FlowDescriptor {
+                        flowspec: FlowSpec::placeholder(),
+                        filters: vec![v4_filter()],
+                    },
+                ],
+                ..m.clone()
+            };
+            assert_eq!(Message::parse(&tear.to_bytes()), Ok(tear), "{style:?}");
+        }
     }
 
     #[test]
