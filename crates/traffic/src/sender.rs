@@ -124,6 +124,7 @@ pub fn announce(
         unpaced: spec.unpaced,
         window_bytes: spec.window_bytes,
         omit_ns: spec.omit_ns,
+        reserve: None,
     }
 }
 

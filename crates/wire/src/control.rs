@@ -47,7 +47,10 @@ use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
+mod reserve;
 pub mod stranger;
+
+pub use reserve::{Refusal, ReservationSeen, ReserveRequest, ReserveService};
 
 /// Version of the control protocol.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -144,6 +147,10 @@ pub struct FlowAnnounce {
     /// is counted apart ([`Omitted`]), not in the summary, its series or its loss.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub omit_ns: Option<u64>,
+    /// `send --reserve`: answer this flow's RSVP Path with a Resv ([`ReserveRequest`]).
+    /// Absent (as from a sender that predates it): the receiver signals nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserve: Option<ReserveRequest>,
 }
 
 /// What the receiver left out of a flow's figures (`-O/--omit`).
@@ -217,6 +224,10 @@ pub struct FlowResult<S = serde_json::Value, R = serde_json::Value, I = serde_js
     /// With `omit_ns`: what was left out of the figures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub omitted: Option<Omitted>,
+    /// With `reserve`: what the receiver saw of the flow's reservation (absent from a
+    /// receiver that predates it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservation: Option<ReservationSeen>,
 }
 
 /// A control message.
@@ -702,6 +713,9 @@ mod tests {
                     unpaced: true,
                     window_bytes: Some(1 << 20),
                     omit_ns: Some(1_000_000_000),
+                    reserve: Some(ReserveRequest {
+                        service: ReserveService::Guaranteed,
+                    }),
                 }],
             },
             Msg::Attach { flow: 3, token: 99 },
@@ -714,6 +728,32 @@ mod tests {
             let body = d.poll_frame().unwrap().unwrap();
             assert_eq!(&parse(body).unwrap(), m);
         }
+    }
+
+    #[test]
+    fn reservation_fields_are_absent_unless_asked_and_old_peers_read() {
+        // A sender that predates `reserve`, and a receiver that predates `reservation`.
+        let old = br#"{"type":"register","flows":[{"index":0,"protocol":"udp","meter":"owd","size_bytes":64,"tos":null,"ttl":null,"flow_label":null,"src_port":5000}]}"#;
+        let Msg::Register { flows } = parse(old).unwrap() else {
+            panic!("not a register");
+        };
+        assert_eq!(flows[0].reserve, None);
+        let body = &encode(&Msg::Register { flows })[4..];
+        assert!(!std::str::from_utf8(body).unwrap().contains("reserve"));
+        let old = br#"{"type":"results","flows":[{"id":1,"summary":{},"rtp":null,"intervals":null}]}"#;
+        let Msg::Results { flows, .. } = parse(old).unwrap() else {
+            panic!("not results");
+        };
+        assert_eq!(flows[0].reservation, None);
+        // Asked for, and answered: both round trip.
+        let new = br#"{"type":"results","flows":[{"id":1,"summary":{},"rtp":null,"intervals":null,"reservation":{"resv_sent":2,"confirmed":true,"refused":null}}]}"#;
+        let Msg::Results { flows, .. } = parse(new).unwrap() else {
+            panic!("not results");
+        };
+        let seen = flows[0].reservation.clone().unwrap();
+        assert_eq!((seen.resv_sent, seen.confirmed), (2, true));
+        let back = parse(&encode(&Msg::Results { flows, more: false })[4..]).unwrap();
+        assert_eq!(back, parse(new).unwrap());
     }
 
     #[test]
@@ -738,6 +778,7 @@ mod tests {
             intervals_error: None,
             delay_cdf_ns: None,
             omitted: None,
+            reservation: None,
         }
     }
 
@@ -809,6 +850,7 @@ mod tests {
                 intervals_error: None,
                 delay_cdf_ns: None,
                 omitted: None,
+                reservation: None,
             })
             .collect();
         let values: Vec<FlowResult> = typed
@@ -825,6 +867,7 @@ mod tests {
                 intervals_error: None,
                 delay_cdf_ns: None,
                 omitted: None,
+                reservation: None,
             })
             .collect();
         for more in [false, true] {
@@ -886,6 +929,7 @@ mod tests {
                 intervals_error: None,
                 delay_cdf_ns: None,
                 omitted: None,
+                reservation: None,
             }],
             true,
         );
