@@ -225,6 +225,13 @@ impl Receiver {
         self.gauges();
     }
 
+    /// Count a message that failed to parse (a host answers none: RFC 2205 §3.10's
+    /// errors are sent by the node that would forward the message).
+    pub fn handle_parse_error(&mut self, error: &wire::rsvp::ParseError) {
+        let _ = error;
+        self.stats.malformed += 1;
+    }
+
     /// When `handle_timeout` should run next.
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.timers.next()

@@ -23,6 +23,8 @@
 //! - **Timers** (RFC 2205 §3.7): each path state refreshes Path downstream and its
 //!   reservation's Resv upstream every jittered R; state whose neighbour's lifetime L
 //!   passes unrefreshed is removed as if torn, and the tear is sent onward.
+//! - **ResvConf** travels to the receiver as plain unicast; one handed to a router is
+//!   counted as ignored.
 //! - **Parse failures**: [`Router::handle_parse_error`] answers an unknown object class
 //!   or C-Type of a Path with PathErr (of a Resv with ResvErr) to the RSVP_HOP, as RFC 2205
 //!   §3.10 asks, when SESSION and RSVP_HOP can be read; other failures are only counted.
@@ -525,6 +527,10 @@ mod tests {
         IpAddr::V4(Ipv4Addr::new(198, 18, a, b))
     }
 
+    fn v6(link: u16, host: u16) -> IpAddr {
+        IpAddr::V6(Ipv6Addr::new(0x2001, 2, 0, link, 0, 0, 0, host))
+    }
+
     /// r1 of the two-hop lab: iface 0 198.18.1.1 toward the sender (198.18.1.2), iface 1
     /// 198.18.3.1 toward r2 and the receiver (198.18.3.0/24, 198.18.4.0/24).
     #[derive(Default)]
@@ -546,6 +552,17 @@ mod tests {
                     Some(Route {
                         iface: 1,
                         local: ip(3, 1),
+                    })
+                }
+                // 2001:2:0:k::/64 is link k
+                IpAddr::V6(a) if a.segments()[..4] == [0x2001, 2, 0, 1] => Some(Route {
+                    iface: 0,
+                    local: v6(1, 1),
+                }),
+                IpAddr::V6(a) if matches!(a.segments()[..4], [0x2001, 2, 0, 3 | 4]) => {
+                    Some(Route {
+                        iface: 1,
+                        local: v6(3, 1),
                     })
                 }
                 _ => None,
@@ -1068,5 +1085,54 @@ mod tests {
         r.handle_parse_error(0, ip(4, 2), &ParseError::Truncated, &[1, 2], &env);
         assert!(drain(&mut r).is_empty());
         assert_eq!(r.stats().malformed, 2);
+    }
+
+    /// An IPv6 flow-label flow (FILTER_SPEC C-Type 3), every message through bytes.
+    #[test]
+    fn a_flow_label_flow_is_reserved_and_answered_over_ipv6() {
+        let (mut r, mut env) = (Router::new(Config::default()), TestEnv::default());
+        let IpAddr::V6(src) = v6(1, 2) else {
+            unreachable!()
+        };
+        let f = Flow {
+            session: Session {
+                dst: v6(4, 2),
+                protocol: 17,
+                flags: 0,
+                dst_port: 5001,
+            },
+            sender: FilterSpec::FlowLabel {
+                src,
+                flow_label: 0xabcde,
+            },
+        };
+        let wire = |m: Message| Message::parse(&m.to_bytes()).unwrap();
+        let mut p = path(&f, R);
+        p.hop = Some(Hop {
+            addr: v6(1, 2),
+            lih: 0,
+        });
+        r.handle_message(at(0), 0, v6(1, 2), v6(4, 2), wire(p), &mut env);
+        let down = drain(&mut r);
+        assert_eq!(down.len(), 1);
+        assert_eq!((down[0].src, down[0].dst), (v6(1, 2), v6(4, 2)));
+        assert_eq!(
+            down[0].message.hop,
+            Some(Hop {
+                addr: v6(3, 1),
+                lih: 1
+            })
+        );
+        assert_eq!(wire(down[0].message.clone()), down[0].message);
+        let mut rv = resv(MsgType::Resv, &f, v6(3, 2), cl(25_000.0), R);
+        rv.confirm = Some(v6(4, 2));
+        r.handle_message(at(1), 1, v6(3, 2), v6(3, 1), wire(rv), &mut env);
+        assert_eq!(env.admits, vec![(1, f, cl(25_000.0), None)]);
+        let up = drain(&mut r);
+        assert_eq!(up.len(), 1);
+        assert_eq!((up[0].src, up[0].dst), (v6(1, 1), v6(1, 2)));
+        assert_eq!(up[0].message.confirm, Some(v6(4, 2)));
+        assert_eq!(up[0].message.flows[0].filters, vec![f.sender]);
+        assert_eq!(wire(up[0].message.clone()), up[0].message);
     }
 }
