@@ -143,6 +143,7 @@ impl FlowReport {
             intervals_error: self.intervals_error.clone(),
             delay_cdf_ns: self.delay_cdf_ns.clone(),
             omitted: self.omitted,
+            reservation: None,
         }
     }
 }

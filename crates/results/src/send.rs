@@ -9,9 +9,11 @@ use serde::{Deserialize, Serialize};
 use traffic::FlowSpec;
 
 mod outcome;
+mod reservation;
 pub mod text;
 
 pub use outcome::{ReceivedFlow, SenderFlow};
+pub use reservation::{error_text, FilterKind, Reservation, ReservationState};
 
 /// The version of [`SendReport`]'s format.
 pub const SEND_FORMAT_VERSION: u32 = 1;
@@ -168,6 +170,10 @@ pub struct FlowOutcome {
     /// Absent without `-Z`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zerocopy: Option<ZeroCopyStats>,
+    /// With `send --reserve`: the flow's RSVP reservation, as the sender saw it and
+    /// the receiver reported it. Absent without `--reserve`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservation: Option<Reservation>,
 }
 
 /// A TCP flow's zero-copy sends (`-Z/--zerocopy`, iperf3's `-Z`): `send(MSG_ZEROCOPY)`

@@ -425,6 +425,7 @@ impl Figures {
             tcp: None,
             received_omitted: None,
             zerocopy: None,
+            reservation: None,
         };
         let flows = vec![flow];
         SendReport {

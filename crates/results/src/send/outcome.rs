@@ -89,6 +89,7 @@ impl FlowOutcome {
             },
             received_omitted: r.as_ref().and_then(|r| r.omitted),
             zerocopy: sent.zerocopy,
+            reservation: None,
             rtt: (spec.meter == Meter::Rtt).then(|| match &sent.echoes {
                 Some(echoes) => echoes.summary(Some(packets)),
                 None => FlowMeter::new(u32::from(id)).summary(Some(packets)),
@@ -170,6 +171,7 @@ mod tests {
                 omitted_bytes: 512,
                 counted_from_seq: Some(1),
             }),
+            reservation: None,
         }
     }
 

@@ -108,6 +108,11 @@ pub fn send_text(report: &SendReport, per_flow: bool, wide: bool) -> String {
         s.push_str(&human::interval_table_of(series, window_ns, counted(f)));
     }
     for f in report.flows.iter().filter(|_| rows) {
+        if let Some(r) = &f.reservation {
+            s.push_str(&r.text(f.id));
+        }
+    }
+    for f in report.flows.iter().filter(|_| rows) {
         if let Some(st) = &f.stamp {
             s.push_str(&stamp_text(f, st));
         }
