@@ -145,7 +145,7 @@ impl Sender {
     pub fn new(config: Config) -> Self {
         Self {
             rng: ChaCha8Rng::seed_from_u64(config.seed),
-            config,
+            config: config.clamped(),
             flows: HashMap::new(),
             timers: Timers::new(),
             out: VecDeque::new(),
@@ -206,6 +206,11 @@ impl Sender {
         }
         self.gauges();
         Ok(())
+    }
+
+    /// Every flow and what happened to it, in no order.
+    pub fn flows(&self) -> impl Iterator<Item = (&Flow, &SenderFlow)> + '_ {
+        self.flows.iter()
     }
 
     /// A flow and what happened to it.
@@ -628,5 +633,26 @@ mod tests {
         s.tear(&flow).unwrap();
         assert_eq!(s.poll_transmit().unwrap().message.kind, MsgType::PathTear);
         assert_eq!(s.tear(&flow), Err(Error::UnknownFlow));
+    }
+
+    #[test]
+    fn a_zero_refresh_period_is_taken_as_one_millisecond() {
+        let zero = Config {
+            refresh: Duration::ZERO,
+            ..Config::default()
+        };
+        let mut s = Sender::new(zero);
+        s.add_flow(
+            at(0),
+            session(),
+            template(),
+            tspec(),
+            ServiceKind::ControlledLoad,
+        )
+        .unwrap();
+        let first = s.poll_transmit().unwrap();
+        assert_eq!(first.message.time_values_ms, Some(1));
+        let next = s.poll_timeout().unwrap();
+        assert!((at(500_000)..=at(1_500_000)).contains(&next), "{next:?}");
     }
 }

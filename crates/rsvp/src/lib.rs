@@ -92,6 +92,15 @@ impl Config {
         Ok(self)
     }
 
+    /// The config with R at least 1 ms (what every node's constructor uses, so a zero R
+    /// cannot make a timer fire at the same instant forever).
+    pub fn clamped(self) -> Self {
+        Self {
+            refresh: self.refresh.max(Duration::from_millis(1)),
+            ..self
+        }
+    }
+
     /// R in milliseconds, as TIME_VALUES carries it.
     pub fn refresh_ms(&self) -> u32 {
         u32::try_from(self.refresh.as_nanos() / 1_000_000)

@@ -50,7 +50,7 @@ impl Receiver {
     pub fn new(config: Config) -> Self {
         Self {
             rng: ChaCha8Rng::seed_from_u64(config.seed),
-            config,
+            config: config.clamped(),
             sessions: HashMap::new(),
             flows: HashMap::new(),
             timers: Timers::new(),

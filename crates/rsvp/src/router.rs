@@ -91,7 +91,7 @@ impl Router {
     pub fn new(config: Config) -> Self {
         Self {
             rng: ChaCha8Rng::seed_from_u64(config.seed),
-            config,
+            config: config.clamped(),
             paths: HashMap::new(),
             sessions: HashMap::new(),
             resvs: HashMap::new(),
@@ -213,6 +213,11 @@ impl Router {
     /// The merged flowspec installed for `flow` on `iface`, if any.
     pub fn installed(&self, iface: usize, flow: &Flow) -> Option<&FlowSpec> {
         self.installed.get(&(iface, *flow)).map(|i| &i.spec)
+    }
+
+    /// Every merged reservation installed now: (interface, flow, flowspec), in no order.
+    pub fn installs(&self) -> impl Iterator<Item = (usize, &Flow, &FlowSpec)> + '_ {
+        self.installed.iter().map(|((i, f), v)| (*i, f, &v.spec))
     }
 
     /// After traffic control lost what was installed (a QoS reload): admit every
