@@ -77,7 +77,8 @@ pub struct Stats {
     pub resv_timeouts: u64,
     /// Path states removed by a PathTear.
     pub path_tears: u64,
-    /// Reservation states removed by a ResvTear (or by the PathTear of their sender).
+    /// Reservation states removed by a ResvTear, or with the path state of their sender
+    /// (its PathTear or its timeout).
     pub resv_tears: u64,
     /// Refreshes sent on a refresh timer (Path and Resv each count one).
     pub refreshes_sent: u64,
