@@ -30,6 +30,8 @@ pub(super) struct File {
     pub(super) policy_map: Vec<Spanned<PolicyFile>>,
     #[serde(default)]
     pub(super) service_policy: Vec<Spanned<ServiceFile>>,
+    #[serde(default)]
+    pub(super) rsvp: Option<Spanned<super::rsvp::RsvpFile>>,
 }
 
 #[derive(Deserialize, Clone, Debug)]
@@ -117,6 +119,8 @@ pub(super) struct ReservationFile {
     pub(super) max_flows: Option<usize>,
     #[serde(default)]
     pub(super) admit: Option<String>,
+    #[serde(default)]
+    pub(super) signalled: bool,
 }
 
 #[derive(Deserialize)]
@@ -193,6 +197,8 @@ pub(super) struct WredDscpFile {
 pub(super) struct ServiceFile {
     pub(super) interface: String,
     pub(super) output: String,
+    #[serde(default)]
+    pub(super) rsvp_bandwidth: Option<String>,
 }
 
 /// A share of the link, before the link's rate is known.

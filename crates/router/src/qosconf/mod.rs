@@ -76,8 +76,15 @@
 //!   a 1538-byte frame's time on the link (qos.md §7.4): a full Ethernet frame on the
 //!   wire, 1518 bytes (1500 of IP, 14 of header, 4 of FCS) + 8 of preamble and SFD +
 //!   12 of inter-frame gap.
+//!
+//! Signalled reservations: `[rsvp]`, `signalled = true` tables and `rsvp_bandwidth` on a
+//! service policy make the router take part in RSVP (module `rsvp`, [`QosConfig::rsvp`],
+//! [`QosConfig::rsvp_bandwidth_bps`]).
 
 mod file;
+mod rsvp;
+
+pub use self::rsvp::{RsvpParams, DEFAULT_KEEP, DEFAULT_REFRESH, MAX_KEEP};
 
 use file::{
     class_map, err, parse_amount, parse_dscp, police, wred, Amount, Bandwidth, File,
@@ -144,6 +151,8 @@ pub struct QosConfig {
     pub policies: BTreeMap<String, PolicySpec>,
     /// `service-policy output`: interface → policy-map, with the line.
     pub service: Vec<(String, String, Option<usize>)>,
+    /// `[rsvp]` and the interfaces' `rsvp_bandwidth`.
+    rsvp: rsvp::RsvpConfig,
 }
 
 impl QosConfig {
@@ -179,10 +188,12 @@ impl QosConfig {
             policies.insert(pf.name.clone(), policy(text, pline, pf, &maps)?);
         }
         let service = service(text, &file, &policies)?;
+        let rsvp = rsvp::parse(text, &file, &policies)?;
         Ok(Self {
             description: file.description,
             policies,
             service,
+            rsvp,
         })
     }
 
@@ -202,7 +213,8 @@ impl QosConfig {
             .and_then(|(_, _, l)| *l)
     }
 
-    /// Resolve `interface`'s policy against its link's rate (bit/s, 0 = unlimited).
+    /// Resolve `interface`'s policy against its link's rate (bit/s, 0 = unlimited), its
+    /// `rsvp_bandwidth` checked too ([`Self::rsvp_bandwidth_bps`]).
     pub fn params_for(
         &self,
         interface: &str,
@@ -212,7 +224,7 @@ impl QosConfig {
             return Ok(None);
         };
         let line = self.service_line(interface);
-        p.resolve(link_bps).map(Some).map_err(|m| {
+        let params = p.resolve(link_bps).map_err(|m| {
             err(
                 line,
                 format!(
@@ -221,7 +233,9 @@ impl QosConfig {
                     p.line.unwrap_or(0)
                 ),
             )
-        })
+        })?;
+        self.rsvp_bandwidth_bps(interface, link_bps)?;
+        Ok(Some(params))
     }
 }
 
@@ -396,6 +410,7 @@ fn reservations(
             key,
             max_flows,
             admit,
+            signalled: rsvp::signalled(rf, line)?,
         });
     }
     Ok(reservations)
