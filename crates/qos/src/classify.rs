@@ -11,8 +11,10 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use wire::time::Instant;
 use wire::{ipv4, ipv6};
 
+use crate::bucket::Bucket;
 use crate::mark::{ipv6_l4, L4};
 use crate::prefix_match;
 
@@ -42,8 +44,7 @@ pub struct Fields {
 }
 
 fn ports(packet: &[u8], protocol: u8, offset: usize) -> Option<(u16, u16)> {
-    // TCP 6, UDP 17, UDP-Lite 136, SCTP 132, DCCP 33: ports are the first 4 bytes.
-    if !matches!(protocol, 6 | 17 | 33 | 132 | 136) {
+    if !has_ports(protocol) {
         return None;
     }
     let h = packet.get(offset..offset + 4)?;
@@ -196,6 +197,46 @@ pub enum FlowKey {
     Label(Ipv6Addr, Ipv6Addr, u32),
 }
 
+impl FlowKey {
+    /// The key [`flow_key`] reads from a packet of this 5-tuple (an RSVP SESSION with an
+    /// IPv4 or IPv6 FILTER_SPEC, C-Type 1 or 2, RFC 2205 A.1 and A.9). `None` when no
+    /// packet has it: the addresses' families differ, or `protocol` has no ports there
+    /// (only TCP, UDP, DCCP, SCTP and UDP-Lite carry them first in their header).
+    pub fn for_5tuple(
+        src: IpAddr,
+        src_port: u16,
+        dst: IpAddr,
+        protocol: u8,
+        dst_port: u16,
+    ) -> Option<Self> {
+        if !has_ports(protocol) {
+            return None;
+        }
+        match (src, dst) {
+            (IpAddr::V4(s), IpAddr::V4(d)) => Some(Self::V4(s, d, protocol, src_port, dst_port)),
+            (IpAddr::V6(s), IpAddr::V6(d)) => Some(Self::V6(s, d, protocol, src_port, dst_port)),
+            _ => None,
+        }
+    }
+
+    /// The key [`flow_key`] reads from an IPv6 packet of this 3-tuple under a flow-label
+    /// table (an RSVP FILTER_SPEC C-Type 3, RFC 2205 A.9). `None` when no packet has it:
+    /// a zero label (no flow, RFC 6437) or one wider than 20 bits.
+    pub fn for_label(src: Ipv6Addr, dst: Ipv6Addr, label: u32) -> Option<Self> {
+        (label != 0 && label <= 0xf_ffff).then_some(Self::Label(src, dst, label))
+    }
+
+    /// Whether a table keyed by `kind` can hold this key: a flow-label table keys IPv6
+    /// by its 3-tuple and IPv4 by its 5-tuple, a 5-tuple table keys both by the 5-tuple.
+    pub fn fits(&self, kind: KeyKind) -> bool {
+        match self {
+            Self::V4(..) => true,
+            Self::V6(..) => kind == KeyKind::FiveTuple,
+            Self::Label(..) => kind == KeyKind::FlowLabel,
+        }
+    }
+}
+
 /// How a reservation table keys its flows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KeyKind {
@@ -228,8 +269,12 @@ pub fn flow_key(kind: KeyKind, packet: &[u8]) -> Option<FlowKey> {
 pub enum Admission {
     /// The packet has no key of the table's kind (no ports, a zero flow label, not IP).
     NoKey,
-    /// Its flow was reserved.
+    /// Its flow was reserved (and the packet within the flow's token bucket, if it has one).
     Hit,
+    /// Its flow is reserved but the packet is beyond the flow's token bucket: it is to be
+    /// served as if the flow were not reserved (RFC 2211: nonconformant traffic is
+    /// forwarded best effort).
+    Excess,
     /// Its flow was not, and is not admitted.
     Miss,
     /// Its flow was reserved now.
@@ -238,11 +283,29 @@ pub enum Admission {
     Full,
 }
 
-/// Per-flow reservations: key → reserved class (an index the caller gives meaning).
+/// A reserved flow's token bucket: the rate r and depth b of its Tspec (RFC 2210, RFC
+/// 2215 token bucket), counting whole IP packets.
+#[derive(Clone, Debug)]
+struct Meter {
+    rate_bps: u64,
+    burst_bytes: u64,
+    bucket: Bucket,
+}
+
+/// One reserved flow: the class it was reserved for, and its token bucket when the
+/// reservation was signalled with one.
+#[derive(Clone, Debug)]
+struct Flow {
+    class: usize,
+    meter: Option<Meter>,
+}
+
+/// Per-flow reservations: key → reserved class (an index the caller gives meaning) and,
+/// for a flow reserved with a rate, its token bucket.
 #[derive(Clone, Debug)]
 pub struct Reservations {
     kind: KeyKind,
-    table: HashMap<FlowKey, usize>,
+    table: HashMap<FlowKey, Flow>,
 }
 
 impl Reservations {
@@ -254,9 +317,54 @@ impl Reservations {
         }
     }
 
-    /// Reserve `key` for `class`.
+    /// Reserve `key` for `class`, with no token bucket (every packet of it is within).
     pub fn insert(&mut self, key: FlowKey, class: usize) {
-        self.table.insert(key, class);
+        self.table.insert(key, Flow { class, meter: None });
+    }
+
+    /// Reserve `key` for `class` with a token bucket of `rate_bps` (bit/s; a multiple of 8
+    /// is exact) and `burst_bytes`, full at `now`; returns whether the key is new. A key
+    /// already held keeps its bucket when the rate and burst are unchanged (a refresh);
+    /// otherwise it gets the new bucket holding the tokens it had at `now`, up to the new
+    /// depth.
+    pub fn reserve(
+        &mut self,
+        key: FlowKey,
+        class: usize,
+        rate_bps: u64,
+        burst_bytes: u64,
+        now: Instant,
+    ) -> bool {
+        let old = self.table.remove(&key);
+        let meter = match old.as_ref().and_then(|f| f.meter.clone()) {
+            Some(m) if (m.rate_bps, m.burst_bytes) == (rate_bps, burst_bytes) => m,
+            held => {
+                let mut bucket = Bucket::full(rate_bps, burst_bytes, now);
+                if let Some(mut m) = held {
+                    m.bucket.fill(now);
+                    let missing = burst_bytes.saturating_sub(m.bucket.tokens_bytes());
+                    bucket.take(usize::try_from(missing).unwrap_or(usize::MAX));
+                }
+                Meter {
+                    rate_bps,
+                    burst_bytes,
+                    bucket,
+                }
+            }
+        };
+        let meter = Some(meter);
+        self.table.insert(key, Flow { class, meter });
+        old.is_none()
+    }
+
+    /// Remove `key`'s reservation; returns the class it held.
+    pub fn remove(&mut self, key: &FlowKey) -> Option<usize> {
+        self.table.remove(key).map(|f| f.class)
+    }
+
+    /// Whether `key` is reserved.
+    pub fn contains(&self, key: &FlowKey) -> bool {
+        self.table.contains_key(key)
     }
 
     /// Reserved flows.
@@ -269,9 +377,12 @@ impl Reservations {
         self.table.is_empty()
     }
 
-    /// The reserved class of `packet`, if its flow has one.
+    /// The reserved class of `packet`, if its flow has one (its token bucket is not
+    /// looked at).
     pub fn lookup(&self, packet: &[u8]) -> Option<usize> {
-        self.table.get(&flow_key(self.kind, packet)?).copied()
+        self.table
+            .get(&flow_key(self.kind, packet)?)
+            .map(|f| f.class)
     }
 
     /// How the table keys its flows.
@@ -279,12 +390,16 @@ impl Reservations {
         self.kind
     }
 
-    /// Whether `packet`'s flow is reserved; if not and `admit` says so for a packet with
-    /// a key, reserve it (for `class`) while the table has fewer than `max` flows: the
-    /// first packet of a flow stands in for its RSVP reservation. The key is read once.
+    /// Whether `packet` (an IP packet; its length is what a token bucket counts)
+    /// arriving at `now` belongs to a reserved flow and is within the flow's token
+    /// bucket (taking its bytes from it). If the flow is not reserved and `admit` says so
+    /// for a packet with a key, reserve it (for `class`, without a bucket) while the
+    /// table has fewer than `max` flows: the first packet of a flow stands in for its
+    /// RSVP reservation. The key is read once.
     pub fn lookup_or_admit(
         &mut self,
         packet: &[u8],
+        now: Instant,
         class: usize,
         max: usize,
         admit: impl FnOnce() -> bool,
@@ -292,7 +407,15 @@ impl Reservations {
         let Some(key) = flow_key(self.kind, packet) else {
             return Admission::NoKey;
         };
-        if self.table.contains_key(&key) {
+        if let Some(flow) = self.table.get_mut(&key) {
+            let Some(m) = flow.meter.as_mut() else {
+                return Admission::Hit;
+            };
+            m.bucket.fill(now);
+            if !m.bucket.has(packet.len()) {
+                return Admission::Excess;
+            }
+            m.bucket.take(packet.len());
             return Admission::Hit;
         }
         if !admit() {
@@ -301,9 +424,15 @@ impl Reservations {
         if self.table.len() >= max {
             return Admission::Full;
         }
-        self.table.insert(key, class);
+        self.insert(key, class);
         Admission::Admitted
     }
+}
+
+/// Whether [`flow_key`] reads ports for `protocol`.
+fn has_ports(protocol: u8) -> bool {
+    // TCP 6, UDP 17, UDP-Lite 136, SCTP 132, DCCP 33: ports are the first 4 bytes.
+    matches!(protocol, 6 | 17 | 33 | 132 | 136)
 }
 
 #[cfg(test)]
@@ -438,5 +567,79 @@ mod tests {
         // IPv4 under a flow-label table falls back to its 5-tuple.
         label.insert(flow_key(KeyKind::FlowLabel, &udp4(0, 1, 2, 0)).unwrap(), 3);
         assert_eq!(label.lookup(&udp4(0, 1, 2, 0)), Some(3));
+    }
+
+    #[test]
+    fn keys_built_from_a_filter_are_the_keys_of_its_packets() {
+        let (s4, d4) = (Ipv4Addr::new(198, 18, 1, 1), Ipv4Addr::new(198, 18, 4, 2));
+        let s6: Ipv6Addr = "2001:2:0:1::1".parse().unwrap();
+        let d6: Ipv6Addr = "2001:2:0:4::2".parse().unwrap();
+        let v4 = FlowKey::for_5tuple(s4.into(), 1000, d4.into(), 17, 5006);
+        for kind in [KeyKind::FiveTuple, KeyKind::FlowLabel] {
+            assert_eq!(v4, flow_key(kind, &udp4(0, 1000, 5006, 0)), "{kind:?}");
+        }
+        assert_eq!(
+            FlowKey::for_5tuple(s6.into(), 1000, d6.into(), 17, 5006),
+            flow_key(KeyKind::FiveTuple, &udp6(0x12345, 1000, 5006, true))
+        );
+        assert_eq!(
+            FlowKey::for_label(s6, d6, 0x12345),
+            flow_key(KeyKind::FlowLabel, &udp6(0x12345, 1000, 5006, true))
+        );
+        // Keys no packet has.
+        assert_eq!(FlowKey::for_5tuple(s4.into(), 1, d6.into(), 17, 2), None);
+        assert_eq!(FlowKey::for_5tuple(s4.into(), 1, d4.into(), 1, 2), None);
+        assert_eq!(FlowKey::for_label(s6, d6, 0), None);
+        assert_eq!(FlowKey::for_label(s6, d6, 0x10_0000), None);
+        // Which tables can hold which keys.
+        let label = FlowKey::for_label(s6, d6, 1).unwrap();
+        let v6 = FlowKey::for_5tuple(s6.into(), 1, d6.into(), 6, 2).unwrap();
+        let fits = |k: FlowKey| [KeyKind::FiveTuple, KeyKind::FlowLabel].map(|t| k.fits(t));
+        assert_eq!(
+            [fits(v4.unwrap()), fits(v6), fits(label)],
+            [[true, true], [true, false], [false, true]]
+        );
+    }
+
+    #[test]
+    fn a_reserved_flow_is_within_its_bucket_until_removed_and_a_refresh_keeps_its_tokens() {
+        let mut t = Reservations::new(KeyKind::FlowLabel);
+        let p = udp6(7, 1, 2, false); // 80 bytes
+        let key = flow_key(KeyKind::FlowLabel, &p).unwrap();
+        let at = Instant::from_nanos;
+        let never = || panic!("a signalled flow is not admitted");
+        // 8,000 bit/s = 1,000 B/s, depth 200 B: two packets, then none at the same time.
+        assert!(t.reserve(key, 4, 8_000, 200, at(0)));
+        assert_eq!(t.lookup_or_admit(&p, at(0), 0, 1, never), Admission::Hit);
+        assert_eq!(t.lookup_or_admit(&p, at(0), 0, 1, never), Admission::Hit);
+        assert_eq!(t.lookup_or_admit(&p, at(0), 0, 1, never), Admission::Excess);
+        // A refresh with the same values does not refill it: 40 B + 40 ms · 1,000 B/s.
+        assert!(!t.reserve(key, 4, 8_000, 200, at(20_000_000)));
+        assert_eq!(
+            t.lookup_or_admit(&p, at(39_000_000), 0, 1, never),
+            Admission::Excess
+        );
+        assert_eq!(
+            t.lookup_or_admit(&p, at(40_000_000), 0, 1, never),
+            Admission::Hit
+        );
+        // A new flowspec carries the tokens held (0 B) into its bucket: 2,000 B/s.
+        assert!(!t.reserve(key, 5, 16_000, 400, at(40_000_000)));
+        assert_eq!(
+            t.lookup_or_admit(&p, at(79_000_000), 0, 1, never),
+            Admission::Excess
+        );
+        assert_eq!(
+            t.lookup_or_admit(&p, at(80_000_000), 0, 1, never),
+            Admission::Hit
+        );
+        assert_eq!(t.lookup(&p), Some(5));
+        assert_eq!(t.remove(&key), Some(5));
+        assert_eq!(t.remove(&key), None);
+        assert_eq!(
+            t.lookup_or_admit(&p, at(1), 0, 1, || false),
+            Admission::Miss
+        );
+        assert!(t.is_empty());
     }
 }

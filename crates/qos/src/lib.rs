@@ -24,6 +24,9 @@
 //! - [`mdrr`]: modified deficit round robin with a low-latency queue (Cisco 12000/IOS XR).
 //! - [`police`]: policing with conform, exceed and violate actions (transmit, drop,
 //!   remark).
+//! - [`policy`]: a service policy (MQC's policy-map): classify, mark, police, queue.
+//! - [`reserve`]: a policy's per-flow reservation tables, admitted by first packets or
+//!   installed and removed by RSVP signalling with a token bucket per flow.
 //! - [`tbf`]: a token-bucket shaper with an inner queue.
 //! - [`tcm`]: the srTCM (RFC 2697) and trTCM (RFC 2698) meters.
 //! - [`wfq`]: class-based weighted fair queueing by self-clocked finish tags (SCFQ).
@@ -46,6 +49,7 @@ pub mod mark;
 pub mod mdrr;
 pub mod police;
 pub mod policy;
+pub mod reserve;
 pub mod tbf;
 pub mod tcm;
 pub mod wfq;

@@ -18,11 +18,13 @@ use serde::{Deserialize, Serialize};
 use wire::time::Instant;
 
 use crate::cbwfq::{Cbwfq, Class, Priority, Scheduler, Share};
-use crate::classify::{Admission, ClassMap, Cond, Fields, KeyKind, Reservations};
+use crate::classify::{ClassMap, Cond, Fields, FlowKey, KeyKind};
 use crate::hist::Summary;
 use crate::link::Link;
 use crate::mark::{set_dscp_v4, set_dscp_v6};
 use crate::police::{Actions, Meter, PoliceStats, Policer};
+use crate::reserve::Table;
+pub use crate::reserve::{ReservationParams, ReservationStats, ReserveError};
 use crate::tcm::{SrTcm, SrTcmParams, TrTcm, TrTcmParams};
 use crate::wred::{Decision, Wred, WredError, WredParams, WredStats};
 use crate::{DropReason, Verdict};
@@ -66,73 +68,6 @@ pub struct ClassParams {
     pub fair_queue: bool,
 }
 
-/// A per-flow reservation table of a policy (the WebAudio thesis's RSVP classification): flows
-/// are keyed by the 5-tuple or the IPv6 flow-label 3-tuple, and a flow whose first
-/// packet matches `admit` is reserved then (a stand-in for its RSVP signalling), up to
-/// `max_flows`. A class map selects reserved flows with [`Cond::Reserved`].
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct ReservationParams {
-    /// The table's name.
-    pub name: String,
-    /// Its key.
-    #[serde(serialize_with = "key_name")]
-    #[schemars(with = "String")]
-    pub key: KeyKind,
-    /// Most flows it holds.
-    pub max_flows: usize,
-    /// Which new flows it admits; `None`: none (an empty table).
-    #[serde(skip)]
-    pub admit: Option<ClassMap>,
-}
-
-fn key_name<S: serde::Serializer>(k: &KeyKind, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(match k {
-        KeyKind::FiveTuple => "5-tuple",
-        KeyKind::FlowLabel => "flow-label",
-    })
-}
-
-/// A reservation table's counters.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct ReservationStats {
-    /// Its name.
-    pub name: String,
-    /// Flows it holds.
-    pub flows: u64,
-    /// IP packets looked up.
-    pub lookups: u64,
-    /// Packets of reserved flows (including each flow's first).
-    pub hits: u64,
-    /// Flows admitted.
-    pub admitted: u64,
-    /// Flows refused because the table was full.
-    pub refused_full: u64,
-    /// Packets without a key of the table's kind (no ports, a zero flow label).
-    pub no_key: u64,
-}
-
-impl ReservationStats {
-    fn count(&mut self, a: Admission) {
-        self.lookups += 1;
-        match a {
-            Admission::NoKey => self.no_key += 1,
-            Admission::Hit => self.hits += 1,
-            Admission::Admitted => {
-                self.hits += 1;
-                self.admitted += 1;
-            }
-            Admission::Full => self.refused_full += 1,
-            Admission::Miss => {}
-        }
-    }
-}
-
-struct Table {
-    params: ReservationParams,
-    table: Reservations,
-    stats: ReservationStats,
-}
-
 /// A compiled policy-map.
 #[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct PolicyParams {
@@ -161,6 +96,9 @@ pub enum PolicyError {
     /// More reservation tables than a packet's 32 bits can name.
     #[error("at most 32 reservation tables per policy")]
     TooManyTables,
+    /// A signalled reservation table that also admits flows by their first packet.
+    #[error("reservation table '{0}': a signalled table admits no flow by its first packet")]
+    SignalledAdmits(String),
     /// A WRED profile is unusable.
     #[error("class '{class}': {source}")]
     Wred {
@@ -305,6 +243,13 @@ impl Policy {
         if params.reservations.len() > 32 {
             return Err(PolicyError::TooManyTables);
         }
+        if let Some(r) = params
+            .reservations
+            .iter()
+            .find(|r| r.signalled && r.admit.is_some())
+        {
+            return Err(PolicyError::SignalledAdmits(r.name.clone()));
+        }
         let mut priority: Option<(Priority, &str)> = None;
         let mut shares = Vec::new();
         let mut targets = Vec::new();
@@ -366,18 +311,7 @@ impl Policy {
             .iter()
             .filter_map(|c| c.map.clone())
             .collect();
-        let tables = params
-            .reservations
-            .into_iter()
-            .map(|p| Table {
-                table: Reservations::new(p.key),
-                stats: ReservationStats {
-                    name: p.name.clone(),
-                    ..ReservationStats::default()
-                },
-                params: p,
-            })
-            .collect();
+        let tables = params.reservations.into_iter().map(Table::new).collect();
         Ok(Self {
             name: params.name,
             classes,
@@ -392,11 +326,13 @@ impl Policy {
         &self.name
     }
 
-    /// Which class a frame falls in (index into the classes, class-default last). The
-    /// reservation tables are looked up first (admitting new flows they take); a class
+    /// Which class a frame arriving at `now` falls in (index into the classes,
+    /// class-default last). The reservation tables are looked up first (admitting new
+    /// flows they take; a signalled flow's packet beyond its token bucket is taken as
+    /// not reserved, so it goes on to the class maps as if the table missed it); a class
     /// map that looks only at reservations is decided without parsing the packet
     /// further, so a flow-label table never walks IPv6 extension headers.
-    pub fn classify(&mut self, frame: &[u8]) -> usize {
+    pub fn classify(&mut self, frame: &[u8], now: Instant) -> usize {
         let default = self.classes.len() - 1;
         let Some(r) = ip_range(frame) else {
             return default;
@@ -405,15 +341,10 @@ impl Policy {
         let mut fields = None;
         let mut bits = 0u32;
         for (i, t) in self.tables.iter_mut().enumerate() {
-            let admit = &t.params.admit;
             let cache = &mut fields;
-            let found = t.table.lookup_or_admit(ip, 0, t.params.max_flows, || {
-                admit
-                    .as_ref()
-                    .is_some_and(|m| fields_of(cache, ip).is_some_and(|f| m.matches(&f)))
-            });
-            t.stats.count(found);
-            if matches!(found, Admission::Hit | Admission::Admitted) {
+            if t.holds(ip, now, |m| {
+                fields_of(cache, ip).is_some_and(|f| m.matches(&f))
+            }) {
                 bits |= 1 << i;
             }
         }
@@ -441,7 +372,7 @@ impl Policy {
 
     /// Offer an Ethernet frame at `now`.
     pub fn enqueue(&mut self, mut frame: Vec<u8>, now: Instant) -> Verdict {
-        let ci = self.classify(&frame);
+        let ci = self.classify(&frame, now);
         let ip = ip_range(&frame);
         let c = &mut self.classes[ci];
         c.stats.offered_packets += 1;
@@ -512,13 +443,52 @@ impl Policy {
 
     /// Counters per reservation table, in the policy's order.
     pub fn reservation_stats(&self) -> Vec<ReservationStats> {
+        self.tables.iter().map(Table::stats).collect()
+    }
+
+    /// The index of the reservation table called `name`.
+    pub fn reservation_table(&self, name: &str) -> Option<usize> {
+        self.tables.iter().position(|t| t.params().name == name)
+    }
+
+    /// The first signalled reservation table keyed by `kind`.
+    pub fn signalled_table(&self, kind: KeyKind) -> Option<usize> {
         self.tables
             .iter()
-            .map(|t| ReservationStats {
-                flows: t.table.len() as u64,
-                ..t.stats.clone()
-            })
-            .collect()
+            .position(|t| t.params().signalled && t.params().key == kind)
+    }
+
+    /// The first signalled reservation table that can hold `key`: a flow label needs a
+    /// flow-label table, an IPv6 5-tuple a 5-tuple table, an IPv4 5-tuple fits either.
+    pub fn signalled_table_for(&self, key: &FlowKey) -> Option<usize> {
+        self.tables
+            .iter()
+            .position(|t| t.params().signalled && key.fits(t.params().key))
+    }
+
+    /// Install a signalled reservation for `key` in table `table` (RFC 2205 §1: what
+    /// traffic control does for an admitted Resv): its packets are reserved while they
+    /// stay within a token bucket of `rate_bps` (bit/s) and `burst_bytes`, full at
+    /// `now`. Reserving a held key again changes its bucket (a refresh with the same
+    /// values keeps it as it is). Refused when the table is not signalled, cannot hold
+    /// the key's kind, or already holds `max_flows` other flows ([`ReserveError::Full`]).
+    pub fn reserve(
+        &mut self,
+        table: usize,
+        key: FlowKey,
+        rate_bps: u64,
+        burst_bytes: u64,
+        now: Instant,
+    ) -> Result<(), ReserveError> {
+        self.tables
+            .get_mut(table)
+            .ok_or(ReserveError::NoTable(table))?
+            .reserve(key, rate_bps, burst_bytes, now)
+    }
+
+    /// Remove `key`'s reservation from table `table`; whether it held one.
+    pub fn release(&mut self, table: usize, key: &FlowKey) -> bool {
+        self.tables.get_mut(table).is_some_and(|t| t.release(key))
     }
 
     /// Counters per class, in the policy's order.
@@ -741,13 +711,19 @@ mod tests {
     fn the_sender_is_classified_marked_ef_and_the_rest_is_default() {
         let mut p = seed_policy(None, Scheduler::Drr);
         let mut f4 = frame(IpAddr::V4(FG4), 0, 100, 0, 0);
-        assert_eq!(p.classify(&f4), 0);
-        assert_eq!(p.classify(&frame(IpAddr::V6(fg6()), 0, 100, 0, 0)), 0);
-        assert_eq!(p.classify(&frame(IpAddr::V4(BG4), 46, 100, 0, 0)), 1);
+        assert_eq!(p.classify(&f4, Instant::ZERO), 0);
+        assert_eq!(
+            p.classify(&frame(IpAddr::V6(fg6()), 0, 100, 0, 0), Instant::ZERO),
+            0
+        );
+        assert_eq!(
+            p.classify(&frame(IpAddr::V4(BG4), 46, 100, 0, 0), Instant::ZERO),
+            1
+        );
         // ARP (not IP) goes to class-default.
         let mut arp = vec![0u8; 60];
         arp[12..14].copy_from_slice(&[8, 6]);
-        assert_eq!(p.classify(&arp), 1);
+        assert_eq!(p.classify(&arp, Instant::ZERO), 1);
         // Marked EF on the way out, checksum still valid; ECN untouched.
         f4[14 + 1] |= 1;
         ipv4::Packet::new_unchecked(&mut f4[14..]).fill_checksum();
@@ -973,6 +949,7 @@ mod tests {
                 key: KeyKind::FlowLabel,
                 max_flows: 2,
                 admit: Some(from_sender),
+                signalled: false,
             }],
             classes: vec![
                 ClassParams {
@@ -1008,17 +985,23 @@ mod tests {
         };
         // Two flows from the sender are admitted, the third finds the table full; a
         // flow from elsewhere is not admitted; a zero label has no key.
-        assert_eq!(p.classify(&labelled(1, fg6())), 0);
-        assert_eq!(p.classify(&labelled(1, fg6())), 0);
-        assert_eq!(p.classify(&labelled(2, fg6())), 0);
-        assert_eq!(p.classify(&labelled(3, fg6())), 1);
+        assert_eq!(p.classify(&labelled(1, fg6()), Instant::ZERO), 0);
+        assert_eq!(p.classify(&labelled(1, fg6()), Instant::ZERO), 0);
+        assert_eq!(p.classify(&labelled(2, fg6()), Instant::ZERO), 0);
+        assert_eq!(p.classify(&labelled(3, fg6()), Instant::ZERO), 1);
         assert_eq!(
-            p.classify(&labelled(4, "2001:2:0:2::2".parse().unwrap())),
+            p.classify(
+                &labelled(4, "2001:2:0:2::2".parse().unwrap()),
+                Instant::ZERO
+            ),
             1
         );
-        assert_eq!(p.classify(&labelled(0, fg6())), 1);
+        assert_eq!(p.classify(&labelled(0, fg6()), Instant::ZERO), 1);
         // IPv4 has no label: its 5-tuple keys it, and the table is full.
-        assert_eq!(p.classify(&frame(IpAddr::V4(FG4), 0, 100, 0, 0)), 1);
+        assert_eq!(
+            p.classify(&frame(IpAddr::V4(FG4), 0, 100, 0, 0), Instant::ZERO),
+            1
+        );
         let r = &p.reservation_stats()[0];
         assert_eq!(
             (
@@ -1032,7 +1015,7 @@ mod tests {
             (2, 7, 3, 2, 2, 1)
         );
         // A truncated frame is class-default and looks nothing up.
-        assert_eq!(p.classify(&labelled(1, fg6())[..20]), 1);
+        assert_eq!(p.classify(&labelled(1, fg6())[..20], Instant::ZERO), 1);
         assert_eq!(p.reservation_stats()[0].lookups, 7);
     }
 
