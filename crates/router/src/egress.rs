@@ -84,6 +84,15 @@ impl Egress {
             None => None,
             Some(f) => Some((read(cfg, f)?, f.name)),
         };
+        Self::build_from(cfg, qos.as_ref().map(|(q, name)| (q, *name)), now)
+    }
+
+    /// [`Egress::build`] with the QoS file already read ([`read`]): the file and its name.
+    pub(crate) fn build_from(
+        cfg: &CheckedConfig,
+        qos: Option<(&QosConfig, &str)>,
+        now: Instant,
+    ) -> Result<Vec<Self>, EgressError> {
         let mut links = Vec::new();
         for (i, p) in cfg.links.iter().enumerate() {
             let name = &cfg.names[i];
@@ -204,7 +213,7 @@ impl std::fmt::Debug for Egress {
 }
 
 /// The QoS file, parsed, whose service policies all name interfaces of the router.
-fn read(cfg: &CheckedConfig, f: QosFile<'_>) -> Result<QosConfig, EgressError> {
+pub(crate) fn read(cfg: &CheckedConfig, f: QosFile<'_>) -> Result<QosConfig, EgressError> {
     let q = QosConfig::parse(f.text).map_err(|source| EgressError::Qos {
         file: f.name.to_owned(),
         source,

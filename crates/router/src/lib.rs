@@ -12,6 +12,8 @@
 //! - [`state`]: what the forwarding loop keeps besides its rings (forwarder, egresses,
 //!   counters) and its decisions about them; it makes the stats document.
 //! - [`stats`]: the router's stats file document (`dualperf route --stats`), typed.
+//! - [`rsvp`]: RSVP at the router: the [`::rsvp`] engine over the forwarder's routes
+//!   and the egress policies' signalled reservation tables.
 //!
 //! The queueing disciplines, links and policies themselves are [`qos`]'s.
 #![forbid(unsafe_code)]
@@ -21,5 +23,6 @@ pub mod config;
 pub mod egress;
 pub mod forward;
 pub mod qosconf;
+pub mod rsvp;
 pub mod state;
 pub mod stats;

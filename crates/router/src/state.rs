@@ -12,7 +12,8 @@ use qos::hist::Histogram;
 use wire::time::Instant;
 
 use crate::egress::Egress;
-use crate::forward::Forwarder;
+use crate::forward::{Forwarder, Output};
+use crate::rsvp::{RsvpRouter, RsvpSetup};
 use crate::stats::{
     CpuStats, InterfaceStats, IoStats, LoopStats, QosReloads, RouterStats, WriterStats,
     FORMAT_VERSION,
@@ -140,6 +141,10 @@ pub struct CpuAccount {
     busy_ns: u64,
     qos_ns: u64,
     qos_frames: u64,
+    /// RSVP is on: its cost per frame is reported (0 before any message).
+    rsvp_on: bool,
+    rsvp_ns: u64,
+    rsvp_messages: u64,
 }
 
 impl CpuAccount {
@@ -159,10 +164,22 @@ impl CpuAccount {
         self.qos_frames += 1;
     }
 
+    /// Whether RSVP is on (its cost per frame is reported).
+    pub fn set_rsvp(&mut self, on: bool) {
+        self.rsvp_on = on;
+    }
+
+    /// RSVP took `ns` for `messages` messages received (0: its timers).
+    pub fn rsvp(&mut self, ns: u64, messages: u64) {
+        self.rsvp_ns += ns;
+        self.rsvp_messages += messages;
+    }
+
     /// The cost per frame, `frames` having been received in all and the thread's CPU
     /// time being `thread_cpu_ns`.
     pub fn stats(&self, frames: u64, thread_cpu_ns: u64) -> CpuStats {
         let frames = frames.saturating_sub(self.frames);
+        let per = |ns: u64, n: u64| (n > 0).then(|| ns as f64 / n as f64);
         CpuStats {
             busy_ns: self.busy_ns,
             thread_cpu_ns: thread_cpu_ns.saturating_sub(self.thread_cpu_ns),
@@ -172,6 +189,10 @@ impl CpuAccount {
             qos_frames: self.qos_frames,
             qos_ns_per_frame: (self.qos_frames > 0)
                 .then(|| self.qos_ns as f64 / self.qos_frames as f64),
+            rsvp_ns: self.rsvp_ns,
+            rsvp_messages: self.rsvp_messages,
+            rsvp_ns_per_message: per(self.rsvp_ns, self.rsvp_messages),
+            rsvp_ns_per_frame: per(self.rsvp_ns, frames).filter(|_| self.rsvp_on),
         }
     }
 }
@@ -195,6 +216,10 @@ pub struct RouterState {
     pub usr1_answered: u64,
     /// What became of the QoS file's reloads.
     pub qos: QosReloads,
+    /// RSVP, when the QoS file has `[rsvp]` ([`RouterState::set_rsvp`]).
+    pub rsvp: Option<RsvpRouter>,
+    /// The seed of RSVP's refresh jitter.
+    rsvp_seed: u64,
 }
 
 impl RouterState {
@@ -211,6 +236,43 @@ impl RouterState {
             arrivals: Arrivals::default(),
             usr1_answered: 0,
             qos: QosReloads::default(),
+            rsvp: None,
+            rsvp_seed: 0,
+        }
+    }
+
+    /// Take part in RSVP as `setup` says (`None`: not at all, RSVP is forwarded as any
+    /// packet), with refresh jitter from `seed`: the forwarder hands RSVP messages over
+    /// when on. A router already taking part keeps its state.
+    pub fn set_rsvp(&mut self, setup: Option<&RsvpSetup>, seed: u64) {
+        self.rsvp_seed = seed;
+        match setup {
+            None => self.rsvp = None,
+            Some(s) if self.rsvp.is_none() => self.rsvp = Some(RsvpRouter::new(s, seed)),
+            Some(_) => {}
+        }
+        self.fwd.set_rsvp(self.rsvp.is_some());
+        self.cpu.set_rsvp(self.rsvp.is_some());
+    }
+
+    /// The RSVP message in `packet` (an IP packet received on `iface`, as
+    /// [`crate::forward::Action::Signal`] gives it) at `now`; the frames to send in
+    /// answer are pushed onto `out`. Nothing without RSVP.
+    pub fn signal(&mut self, now: Instant, iface: usize, packet: &[u8], out: &mut Vec<Output>) {
+        if let Some(r) = &mut self.rsvp {
+            r.handle_signal(now, iface, packet, &self.fwd, &mut self.egress, out);
+        }
+    }
+
+    /// RSVP's timers due at `now` (refreshes, lifetimes; the messages a reload's
+    /// reinstall left): whether there was any; the frames to send are pushed onto `out`.
+    pub fn rsvp_timeout(&mut self, now: Instant, out: &mut Vec<Output>) -> bool {
+        match &mut self.rsvp {
+            Some(r) if r.due(now) => {
+                r.handle_timeout(now, &self.fwd, &mut self.egress, out);
+                true
+            }
+            _ => false,
         }
     }
 
@@ -224,14 +286,24 @@ impl RouterState {
     pub fn restart_counters(&mut self, thread: ThreadTimes) {
         self.looped = LoopRecord::start(thread.sched);
         self.cpu = CpuAccount::from_here(thread.cpu_ns, self.rx_frames());
+        self.cpu.set_rsvp(self.rsvp.is_some());
     }
 
-    /// A reload of the QoS file built `egress`: it replaces every egress (frames still
-    /// queued are discarded; the caller restarts the counters after this turn).
-    pub fn reloaded(&mut self, egress: Vec<Egress>) {
+    /// A reload of the QoS file at `now` built `egress` and `rsvp`: it replaces every
+    /// egress (frames still queued are discarded; the caller restarts the counters after
+    /// this turn). RSVP keeps its soft state and installs every admitted reservation
+    /// again into the new policies, against the new budgets (refused ones get ResvErr,
+    /// sent at the next [`RouterState::rsvp_timeout`]); a file without `[rsvp]` ends
+    /// RSVP and everything it held; one that adds it starts RSVP.
+    pub fn reloaded(&mut self, egress: Vec<Egress>, rsvp: Option<&RsvpSetup>, now: Instant) {
         self.egress = egress;
         self.qos.reloads += 1;
         self.qos.error = None;
+        let kept = self.rsvp.is_some();
+        self.set_rsvp(rsvp, self.rsvp_seed);
+        if let (true, Some(r), Some(setup)) = (kept, &mut self.rsvp, rsvp) {
+            r.reloaded(setup, &self.fwd, &mut self.egress, now);
+        }
     }
 
     /// A reload of the QoS file was refused (`why`: it did not read, or
@@ -282,7 +354,7 @@ impl RouterState {
     }
 
     /// When a loop at `now_ns` must wake at the latest (monotonic ns): at the next
-    /// egress event, within [`BACKLOG_RETRY_NS`] while frames wait for room in a TX
+    /// egress event or RSVP timer, within [`BACKLOG_RETRY_NS`] while frames wait for room in a TX
     /// ring (`backlog`), else within [`IDLE_WAKE_NS`]. At or before `now_ns`: go on.
     pub fn wake_ns(&self, now_ns: u64, backlog: bool) -> u64 {
         let mut wake = now_ns + IDLE_WAKE_NS;
@@ -293,6 +365,9 @@ impl RouterState {
             .min()
         {
             wake = wake.min(t);
+        }
+        if let Some(t) = self.rsvp.as_ref().and_then(RsvpRouter::poll_timeout) {
+            wake = wake.min(t.as_nanos());
         }
         if backlog {
             wake = wake.min(now_ns + BACKLOG_RETRY_NS);
@@ -344,6 +419,15 @@ impl RouterState {
             looped: self.looped.stats.clone(),
             writer,
             interfaces,
+            rsvp: self.rsvp.as_ref().map(|r| {
+                let names: Vec<String> = self
+                    .fwd
+                    .interfaces()
+                    .iter()
+                    .map(|f| f.name.clone())
+                    .collect();
+                r.stats(&names)
+            }),
         }
     }
 }
@@ -414,11 +498,43 @@ mod tests {
                 qos_ns: 400,
                 qos_frames: 2,
                 qos_ns_per_frame: Some(200.0),
+                ..CpuStats::default()
             }
         );
         // A thread clock or a frame count behind the start (not expected): zero.
         assert_eq!(c.stats(0, 0).frames, 0);
         assert_eq!(c.stats(0, 0).thread_cpu_ns, 0);
+    }
+
+    #[test]
+    fn rsvp_costs_per_message_and_per_frame_received_only_with_rsvp_on() {
+        let mut c = CpuAccount::from_here(0, 10);
+        c.rsvp(500, 1);
+        let s = c.stats(14, 0);
+        let rsvp = |s: &CpuStats| {
+            (
+                s.rsvp_ns,
+                s.rsvp_messages,
+                s.rsvp_ns_per_message,
+                s.rsvp_ns_per_frame,
+            )
+        };
+        assert_eq!(rsvp(&s), (500, 1, Some(500.0), None));
+        c.set_rsvp(true);
+        // A turn's timers (no message), then a message.
+        c.rsvp(1_500, 0);
+        c.rsvp(1_000, 1);
+        assert_eq!(
+            rsvp(&c.stats(14, 0)),
+            (3_000, 2, Some(1_500.0), Some(750.0))
+        );
+        assert_eq!(rsvp(&c.stats(10, 0)).3, None);
+        // Without RSVP the document has none of them, as before RSVP existed.
+        let v = serde_json::to_value(CpuAccount::from_here(0, 0).stats(4, 0)).unwrap();
+        let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+        assert!(!keys.iter().any(|k| k.starts_with("rsvp")), "{keys:?}");
+        let on = serde_json::to_value(c.stats(14, 0)).unwrap();
+        assert_eq!(on["rsvp_ns_per_frame"], 750.0);
     }
 
     #[test]
@@ -487,7 +603,7 @@ mod tests {
         assert_eq!(s.service_policies(), []);
         let text = crate::egress::tests::qos("to-r2");
         let policy = state(Some(&text)).egress;
-        s.reloaded(policy);
+        s.reloaded(policy, None, Instant::ZERO);
         assert_eq!(s.service_policies(), [("to-r2", "fifo")]);
         assert_eq!((s.qos.reloads, s.qos.refused, &s.qos.error), (1, 0, &None));
         let why = crate::egress::EgressError::NoSuchInterface {
@@ -500,7 +616,7 @@ mod tests {
         assert_eq!(s.service_policies(), [("to-r2", "fifo")]);
         assert_eq!((s.qos.reloads, s.qos.refused), (1, 1));
         assert_eq!(s.qos.error.as_deref(), Some(why.to_string().as_str()));
-        s.reloaded(state(None).egress);
+        s.reloaded(state(None).egress, None, Instant::ZERO);
         assert_eq!(s.service_policies(), []);
         assert_eq!((s.qos.reloads, s.qos.refused, &s.qos.error), (2, 1, &None));
     }

@@ -37,6 +37,48 @@ pub struct RouterStats {
     pub writer: WriterStats,
     /// Per interface, in configuration order.
     pub interfaces: Vec<InterfaceStats>,
+    /// The router's RSVP (its QoS file has `[rsvp]`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rsvp: Option<RsvpStats>,
+}
+
+/// The router's RSVP (RFC 2205): the engine's counters, with what the router's glue
+/// counts and each interface's reservable bandwidth.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RsvpStats {
+    /// R, the refresh period the router announces, ms.
+    pub refresh_ms: u64,
+    /// K: refreshes that may be lost in a row before state times out.
+    pub keep: u32,
+    /// The engine's counters: messages in and out by type, states, admissions and
+    /// refusals by error code, timeouts, tears, refreshes.
+    #[serde(flatten)]
+    pub engine: ::rsvp::Stats,
+    /// Packets handed over as RSVP whose IP headers held no RSVP message to read.
+    #[serde(default)]
+    pub not_rsvp: u64,
+    /// Messages the engine sent that could not be framed (no route or neighbour for the
+    /// next hop, larger than the MTU): lost.
+    #[serde(default)]
+    pub unsent: u64,
+    /// Per interface, in configuration order: what reservations may take and take now.
+    #[serde(default)]
+    pub interfaces: Vec<RsvpInterfaceStats>,
+}
+
+/// One interface's reservable bandwidth and the reservations against it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RsvpInterfaceStats {
+    /// Kernel interface name.
+    pub name: String,
+    /// `rsvp_bandwidth`, bit/s; `null`: reservations are admitted without installing.
+    pub reservable_bps: Option<u64>,
+    /// The rates of the reservations installed now, bit/s.
+    pub reserved_bps: u64,
+    /// Reservations installed now in the interface's policy.
+    pub reservations: u64,
+    /// Reservations admitted now without installing (no `rsvp_bandwidth`).
+    pub unmanaged: u64,
 }
 
 /// One interface: what arrived (the forwarder's view) and what left (the egress
@@ -157,6 +199,23 @@ pub struct CpuStats {
     pub qos_frames: u64,
     /// `qos_ns / qos_frames`: a policy's cost per frame; `null` without a policy.
     pub qos_ns_per_frame: Option<f64>,
+    /// Time spent in RSVP (messages and timers: parsing, soft state, admission, installs,
+    /// building what it sends), ns; absent without RSVP.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rsvp_ns: u64,
+    /// RSVP messages received; absent without any.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rsvp_messages: u64,
+    /// `rsvp_ns / rsvp_messages`; absent without a message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rsvp_ns_per_message: Option<f64>,
+    /// `rsvp_ns / frames`: signalling's cost per frame received; absent without RSVP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rsvp_ns_per_frame: Option<f64>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The counters of the hand-over to the writer thread, in the stats file as `writer`.
@@ -217,6 +276,7 @@ mod tests {
                     }),
                 ),
             ],
+            rsvp: None,
         }
     }
 

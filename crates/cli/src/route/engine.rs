@@ -7,6 +7,13 @@
 //! is due, and each TX ring that got frames is kicked once. A turn makes no syscall but
 //! those kicks: the clock is the vDSO's, the rings are shared memory.
 //!
+//! RSVP messages for the router (`Action::Signal`, with `[rsvp]` in the QoS file) go to
+//! its RSVP engine (`router::rsvp`), timed into the CPU account like a policy's enqueue;
+//! what it sends, and what its timers send at the start of each turn, goes straight to
+//! the TX ring of its interface, ahead of the egress's queues (a router's own control
+//! traffic, as IOS sends RSVP with PAK_PRIORITY): a congested class does not drop it, and
+//! the link's emulated delay and loss do not apply to it.
+//!
 //! Between turns the loop busy-polls the RX rings for a while after the last frame
 //! ([`netio::poll::BusyPoll`]), then sleeps in `ppoll` until a frame, the next link event or 100 ms.
 
@@ -15,7 +22,7 @@ use std::os::fd::RawFd;
 
 use netio::packet::PacketSocket;
 use router::egress::Egress;
-use router::forward::Action;
+use router::forward::{Action, Output};
 use router::state::{CpuAccount, RouterState, SchedCounters, ThreadTimes};
 use router::stats::{IoStats, RouterStats};
 use wire::time::Instant;
@@ -87,6 +94,18 @@ fn offer(egress: &mut Egress, frame: Vec<u8>, at: Instant, cpu: &mut CpuAccount)
     cpu.policy_enqueue(netio::clock::mono_ns().saturating_sub(t0));
 }
 
+/// Queue what RSVP sends for its interface's TX ring (after frames already waiting
+/// there); beyond [`MAX_PENDING`] a frame is dropped and counted.
+fn queue_signals(out: &mut Vec<Output>, pending: &mut [VecDeque<Vec<u8>>], io: &mut [IoStats]) {
+    for o in out.drain(..) {
+        if pending[o.iface].len() >= MAX_PENDING {
+            io[o.iface].tx_backlog_drops += 1;
+        } else {
+            pending[o.iface].push_back(o.frame);
+        }
+    }
+}
+
 /// The forwarding state and everything the loop touches.
 pub(super) struct Engine {
     pub(super) names: Vec<String>,
@@ -99,6 +118,8 @@ pub(super) struct Engine {
     kick: Vec<bool>,
     pool: Pool,
     readable: Vec<bool>,
+    /// What RSVP sends, before it joins `pending`.
+    signals: Vec<Output>,
 }
 
 impl Engine {
@@ -119,6 +140,7 @@ impl Engine {
             kick: vec![false; n],
             pool: Pool::default(),
             readable: vec![false; n],
+            signals: Vec::new(),
         }
     }
 
@@ -137,17 +159,19 @@ impl Engine {
         let mut handled = 0u64;
         let n = self.socks.len();
         let capture = self.aux.capturing();
+        self.rsvp_timers(now);
         for i in 0..n {
             let (before, rest) = self.socks.split_at_mut(i);
             let Some((me, after)) = rest.split_first_mut() else {
                 continue;
             };
-            let (pending, kick, pool, aux, names) = (
+            let (pending, kick, pool, aux, names, signals) = (
                 &mut self.pending,
                 &mut self.kick,
                 &mut self.pool,
                 &mut self.aux,
                 &self.names,
+                &mut self.signals,
             );
             let RouterState {
                 fwd,
@@ -155,6 +179,7 @@ impl Engine {
                 io,
                 cpu,
                 arrivals,
+                rsvp,
                 ..
             } = &mut self.state;
             let mut sent = 0u64;
@@ -169,8 +194,15 @@ impl Engine {
                 let at = arrivals.at(info.timestamp_ns, wall_now_ns, now_ns);
                 match fwd.handle_frame_in_place(i, frame) {
                     Action::Drop => {}
-                    // issue 42: handed to the RSVP glue next
-                    Action::Signal { .. } => {}
+                    Action::Signal { iface, start, len } => {
+                        if let Some(r) = rsvp.as_mut() {
+                            let t0 = netio::clock::mono_ns();
+                            let packet = &frame[start..start + len];
+                            r.handle_signal(now, iface, packet, fwd, links, signals);
+                            cpu.rsvp(netio::clock::mono_ns().saturating_sub(t0), 1);
+                            queue_signals(signals, pending, io);
+                        }
+                    }
                     Action::Reply(out) => offer(&mut links[out.iface], out.frame, at, cpu),
                     Action::Forward { iface: o, len } => {
                         let f = &frame[..len];
@@ -227,6 +259,19 @@ impl Engine {
             handled += self.send(o, now, capture);
         }
         handled
+    }
+
+    /// RSVP's timers due at `now` (at most `rsvp::MAX_FIRINGS` per turn), timed into the
+    /// CPU account; what they send is queued for the TX rings.
+    fn rsvp_timers(&mut self, now: Instant) {
+        if !self.state.rsvp.as_ref().is_some_and(|r| r.due(now)) {
+            return;
+        }
+        let t0 = netio::clock::mono_ns();
+        self.state.rsvp_timeout(now, &mut self.signals);
+        let ns = netio::clock::mono_ns().saturating_sub(t0);
+        self.state.cpu.rsvp(ns, 0);
+        queue_signals(&mut self.signals, &mut self.pending, &mut self.state.io);
     }
 
     /// What egress `o` gives at `now` into its TX ring (frames wait in order for room),

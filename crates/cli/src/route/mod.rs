@@ -21,7 +21,7 @@ use netio::packet::{PacketSocket, RingConfig};
 use self::aux::{Aux, Sinks};
 use self::engine::Engine;
 use router::config::CheckedConfig;
-use router::egress::{Egress, QosFile};
+use router::egress::QosFile;
 use router::forward::{Forwarder, Interface};
 use router::state::RouterState;
 use wire::ethernet;
@@ -143,8 +143,8 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
         Err(e) => usage!("{}: {e}", args.config.display()),
     };
     let start = Instant::from_nanos(netio::clock::mono_ns());
-    let egress = match load_egress(&cfg, args.qos.as_deref(), start) {
-        Ok(l) => l,
+    let built = match load_egress(&cfg, args.qos.as_deref(), start) {
+        Ok(b) => b,
         Err(e) => usage!("{e}"),
     };
     let pcaps = open_pcaps(args.pcap.as_deref(), &cfg.names)?;
@@ -164,9 +164,13 @@ pub(crate) fn run(args: RouteArgs) -> Result<()> {
     // Link events (a frame's end of serialization or propagation) wake the loop on time.
     let _ = netio::clock::set_timer_slack_ns(1);
     let signals = Signals::install()?;
-    let state = RouterState::new(fwd, egress, engine::thread_times());
+    let mut state = RouterState::new(fwd, built.egress, engine::thread_times());
+    state.set_rsvp(built.rsvp.as_ref(), cfg.seed);
     for (name, policy) in state.service_policies() {
         crate::out::note!("dualperf route: {name}: service-policy output {policy}");
+    }
+    if let Some(r) = &built.rsvp {
+        crate::out::note!("dualperf route: {}", rsvp_note(r));
     }
     crate::out::note!(
         "dualperf route: forwarding between {} ({} routes)",
@@ -331,10 +335,20 @@ fn forward(
 fn reload(eng: &mut Engine, args: &RouteArgs, cfg: &CheckedConfig, t0: u64) -> bool {
     let build = cfg.generation(eng.state.qos.reloads + 1);
     match load_egress(&build, args.qos.as_deref(), Instant::from_nanos(t0)) {
-        Ok(egress) => {
-            eng.state.reloaded(egress);
+        Ok(built) => {
+            let had_rsvp = eng.state.rsvp.is_some();
+            eng.state
+                .reloaded(built.egress, built.rsvp.as_ref(), Instant::from_nanos(t0));
             let file = qos_file(args.qos.as_deref());
             eng.aux.log(format!("dualperf route: reloaded {file}"));
+            match &built.rsvp {
+                Some(r) => eng.aux.log(format!("dualperf route: {}", rsvp_note(r))),
+                None if had_rsvp => eng.aux.log(
+                    "dualperf route: RSVP off: its state dropped, RSVP forwarded as any packet"
+                        .to_owned(),
+                ),
+                None => {}
+            }
             for (name, policy) in eng.state.service_policies() {
                 eng.aux.log(format!(
                     "dualperf route: {name}: service-policy output {policy}"
@@ -352,18 +366,37 @@ fn reload(eng: &mut Engine, args: &RouteArgs, cfg: &CheckedConfig, t0: u64) -> b
     }
 }
 
+/// What the router's RSVP takes part with: R, K and the interfaces with a budget.
+fn rsvp_note(r: &router::rsvp::RsvpSetup) -> String {
+    let budgets = r
+        .reservable_bps
+        .iter()
+        .filter_map(|b| b.map(|bps| format!("{bps} bit/s")))
+        .collect::<Vec<_>>();
+    format!(
+        "RSVP on (refresh {} ms, keep {}); reservable: {}",
+        r.params.refresh.as_nanos() / 1_000_000,
+        r.params.keep,
+        if budgets.is_empty() {
+            "none (transit)".to_owned()
+        } else {
+            budgets.join(", ")
+        }
+    )
+}
+
 /// The QoS file's name as the user gave it; empty without one.
 fn qos_file(path: Option<&Path>) -> String {
     path.map_or(String::new(), |p| p.display().to_string())
 }
 
-/// Each interface's egress ([`Egress::build`]) with the QoS file at `qos_path`, if any,
-/// read now; the error as the user and the stats see it.
+/// Each interface's egress and the RSVP setup ([`router::rsvp::build`]) with the QoS
+/// file at `qos_path`, if any, read now; the error as the user and the stats see it.
 fn load_egress(
     cfg: &CheckedConfig,
     qos_path: Option<&Path>,
     now: Instant,
-) -> std::result::Result<Vec<Egress>, String> {
+) -> std::result::Result<router::rsvp::Built, String> {
     let text = match qos_path {
         None => None,
         Some(path) => Some(
@@ -373,5 +406,5 @@ fn load_egress(
     };
     let name = qos_file(qos_path);
     let file = text.as_deref().map(|text| QosFile { name: &name, text });
-    Egress::build(cfg, file, now).map_err(|e| e.to_string())
+    router::rsvp::build(cfg, file, now).map_err(|e| e.to_string())
 }

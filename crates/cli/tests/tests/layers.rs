@@ -27,7 +27,7 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
     ("dualstack", &["wire"]),
     ("rsvp", &["wire"]),
     ("results", &["wire", "meter", "traffic"]),
-    ("router", &["wire", "qos", "traffic"]),
+    ("router", &["wire", "qos", "traffic", "rsvp"]),
     ("port", &["wire", "dualstack"]),
     ("lab", &["wire", "traffic", "results", "router"]),
     ("report", &["meter", "results", "lab"]),
