@@ -31,6 +31,7 @@ mod portcheck;
 mod recv;
 mod report;
 mod route;
+mod rsvp_host;
 mod run;
 mod schema;
 mod send;

@@ -83,6 +83,8 @@ mod report_stats;
 mod reverse_nat;
 #[path = "tests/route_stall.rs"]
 mod route_stall;
+#[path = "tests/rsvp_hosts.rs"]
+mod rsvp_hosts;
 #[path = "tests/rtp_capture.rs"]
 mod rtp_capture;
 #[path = "tests/schema.rs"]

@@ -345,6 +345,7 @@ fn control_session(
                 .flatten()
         })
         .collect();
+    let asking = super::reserve::asking(&flows);
     let registered = shared.register_flows(session, peer_ip, flows);
     let grants = match registered {
         Ok(g) => g,
@@ -359,6 +360,9 @@ fn control_session(
         ids: grants.iter().map(|g| g.id).collect(),
     };
     let punched = adopted.then(|| grants.clone());
+    // `send --reserve`: the flows that asked get their Paths answered from now on.
+    let (rsvp, local) = (&shared.rsvp, stream.local_addr()?);
+    rsvp.register(local, peer_ip, asking, &grants, &shared.stop);
     write_msg(&mut stream, &Msg::Registered { flows: grants })?;
     // The session now lasts as long as the sender sends; poll so Ctrl-C is noticed.
     stream.set_read_timeout(Some(Duration::from_millis(200)))?;
@@ -382,7 +386,8 @@ fn control_session(
     }
     guard.ids.clear();
     let reports = shared.finish_flows(&wanted);
-    let results = reports.iter().map(FlowReport::result).collect();
+    let mut results: Vec<_> = reports.iter().map(FlowReport::result).collect();
+    shared.rsvp.finish(&mut results);
     stream.set_read_timeout(Some(shared.handshake_timeout))?;
     // Results of thousands of flows exceed one message: several, each under the limit.
     for part in control::results_messages(results, control::MAX_SESSION_MSG_LEN) {

@@ -15,6 +15,7 @@
 
 mod conn;
 mod punch;
+mod reserve;
 mod shard;
 mod udp;
 
@@ -437,6 +438,8 @@ pub(crate) struct Shared {
     pub(crate) service: Option<Arc<dyn SendService>>,
     /// Punching reverse UDP flows through a NAT in front of us (`punch`).
     pub(crate) punches: punch::Punches,
+    /// RSVP for the flows whose senders asked (`send --reserve`).
+    pub(crate) rsvp: reserve::Reservations,
 }
 
 impl Shared {
@@ -598,6 +601,7 @@ impl Receiver {
             handshaking: AtomicU64::new(0),
             service: config.service,
             punches: punch::Punches::default(),
+            rsvp: reserve::Reservations::default(),
         });
         let sockets: Vec<Arc<netio::UdpSocket>> = sockets.into_iter().map(Arc::new).collect();
         if let Some(first) = sockets.first() {

@@ -15,6 +15,7 @@ pub(crate) mod callback;
 mod engine;
 mod flow;
 pub(crate) mod remote;
+mod reserve;
 pub(crate) mod session;
 mod tcpinfo;
 mod zerocopy;
@@ -62,6 +63,7 @@ use crate::usage;
   dualperf send HOST --key K --reverse --tcp --bulk     # HOST's agent sends to us (iperf3 -R)
   dualperf send HOST --key K --bidir --voip g711.1      # both directions at once
   dualperf send --from HOST-A HOST-B --key K            # HOST-A's agent sends to HOST-B
+  dualperf send ::1 --stream webaudio --reserve controlled-load   # RSVP (needs CAP_NET_RAW)
 
 --reverse, --bidir and --from need `dualperf agent` on the other host (docs/agent.md).
 A session estimates the receiver's clock offset (RFC 5905 on-wire method) and reports it
@@ -81,6 +83,8 @@ pub(crate) struct SendArgs {
     port: u16,
     #[command(flatten)]
     flow: FlowArgs,
+    #[command(flatten)]
+    reserve: reserve::ReserveArgs,
     /// Run the flows listed in FILE instead of the one given by flags: one flow per line,
     /// written with the same flow options as this command (e.g. `--tcp --rate 100pps
     /// --size 512 --dscp AF41 --start 2s --duration 5s`); `#` starts a comment. Flows run
@@ -512,6 +516,8 @@ pub(crate) struct SendConfig {
     /// An agent's session in callback mode: its TCP connections and UDP peers come
     /// from the asker (`callback::Dialer`).
     pub(crate) callback: Option<std::sync::Arc<callback::Dialer>>,
+    /// `--reserve`: the flows' RSVP reservations.
+    pub(crate) reserve: Option<reserve::Reserve>,
 }
 
 /// Holds a set-up session's flows until they may start: `true` starts them, `false`
@@ -576,6 +582,7 @@ impl SendConfig {
             hold: None,
             reverse: callback::ReverseOptions::default(),
             callback: None,
+            reserve: None,
         }
     }
 }
@@ -598,7 +605,7 @@ pub(crate) fn run(mut args: SendArgs) -> Result<()> {
     {
         usage!("flow options on the command line do not apply to the flows of --flows or --ditg-script: write them on the file's lines");
     }
-    let flows = match (&args.flows, &args.ditg_script) {
+    let mut flows = match (&args.flows, &args.ditg_script) {
         (Some(path), _) => read_flow_file(path, |line| Ok(line.to_owned()))?,
         (None, Some(path)) => read_flow_file(path, |line| {
             let t = traffic::ditg::translate(line).map_err(|e| e.to_string())?;
@@ -622,6 +629,7 @@ pub(crate) fn run(mut args: SendArgs) -> Result<()> {
             usage!("--flow-label applies to IPv6 only; {dest} is IPv4");
         }
     }
+    let reserve = args.reserve.config(dest, &mut flows)?;
     let agent = match &args.from {
         Some(a) => Some(remote::AgentRef {
             addr: resolve(a, DEFAULT_PORT, family)?,
@@ -655,6 +663,7 @@ pub(crate) fn run(mut args: SendArgs) -> Result<()> {
             keepalive: args.nat_keepalive,
             punch_delay: args.punch_delay,
         },
+        reserve,
         ..SendConfig::new(dest, flows)
     };
     let stop = crate::interrupt::flag();
@@ -698,9 +707,9 @@ pub(crate) fn run(mut args: SendArgs) -> Result<()> {
 /// without live output. Only what a plan's measured flow uses: `--stamp`, `--from`,
 /// `--reverse`, `--bidir`, `--flows`, `--ditg-script` and `--log` are refused.
 pub(crate) fn plain_session(args: SendArgs) -> Result<SendConfig> {
-    if args.stamp || args.from.is_some() || args.reverse || args.bidir {
+    if args.stamp || args.from.is_some() || args.reverse || args.bidir || args.reserve.given() {
         usage!(
-            "an in-process sender runs a plain session: no --stamp, --from, --reverse or --bidir"
+            "an in-process sender runs a plain session: no --stamp, --from, --reverse, --bidir or --reserve"
         );
     }
     if args.flows.is_some() || args.ditg_script.is_some() || args.log.is_some() {

@@ -90,6 +90,7 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
     let cpus = std::thread::available_parallelism().map_or(1, usize::from);
     let engines = traffic::sender::assign(&config.flows, config.threads, cpus);
     let (conns, grants) = register(&mut ctrl, &mut reader, config, &engines, translated)?;
+    let reserving = super::reserve::start(config, &conns)?;
     // From here on the watcher reads the control connection.
     let (results_rx, watcher_done) = watch_results(&ctrl, reader)?;
     let log = open_log(config, &grants)?;
@@ -106,6 +107,7 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
     let (started, tcp_streams) = start_engines(config, stop, &run, &grants, conns, &engines)?;
     let (capped, tcp_reports) = supervise(config, stop, &run, &started, &watcher_done, tcp_streams);
     let results = join_engines(started.handles, &engines)?;
+    let reserving = reserving.map(super::reserve::Reserving::snapshot);
 
     let mut errors: Vec<String> = capped.into_iter().collect();
     if started.unstarted && !stop.load(Ordering::SeqCst) {
@@ -120,7 +122,7 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
     if let Some(log) = &log {
         close_log(log, &grants, &results, &mut errors);
     }
-    let remote = finish(
+    let mut remote = finish(
         &mut ctrl,
         &grants,
         &results,
@@ -128,7 +130,9 @@ pub(crate) fn run_session(config: &SendConfig, stop: &Arc<AtomicBool>) -> Result
         &watcher_done,
         &mut errors,
     );
-    let flows = outcomes(config, &grants, results, remote, log.is_some(), tcp_reports);
+    let reservations = super::reserve::finish(reserving, &grants, &mut remote);
+    let mut flows = outcomes(config, &grants, results, remote, log.is_some(), tcp_reports);
+    super::reserve::merge(&mut flows, reservations);
     let report = SendReport {
         format_version: 1,
         tool: format!("dualperf {}", env!("CARGO_PKG_VERSION")),
@@ -597,7 +601,7 @@ fn register(
             };
             // A flow with its own source port (--cport) or with Don't Fragment (--df, a
             // socket option) has a socket of its own.
-            let sock = match (spec.cport, spec.dont_fragment) {
+            let sock = match (spec.cport, spec.dont_fragment || config.reserve.is_some()) {
                 (None, false) => match shared.entry((engines[i], marking)) {
                     Entry::Occupied(e) => e.get().clone(),
                     Entry::Vacant(e) => e.insert(open()?).clone(),
@@ -617,6 +621,7 @@ fn register(
         let (interval, cdf) = (config.interval, config.cdf);
         let mut announce = traffic::sender::announce(i as u32, spec, src_port, interval, cdf);
         announce.translated = translated && spec.protocol == Protocol::Udp;
+        announce.reserve = config.reserve.as_ref().map(|r| r.request());
         announces.push(announce);
     }
     write_msg(ctrl, &Msg::Register { flows: announces })?;

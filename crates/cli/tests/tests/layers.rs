@@ -42,6 +42,7 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
             "dualstack",
             "results",
             "router",
+            "rsvp",
             "port",
             "lab",
             "report",

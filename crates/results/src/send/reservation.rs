@@ -205,7 +205,10 @@ mod tests {
         assert!(v.get("error").is_none());
         let five = serde_json::to_value(FilterKind::FiveTuple).unwrap();
         assert_eq!(five, "5-tuple");
-        assert_eq!(error_text(24, 5), "routing problem, no route available toward destination");
+        assert_eq!(
+            error_text(24, 5),
+            "routing problem, no route available toward destination"
+        );
         assert_eq!(error_text(99, 0), "error code 99");
     }
 }

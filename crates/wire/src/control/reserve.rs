@@ -13,9 +13,7 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 
 /// The IntServ service a flow's reservation asks for.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ReserveService {
     /// Controlled-Load (RFC 2211): the flowspec is the sender's Tspec.
@@ -36,9 +34,7 @@ impl ReserveService {
 
 /// A sender's request, in its authenticated `Register`, that the receiver answer the
 /// flow's RSVP Path with a Resv (`send --reserve`).
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReserveRequest {
     /// The service to reserve.
     pub service: ReserveService,
@@ -117,6 +113,9 @@ mod tests {
             text,
             r#"{"resv_sent":1,"confirmed":false,"refused":{"code":1,"value":2,"node":"198.18.3.1"}}"#
         );
-        assert_eq!(serde_json::from_str::<ReservationSeen>(&text).unwrap(), refused);
+        assert_eq!(
+            serde_json::from_str::<ReservationSeen>(&text).unwrap(),
+            refused
+        );
     }
 }
