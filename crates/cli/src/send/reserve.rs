@@ -27,6 +27,7 @@ use results::send::{FilterKind, FlowOutcome, ReceivedFlow, Reservation, Reservat
 use rsvp::{Event, Flow, SenderFlow, ServiceKind};
 use traffic::FlowSpec;
 use wire::control::{FlowGrant, Protocol, Refusal, ReserveRequest, ReserveService};
+use wire::rsvp::ErrorSpec;
 use wire::rsvp::{FilterSpec, Session, TokenBucket};
 use wire::time::{Duration, Instant};
 
@@ -264,7 +265,7 @@ pub(crate) struct Reserving {
     /// Per flow, in flow order (`None`: not reserved).
     planned: Vec<Option<Planned>>,
     /// Where each stood when the flows stopped, and whether it was released before.
-    snapshot: Vec<Option<(SenderFlow, bool)>>,
+    snapshot: Vec<Option<AtStop>>,
 }
 
 /// Start signalling: a Path for every UDP flow of the registered session, from its
@@ -368,26 +369,13 @@ impl Reserving {
             .ask(move |role, _| {
                 flows
                     .iter()
-                    .map(|f| f.and_then(|f| role.engine.flow(&f).cloned()))
+                    .map(|f| f.and_then(|f| role.engine.flow(&f).map(AtStop::of)))
                     .collect::<Vec<_>>()
             })
             .unwrap_or_default();
-        let released: HashSet<Flow> = self
-            .events
-            .try_iter()
-            .filter_map(|e| match e {
-                Event::Released { flow } => Some(flow),
-                _ => None,
-            })
-            .collect();
-        self.snapshot = states
-            .into_iter()
-            .zip(&self.planned)
-            .map(|(s, p)| {
-                let p = p.as_ref()?;
-                s.map(|s| (s, released.contains(&p.flow)))
-            })
-            .collect();
+        // What the events said is in the engine's flows too.
+        while self.events.try_recv().is_ok() {}
+        self.snapshot = states;
         self
     }
 }
@@ -418,7 +406,7 @@ pub(crate) fn finish(
         .map(|(i, (p, g))| {
             let p = p.as_ref()?;
             let seen = remote.get_mut(&g.id).and_then(|r| r.reservation.take());
-            let snap = snapshot.get(i).cloned().flatten();
+            let snap = snapshot.get(i).copied().flatten();
             let mut r = reservation(&config, p, snap, seen);
             if r.error.is_none() && unsent > 0 && r.state != ReservationState::Reserved {
                 r.error = Some(format!("{unsent} RSVP messages could not be sent"));
@@ -428,23 +416,42 @@ pub(crate) fn finish(
         .collect()
 }
 
+/// Where a flow's reservation stood at the sender when the flows stopped.
+#[derive(Clone, Copy, Debug, Default)]
+struct AtStop {
+    reserved: bool,
+    setup: Option<Duration>,
+    path_refreshes: u64,
+    resv_refreshes: u64,
+    path_error: Option<ErrorSpec>,
+}
+
+impl AtStop {
+    fn of(f: &SenderFlow) -> Self {
+        Self {
+            reserved: f.reserved,
+            setup: f.setup,
+            path_refreshes: f.path_refreshes,
+            resv_refreshes: f.resv_refreshes,
+            path_error: f.error,
+        }
+    }
+}
+
 /// One flow's reservation from the sender's snapshot and the receiver's view.
 fn reservation(
     config: &Reserve,
     p: &Planned,
-    snap: Option<(SenderFlow, bool)>,
+    snap: Option<AtStop>,
     seen: Option<wire::control::ReservationSeen>,
 ) -> Reservation {
-    let (reserved, setup, refreshes, resv_refreshes, path_error) = match &snap {
-        Some((s, _)) => (
-            s.reserved,
-            s.setup,
-            s.path_refreshes,
-            s.resv_refreshes,
-            s.error,
-        ),
-        None => (false, None, 0, 0, None),
-    };
+    let AtStop {
+        reserved,
+        setup,
+        path_refreshes: refreshes,
+        resv_refreshes,
+        path_error,
+    } = snap.unwrap_or_default();
     let refused = seen
         .as_ref()
         .and_then(|s| s.refused)
@@ -578,6 +585,81 @@ mod tests {
             .unwrap_err();
         assert!(e.to_string().contains("is IPv6's"), "{e}");
         assert_eq!(args("x").config(v4, &mut flows).unwrap(), None);
+    }
+
+    #[test]
+    fn the_state_comes_from_the_sender_and_a_refusal_from_the_receiver() {
+        let config = Reserve {
+            service: ReserveService::ControlledLoad,
+            refresh: Duration::from_secs(30),
+            burst: None,
+            filter: FilterKind::FiveTuple,
+        };
+        let p = Planned {
+            flow: Flow {
+                session: Session {
+                    dst: "198.18.4.2".parse().unwrap(),
+                    protocol: UDP,
+                    flags: 0,
+                    dst_port: 4646,
+                },
+                sender: FilterSpec::V4 {
+                    src: "198.18.1.2".parse().unwrap(),
+                    src_port: 5000,
+                },
+            },
+            tspec: tspec(&webaudio(), false, None).unwrap(),
+        };
+        let reserved = AtStop {
+            reserved: true,
+            setup: Some(Duration::from_micros(1800)),
+            path_refreshes: 4,
+            resv_refreshes: 2,
+            path_error: None,
+        };
+        let refusal = Refusal {
+            code: 1,
+            value: 2,
+            node: "198.18.3.1".parse().unwrap(),
+        };
+        let seen = |refused: Option<Refusal>| wire::control::ReservationSeen {
+            resv_sent: 3,
+            confirmed: refused.is_none(),
+            refused,
+            error: None,
+        };
+        let r = reservation(&config, &p, Some(reserved), Some(seen(None)));
+        assert_eq!(r.state, ReservationState::Reserved);
+        assert_eq!(
+            (r.setup_ns, r.refreshes_sent, r.resv_received),
+            (Some(1_800_000), 4, 3)
+        );
+        assert_eq!(
+            (r.confirmed, r.resv_sent_by_receiver),
+            (Some(true), Some(3))
+        );
+        assert_eq!((r.rate_bytes_per_s, r.burst_bytes), (25_560.0, 1278));
+        // Refused on the way: no Resv reached the sender, the receiver heard the ResvErr.
+        let never = AtStop::default();
+        let r = reservation(&config, &p, Some(never), Some(seen(Some(refusal))));
+        assert_eq!(
+            (r.state, r.refused, r.setup_ns),
+            (ReservationState::Refused, Some(refusal), None)
+        );
+        // Reserved once, then gone; or nothing from anyone.
+        let gone = AtStop {
+            reserved: false,
+            ..reserved
+        };
+        assert_eq!(
+            reservation(&config, &p, Some(gone), None).state,
+            ReservationState::Torn
+        );
+        let r = reservation(&config, &p, None, None);
+        assert_eq!(
+            (r.state, r.confirmed, r.resv_received),
+            (ReservationState::Pending, None, 0)
+        );
     }
 
     #[test]
