@@ -312,8 +312,9 @@ impl Net {
                     Action::Signal { iface, start, len } => {
                         let packet = &frame[start..start + len];
                         let (_, _, body) = rsvp_payload(packet).unwrap();
-                        let kind = Message::parse(body).unwrap().kind;
-                        self.log.push((now, to, kind));
+                        if let Ok(m) = Message::parse(body) {
+                            self.log.push((now, to, m.kind));
+                        }
                         state.signal(now, iface, packet, &mut out);
                     }
                     Action::Forward { iface, len } => {
@@ -799,4 +800,55 @@ fn an_ipv6_port_filter_finds_no_table_in_a_flow_label_policy_and_is_refused_21_2
     );
     assert_eq!(net.budget(0, 1).reserved_bps, 0);
     assert_eq!(net.r1_table().flows, 0);
+}
+
+#[test]
+fn a_path_with_an_unknown_object_class_gets_path_err_13_back_and_garbage_is_only_counted() {
+    let mut net = Net::new("1mbit");
+    // The sender's first Path, with an object of unknown class 48 (0b00110000: a node
+    // must refuse the message, RFC 2205 §3.10) added, sent without a checksum.
+    let t = net.sender.poll_transmit().unwrap();
+    assert_eq!(t.message.kind, MsgType::Path);
+    let mut body = t.message.to_bytes();
+    body.extend_from_slice(&[0, 4, 48, 1]);
+    let len = u16::try_from(body.len()).unwrap();
+    body[6..8].copy_from_slice(&len.to_be_bytes());
+    body[2..4].copy_from_slice(&[0, 0]);
+    let (IpAddr::V6(src), IpAddr::V6(dst)) = (t.src, t.dst) else {
+        panic!("an IPv6 session")
+    };
+    let packet = wire::alert::ipv6_packet_with_alert(src, dst, 64, 46, &body);
+    net.put(
+        Node::Sender,
+        eth(MAC_S, MAC_R1[0], EtherType::Ipv6, &packet),
+    );
+    // Garbage after a Router Alert: taken in, not an RSVP message that parses.
+    let junk = wire::alert::ipv6_packet_with_alert(src, dst, 64, 46, &[0x10, 1, 0, 0]);
+    net.put(Node::Sender, eth(MAC_S, MAC_R1[0], EtherType::Ipv6, &junk));
+    net.run_until(ms(1_000));
+    // PathErr (code 13, Unknown object class) from r1 to the sender's RSVP_HOP: the one
+    // message that left r1. (The sender cannot match it to a flow: r1 could read no
+    // SENDER_TEMPLATE from a message that did not parse, so it names only the session.)
+    let to_sender: Vec<(Instant, MsgType)> = net
+        .log
+        .iter()
+        .filter(|(_, n, _)| *n == Node::Sender)
+        .map(|(t, _, k)| (*t, *k))
+        .collect();
+    assert_eq!(to_sender, [(ms(2), MsgType::PathErr)]);
+    let s = net.routers[0]
+        .rsvp
+        .as_ref()
+        .unwrap()
+        .engine()
+        .stats()
+        .clone();
+    assert_eq!((s.malformed, s.messages_in.path), (2, 0));
+    assert_eq!(s.messages_out.path_err, 1);
+    assert_eq!(s.messages_out.total(), 1);
+    assert_eq!(s.refused.get(&code::UNKNOWN_CLASS), Some(&1));
+    assert_eq!(net.routers[0].fwd.stats()[0].rsvp, 2);
+    // Nothing reached r2, and nothing was reserved.
+    assert_eq!(net.routers[1].fwd.stats()[0].rsvp, 0);
+    assert_eq!(net.budget(0, 1).reserved_bps, 0);
 }
