@@ -70,6 +70,12 @@ pub(crate) struct ReserveArgs {
     /// port; the only one for IPv4).
     #[arg(long, value_enum, value_name = "FILTER", requires = "reserve")]
     reserve_filter: Option<FilterArg>,
+    /// Before the flows start, wait until every flow's Resv has come back (each hop has
+    /// installed its reservation), at most this long; 0 (the default) starts them at once,
+    /// their first packets maybe ahead of the reservation.
+    #[arg(long, default_value = "0s", value_parser = crate::args::duration,
+          value_name = "DURATION", requires = "reserve")]
+    reserve_wait: Duration,
 }
 
 /// `--reserve`'s services.
@@ -94,6 +100,8 @@ pub(crate) struct Reserve {
     pub(crate) refresh: Duration,
     pub(crate) burst: Option<u64>,
     pub(crate) filter: FilterKind,
+    /// Wait this long at most for every flow's Resv before the flows start.
+    pub(crate) wait: Duration,
 }
 
 impl Reserve {
@@ -156,6 +164,7 @@ impl ReserveArgs {
             refresh: self.reserve_refresh,
             burst: self.reserve_burst,
             filter,
+            wait: self.reserve_wait,
         }))
     }
 }
@@ -346,16 +355,35 @@ pub(crate) fn start(config: &super::SendConfig, conns: &[Conn]) -> Result<Option
             }
         }
     });
-    Ok(Some(Reserving {
+    let reserving = Reserving {
         config: reserve,
         host,
         events,
         planned,
         snapshot: Vec::new(),
-    }))
+    };
+    reserving.wait_reserved();
+    Ok(Some(reserving))
 }
 
 impl Reserving {
+    /// `--reserve-wait`: until every flow is reserved (or its Path refused), at most
+    /// that long. The events it reads are in the engine's flows too.
+    fn wait_reserved(&self) {
+        let until = std::time::Instant::now() + std::time::Duration::from(self.config.wait);
+        let mut waiting: HashSet<Flow> = self.planned.iter().flatten().map(|p| p.flow).collect();
+        while !waiting.is_empty() {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            match self.events.recv_timeout(left) {
+                Ok(Event::Reserved { flow, .. } | Event::PathError { flow, .. }) => {
+                    waiting.remove(&flow);
+                }
+                Ok(_) => {}
+                Err(_) => return,
+            }
+        }
+    }
+
     /// Where each reservation stands now (the flows have stopped): taken before the
     /// session's end, when the receiver tears its reservations down.
     pub(crate) fn snapshot(mut self) -> Self {
@@ -594,6 +622,7 @@ mod tests {
             refresh: Duration::from_secs(30),
             burst: None,
             filter: FilterKind::FiveTuple,
+            wait: Duration::ZERO,
         };
         let p = Planned {
             flow: Flow {

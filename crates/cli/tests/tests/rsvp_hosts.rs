@@ -63,24 +63,22 @@ fn reserve_refuses_tcp_flows_unknown_services_and_flow_labels_on_ipv4() {
 
 /// One 2 s UDP flow of 100 packets/s of 200 bytes from `send --reserve controlled-load`
 /// (R = 200 ms) to a receiver at `dest`: its report's flow.
-fn reserved_flow(dest: &str, recv: &Receiver) -> Value {
-    let out = send(
-        dest,
-        recv.port,
-        &[
-            "--rate",
-            "100pps",
-            "--size",
-            "200",
-            "--duration",
-            "2s",
-            "--reserve",
-            "controlled-load",
-            "--reserve-refresh",
-            "200ms",
-            "--json",
-        ],
-    );
+fn reserved_flow(dest: &str, recv: &Receiver, extra: &[&str]) -> Value {
+    let mut args = vec![
+        "--rate",
+        "100pps",
+        "--size",
+        "200",
+        "--duration",
+        "2s",
+        "--reserve",
+        "controlled-load",
+        "--reserve-refresh",
+        "200ms",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let out = send(dest, recv.port, &args);
     out.assert_success();
     out.json()["flows"][0].clone()
 }
@@ -118,9 +116,10 @@ fn a_reserved_flow_to_a_receiver_on_loopback_is_reserved_over_ipv4_and_ipv6() {
         return;
     }
     let recv = Receiver::start(&["--sessions", "2", "--json"]);
-    let v4 = reserved_flow("127.0.0.1", &recv);
+    let v4 = reserved_flow("127.0.0.1", &recv, &[]);
     check_reserved(&v4, "5-tuple", 228);
-    let v6 = reserved_flow("::1", &recv);
+    // The flows start once the Resv is back (within 10 s, however busy the host).
+    let v6 = reserved_flow("::1", &recv, &["--reserve-wait", "10s"]);
     check_reserved(&v6, "flow-label", 248);
     // The flow-label filter gave the flow an explicit label, which it sent with.
     let label = v6["spec"]["marking"]["flow_label"].as_u64().unwrap();
