@@ -126,3 +126,74 @@ fn a_reserved_flow_to_a_receiver_on_loopback_is_reserved_over_ipv4_and_ipv6() {
     assert!((1..0x80000).contains(&label), "{label:#x}");
     recv.finish().finished.assert_success();
 }
+
+/// A receiver run without CAP_NET_RAW, killed when the test ends however it ends.
+struct Unprivileged(std::process::Child);
+
+impl Drop for Unprivileged {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_receiver_without_cap_net_raw_says_so_and_the_flow_runs_unreserved() {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    if !root() {
+        return;
+    }
+    // Root without CAP_NET_RAW: setpriv drops it from the bounding and inheritable sets.
+    let mut recv = Unprivileged(
+        Command::new("setpriv")
+            .args(["--bounding-set", "-net_raw", "--inh-caps", "-net_raw"])
+            .args([env!("CARGO_BIN_EXE_dualperf"), "recv", "--port", "0"])
+            .args(["--sessions", "1"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("setpriv (util-linux) runs dualperf recv"),
+    );
+    let stderr = recv.0.stderr.take().unwrap();
+    let mut lines = std::io::BufReader::new(stderr).lines();
+    let port: u16 = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            let rest = l.strip_prefix("dualperf recv: listening on [::]:")?;
+            rest.split(' ').next()?.parse().ok()
+        })
+        .expect("the receiver says where it listens");
+    let out = send(
+        "127.0.0.1",
+        port,
+        &[
+            "--rate",
+            "100pps",
+            "--size",
+            "200",
+            "--duration",
+            "1s",
+            "--reserve",
+            "controlled-load",
+            "--json",
+        ],
+    );
+    out.assert_success();
+    let flow = &out.json()["flows"][0];
+    let r = &flow["reservation"];
+    assert_eq!(r["state"], "pending", "{r}");
+    assert_eq!(r["resv_received"].as_u64(), Some(0), "{r}");
+    assert_eq!(r["resv_sent_by_receiver"].as_u64(), Some(0), "{r}");
+    assert_eq!(r["confirmed"], false, "{r}");
+    let error = r["error"].as_str().unwrap_or_default();
+    assert!(
+        error.starts_with("the receiver cannot signal RSVP: ") && error.contains("CAP_NET_RAW"),
+        "{r}"
+    );
+    // Unreserved, but measured as ever.
+    assert_eq!(flow["received"]["packets"].as_u64(), Some(100));
+    assert!(recv.0.wait().unwrap().success());
+}
