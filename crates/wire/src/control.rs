@@ -740,7 +740,8 @@ mod tests {
         assert_eq!(flows[0].reserve, None);
         let body = &encode(&Msg::Register { flows })[4..];
         assert!(!std::str::from_utf8(body).unwrap().contains("reserve"));
-        let old = br#"{"type":"results","flows":[{"id":1,"summary":{},"rtp":null,"intervals":null}]}"#;
+        let old =
+            br#"{"type":"results","flows":[{"id":1,"summary":{},"rtp":null,"intervals":null}]}"#;
         let Msg::Results { flows, .. } = parse(old).unwrap() else {
             panic!("not results");
         };
