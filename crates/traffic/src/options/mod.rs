@@ -7,7 +7,9 @@
 //!   `--flow-label`, distributions);
 //! - `named.rs`: options set by name, as plans write them ([`NamedOptions`]), with the
 //!   conflicts and requirements between options;
-//! - `file.rs`: the flow lines of a flow file ([`flow_lines`]).
+//! - `file.rs`: the flow lines of a flow file ([`flow_lines`]);
+//! - `reserve.rs`: `--reserve` and its companions ([`ReserveOptions`]), the RSVP
+//!   reservation of every flow of one `send`.
 //!
 //! Errors are [`OptionError`]s that name the offending option, so a caller can point at
 //! where it was written (a plan's line). Nothing here reads files or clocks: `file:PATH`
@@ -17,11 +19,13 @@
 mod checks;
 mod file;
 mod named;
+mod reserve;
 mod values;
 
 pub use checks::{FlowOptions, OptionError, Specs, MAX_CALLS, RTP_PROBE_MIN};
 pub use file::flow_lines;
 pub use named::{canonical, NamedOptions, CONFLICTS, REQUIRES};
+pub use reserve::{ReserveFilter, ReserveOptions, MIN_REFRESH};
 pub use values::{
     parse_dist, parse_flow_label, parse_meter, parse_vad, parse_voip_header, Vad, ValueError,
 };

@@ -6,13 +6,15 @@
 use std::str::FromStr;
 
 use super::checks::{FlowOptions, OptionError};
+use super::reserve::{parse_filter, parse_service, ReserveOptions};
 use super::values::{
     parse_dist, parse_flow_label, parse_meter, parse_vad, parse_voip_header, ValueError,
 };
 use crate::units::{parse_bytes, parse_duration};
 
 /// Every flow option `send` takes: its long name and the other long names it answers to.
-const NAMES: [(&str, &[&str]); 35] = [
+/// The `reserve` ones are the whole `send`'s ([`NamedOptions::finish_reserved`]).
+const NAMES: [(&str, &[&str]); 40] = [
     ("udp", &[]),
     ("tcp", &[]),
     ("rate", &[]),
@@ -48,6 +50,11 @@ const NAMES: [(&str, &[&str]); 35] = [
     ("nodelay", &[]),
     ("start", &[]),
     ("label", &[]),
+    ("reserve", &[]),
+    ("reserve-refresh", &[]),
+    ("reserve-burst", &[]),
+    ("reserve-filter", &[]),
+    ("reserve-wait", &[]),
 ];
 
 /// Options that `send` refuses together (as its flags declare).
@@ -67,11 +74,15 @@ pub const CONFLICTS: [(&str, &[&str]); 9] = [
 ];
 
 /// Options that `send` takes only with another.
-pub const REQUIRES: [(&str, &str); 4] = [
+pub const REQUIRES: [(&str, &str); 8] = [
     ("ptime", "stream"),
     ("on", "off"),
     ("off", "on"),
     ("voip-header", "voip"),
+    ("reserve-refresh", "reserve"),
+    ("reserve-burst", "reserve"),
+    ("reserve-filter", "reserve"),
+    ("reserve-wait", "reserve"),
 ];
 
 /// The name of a flow option as `send` spells it (`--size-dist`) from any spelling a
@@ -90,6 +101,7 @@ type Reader<'a> = dyn Fn(&str) -> std::io::Result<String> + 'a;
 /// Flow options being set by name, then checked as a whole by [`NamedOptions::finish`].
 pub struct NamedOptions<'a> {
     options: FlowOptions,
+    reserve: Option<ReserveOptions>,
     given: Vec<&'static str>,
     read: Box<Reader<'a>>,
 }
@@ -98,6 +110,7 @@ impl std::fmt::Debug for NamedOptions<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NamedOptions")
             .field("options", &self.options)
+            .field("reserve", &self.reserve)
             .field("given", &self.given)
             .finish_non_exhaustive()
     }
@@ -129,6 +142,7 @@ impl<'a> NamedOptions<'a> {
     pub fn new(read: impl Fn(&str) -> std::io::Result<String> + 'a) -> Self {
         Self {
             options: FlowOptions::default(),
+            reserve: None,
             given: Vec::new(),
             read: Box::new(read),
         }
@@ -152,6 +166,9 @@ impl<'a> NamedOptions<'a> {
             ));
         }
         self.given.push(name);
+        if name.starts_with("reserve") {
+            return self.set_reserve(name, &option, value);
+        }
         let o = &mut self.options;
         let flag = match name {
             "udp" => Some(&mut o.udp),
@@ -230,8 +247,54 @@ impl<'a> NamedOptions<'a> {
         })
     }
 
-    /// The options, once no two of them conflict and each has what it requires.
+    /// `--reserve` (`reserve`) and its companions, which apply to the whole `send`.
+    fn set_reserve(
+        &mut self,
+        name: &str,
+        option: &str,
+        value: Option<&str>,
+    ) -> Result<(), OptionError> {
+        let Some(v) = value else {
+            return Err(OptionError::new(
+                option,
+                format!("a value is required for '{option}' but none was supplied"),
+            ));
+        };
+        // Placeholder until `--reserve` itself is read; `finish` requires it.
+        let r = self.reserve.get_or_insert(ReserveOptions {
+            service: wire::control::ReserveService::ControlledLoad,
+            refresh: None,
+            burst: None,
+            filter: None,
+            wait: None,
+        });
+        let result = match name {
+            "reserve" => parse_service(v).map(|s| r.service = s),
+            "reserve-refresh" => parse_duration(v)
+                .map_err(|e| ValueError(e.to_string()))
+                .map(|d| r.refresh = Some(d)),
+            "reserve-burst" => parse_bytes(v)
+                .map_err(|e| ValueError(e.to_string()))
+                .map(|b| r.burst = Some(b)),
+            "reserve-wait" => parse_duration(v)
+                .map_err(|e| ValueError(e.to_string()))
+                .map(|d| r.wait = Some(d)),
+            _ => parse_filter(v).map(|f| r.filter = Some(f)),
+        };
+        result.map_err(|e| {
+            OptionError::new(option, format!("invalid value '{v}' for '{option}': {e}"))
+        })
+    }
+
+    /// The options, once no two of them conflict and each has what it requires; the
+    /// reservation of `--reserve`, if set, is [`NamedOptions::finish_reserved`]'s.
     pub fn finish(self) -> Result<FlowOptions, OptionError> {
+        self.finish_reserved().map(|(o, _)| o)
+    }
+
+    /// The options and the reservation `--reserve` asks for every flow of the `send`
+    /// (checked against the flows by [`ReserveOptions::check`]).
+    pub fn finish_reserved(self) -> Result<(FlowOptions, Option<ReserveOptions>), OptionError> {
         let given = |n: &str| self.given.contains(&n);
         let conflicts = CONFLICTS
             .iter()
@@ -260,7 +323,8 @@ impl<'a> NamedOptions<'a> {
                 ));
             }
         }
-        Ok(self.options)
+        let reserve = self.reserve.filter(|_| given("reserve"));
+        Ok((self.options, reserve))
     }
 }
 
