@@ -319,9 +319,18 @@ impl Column {
             return match self.metric.router_figure()? {
                 RouterFigure::CpuPerFrame => stats.cpu.cpu_ns_per_frame,
                 RouterFigure::QosPerFrame => stats.cpu.qos_ns_per_frame,
+                RouterFigure::RsvpPerFrame => stats.cpu.rsvp_ns_per_frame,
             };
         }
         match self.flow {
+            // A metric of every flow (reservations admitted) takes the background
+            // flows' reports too.
+            0 if self.metric.of_every_flow() => self.metric.of_run(
+                record
+                    .report
+                    .iter()
+                    .chain(record.background.iter().filter_map(Background::report)),
+            ),
             0 => self.metric.of(record.report.as_ref()?),
             n => self
                 .metric
@@ -720,6 +729,83 @@ mod tests {
         assert_eq!(left_out, [2, 3]);
         assert_eq!(back.plan.tables, a.plan.tables);
         assert!(Resolved::parse(b"{\"plan\": 1}").is_err());
+    }
+
+    /// A flow's reservation as `send --reserve` reports it.
+    fn reserved(setup_ns: Option<u64>, state: &str) -> serde_json::Value {
+        serde_json::json!({
+            "service": "controlled-load", "style": "FF", "filter": "flow-label",
+            "rate_bytes_per_s": 25960.0, "burst_bytes": 1298, "setup_ns": setup_ns,
+            "refreshes_sent": 0, "resv_received": u64::from(setup_ns.is_some()),
+            "state": state,
+            "refused": (state == "refused").then(|| serde_json::json!(
+                {"code": 1, "value": 2, "node": "198.18.3.1"})),
+        })
+    }
+
+    #[test]
+    fn reservation_figures_come_from_every_flow_and_the_routers_rsvp_time() {
+        let with = |r: serde_json::Value| {
+            crate::testdata::report(serde_json::json!({"flows": [{"reservation": r}]}))
+        };
+        let mut routers = BTreeMap::new();
+        let mut r1 = RouterStats::default();
+        r1.cpu.rsvp_ns_per_frame = Some(812.5);
+        r1.cpu.qos_ns_per_frame = Some(301.0);
+        routers.insert("r1".to_owned(), r1);
+        let mut record = RunRecord {
+            format_version: FORMAT_VERSION,
+            run: Run {
+                id: "rep001-flow_label-ipv6".into(),
+                point: 0,
+                family: 6,
+                repetition: 1,
+            },
+            point: "flow label".into(),
+            argv: Vec::new(),
+            started_unix_ns: 0,
+            exit_code: 0,
+            stderr: String::new(),
+            report: Some(with(reserved(Some(1_834_500), "reserved"))),
+            attempts: 1,
+            background: vec![
+                Background::Report(Box::new(with(reserved(Some(2_000_000), "torn")))),
+                Background::Report(Box::new(with(reserved(None, "refused")))),
+                Background::Failed {
+                    exit_code: Some(1),
+                    stderr: "no report".into(),
+                },
+                // The base load asks for no reservation.
+                Background::Report(Box::new(crate::testdata::report(serde_json::json!({})))),
+            ],
+            routers,
+            router_stalls: BTreeMap::new(),
+        };
+        let table: toml::Table = toml::from_str(
+            r#"title = "T"
+metrics = ["r1.qos_per_frame:ns", "r1.rsvp_per_frame:ns", "setup_latency", "admitted", "refused", "bg1.admitted"]"#,
+        )
+        .unwrap();
+        let spec = crate::tables::parse_table(&table, &Vocabulary::standard()).unwrap();
+        let values =
+            |r: &RunRecord| -> Vec<Option<f64>> { spec.metrics.iter().map(|c| c.of(r)).collect() };
+        assert_eq!(spec.metrics[2].unit.name, "ms");
+        assert_eq!(
+            values(&record),
+            [
+                Some(301.0),
+                Some(812.5),
+                Some(1_834_500.0),
+                Some(2.0),
+                Some(1.0),
+                Some(1.0)
+            ]
+        );
+        // Without any reservation: no figures, not zeros.
+        record.report = Some(crate::testdata::report(serde_json::json!({})));
+        record.background.truncate(0);
+        record.routers.clear();
+        assert_eq!(values(&record), [None; 6]);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::hash::{Hash, Hasher};
 use serde::{Deserialize, Serialize};
 use wire::control::{Meter, Protocol};
 
-use crate::send::SendReport;
+use crate::send::{Reservation, ReservationState, SendReport};
 
 /// The units a metric may be shown in.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -63,12 +63,23 @@ pub const PERCENT: Units = Units {
     choices: "%",
 };
 
+/// A count of flows.
+pub const FLOWS: Units = Units {
+    ladder: &[("flows", 1.0)],
+    aliases: &[],
+    choices: "flows",
+};
+
 /// Where a metric's per-run value comes from.
 #[derive(Clone, Copy, Debug)]
 pub enum Source {
     /// A flow's `dualperf send --json` (the measured flow's, or a background flow's),
     /// in the stored unit; `None` when the run has none.
     Report(fn(&SendReport) -> Option<f64>),
+    /// Every flow of the run together: the sum over the measured flow's report and its
+    /// background flows' ([`Metric::of_run`]) of what each gives; `None` when none
+    /// gives anything.
+    Run(fn(&SendReport) -> Option<f64>),
     /// A lab router's counters over the run (`r1.cpu_per_frame`): `lab` reads them.
     Router(RouterFigure),
 }
@@ -80,6 +91,8 @@ pub enum RouterFigure {
     CpuPerFrame,
     /// `qos_ns_per_frame`.
     QosPerFrame,
+    /// `rsvp_ns_per_frame`.
+    RsvpPerFrame,
 }
 
 /// One metric: what it is called, what it means, its units and how a run's value is
@@ -157,16 +170,31 @@ impl Metric {
     /// stored unit; `None` when the run has none, or for a router's figure.
     pub fn of(&self, report: &SendReport) -> Option<f64> {
         match self.source {
-            Source::Report(read) => read(report),
+            Source::Report(read) | Source::Run(read) => read(report),
             Source::Router(_) => None,
         }
+    }
+
+    /// Its value in a run whose flows' reports are `reports`, the measured flow's
+    /// first: of a [`Source::Run`] metric the sum over them (`None` when none has a
+    /// value), of any other the first report's ([`Metric::of`]).
+    pub fn of_run<'a>(&self, mut reports: impl Iterator<Item = &'a SendReport>) -> Option<f64> {
+        match self.source {
+            Source::Run(read) => reports.filter_map(read).reduce(|a, b| a + b),
+            _ => self.of(reports.next()?),
+        }
+    }
+
+    /// Whether it is of every flow of the run together ([`Source::Run`]).
+    pub fn of_every_flow(&self) -> bool {
+        matches!(self.source, Source::Run(_))
     }
 
     /// The router figure it is, if it is one.
     pub fn router_figure(&self) -> Option<RouterFigure> {
         match self.source {
             Source::Router(f) => Some(f),
-            Source::Report(_) => None,
+            Source::Report(_) | Source::Run(_) => None,
         }
     }
 
@@ -479,8 +507,57 @@ pub const QOS_PER_FRAME: Metric = Metric {
     )
 };
 
+/// A lab router's signalling time per frame (`r1.rsvp_per_frame`).
+pub const RSVP_PER_FRAME: Metric = Metric {
+    source: Source::Router(RouterFigure::RsvpPerFrame),
+    ..Metric::new(
+        "rsvp_per_frame",
+        "RSVP time per frame",
+        "the router's time in RSVP (RFC 2205: parsing messages, path and reservation soft state, admission, installs, refresh timers, building what it sends) over the frames it received, by the monotonic clock: signalling's cost per frame, beside qos_per_frame's classification",
+        TIME,
+        "µs",
+        |_| None,
+    )
+};
+
+/// The measured flow's reservation setup time (`send --reserve`).
+pub const SETUP_LATENCY: Metric = Metric::new(
+    "setup_latency",
+    "Reservation setup latency",
+    "the measured flow's first RSVP Path sent to the first Resv received at the sender (RFC 2205 §3.1): every RSVP hop has admitted and installed the reservation by then",
+    TIME,
+    "ms",
+    |r| Some(r.flows.first()?.reservation.as_ref()?.setup_ns? as f64),
+);
+
+/// Flows of the run whose reservation was set up (`send --reserve`).
+pub const ADMITTED: Metric = Metric {
+    source: Source::Run(|r| reservations(r, |v| v.setup_ns.is_some())),
+    ..Metric::new(
+        "admitted",
+        "Reservations admitted",
+        "flows of the run, the measured one and those beside it, whose RSVP reservation was set up: a Resv reached the sender, so every hop admitted it (RFC 2205)",
+        FLOWS,
+        "flows",
+        |_| None,
+    )
+};
+
+/// Flows of the run whose reservation a node refused (`send --reserve`).
+pub const REFUSED: Metric = Metric {
+    source: Source::Run(|r| reservations(r, |v| v.state == ReservationState::Refused)),
+    ..Metric::new(
+        "refused",
+        "Reservations refused",
+        "flows of the run, the measured one and those beside it, whose RSVP reservation a node refused with a ResvErr (RFC 2205 §3.1.7, reported by the receiver): they ran best effort",
+        FLOWS,
+        "flows",
+        |_| None,
+    )
+};
+
 /// dualperf's metrics, in the order a report lists them.
-pub const STANDARD: [Metric; 11] = [
+pub const STANDARD: [Metric; 15] = [
     THROUGHPUT,
     RTT,
     RTT_MEDIAN,
@@ -492,7 +569,22 @@ pub const STANDARD: [Metric; 11] = [
     FRAME_THROUGHPUT,
     CPU_PER_FRAME,
     QOS_PER_FRAME,
+    RSVP_PER_FRAME,
+    SETUP_LATENCY,
+    ADMITTED,
+    REFUSED,
 ];
+
+/// How many of a report's flows with a reservation `count` counts; `None` when no flow
+/// asked for one.
+fn reservations(r: &SendReport, count: fn(&Reservation) -> bool) -> Option<f64> {
+    let asked: Vec<&Reservation> = r
+        .flows
+        .iter()
+        .filter_map(|f| f.reservation.as_ref())
+        .collect();
+    (!asked.is_empty()).then(|| asked.iter().filter(|v| count(v)).count() as f64)
+}
 
 /// The first flow's summary the delays are of: its echoes' when metered round trip,
 /// else the receiver's. Never one for the other.
@@ -555,7 +647,8 @@ mod tests {
         assert_eq!(
             standard.keys(),
             "throughput, rtt, rtt_median, owd, delay, jitter, loss, jitter_rfc3550, \
-             frame_throughput, cpu_per_frame, qos_per_frame"
+             frame_throughput, cpu_per_frame, qos_per_frame, rsvp_per_frame, setup_latency, \
+             admitted, refused"
         );
         let count = Units {
             ladder: &[("packets", 1.0)],
