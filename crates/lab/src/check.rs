@@ -60,8 +60,13 @@ pub fn flow(
             .map_err(|e| (e, o.line))?;
     }
     let specs = named
-        .finish()
-        .and_then(|f| f.to_specs("check".into(), 0))
+        .finish_reserved()
+        .and_then(|(f, reserve)| {
+            let specs = f.to_specs("check".into(), 0)?;
+            // `send --reserve` reserves every flow of the send alike.
+            reserve.map_or(Ok(()), |r| r.check(&specs.flows))?;
+            Ok(specs)
+        })
         .map_err(|e| {
             let line = options
                 .iter()
@@ -344,6 +349,63 @@ mod tests {
         let (e, at) =
             check_flow(&[option("bulk", None, 2), option("meter", Some("rtt"), 3)]).unwrap_err();
         assert_eq!((e.option(), at), ("--bulk", Some(2)));
+    }
+
+    #[test]
+    fn a_reserved_flow_gives_every_sender_reserve_and_is_checked_as_send_would() {
+        let text = r#"version = 1
+name = "r"
+duration = "4s"
+target = "lab:topologies/two-hop.toml"
+
+[flow]
+stream = "webaudio"
+reserve = "controlled-load"
+reserve_refresh = "30s"
+
+[[points]]
+label = "8 flows"
+reserve_filter = "5-tuple"
+background = [{ label = "audio", from = "sender", stream = "webaudio", count = 2, reserve = "controlled-load" }, { udp = true, rate = "2mbit" }]
+"#;
+        let plan = Plan::parse(text, false).unwrap();
+        let point = &plan.points[0];
+        let argv = crate::plan::point::send_argv(
+            None,
+            "2001:2:0:4::2".into(),
+            5201,
+            plan.measured_args(point),
+            4_000_000_000,
+            false,
+        );
+        let has = |args: &[String], pair: [&str; 2]| args.windows(2).any(|w| w == pair);
+        assert!(has(&argv, ["--reserve", "controlled-load"]), "{argv:?}");
+        assert!(has(&argv, ["--reserve-refresh", "30s"]), "{argv:?}");
+        assert!(has(&argv, ["--reserve-filter", "5-tuple"]), "{argv:?}");
+        let audio: Vec<_> = point
+            .background
+            .iter()
+            .map(|b| plan.background_args(point, b))
+            .collect();
+        assert_eq!(audio.len(), 3);
+        for a in &audio[..2] {
+            assert!(has(a, ["--reserve", "controlled-load"]), "{a:?}");
+        }
+        assert!(
+            !audio[2].contains(&"--reserve".to_owned()),
+            "the base load is not reserved"
+        );
+        assert!(flows(&plan, &mut |_| {}).is_ok());
+        // What send refuses is found before anything runs, on the option's line.
+        let (e, at) = check_flow(&[
+            option("tcp", None, 4),
+            option("reserve", Some("controlled-load"), 5),
+        ])
+        .unwrap_err();
+        assert_eq!((e.option(), at), ("--reserve", Some(5)), "{e}");
+        assert!(e.to_string().contains("UDP flows only"), "{e}");
+        let (e, at) = check_flow(&[option("reserve_refresh", Some("1s"), 6)]).unwrap_err();
+        assert_eq!((e.option(), at), ("--reserve-refresh", Some(6)), "{e}");
     }
 
     #[test]

@@ -60,6 +60,7 @@ use crate::tables::{parse_table, TableSpec, Vocabulary};
 pub mod fit;
 pub mod peer;
 pub(crate) mod point;
+mod quick;
 pub mod select;
 
 pub use point::{
@@ -67,6 +68,7 @@ pub use point::{
     POINT_KEYS,
 };
 use point::{key_line, runner_owned};
+use quick::{lengths, QuickFile};
 use traffic::units::parse_duration;
 use wire::time::Duration;
 
@@ -240,17 +242,6 @@ pub struct StampTarget {
     pub reflectors: Vec<Vec<String>>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct QuickFile {
-    #[serde(default)]
-    repetitions: Option<Spanned<u32>>,
-    #[serde(default)]
-    duration: Option<Spanned<String>>,
-    #[serde(default)]
-    factors: Option<Spanned<toml::Table>>,
-}
-
 /// One measurement: a point over one family in one repetition.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Run {
@@ -374,7 +365,7 @@ impl Plan {
             // No sweep and no extra point: the base flow alone.
             points.push(base.point("flow".into(), BTreeMap::new(), base.settings.clone()));
         }
-        let mut points = peer::cross(points, &directions);
+        let mut points = quick::selected(text, quick_file, peer::cross(points, &directions))?;
         if let Some(declared) = declared {
             points.iter_mut().for_each(crate::hosts::resolve);
             crate::hosts::check_families(declared, &points, &families)?;
@@ -540,43 +531,6 @@ fn parse_target(text: &str, target: Option<&Spanned<String>>) -> Result<Target, 
             ),
         )
     })
-}
-
-/// `repetitions` and `duration`, `[quick]`'s when it gives them.
-fn lengths(
-    text: &str,
-    file: &PlanFile,
-    quick_file: Option<&QuickFile>,
-) -> Result<(u32, Duration), PlanError> {
-    let repetitions = quick_file
-        .and_then(|q| q.repetitions.as_ref())
-        .or(file.repetitions.as_ref());
-    let repetitions = match repetitions {
-        None => 1,
-        Some(r) if *r.get_ref() == 0 => {
-            return Err(PlanError::at(
-                line_at(text, r.span().start),
-                "repetitions must be at least 1",
-            ))
-        }
-        Some(r) => *r.get_ref(),
-    };
-    let duration_text = quick_file
-        .and_then(|q| q.duration.as_ref())
-        .unwrap_or(&file.duration);
-    let duration = parse_duration(duration_text.get_ref())
-        .ok()
-        .filter(|d| *d > Duration::ZERO)
-        .ok_or_else(|| {
-            PlanError::at(
-                line_at(text, duration_text.span().start),
-                format!(
-                    "duration '{}' is not a length above 0 (e.g. 10s, 500ms)",
-                    duration_text.get_ref()
-                ),
-            )
-        })?;
-    Ok((repetitions, duration))
 }
 
 /// A table's flow options (`[flow]`, a `[[points]]` entry), each with its line.
