@@ -45,6 +45,8 @@ mod lab_hosts;
 mod lab_nat;
 #[path = "tests/lab_qos.rs"]
 mod lab_qos;
+#[path = "tests/lab_rsvp.rs"]
+mod lab_rsvp;
 #[path = "tests/lab_truth.rs"]
 mod lab_truth;
 #[path = "tests/layers.rs"]

@@ -88,13 +88,19 @@ impl Lab {
 
     /// The lab with router r1 running the QoS file `qos` (an absolute path).
     pub(crate) fn up_with_qos(tag: &str, pcap: Option<&Path>, qos: Option<&str>) -> Self {
+        let qos: Vec<(&str, &str)> = qos.into_iter().map(|q| ("r1", q)).collect();
+        Self::up_with_qos_files(tag, pcap, &qos)
+    }
+
+    /// The lab with each router named in `qos` running its QoS file (an absolute path).
+    pub(crate) fn up_with_qos_files(tag: &str, pcap: Option<&Path>, qos: &[(&str, &str)]) -> Self {
         let name = format!("t{tag}-{}", std::process::id() % 100_000);
         let dir = TempDir::new(&format!("lab-{tag}"));
         let mut text = two_hop_named(&name);
-        if let Some(q) = qos {
-            let r1 = "name = \"r1\"\nkind = \"router\"\n";
-            assert!(text.contains(r1));
-            text = text.replace(r1, &format!("{r1}qos = \"{q}\"\n"));
+        for (router, q) in qos {
+            let node = format!("name = \"{router}\"\nkind = \"router\"\n");
+            assert!(text.contains(&node), "no router {router}");
+            text = text.replace(&node, &format!("{node}qos = \"{q}\"\n"));
         }
         let topo = dir.path("topo.toml");
         std::fs::write(&topo, text).unwrap();
@@ -808,7 +814,7 @@ fn lab_up_and_route_print_their_documents_as_json() {
 }
 
 /// The processes in namespace `ns` (`ip netns pids`) whose command is `comm`.
-fn pids_in(ns: &str, comm: &str) -> Vec<u64> {
+pub(crate) fn pids_in(ns: &str, comm: &str) -> Vec<u64> {
     let out = Command::new("ip")
         .args(["netns", "pids", ns])
         .output()
