@@ -290,6 +290,7 @@ mod tests {
                 unpaced: false,
                 window_bytes: Some(65_536),
                 omit_ns: Some(2_000_000_000),
+                reserve: None,
             }
         );
         // A round trip's distribution is the sender's to measure; an unpaced flow is
