@@ -633,16 +633,16 @@ fn compare_runs_its_battery_through_the_lab_and_removes_it() {
             }
         }
     }
-    // The families send the same packets into a path that carries them: no throughput
-    // difference in any UDP row, and every row compared.
+    // The families send the same packets into a path that carries them: every UDP row
+    // compared, and the families' throughputs within 1 % of each other. (Not "never
+    // significant": with two pairs a difference of one packet in 206 can be, as a CI
+    // run on a busy host saw at 0.14 %.)
     let throughput = &doc["tables"][0];
     assert_eq!(throughput["metric"], "throughput");
     for row in throughput["rows"].as_array().unwrap() {
         assert!(row.get("not_compared").is_none(), "{row:#}");
-        assert_ne!(
-            row["comparison"]["verdict"], "significant",
-            "{throughput:#}"
-        );
+        let diff = row["comparison"]["rel_diff_pct"].as_f64().unwrap();
+        assert!(diff.abs() < 1.0, "{throughput:#}");
     }
     // Verdicts through the lab as on loopback: both runs of each family paired.
     let rtt = &doc["tables"][1];
