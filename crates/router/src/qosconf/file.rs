@@ -31,7 +31,17 @@ pub(super) struct File {
     #[serde(default)]
     pub(super) service_policy: Vec<Spanned<ServiceFile>>,
     #[serde(default)]
-    pub(super) rsvp: Option<Spanned<super::rsvp::RsvpFile>>,
+    pub(super) rsvp: Option<Spanned<RsvpFile>>,
+}
+
+/// The `[rsvp]` table as written; `qosconf::rsvp` checks it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RsvpFile {
+    #[serde(default)]
+    pub(super) refresh: Option<String>,
+    #[serde(default)]
+    pub(super) keep: Option<u32>,
 }
 
 #[derive(Deserialize, Clone, Debug)]

@@ -23,11 +23,10 @@
 //! rate, nor the bandwidth of the classes that serve the signalled tables (when those
 //! are given as fixed rates or percentages). A `signalled` table takes no `admit`.
 
-use serde::Deserialize;
 use toml::Spanned;
 use wire::time::Duration;
 
-use super::file::{err, parse_amount, Amount, Bandwidth, File, ReservationFile};
+use super::file::{err, parse_amount, Amount, Bandwidth, File, ReservationFile, RsvpFile};
 use super::{line_at, PolicySpec, QosConfig, QosError};
 use qos::classify::Cond;
 
@@ -37,15 +36,6 @@ pub const DEFAULT_REFRESH: Duration = Duration::from_secs(30);
 pub const DEFAULT_KEEP: u32 = 3;
 /// The largest K taken.
 pub const MAX_KEEP: u32 = 100;
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RsvpFile {
-    #[serde(default)]
-    refresh: Option<String>,
-    #[serde(default)]
-    keep: Option<u32>,
-}
 
 /// The `[rsvp]` table: the router's RSVP timers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
