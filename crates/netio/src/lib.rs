@@ -110,6 +110,12 @@
 //! `wait_exited(pid)`: a child's end, left to be reaped (`WNOWAIT`);
 //! `ignored(sig)`: whether this process ignores `sig` (`nohup`'s SIGHUP).
 //!
+//! **XDP tester** ([`xdp`], RFC 2544 frames, needs root): `TesterPort::open(ifname)`
+//! attaches a counting XDP program (tester frames counted per stream and
+//! dropped, the rest passed); `Generator::run` sends a paced schedule of tagged
+//! frames with `BPF_PROG_TEST_RUN` live frames. Raw `bpf(2)`, a tiny eBPF
+//! assembler, no library.
+//!
 //! **Marking** ([`Marking`]): `tos` is the whole DS byte (`DSCP << 2 | ECN`,
 //! the traffic class on IPv6), `ttl` the TTL or unicast hop limit,
 //! `flow_label` 20 bits, IPv6 only. Misuse is an [`io::Error`](std::io::Error)
@@ -160,6 +166,7 @@ pub mod rlimit;
 mod sys;
 pub mod tcp;
 mod udp;
+pub mod xdp;
 
 pub use marking::{Marking, MarkingError, FLOW_LABEL_MAX};
 pub use udp::{gro_segments, Datagram, GroSegments, RecvMeta, UdpSocket, MAX_BATCH};
