@@ -37,6 +37,8 @@ mod iperf3_options;
 mod json_shape;
 #[path = "tests/lab.rs"]
 mod lab;
+#[path = "tests/lab_dut.rs"]
+mod lab_dut;
 #[path = "tests/lab_fresh.rs"]
 mod lab_fresh;
 #[path = "tests/lab_hosts.rs"]

@@ -32,6 +32,14 @@ pub enum LabError {
         /// Its log.
         log: String,
     },
+    /// A daemon a node runs (TAYGA) did not start.
+    #[error("{what} did not start: {log}")]
+    Daemon {
+        /// Which, and on which node.
+        what: String,
+        /// Its log.
+        log: String,
+    },
     /// No such lab or node.
     #[error("{0}")]
     NotFound(String),

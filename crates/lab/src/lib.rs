@@ -8,6 +8,7 @@
 //!   an executor the binary supplies that runs the same command lines in process;
 //! - [`failures`]: why runs failed, each reason once with the runs it hit;
 //! - [`host`]: the host a run was measured on (`host.json`);
+//! - [`dut`]: a running lab as a device under test between two tester ports;
 //! - [`hosts`]: plans across real hosts (`target = "hosts"`): their agents, keys, and
 //!   the `dualperf send --from` and `clock --peer` commands that drive them;
 //! - [`hostsfile`]: the hosts file `lab up` writes for its namespaces (`/etc/netns`);
@@ -21,6 +22,7 @@
 //! - [`status`]: what `lab up` and `lab status` show of a lab: nodes, routers' counters;
 //! - [`store`]: the run directory of versioned, self-describing files, written so that a
 //!   killed run loses nothing it had finished and resumes without measuring twice;
+//! - [`tayga`]: a lab's stateless NAT64 node: TAYGA's configuration and process;
 //! - [`tables`]: the report tables a plan declares, with their metrics and units;
 //! - [`runner`]: measures a plan's runs with `dualperf` processes (a receiver, one sender
 //!   per run), on loopback, inside a lab's namespaces, or through agents on real hosts.
@@ -35,6 +37,7 @@
 pub mod check;
 pub mod doctor;
 pub mod dryrun;
+pub mod dut;
 pub mod executor;
 pub mod failures;
 pub mod host;
@@ -56,6 +59,7 @@ pub mod runner;
 pub mod status;
 pub mod store;
 pub mod tables;
+pub mod tayga;
 pub mod topology;
 
 #[cfg(test)]

@@ -25,6 +25,10 @@
 //!   entries for every peer;
 //! - routers: no kernel addresses and IPv6 off on their interfaces, kernel forwarding
 //!   off: only `dualperf route` answers and forwards;
+//! - kernel, nat44 and tayga nodes: a host's addresses and static neighbours, a router's
+//!   routes, kernel forwarding on in both families; a nat44's nftables rules
+//!   ([`crate::nat44`]); a tayga's TUN, routes into it and TAYGA process
+//!   ([`crate::tayga`]), recorded in the state and stopped by `down` as routers are;
 //! - every veth: TSO, GSO, GRO and checksum offloads off, so the router sees wire-sized
 //!   frames with full checksums.
 //!
@@ -59,6 +63,9 @@ pub struct LabState {
     pub namespaces: Vec<String>,
     /// Router processes.
     pub routers: Vec<RouterProc>,
+    /// TAYGA processes, one per tayga node.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tayga: Vec<crate::tayga::TaygaProc>,
 }
 
 /// A running `dualperf route`.
@@ -208,6 +215,7 @@ pub fn up(topology: &Topology, exe: &Path, pcap: Option<&Path>) -> Result<LabSta
     check_name(&topology.name)?;
     preflight()?;
     crate::nat44::preflight(topology)?;
+    let tayga = crate::tayga::preflight(topology)?;
     let exists = |found: String| LabError::Exists {
         name: topology.name.clone(),
         found,
@@ -240,10 +248,11 @@ pub fn up(topology: &Topology, exe: &Path, pcap: Option<&Path>) -> Result<LabSta
             .map(|i| topology.namespace(i))
             .collect(),
         routers: Vec::new(),
+        tayga: Vec::new(),
     };
     // Recorded before anything is made, so a failure half-way is cleaned up by `down`.
     write_state(&state)?;
-    match build(topology, exe, pcap, &mut state) {
+    match build(topology, exe, pcap, tayga.as_deref(), &mut state) {
         Ok(()) => {
             write_state(&state)?;
             Ok(state)
@@ -379,12 +388,14 @@ fn write_state(state: &LabState) -> Result<(), LabError> {
 }
 
 /// Builds the lab `t` in phases: namespaces, veths, each node's setup, addresses,
-/// hosts' neighbours and routes, then the routers (each recorded in `state` as it
-/// starts). `pcap`, when given, is where each router writes its captures.
+/// kernel-addressed nodes' neighbours and routes, NAT44 rules, TAYGAs (program `tayga`)
+/// and then the routers (each process recorded in `state` as it starts). `pcap`, when
+/// given, is where each router writes its captures.
 fn build(
     t: &Topology,
     exe: &Path,
     pcap: Option<&Path>,
+    tayga: Option<&Path>,
     state: &mut LabState,
 ) -> Result<(), LabError> {
     make_namespaces(t)?;
@@ -394,7 +405,26 @@ fn build(
     address_and_raise_links(t)?;
     fill_hosts_neighbors_and_routes(t)?;
     crate::nat44::apply(t, &state_dir(&t.name))?;
+    if let Some(tayga) = tayga {
+        start_taygas(t, tayga, state)?;
+    }
     start_routers(t, exe, pcap, state)
+}
+
+/// Starts TAYGA (the program `tayga`) on each tayga node of `t`, recording each in
+/// `state` (and on disk) before waiting until it translates.
+fn start_taygas(t: &Topology, tayga: &Path, state: &mut LabState) -> Result<(), LabError> {
+    let dir = state_dir(&t.name);
+    for (i, node) in t.nodes.iter().enumerate() {
+        if node.kind != Kind::Tayga {
+            continue;
+        }
+        let p = crate::tayga::spawn(t, i, &dir, tayga)?;
+        state.tayga.push(p.clone());
+        write_state(state)?;
+        crate::tayga::wait_ready(&t.namespace(i), &p)?;
+    }
+    Ok(())
 }
 
 /// One network namespace per node of `t`, each with its loopback up.
@@ -418,7 +448,7 @@ fn make_veths(t: &Topology) -> Result<(), LabError> {
         // at once, as for another host, and the router reads them from its ring.
         let kernel_mac = |e: &crate::topology::End| match t.nodes[e.node].kind {
             Kind::Router => crate::topology::kernel_mac(&e.mac),
-            Kind::Host | Kind::Nat44 => e.mac.clone(),
+            Kind::Host | Kind::Nat44 | Kind::Kernel | Kind::Tayga => e.mac.clone(),
         };
         let (mac_a, mac_b) = (kernel_mac(a), kernel_mac(b));
         run(&[
@@ -645,14 +675,14 @@ fn node_sysctls(kind: Kind, ifaces: &[&str]) -> Vec<String> {
             keys.push((format!("net.ipv6.conf.{conf}.disable_ipv6"), "1"));
         }
     }
-    if kind == Kind::Nat44 {
+    if kind.kernel_forwards() {
         keys.extend(crate::nat44::sysctls());
     }
     keys.into_iter().map(|(k, v)| format!("{k}={v}")).collect()
 }
 
 /// Whether process `pid` is running (not a zombie).
-fn alive(pid: u32) -> bool {
+pub(crate) fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
         .and_then(|s| {
@@ -848,6 +878,12 @@ pub fn down(name: &str) -> Result<DownReport, LabError> {
                 pids.push(r.pid);
             }
         }
+        for p in &s.tayga {
+            let cmdline = std::fs::read(format!("/proc/{}/cmdline", p.pid)).unwrap_or_default();
+            if String::from_utf8_lossy(&cmdline).contains("tayga") && alive(p.pid) {
+                pids.push(p.pid);
+            }
+        }
     }
     let existing = namespaces_of(name)?;
     namespaces.retain(|n| existing.contains(n));
@@ -1000,6 +1036,9 @@ mod tests {
         want.push("net.ipv4.ip_forward=1".into());
         want.push("net.ipv6.conf.all.forwarding=1".into());
         assert_eq!(node_sysctls(Kind::Nat44, &["to-r1"]), want);
+        // A kernel router and a TAYGA NAT64 forward with the kernel as a NAT44 does.
+        assert_eq!(node_sysctls(Kind::Kernel, &["to-r1"]), want);
+        assert_eq!(node_sysctls(Kind::Tayga, &["to-r1"]), want);
     }
 
     #[test]

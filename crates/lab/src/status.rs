@@ -167,6 +167,7 @@ mod tests {
                 .collect(),
             topology,
             routers: Vec::new(),
+            tayga: Vec::new(),
         }
     }
 

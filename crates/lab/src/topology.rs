@@ -9,7 +9,7 @@
 //!
 //! [[node]]
 //! name = "sender"
-//! kind = "host"            # or "router"
+//! kind = "host"            # or "router", "kernel", "nat44", "tayga"
 //! # qos = "qos/policy.toml" # a router's service policies (dualperf route --qos)
 //! # cpu = 1                 # pin a router's forwarding thread (dualperf route --cpu)
 //!
@@ -69,7 +69,7 @@ fn err(line: Option<usize>, message: impl Into<String>) -> TopologyError {
     }
 }
 
-/// Host, router or kernel NAT44.
+/// Host, router, kernel router, kernel NAT44 or TAYGA NAT64.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {
@@ -80,18 +80,30 @@ pub enum Kind {
     /// Forwards with the kernel and masquerades IPv4 onto its `outside` link with
     /// nftables; IPv6 is routed, not translated (see [`crate::nat44`]).
     Nat44,
+    /// Forwards both families with the Linux kernel (`ip_forward`, IPv6 `forwarding`),
+    /// with the addresses, routes and static neighbours a router would have: a device
+    /// under test that is Linux itself.
+    Kernel,
+    /// Forwards like [`Kind::Kernel`] and translates between IPv6 and IPv4 with TAYGA,
+    /// a stateless NAT64 (RFC 7915, RFC 6052 addresses; see [`crate::tayga`]).
+    Tayga,
 }
 
 impl Kind {
     /// Whether a node of this kind forwards (routes are found through it).
     pub fn forwards(self) -> bool {
-        matches!(self, Kind::Router | Kind::Nat44)
+        !matches!(self, Kind::Host)
     }
 
     /// Whether the kernel holds the node's addresses, routes and neighbours (a router's
     /// are `dualperf route`'s).
     pub fn kernel_addresses(self) -> bool {
-        matches!(self, Kind::Host | Kind::Nat44)
+        !matches!(self, Kind::Router)
+    }
+
+    /// Whether the node forwards with the kernel (`ip_forward`, IPv6 `forwarding` on).
+    pub fn kernel_forwards(self) -> bool {
+        matches!(self, Kind::Nat44 | Kind::Kernel | Kind::Tayga)
     }
 }
 
@@ -184,7 +196,7 @@ pub struct Link {
 pub struct Node {
     /// Name, as written.
     pub name: String,
-    /// Host or router.
+    /// What it is: host, router, kernel, nat44 or tayga.
     pub kind: Kind,
     /// A router's QoS file (`dualperf route --qos`), read and checked with the topology.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -605,7 +617,7 @@ impl Topology {
                     }
                 }
             }
-            Kind::Router | Kind::Nat44 => {
+            Kind::Router | Kind::Nat44 | Kind::Kernel | Kind::Tayga => {
                 // Breadth-first from this node through routers and NATs: for every
                 // node, the first hop toward it (the link and the peer end).
                 let mut first: BTreeMap<usize, (String, usize)> = BTreeMap::new();
@@ -742,6 +754,8 @@ pub fn builtin(file: &str) -> Option<&'static str> {
         "dumbbell.toml" => Some(include_str!("../../../plans/topologies/dumbbell.toml")),
         "nat44.toml" => Some(include_str!("../../../plans/topologies/nat44.toml")),
         "truth.toml" => Some(include_str!("../../../plans/topologies/truth.toml")),
+        "dut-kernel.toml" => Some(include_str!("../../../plans/topologies/dut-kernel.toml")),
+        "dut-tayga.toml" => Some(include_str!("../../../plans/topologies/dut-tayga.toml")),
         _ => None,
     }
 }
@@ -808,6 +822,71 @@ mod tests {
         assert_eq!(cfg.interfaces[0].ipv4, "198.18.1.2/24");
         let text = toml::to_string(&cfg).unwrap();
         assert_eq!(toml::from_str::<RouterConfig>(&text).unwrap(), cfg);
+    }
+
+    #[test]
+    fn kernel_and_tayga_nodes_forward_with_kernel_addresses_routes_and_neighbours() {
+        let text = "version = 1\nname = \"k\"\n\
+            [[node]]\nname = \"a\"\nkind = \"host\"\n\
+            [[node]]\nname = \"k1\"\nkind = \"kernel\"\n\
+            [[node]]\nname = \"t1\"\nkind = \"tayga\"\n\
+            [[node]]\nname = \"b\"\nkind = \"host\"\n\
+            [[link]]\na = \"a\"\nb = \"k1\"\n\
+            [[link]]\na = \"k1\"\nb = \"t1\"\n\
+            [[link]]\na = \"t1\"\nb = \"b\"\n";
+        let t = Topology::parse(text).unwrap();
+        let kinds: Vec<Kind> = t.nodes.iter().map(|n| n.kind).collect();
+        assert_eq!(kinds, [Kind::Host, Kind::Kernel, Kind::Tayga, Kind::Host]);
+        for k in [Kind::Kernel, Kind::Tayga] {
+            assert!(k.forwards() && k.kernel_addresses() && k.kernel_forwards());
+        }
+        assert!(!Kind::Router.kernel_addresses() && !Kind::Router.kernel_forwards());
+        assert!(!Kind::Host.forwards() && !Kind::Host.kernel_forwards());
+        let routes = |node: &str| -> Vec<String> {
+            t.routes(t.node(node).unwrap())
+                .iter()
+                .map(|r| {
+                    let to = r
+                        .prefix
+                        .map_or("default".into(), |(ip, l)| format!("{ip}/{l}"));
+                    format!("{to} via {} dev {}", r.gateway, r.ifname)
+                })
+                .collect()
+        };
+        assert_eq!(
+            routes("k1"),
+            [
+                "198.18.3.0/24 via 198.18.2.2 dev to-t1",
+                "2001:2:0:3::/64 via 2001:2:0:2::2 dev to-t1"
+            ]
+        );
+        assert_eq!(
+            routes("t1"),
+            [
+                "198.18.1.0/24 via 198.18.2.1 dev to-k1",
+                "2001:2:0:1::/64 via 2001:2:0:2::1 dev to-k1"
+            ]
+        );
+        assert_eq!(
+            routes("a"),
+            [
+                "default via 198.18.1.2 dev to-k1",
+                "default via 2001:2:0:1::2 dev to-k1"
+            ]
+        );
+        assert_eq!(t.neighbors(t.node("k1").unwrap()).len(), 4);
+        // Only a router takes qos and cpu.
+        for key in ["qos = \"q.toml\"", "cpu = 1"] {
+            let bad = text.replace("kind = \"kernel\"", &format!("kind = \"kernel\"\n{key}"));
+            let e = Topology::parse(&bad).unwrap_err();
+            assert_eq!(e.line, Some(6), "{e}");
+            assert!(
+                e.message.starts_with("node 'k1': only a router takes"),
+                "{e}"
+            );
+        }
+        let shipped = Topology::parse(builtin("topologies/dut-kernel.toml").unwrap()).unwrap();
+        assert_eq!(shipped.nodes[1].kind, Kind::Kernel);
     }
 
     #[test]
