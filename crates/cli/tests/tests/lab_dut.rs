@@ -10,6 +10,7 @@
 //! 198.19.1.1 (its static map).
 
 use crate::lab::{alive, privileged, Lab};
+use crate::support::{run_with_env, TempDir};
 
 /// A short TCP flow: exact counts however busy the machine.
 const TCP: [&str; 5] = ["--tcp", "--duration", "300ms", "--rate", "100pps"];
@@ -90,4 +91,52 @@ fn a_kernel_dut_forwards_both_families_and_a_tayga_dut_translates_both_ways() {
     assert!(tayga.namespaces().is_empty(), "{:?}", tayga.namespaces());
     assert!(kernel.namespaces().is_empty(), "{:?}", kernel.namespaces());
     assert!(!alive(pid), "TAYGA survived lab down");
+}
+
+#[test]
+fn a_tayga_that_does_not_start_fails_lab_up_and_leaves_nothing() {
+    if !privileged() {
+        return;
+    }
+    // A `tayga` first in PATH that makes the TUN with the real one, then refuses to run.
+    let real = ["/usr/sbin/tayga", "/usr/local/sbin/tayga"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).is_file())
+        .expect("TAYGA is installed (apt-get install tayga)");
+    let bin = TempDir::new("dut-fake-tayga");
+    let fake = bin.path("tayga");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\ncase \"$1\" in --mktun) exec {real} \"$@\";; esac\n\
+             echo 'fake tayga: refusing to run' >&2\nexit 1\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.path("").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let name = format!("tdf-{}", std::process::id() % 100_000);
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../plans/topologies/dut-tayga.toml"
+    ))
+    .unwrap()
+    .replace("name = \"dut-tayga\"", &format!("name = \"{name}\""));
+    let dir = TempDir::new("dut-fail-topo");
+    let topo = dir.path("topo.toml");
+    std::fs::write(&topo, text).unwrap();
+    let lab = Lab::guard(&name);
+    let up = run_with_env(&["lab", "up", topo.to_str().unwrap()], ("PATH", &path));
+    assert_eq!(up.status.code(), Some(1), "{}", up.stderr);
+    assert_eq!(
+        up.stderr,
+        "dualperf: error: tayga on node dut did not start: fake tayga: refusing to run\n"
+    );
+    assert!(lab.namespaces().is_empty(), "{:?}", lab.namespaces());
+    let state = format!("/run/dualperf/labs/{name}/state.json");
+    assert!(!std::path::Path::new(&state).exists());
 }
