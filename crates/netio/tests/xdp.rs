@@ -431,3 +431,70 @@ fn every_frame_is_counted_once_by_its_stream_only() {
     assert_eq!(&bufs[0][..16], b"not a test frame");
     drop(rx);
 }
+
+/// Not a test: the tester's ceiling on this host. 60-byte IPv4 frames (64
+/// with FCS) as fast as the program can send them for 2 s from one CPU,
+/// counted by the receiving program; also the fixed cost of one
+/// `Generator::run`. `cargo test -p netio --test xdp -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement, prints the ceiling"]
+fn ceiling_of_64_byte_frames_on_one_cpu() {
+    if !privileged() {
+        return;
+    }
+    let (x, y) = pair("m");
+    let rx = y.run_inside(|| TesterPort::open("xb", &PortConfig { max_tags: 16 }).unwrap());
+    let mac_b = rx.mac().unwrap();
+    let cfg = RxConfig {
+        streams: vec![1],
+        first_seq: 0,
+        timeout_ns: u64::MAX,
+        tag_every: 1 << 20,
+    };
+    rx.arm_rx(&cfg).unwrap();
+    let (tx, secs, fixed_ms) = x.run_inside(move || {
+        netio::cpu::pin_current_thread(0).unwrap();
+        let port = TesterPort::open("xa", &PortConfig { max_tags: 16 }).unwrap();
+        let mut gen = port
+            .generator(&frame_v4(mac_b, port.mac().unwrap(), 1, true))
+            .unwrap();
+        // One frame: the fixed cost of a call.
+        let mut fixed = Vec::new();
+        for _ in 0..5 {
+            let t0 = mono_ns();
+            let one = vec![Segment {
+                frames: 1,
+                interval_ps: 1,
+            }];
+            gen.run(
+                &Schedule {
+                    start_ns: t0,
+                    segments: one,
+                },
+                t0 + 1_000_000_000,
+            )
+            .unwrap();
+            fixed.push((mono_ns() - t0) as f64 / 1e6);
+        }
+        let start_ns = mono_ns() + 30_000_000;
+        let sched = Schedule {
+            start_ns,
+            segments: vec![Segment {
+                frames: u32::MAX,
+                interval_ps: 1,
+            }],
+        };
+        let tx = gen.run(&sched, start_ns + 2_000_000_000).unwrap();
+        ((tx), (mono_ns() - start_ns) as f64 / 1e9, fixed)
+    });
+    let s = settled(&rx, 1, tx.sent);
+    println!(
+        "sent {} received {} in {secs:.3} s: {:.2} Mpps sent, {:.2} Mpps received; \
+         fixed cost of one run (ms): {fixed_ms:.1?}",
+        tx.sent,
+        s.received,
+        tx.sent as f64 / secs / 1e6,
+        s.received as f64 / secs / 1e6
+    );
+    assert!(s.received > 0);
+}

@@ -254,10 +254,12 @@ impl Generator {
     ///
     /// Must run on a thread in the port's network namespace (the kernel
     /// resolves `ingress_ifindex` in the caller's). Each call has a fixed
-    /// cost of about 25 ms (page-pool set-up and teardown in the kernel,
-    /// measured on kernel 6.18 with a 4 KiB page per frame of the batch)
-    /// on top of the schedule, plus up to 1 ms for the watcher to notice
-    /// the end: start the schedule a few ms after calling.
+    /// cost of about 25 ms (23–32 ms measured on kernel 6.18, a 2-CPU VM,
+    /// by `ceiling_of_64_byte_frames_on_one_cpu` in tests/xdp.rs: the
+    /// kernel's page pool set-up and teardown) on top of the schedule, plus
+    /// up to 1 ms for the watcher to notice the end: start the schedule
+    /// some 30 ms after calling, or its first frames leave late (in a
+    /// burst, catching up).
     pub fn run(&mut self, sched: &Schedule, deadline_ns: u64) -> io::Result<TxStats> {
         let total = self.arm(sched)?;
         install_handler();
