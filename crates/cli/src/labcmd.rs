@@ -142,8 +142,12 @@ pub(crate) fn run(args: LabArgs) -> Result<()> {
             } else {
                 print!("{}", lab::status::nodes_text(&state));
             }
+            let tayga = match state.tayga.len() {
+                0 => String::new(),
+                n => format!(", {n} tayga"),
+            };
             crate::out::note!(
-                "dualperf lab: '{}' is up ({} namespaces, {} routers); `dualperf lab down {}` removes it",
+                "dualperf lab: '{}' is up ({} namespaces, {} routers{tayga}); `dualperf lab down {}` removes it",
                 t.name,
                 state.namespaces.len(),
                 state.routers.len(),
@@ -185,6 +189,7 @@ pub(crate) fn run(args: LabArgs) -> Result<()> {
                 return crate::out::print_json(&crate::out::sorted_json(&doc)?);
             }
             print!("{}", lab::status::nodes_text(&state));
+            print!("{}", lab::status::tayga_text(&state));
             for r in &routers {
                 print!("{}", lab::status::router_text(r));
             }

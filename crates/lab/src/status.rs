@@ -88,6 +88,25 @@ pub fn nodes_text(state: &LabState) -> String {
     out
 }
 
+/// One line per TAYGA of `state` (its node, process, running or not, and configuration
+/// file); nothing when the lab has none.
+pub fn tayga_text(state: &LabState) -> String {
+    state
+        .tayga
+        .iter()
+        .map(|p| {
+            let running = Path::new(&format!("/proc/{}", p.pid)).exists();
+            format!(
+                "tayga {} pid {} {} ({})\n",
+                p.node,
+                p.pid,
+                if running { "running" } else { "NOT RUNNING" },
+                p.config.display()
+            )
+        })
+        .collect()
+}
+
 /// A router's line (its process, running or not), then, when its stats file reads, its
 /// forwarding loop and its service policies' classes.
 pub fn router_text(r: &RouterStatus) -> String {
@@ -169,6 +188,22 @@ mod tests {
             routers: Vec::new(),
             tayga: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_tayga_is_a_line_with_its_process_and_configuration() {
+        let mut state = one_router();
+        assert_eq!(tayga_text(&state), "");
+        state.tayga.push(crate::tayga::TaygaProc {
+            node: "r1".into(),
+            pid: u32::MAX,
+            config: "/run/dualperf/labs/x/r1-tayga.conf".into(),
+            log: "/run/dualperf/labs/x/r1-tayga.log".into(),
+        });
+        assert_eq!(
+            tayga_text(&state),
+            "tayga r1 pid 4294967295 NOT RUNNING (/run/dualperf/labs/x/r1-tayga.conf)\n"
+        );
     }
 
     #[test]

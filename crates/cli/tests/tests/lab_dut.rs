@@ -85,6 +85,15 @@ fn a_kernel_dut_forwards_both_families_and_a_tayga_dut_translates_both_ways() {
         "{conf}"
     );
     assert!(kernel.state_json().get("tayga").is_none());
+    let status = crate::support::run(&["lab", "status", &tayga.name]);
+    status.assert_success();
+    assert!(
+        status
+            .stdout
+            .contains(&format!("tayga dut pid {pid} running (/run/dualperf/labs/")),
+        "{}",
+        status.stdout
+    );
 
     tayga.down();
     kernel.down();
