@@ -129,7 +129,9 @@ fn program(state: i32, cfg: &TxConfig) -> Asm {
             .alu_imm(Alu::And, R4, 0xffff);
         a.alu(Alu::Add, R5, R4);
     }
-    a.mov(R1, R9).bswap_be(R1, 64).stx(Size::DW, R2, tag + 10, R1);
+    a.mov(R1, R9)
+        .bswap_be(R1, 64)
+        .stx(Size::DW, R2, tag + 10, R1);
     if cfg.rfc4814_ports {
         for (slot, off) in [(-16, l4), (-24, l4 + 2)] {
             a.ldx(Size::DW, R1, R10, slot).alu(Alu::Add, R5, R1);
@@ -187,6 +189,15 @@ impl Generator {
             return Err(invalid(format!(
                 "tag at {} and UDP header at {} do not fit a {n}-byte frame",
                 cfg.tag_offset, cfg.l4_offset
+            )));
+        }
+        let t = cfg.tag_offset;
+        let tag = &cfg.frame[t..t + TAG_LEN as usize];
+        if tag[..3] != [0x25, 0x44, cfg.stream] || tag[4..].iter().any(|&b| b != 0) {
+            return Err(invalid(format!(
+                "the template's tag must be magic 0x2544, stream {}, adjust/seq/tx_ns 0 \
+                 (the checksum trick relies on it): {tag:02x?}",
+                cfg.stream
             )));
         }
         let state = ArrayMap::create("dp_tx_state", STATE_VALUE, 1, 0)?;
@@ -408,6 +419,42 @@ mod tests {
                 rfc4814_ports: ports,
             };
             assert!(program(3, &cfg).finish().len() > 50);
+        }
+    }
+
+    #[test]
+    fn templates_without_a_clean_tag_are_refused_before_any_syscall() {
+        let mut frame = vec![0u8; 60];
+        frame[42..45].copy_from_slice(&[0x25, 0x44, 5]);
+        let ok = TxConfig {
+            frame,
+            l4_offset: 34,
+            tag_offset: 42,
+            stream: 5,
+            v6: false,
+            rfc4814_ports: false,
+        };
+        let mut bad = Vec::new();
+        for (at, v) in [(42, 0x26), (44, 6), (48, 1), (59, 1)] {
+            let mut c = ok.clone();
+            c.frame[at] = v;
+            bad.push(c);
+        }
+        bad.push(TxConfig {
+            tag_offset: 43,
+            ..ok.clone()
+        });
+        bad.push(TxConfig {
+            l4_offset: 36,
+            ..ok.clone()
+        });
+        bad.push(TxConfig {
+            frame: vec![0; 10],
+            ..ok.clone()
+        });
+        for c in bad {
+            let e = Generator::new(1, &c).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{e}");
         }
     }
 }
