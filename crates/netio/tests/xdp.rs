@@ -279,14 +279,20 @@ fn generated_frames_carry_seq_and_time_with_valid_checksums() {
     });
 }
 
-/// Runs `gen` for `sched` on a thread in `ns` and returns what it sent.
+/// Runs a generator of `tx` for `segments` (starting 50 ms from now) on a
+/// thread in `ns` and returns what it sent.
 fn send(ns: &Netns, tx: TxConfig, segments: Vec<Segment>) -> TxStats {
+    send_until(ns, tx, segments, 20_000_000_000)
+}
+
+/// [`send`] with a deadline `deadline_ns` after the start.
+fn send_until(ns: &Netns, tx: TxConfig, segments: Vec<Segment>, deadline_ns: u64) -> TxStats {
     ns.run_inside(move || {
         let port = TesterPort::open("xa", &PortConfig { max_tags: 16 }).unwrap();
         let mut gen = port.generator(&tx).unwrap();
         let start_ns = mono_ns() + 50_000_000;
         let sched = Schedule { start_ns, segments };
-        gen.run(&sched, start_ns + 20_000_000_000).unwrap()
+        gen.run(&sched, start_ns + deadline_ns).unwrap()
     })
 }
 
@@ -429,6 +435,23 @@ fn every_frame_is_counted_once_by_its_stream_only() {
         "the datagram passed"
     );
     assert_eq!(&bufs[0][..16], b"not a test frame");
+
+    // A deadline ends a run early; what was sent arrived.
+    rx.arm_rx(&RxConfig {
+        streams: vec![3],
+        first_seq: 0,
+        timeout_ns: 1_000_000_000,
+        tag_every: 1,
+    })
+    .unwrap();
+    let long = vec![Segment {
+        frames: 1_000_000,
+        interval_ps: 1_000_000_000,
+    }]; // 1000 s
+    let cut = send_until(&x, frame_v4(mac_b, mac_a, 3, true), long, 300_000_000);
+    assert!(cut.sent < 1_000_000, "{cut:?}");
+    let s3 = settled(&rx, 3, cut.sent);
+    assert_eq!((s3.received, s3.late, s3.ramp), (cut.sent, 0, 0), "{s3:?}");
     drop(rx);
 }
 

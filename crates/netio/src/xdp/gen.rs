@@ -380,7 +380,17 @@ fn stop_signal() -> libc::c_int {
 
 extern "C" fn on_stop_signal(_: libc::c_int) {}
 
+/// Installs the no-op handler (once per process) and unblocks the signal on
+/// the calling thread, in case the caller's runtime blocked it.
 fn install_handler() {
+    let mut set = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+    // SAFETY: sigemptyset initialises `set`; pthread_sigmask reads it and
+    // changes only this thread's mask.
+    unsafe {
+        libc::sigemptyset(set.as_mut_ptr());
+        libc::sigaddset(set.as_mut_ptr(), stop_signal());
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, set.as_ptr(), std::ptr::null_mut());
+    }
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         // SAFETY: a zeroed sigaction is valid; the handler is a no-op
