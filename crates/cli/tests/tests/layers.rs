@@ -9,18 +9,21 @@ use std::process::Command;
 use serde_json::Value;
 
 /// Crate → the workspace crates it may depend on. Bottom up:
-/// - floor 1, the leaves: `wire` (formats), `meter` (measurement math), `netio` (the
-///   kernel: the only crate with `unsafe`);
+/// - floor 1, the leaves: `wire` (formats), `meter` (measurement math), `bmwg` (device
+///   benchmarking methods: RFC 2544 searches, sans-IO), `netio` (the kernel: the only
+///   crate with `unsafe`);
 /// - floor 2, sans-IO cores on formats: `traffic`, `qos`, `dualstack`, `rsvp`;
 /// - floor 3: `results` (output documents), `router` (forwarding, sans-IO), `port`;
 /// - floor 4: `lab` (plans, run directories, namespaces);
 /// - floor 5: `report` (tables, statistics, plots from run directories);
 /// - the top: `cli`, the one binary, binds everything to the kernel.
 ///
-/// No core (`wire`, `meter`, `traffic`, `qos`, `router`, `dualstack`, `rsvp`) may reach `netio`.
+/// No core (`wire`, `meter`, `bmwg`, `traffic`, `qos`, `router`, `dualstack`, `rsvp`) may reach
+/// `netio`.
 pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
     ("wire", &[]),
     ("meter", &[]),
+    ("bmwg", &[]),
     ("netio", &[]),
     ("traffic", &["wire"]),
     ("qos", &["wire"]),
@@ -36,6 +39,7 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
         &[
             "wire",
             "meter",
+            "bmwg",
             "netio",
             "traffic",
             "qos",
