@@ -12,10 +12,11 @@
 //!   port as if the program had returned `XDP_TX` in a driver.
 //!
 //! Measured on a veth pair (kernel 6.18, a 2-CPU VM, both programs on one
-//! CPU since the receiving veth's NAPI runs in the sender's softirq): 4.7
-//! Mpps of 64-byte frames sent and counted, against 0.55 Mpps for
-//! `trafgen --cpus 1` (AF_PACKET) on the same pair; at that ceiling about
-//! 0.02 % were lost in the veth's ring, paced runs below it lose nothing.
+//! CPU since the receiving veth's NAPI runs in the sender's softirq): 3.4–4.7
+//! Mpps of 64-byte frames sent and counted (lower while builds shared the
+//! machine), against 0.55 Mpps for `trafgen --cpus 1` (AF_PACKET) on the
+//! same pair. At that ceiling one run of three lost 0.02 % in the veth's
+//! ring; paced runs below it lost nothing.
 //!
 //! A veth takes XDP-transmitted frames only when its peer has NAPI on (an
 //! XDP program attached, or GRO on): a tester port's peer needs one.
