@@ -17,9 +17,9 @@
 //!   [`TAYGA_V4`], 198.19.0.1 (no link 0, so no host maps to it); its IPv6 one is the
 //!   prefix's image of it, `2001:2:0:6464::c613:1`.
 //!
-//! On the node: `prefix` and the pool are routed into the TUN. Its IPv4 peers reach the
-//! pool through their default routes, and its IPv6 peers the prefix: routers further
-//! away have no routes to either, so tester ports sit on the tayga node's own links.
+//! On the node: `prefix` and the pool are routed into the TUN. Hosts reach both through
+//! their default routes, and every other forwarding node (router, kernel, nat44) through
+//! its first hop toward the tayga node ([`routes_via`]); a lab has at most one tayga.
 //!
 //! `lab up` writes the configuration to `/run/dualperf/labs/LAB/NODE-tayga.conf`, makes
 //! the TUN (`tayga --mktun`), raises it, routes into it, and runs `tayga -d --config
@@ -86,6 +86,23 @@ pub fn maps(t: &Topology) -> Vec<(Ipv4Addr, Ipv6Addr)> {
         .filter(|e| t.nodes[e.node].kind == Kind::Host)
         .map(|e| (mapped_v4(e), e.ipv6))
         .collect()
+}
+
+/// The routes of a forwarding node whose first hop toward the tayga node is `peer`, out
+/// of `ifname`: [`PREFIX`] and [`POOL`] through it.
+pub fn routes_via(peer: &End, ifname: &str) -> [crate::topology::Route; 2] {
+    [
+        crate::topology::Route {
+            prefix: Some((POOL.0.into(), POOL.1)),
+            gateway: peer.ipv4.into(),
+            ifname: ifname.to_owned(),
+        },
+        crate::topology::Route {
+            prefix: Some((PREFIX.into(), PREFIX_LEN)),
+            gateway: peer.ipv6.into(),
+            ifname: ifname.to_owned(),
+        },
+    ]
 }
 
 /// The configuration file (tayga.conf(5)) of tayga node `i`, its data directory `data`.
@@ -266,5 +283,67 @@ mod tests {
             .collect();
         assert_eq!(gws, ["None 198.18.2.1 to-dut", "None 2001:2:0:2::1 to-dut"]);
         assert_eq!(t.neighbors(dut).len(), 4);
+    }
+
+    #[test]
+    fn routers_beyond_the_tayga_reach_its_prefix_and_pool_through_it_and_a_second_is_refused() {
+        // sender — dut (tayga) — r1 — receiver
+        let text = DUT_TAYGA
+            .replace(
+                "[[node]]\nname = \"receiver\"",
+                "[[node]]\nname = \"r1\"\nkind = \"router\"\n\n[[node]]\nname = \"receiver\"",
+            )
+            .replace(
+                "[[link]]\na = \"dut\"\nb = \"receiver\"",
+                "[[link]]\na = \"dut\"\nb = \"r1\"\n\n[[link]]\na = \"r1\"\nb = \"receiver\"",
+            );
+        let t = Topology::parse(&text).unwrap();
+        let r1 = t.node("r1").unwrap();
+        let cfg = t.router_config(r1);
+        let routes: Vec<(&str, &str, &str)> = cfg
+            .routes
+            .iter()
+            .map(|r| (r.prefix.as_str(), r.via.as_str(), r.interface.as_str()))
+            .collect();
+        assert_eq!(
+            routes,
+            [
+                ("198.18.1.0/24", "198.18.2.1", "to-dut"),
+                ("2001:2:0:1::/64", "2001:2:0:2::1", "to-dut"),
+                ("198.19.0.0/16", "198.18.2.1", "to-dut"),
+                ("2001:2:0:6464::/96", "2001:2:0:2::1", "to-dut"),
+            ]
+        );
+        // The tayga itself routes them into its TUN, not through a peer.
+        assert_eq!(t.routes(t.node("dut").unwrap()).len(), 2);
+        // Hosts are mapped wherever they are: the receiver is beyond r1 on link 3.
+        assert_eq!(
+            maps(&t),
+            [
+                (
+                    Ipv4Addr::new(198, 19, 1, 1),
+                    "2001:2:0:1::1".parse().unwrap()
+                ),
+                (
+                    Ipv4Addr::new(198, 19, 3, 2),
+                    "2001:2:0:3::2".parse().unwrap()
+                ),
+            ]
+        );
+        let two = text.replace("kind = \"router\"", "kind = \"tayga\"");
+        let e = Topology::parse(&two).unwrap_err();
+        assert_eq!(
+            (e.line, e.message.as_str()),
+            (
+                Some(line_of(&two, "name = \"r1\"")),
+                "node 'r1': a second tayga (a lab has one NAT64 prefix and one IPv4 pool)"
+            )
+        );
+    }
+
+    /// The 1-based line before the line `what` of `text`: a node's `[[node]]`, where its
+    /// name is `what`.
+    fn line_of(text: &str, what: &str) -> usize {
+        text.lines().position(|l| l == what).unwrap()
     }
 }

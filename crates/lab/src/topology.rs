@@ -536,6 +536,20 @@ impl Topology {
             t.check_nat44(i)
                 .map_err(|m| err(line_at(n.span().start), m))?;
         }
+        if let Some(second) = file
+            .node
+            .iter()
+            .filter(|n| n.get_ref().kind == Kind::Tayga)
+            .nth(1)
+        {
+            return Err(err(
+                line_at(second.span().start),
+                format!(
+                    "node '{}': a second tayga (a lab has one NAT64 prefix and one IPv4 pool)",
+                    second.get_ref().name
+                ),
+            ));
+        }
         for (i, n) in t.nodes.iter().enumerate() {
             let Some(q) = &n.qos else { continue };
             let line = file
@@ -677,6 +691,15 @@ impl Topology {
                         gateway: peer.ipv6.into(),
                         ifname,
                     });
+                }
+                // The tayga node's prefix and pool, through the first hop toward it.
+                let tayga = self.nodes.iter().position(|n| n.kind == Kind::Tayga);
+                if let Some((ifname, via)) = tayga.filter(|&t| t != i).and_then(|t| first.get(&t))
+                {
+                    if let Some(h) = self.links.iter().find(|x| x.number == *via) {
+                        let peer = &h.ends[usize::from(h.ends[0].node == i)];
+                        out.extend(crate::tayga::routes_via(peer, ifname));
+                    }
                 }
             }
         }
@@ -857,7 +880,9 @@ mod tests {
             routes("k1"),
             [
                 "198.18.3.0/24 via 198.18.2.2 dev to-t1",
-                "2001:2:0:3::/64 via 2001:2:0:2::2 dev to-t1"
+                "2001:2:0:3::/64 via 2001:2:0:2::2 dev to-t1",
+                "198.19.0.0/16 via 198.18.2.2 dev to-t1",
+                "2001:2:0:6464::/96 via 2001:2:0:2::2 dev to-t1"
             ]
         );
         assert_eq!(
