@@ -20,6 +20,8 @@
 //! - [`stamp`]: STAMP test packets (RFC 8762) with their optional extensions (RFC 8972).
 //! - [`span`]: byte offsets → line numbers, for the TOML parsers' errors.
 //! - [`prefix`]: IPv4 and IPv6 address prefixes, parsed and matched.
+//! - [`testframe`]: the RFC 2544 tester's Ethernet/IP/UDP test frame and its 18-byte tag
+//!   (stream, sequence, transmit time), built, parsed and kept checksum-valid.
 //!
 //! The L2/L3 formats of a userspace router:
 //! - [`checksum`]: the RFC 1071 Internet checksum, pseudo-headers and the RFC 1624
@@ -60,6 +62,7 @@ pub mod rsvp;
 pub mod rtp;
 pub mod span;
 pub mod stamp;
+pub mod testframe;
 pub mod time;
 
 /// Parsing a packet or message failed: it is malformed, truncated or of an unknown version.
