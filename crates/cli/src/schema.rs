@@ -168,6 +168,11 @@ const DOCS: &[Doc] = &[
         what: "dualperf interop --json: the dual-stack matrix, literals, selection, eyeballs",
         schema: || schemars::schema_for!(dualstack::interop::Report),
     },
+    Doc {
+        name: "rfc2544",
+        what: "dualperf rfc2544 --json, kept as a run directory's rfc2544.json",
+        schema: || schemars::schema_for!(results::bmwg::Rfc2544Doc),
+    },
 ];
 
 pub(crate) fn run(args: SchemaArgs) -> Result<()> {

@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod bmwg;
 pub mod clock;
 pub mod compare;
 pub mod decode;
