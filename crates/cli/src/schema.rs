@@ -21,7 +21,7 @@ pub(crate) struct SchemaArgs {
     /// The document: send, send-bidir, recv, decode, log-meta, log-flow, compare, path, run,
     /// run-dry-run, run-record, resolved, host, peer-clock, router-stats, report, export,
     /// lab-up, lab-status, overhead, overhead-codecs, doctor, portcheck, portcheck-rules,
-    /// portcheck-criteria, interop.
+    /// portcheck-criteria, interop, rfc2544.
     #[arg(value_name = "DOCUMENT", conflicts_with = "dir")]
     document: Option<String>,
     /// Write every schema into this directory as NAME.schema.json.
