@@ -169,7 +169,8 @@ pub fn tag_every(rate_fps: u64, duration_ns: u64, want: u64) -> u32 {
 /// below 100 %), so the trial that follows at 100 % is the next step up, not a jump from
 /// idle. TRex (PR 1212) found devices drop frames when a stream jumps from nothing to
 /// its rate; the frames of the ramp are not counted (netio's `RxConfig::first_seq`).
-/// Each segment is `(frames, interval_ps)`; a segment of no frames is left out.
+/// Each segment is `(frames, interval_ps)`; a segment of no frames is left out. netio's
+/// `Schedule` holds at most 16 segments, the trial's included: at most 15 steps.
 pub fn ramp(target_fps: u64, ramp_ns: u64, steps: u32) -> Vec<(u32, u64)> {
     if target_fps == 0 || ramp_ns == 0 || steps == 0 {
         return Vec::new();

@@ -350,7 +350,7 @@ impl Search {
             self.done = true;
             return;
         }
-        let step = self.width_goal().max(self.cfg.precision) * 2f64.powi(self.late_run as i32);
+        let step = self.width_goal() * 2f64.powi(self.late_run as i32);
         self.late_run += 1;
         let below = (spec.rate_fps as f64 * (1.0 - step.min(0.5))).floor() as u64;
         self.max = self.max.min(below.max(self.cfg.min_fps));
