@@ -596,6 +596,56 @@ mod tests {
     }
 
     #[test]
+    fn a_device_that_always_loses_a_little_has_no_ndr_but_a_pdr() {
+        // 0.1 % lost at every load up to 812,345 fps, everything beyond lost as well; a
+        // 60 s final duration: four phases (1, 3.915, 15.326, 60 s).
+        let mut clean = device(812_345);
+        let cfg = SearchConfig {
+            final_duration_ns: 60 * NS_PER_S,
+            ..quick()
+        };
+        let r = run(cfg, |s: &TrialSpec| {
+            let o = clean(s);
+            TrialOutcome {
+                received: o.received - o.offered / 1000,
+                ..o
+            }
+        });
+        assert!(r.converged);
+        // The NDR goal steps down from the forwarded rate by 8, 16, 32, 64 % and then
+        // clamps at the lowest load, which loses too: no NDR, and each phase re-measures
+        // that bound. The true PDR, r − 812,345 + r/1000 ≤ 0.005·r, is 815,607.
+        assert_eq!((r.ndr_fps, r.ndr_upper_fps), (0, Some(10_000)));
+        assert_eq!((r.pdr_fps, r.pdr_upper_fps), (811_848, Some(815_927)));
+        assert_eq!(
+            loads(&r),
+            [
+                (1_000_000, 1000),
+                (811_345, 1000),
+                (746_437, 1000),
+                (627_007, 1000),
+                (426_364, 1000),
+                (153_491, 1000),
+                (10_000, 1000),
+                (905_672, 1000),
+                (858_508, 1000),
+                (824_168, 1000),
+                (10_000, 3915),
+                (824_168, 3915),
+                (811_345, 3915),
+                (10_000, 15_326),
+                (824_168, 15_326),
+                (811_345, 15_326),
+                (815_927, 15_326),
+                (10_000, 60_000),
+                (815_927, 60_000),
+                (811_345, 60_000),
+                (811_848, 60_000),
+            ]
+        );
+    }
+
+    #[test]
     fn a_device_that_loses_even_at_the_lowest_load_reports_zero() {
         let r = run(quick(), |s: &TrialSpec| TrialOutcome {
             offered: s.frames(),
