@@ -1,0 +1,185 @@
+//! tshark reads the RFC 2544 test frames `wire::testframe` builds as we mean them: the
+//! 64-byte IPv4 and 84-byte IPv6 templates and the same frames rewritten the way the
+//! XDP generator rewrites them (seq, tx_ns, RFC 4814 ports and the checksum-adjust
+//! word) go into an Ethernet pcap (linktype 1), and tshark, checking IPv4 header and
+//! UDP checksums itself, must call every checksum good and show our addresses, ports
+//! and lengths, with no malformed packet and no expert warning.
+//!
+//! Without tshark the test is skipped with a message, except under CI=true.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use wire::testframe::{self, FrameSpec, Tag, TestFrame};
+
+/// A directory under the system temp dir, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> Self {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let dir = std::env::temp_dir().join(format!("{tag}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A classic pcap file (microsecond stamps) of Ethernet frames (linktype 1).
+fn pcap(frames: &[Vec<u8>]) -> Vec<u8> {
+    let mut f = Vec::new();
+    f.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
+    f.extend_from_slice(&2u16.to_le_bytes());
+    f.extend_from_slice(&4u16.to_le_bytes());
+    f.extend_from_slice(&[0; 8]);
+    f.extend_from_slice(&65_535u32.to_le_bytes());
+    f.extend_from_slice(&1u32.to_le_bytes());
+    for (i, p) in frames.iter().enumerate() {
+        f.extend_from_slice(&(1_700_000_000 + i as u32).to_le_bytes());
+        f.extend_from_slice(&0u32.to_le_bytes());
+        f.extend_from_slice(&(p.len() as u32).to_le_bytes());
+        f.extend_from_slice(&(p.len() as u32).to_le_bytes());
+        f.extend_from_slice(p);
+    }
+    f
+}
+
+fn tshark_available() -> bool {
+    let found = Command::new("tshark")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "tshark is missing under CI=true"
+        );
+        eprintln!("skipped: tshark is not installed");
+    }
+    found
+}
+
+fn run_tshark(file: &Path, args: &[&str]) -> String {
+    let out = Command::new("tshark")
+        .arg("-r")
+        .arg(file)
+        .args([
+            "-o",
+            "ip.check_checksum:TRUE",
+            "-o",
+            "udp.check_checksum:TRUE",
+        ])
+        .args(args)
+        .output()
+        .expect("tshark runs");
+    assert!(
+        out.status.success(),
+        "tshark: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn spec(src: IpAddr, dst: IpAddr, frame_size: usize) -> FrameSpec {
+    FrameSpec {
+        src_mac: [0x02, 0, 0, 0, 0, 0x01],
+        dst_mac: [0x02, 0, 0, 0, 0, 0x02],
+        src,
+        dst,
+        src_port: 1024,
+        dst_port: 1025,
+        frame_size,
+        stream: 7,
+        dscp: 0,
+        hop_limit: 64,
+    }
+}
+
+/// The generator's rewrite: seq, tx_ns, pseudorandom ports and the adjust word.
+fn rewrite(t: &TestFrame, seq: u32, tx_ns: u64, r: u32) -> Vec<u8> {
+    let mut f = t.bytes.clone();
+    let l4 = t.l4_offset;
+    let (src, dst) = testframe::rfc4814_ports(r);
+    f[l4..l4 + 2].copy_from_slice(&src.to_be_bytes());
+    f[l4 + 2..l4 + 4].copy_from_slice(&dst.to_be_bytes());
+    let mut tag = Tag::new_unchecked(&mut f[t.tag_offset..]);
+    tag.set_seq(seq);
+    tag.set_tx_ns(tx_ns);
+    tag.set_adjust(testframe::adjust_for(
+        seq,
+        tx_ns,
+        Some((src, dst)),
+        (1024, 1025),
+    ));
+    f
+}
+
+#[test]
+fn tshark_reads_test_frames_with_good_checksums() {
+    if !tshark_available() {
+        return;
+    }
+    let v4 = (
+        IpAddr::V4(Ipv4Addr::new(198, 18, 0, 2)),
+        IpAddr::V4(Ipv4Addr::new(198, 19, 0, 2)),
+    );
+    let v6 = (
+        IpAddr::V6("2001:2::2".parse::<Ipv6Addr>().unwrap()),
+        IpAddr::V6("2001:2:0:1::2".parse::<Ipv6Addr>().unwrap()),
+    );
+    let t4 = testframe::build(&spec(v4.0, v4.1, 64)).unwrap();
+    let t6 = testframe::build(&spec(v6.0, v6.1, 84)).unwrap();
+    let t4_big = testframe::build(&spec(v4.0, v4.1, 1518)).unwrap();
+    let frames = vec![
+        t4.bytes.clone(),
+        t6.bytes.clone(),
+        rewrite(&t4, 0xdead_beef, 0x0123_4567_89ab_cdef, 0x1234_5678),
+        rewrite(&t6, 1, u64::MAX, 0xffff_ffff),
+        rewrite(&t4_big, 65_535, 1_000_000_007, 0),
+    ];
+    let dir = TempDir::new("wire-testframe-tshark");
+    let file = dir.0.join("testframe.pcap");
+    std::fs::write(&file, pcap(&frames)).unwrap();
+
+    let bad = run_tshark(
+        &file,
+        &["-Y", "_ws.malformed || _ws.expert.severity >= warning"],
+    );
+    assert_eq!(bad, "", "tshark finds malformed frames or warnings");
+
+    let fields = [
+        "frame.len",
+        "ip.src",
+        "ipv6.src",
+        "ip.checksum.status",
+        "udp.srcport",
+        "udp.dstport",
+        "udp.length",
+        "udp.checksum.status",
+    ];
+    let mut args = vec!["-T", "fields", "-E", "separator=,"];
+    for f in fields {
+        args.extend(["-e", f]);
+    }
+    let out = run_tshark(&file, &args);
+    // Checksum status 1 is "Good" (0 bad, 2 unverified).
+    let expected = [
+        "60,198.18.0.2,,1,1024,1025,26,1",
+        "80,,2001:2::2,,1024,1025,26,1",
+        "60,198.18.0.2,,1,23160,4661,26,1",
+        "80,,2001:2::2,,2047,16385,26,1",
+        "1514,198.18.0.2,,1,1024,1,1480,1",
+    ];
+    assert_eq!(out.lines().collect::<Vec<_>>(), expected);
+    for f in &frames {
+        assert!(testframe::parse(f).unwrap().udp_checksum_ok);
+    }
+}
