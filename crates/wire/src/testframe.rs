@@ -61,13 +61,13 @@ pub const SIZES_V4: &[usize] = &[64, 128, 256, 512, 1024, 1280, 1518];
 
 /// The IPv6 frame sizes: RFC 2544 §9.1's list with its smallest size raised to 84 bytes.
 ///
-/// RFC 5180 §5.1.1 keeps RFC 2544's Ethernet sizes for IPv6 and adds larger ones (1522
-/// for an 802.1Q tag and jumbo sizes up to 9216). A 64-byte frame leaves 46 bytes for
-/// IP, and the IPv6 header (40) plus UDP (8) alone take 48, so an IPv6 test frame with
-/// UDP and a tag cannot be 64 bytes: 14 + 40 + 8 + 18 (tag) + 4 (FCS) = 84 is the
-/// smallest this tester makes, which is also the size a 64-byte IPv4 frame becomes
-/// when a stateless translator turns it into IPv6 (the IPv6 header is 20 bytes longer;
-/// RFC 8219 §5.1 and siitperf use the +20 pairing for translation tests).
+/// RFC 5180 §5.1.1 keeps RFC 2544's Ethernet sizes for IPv6 and adds larger ones (up to
+/// 9216-byte jumbo frames). A 64-byte frame leaves 46 bytes for IP, and the IPv6 header
+/// (40) plus UDP (8) alone take 48, so an IPv6 test frame with UDP cannot be 64 bytes:
+/// 14 + 40 + 8 + 18 (tag) + 4 (FCS) = 84 is the smallest this tester makes. It is also
+/// what a 64-byte IPv4 frame becomes through a stateless translator (the IPv6 header is
+/// 20 bytes longer): siitperf, the RFC 8219 tester by one of its authors, takes IPv6
+/// frame sizes of 84..=1518 bytes and makes its IPv4 frames 20 bytes shorter.
 pub const SIZES_V6: &[usize] = &[84, 128, 256, 512, 1024, 1280, 1518];
 
 /// The smallest frame [`build`] makes, FCS included: 64 bytes for IPv4
