@@ -30,6 +30,7 @@ mod overhead;
 mod portcheck;
 mod recv;
 mod report;
+mod rfc2544;
 mod route;
 mod rsvp_host;
 mod run;
@@ -81,6 +82,7 @@ enum Command {
     Report(report::ReportArgs),
     Export(export::ExportArgs),
     Route(route::RouteArgs),
+    Rfc2544(rfc2544::Rfc2544Args),
     Lab(labcmd::LabArgs),
     Clock(clock::ClockArgs),
     Doctor(doctor::DoctorArgs),
@@ -110,6 +112,7 @@ fn main() {
         Command::Report(args) => report::run(args),
         Command::Export(args) => export::run(args),
         Command::Route(args) => route::run(args),
+        Command::Rfc2544(args) => rfc2544::run(args),
         Command::Lab(args) => labcmd::run(args),
         Command::Clock(args) => clock::run(args),
         Command::Doctor(args) => doctor::run(args),

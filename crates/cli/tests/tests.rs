@@ -85,6 +85,8 @@ mod report_html;
 mod report_stats;
 #[path = "tests/reverse_nat.rs"]
 mod reverse_nat;
+#[path = "tests/rfc2544.rs"]
+mod rfc2544;
 #[path = "tests/route_stall.rs"]
 mod route_stall;
 #[path = "tests/rsvp_hosts.rs"]

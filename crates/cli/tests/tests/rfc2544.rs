@@ -1,0 +1,168 @@
+//! `dualperf rfc2544`, for real: the tester's self-test on its own throwaway veth pair
+//! (namespaces dp-rfc2544-PID.a/.b, gone afterwards) counts every frame it sends, and a
+//! short run against a kernel device in a lab writes a document that validates. Root is
+//! needed (XDP programs, namespaces), as in `lab.rs`. Rates are capped low and trials
+//! short: the counts are asserted, never a rate.
+
+use serde_json::Value;
+
+use crate::lab::{privileged, Lab};
+use crate::schema::assert_valid;
+use crate::support::{path_str, Proc, TempDir};
+
+/// Frames at `rate` for `ns`, rounded to the nearest (bmwg::frames_at).
+fn frames_at(rate: u64, ns: u64) -> u64 {
+    ((rate as u128 * ns as u128 + 500_000_000) / 1_000_000_000).max(1) as u64
+}
+
+fn trials(p: &Value) -> &Vec<Value> {
+    p["throughput"]["trials"]
+        .as_array()
+        .expect("the search's trials")
+}
+
+#[test]
+fn rfc2544_self_test_counts_every_frame_it_sends() {
+    if !privileged() {
+        return;
+    }
+    let tmp = TempDir::new("rfc2544-self");
+    let dir = tmp.path("run");
+    let proc = Proc::spawn(&[
+        "rfc2544",
+        "--self-test",
+        "--sizes",
+        "64",
+        "--quick",
+        "--duration",
+        "100ms",
+        "--max-rate",
+        "200k",
+        "--json",
+        "--dir",
+        path_str(&dir),
+    ]);
+    let pid = proc.pid();
+    let out = proc.finish();
+    out.assert_success();
+    let doc = out.json();
+    assert_valid("rfc2544", &doc);
+    assert_eq!(doc["device"]["kind"], "none");
+    let paths = doc["paths"].as_array().unwrap();
+    // --sizes 64: IPv4's 64 and IPv6's minimum, 84 (RFC 5180 §5.1), both directions.
+    let shape: Vec<(&str, u64, &str)> = paths
+        .iter()
+        .map(|p| {
+            (
+                p["path"].as_str().unwrap(),
+                p["frame_size"].as_u64().unwrap(),
+                p["direction"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(shape, [("ipv4", 64, "both"), ("ipv6", 84, "both")]);
+    for (p, c) in paths
+        .iter()
+        .zip(doc["tester"]["ceiling"].as_array().unwrap())
+    {
+        assert_eq!(c["frame_size"], p["frame_size"]);
+        assert_eq!(c["v6"], p["path"] == "ipv6");
+        assert_eq!(c["fps"], p["throughput"]["ndr_fps"]);
+        assert!(!trials(p).is_empty());
+        for t in trials(p) {
+            let (rate, ns) = (
+                t["rate_fps"].as_u64().unwrap(),
+                t["duration_ns"].as_u64().unwrap(),
+            );
+            assert!(rate <= 200_000, "{t}");
+            // Both ports sent every frame of the trial, ramp excluded...
+            assert_eq!(t["offered"].as_u64(), Some(2 * frames_at(rate, ns)), "{t}");
+            // ...and the receivers counted each one, on time or late.
+            assert_eq!(
+                t["received"].as_u64().unwrap() + t["late"].as_u64().unwrap(),
+                t["offered"].as_u64().unwrap(),
+                "{t}"
+            );
+        }
+    }
+    // The run directory holds the same document and the tables.
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("rfc2544.json")).unwrap()).unwrap();
+    assert_eq!(saved, doc);
+    let report = std::fs::read_to_string(dir.join("report.txt")).unwrap();
+    assert!(report.contains("The tester's ceiling"), "{report}");
+    // Its namespaces are gone.
+    let ns = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .unwrap();
+    let ns = String::from_utf8_lossy(&ns.stdout);
+    assert!(!ns.contains(&format!("dp-rfc2544-{pid}.")), "{ns}");
+}
+
+#[test]
+fn rfc2544_against_a_kernel_device_writes_a_document_that_validates() {
+    if !privileged() {
+        return;
+    }
+    let lab = Lab::up_shipped("r2544", "dut-kernel.toml");
+    let tmp = TempDir::new("rfc2544-lab");
+    let dir = tmp.path("run");
+    let out = Proc::spawn(&[
+        "rfc2544",
+        "--lab",
+        &lab.name,
+        "--sizes",
+        "64",
+        "--quick",
+        "--duration",
+        "100ms",
+        "--max-rate",
+        "100k",
+        "--tests",
+        "throughput,latency,flr",
+        "--json",
+        "--dir",
+        path_str(&dir),
+    ])
+    .finish();
+    out.assert_success();
+    let doc = out.json();
+    assert_valid("rfc2544", &doc);
+    assert_eq!(doc["device"]["kind"], "kernel");
+    assert_eq!(doc["device"]["lab"], lab.name.as_str());
+    let paths: Vec<(&str, u64)> = doc["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["path"].as_str().unwrap(),
+                p["frame_size"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(paths, [("ipv4", 64), ("ipv6", 84)]);
+    // The tester's ceiling was measured first, at the sizes and families the paths send.
+    let ceiling: Vec<(u64, bool)> = doc["tester"]["ceiling"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["frame_size"].as_u64().unwrap(),
+                c["v6"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(ceiling, [(64, false), (84, true)]);
+    for p in doc["paths"].as_array().unwrap() {
+        for t in trials(p) {
+            assert!(t["received"].as_u64() <= t["offered"].as_u64(), "{t}");
+        }
+        assert!(!p["flr"].as_array().unwrap().is_empty(), "{p}");
+    }
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("rfc2544.json")).unwrap()).unwrap();
+    assert_eq!(saved, doc);
+}
