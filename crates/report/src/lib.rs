@@ -24,7 +24,9 @@
 //!   over the page), pooled otherwise; what `dualperf compare` prints;
 //! - [`verdicts_path`]: the points the path leaves uncompared (fragmenting,
 //!   oversubscribed), and what the summary says of them;
-//! - [`html`]: one self-contained page with every table and plot.
+//! - [`html`]: one self-contained page with every table and plot;
+//! - [`rfc2544`](mod@rfc2544): a `dualperf rfc2544` run directory (`rfc2544.json`): throughput,
+//!   latency, frame loss and back-to-back tables with the tester's ceiling, and their plots.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -39,6 +41,7 @@ pub mod path;
 pub mod plot;
 pub mod png;
 pub mod render;
+pub mod rfc2544;
 pub mod stats;
 pub mod tables;
 /// Plain aligned text tables, shared with the binary's renderers (`results::text_table`).
