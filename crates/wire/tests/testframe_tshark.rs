@@ -104,10 +104,10 @@ fn spec(src: IpAddr, dst: IpAddr, frame_size: usize) -> FrameSpec {
 }
 
 /// The generator's rewrite: seq, tx_ns, pseudorandom ports and the adjust word.
-fn rewrite(t: &TestFrame, seq: u32, tx_ns: u64, r: u32) -> Vec<u8> {
+fn rewrite(t: &TestFrame, seq: u32, tx_ns: u64, (r_src, r_dst): (u32, u32)) -> Vec<u8> {
     let mut f = t.bytes.clone();
     let l4 = t.l4_offset;
-    let (src, dst) = testframe::rfc4814_ports(r);
+    let (src, dst) = testframe::rfc4814_ports(r_src, r_dst);
     f[l4..l4 + 2].copy_from_slice(&src.to_be_bytes());
     f[l4 + 2..l4 + 4].copy_from_slice(&dst.to_be_bytes());
     let mut tag = Tag::new_unchecked(&mut f[t.tag_offset..]);
@@ -141,9 +141,14 @@ fn tshark_reads_test_frames_with_good_checksums() {
     let frames = vec![
         t4.bytes.clone(),
         t6.bytes.clone(),
-        rewrite(&t4, 0xdead_beef, 0x0123_4567_89ab_cdef, 0x1234_5678),
-        rewrite(&t6, 1, u64::MAX, 0xffff_ffff),
-        rewrite(&t4_big, 65_535, 1_000_000_007, 0),
+        rewrite(
+            &t4,
+            0xdead_beef,
+            0x0123_4567_89ab_cdef,
+            (0x1234_5678, 0x9abc_def0),
+        ),
+        rewrite(&t6, 1, u64::MAX, (u32::MAX, u32::MAX)),
+        rewrite(&t4_big, 65_535, 1_000_000_007, (0, 0)),
     ];
     let dir = TempDir::new("wire-testframe-tshark");
     let file = dir.0.join("testframe.pcap");
@@ -174,8 +179,8 @@ fn tshark_reads_test_frames_with_good_checksums() {
     let expected = [
         "60,198.18.0.2,,1,1024,1025,26,1",
         "80,,2001:2::2,,1024,1025,26,1",
-        "60,198.18.0.2,,1,23160,4661,26,1",
-        "80,,2001:2::2,,2047,16385,26,1",
+        "60,198.18.0.2,,1,21112,11587,26,1",
+        "80,,2001:2::2,,17407,5463,26,1",
         "1514,198.18.0.2,,1,1024,1,1480,1",
     ];
     assert_eq!(out.lines().collect::<Vec<_>>(), expected);

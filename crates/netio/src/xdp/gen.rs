@@ -100,12 +100,12 @@ fn program(state: i32, cfg: &TxConfig) -> Asm {
 
     let orig_ports = if cfg.rfc4814_ports {
         // RFC 4814 §4.5: source 1024..=65535, destination 1..=49151.
+        // One random word a port (wire::testframe::rfc4814_ports).
         a.call(HELPER_GET_PRANDOM_U32);
-        a.mov(R1, R0)
-            .alu_imm(Alu::And, R1, 0xffff)
-            .alu_imm(Alu::Mod, R1, 64512);
-        a.alu_imm(Alu::Add, R1, 1024).stx(Size::DW, R10, -16, R1);
-        a.alu_imm(Alu::Rsh, R0, 16).alu_imm(Alu::Mod, R0, 49151);
+        a.alu_imm(Alu::Mod, R0, 64512);
+        a.alu_imm(Alu::Add, R0, 1024).stx(Size::DW, R10, -16, R0);
+        a.call(HELPER_GET_PRANDOM_U32);
+        a.alu_imm(Alu::Mod, R0, 49151);
         a.alu_imm(Alu::Add, R0, 1).stx(Size::DW, R10, -24, R0);
         let word = |i: usize| u32::from(u16::from_be_bytes([cfg.frame[i], cfg.frame[i + 1]]));
         fold(word(cfg.l4_offset) + word(cfg.l4_offset + 2))

@@ -108,8 +108,8 @@ pub struct TxConfig {
     /// IPv6 (informational: the offsets say where things are).
     pub v6: bool,
     /// RFC 4814 §4.5 pseudorandom ports per frame: source 1024..=65535,
-    /// destination 1..=49151, from one `bpf_get_prandom_u32` (low half →
-    /// source, high half → destination, by `%`).
+    /// destination 1..=49151, from a `bpf_get_prandom_u32` each, by `%`
+    /// (`wire::testframe::rfc4814_ports`).
     pub rfc4814_ports: bool,
 }
 
