@@ -20,6 +20,10 @@ use crate::usage;
 /// receiver's payload bit rate), rtt or one-way delay (mean), jitter (D-ITG's mean |ΔD|)
 /// and loss %.
 ///
+/// A `dualperf rfc2544` run directory (one holding rfc2544.json) gets RFC 2544's tables
+/// instead: throughput (NDR, PDR; "≥" at the highest load offered), latency, frame loss
+/// rate and back-to-back, under the tester's ceiling, with their plots (docs/rfc2544.md).
+///
 /// What it reads, the run directory, and what it writes: docs/output.md. The plan's
 /// tables, metrics and units ([[tables]]): docs/plans.md.
 #[derive(Debug, clap::Args)]
@@ -27,7 +31,8 @@ use crate::usage;
   dualperf report results/sharma2013-1795360000
   dualperf report results/a results/b --markdown > tables.md
   dualperf report results/a --csv > tables.csv
-  dualperf report results/a --html report.html --png plots/ --svg plots/")]
+  dualperf report results/a --html report.html --png plots/ --svg plots/
+  dualperf report runs/rfc2544-1795360000 --html rfc2544.html --png plots/")]
 pub(crate) struct ReportArgs {
     /// Run directories written by `dualperf run` (repetitions of the same plan pool).
     #[arg(required = true)]
@@ -54,6 +59,9 @@ pub(crate) struct ReportArgs {
 }
 
 pub(crate) fn run(args: ReportArgs) -> Result<()> {
+    if args.dirs.iter().any(|d| report::rfc2544::is_rfc2544_dir(d)) {
+        return rfc2544(&args);
+    }
     let mut warnings = Vec::new();
     let runs = report::load(&args.dirs, &mut warnings);
     for w in &warnings {
@@ -117,6 +125,51 @@ pub(crate) fn run(args: ReportArgs) -> Result<()> {
         return crate::out::print(report.csv());
     }
     crate::out::print(report.text(args.markdown))
+}
+
+/// The report of a `dualperf rfc2544` run directory (it holds rfc2544.json): the
+/// throughput, latency, loss-curve and back-to-back tables under the tester's ceiling,
+/// their plots, and `--json` the document itself.
+fn rfc2544(args: &ReportArgs) -> Result<()> {
+    let [dir] = args.dirs.as_slice() else {
+        usage!("an rfc2544 run directory is reported alone: give one directory");
+    };
+    if args.csv {
+        usage!("--csv: an rfc2544 run directory's figures are in --json");
+    }
+    let doc = report::rfc2544::load(dir)?;
+    let plots = if args.html.is_some() || args.svg.is_some() || args.png.is_some() {
+        report::rfc2544::plots(&doc)
+    } else {
+        report::Plots::default()
+    };
+    if args.svg.is_some() || args.png.is_some() {
+        for n in &plots.not_drawn {
+            eprintln!("dualperf report: not drawn: {}: {}", n.title, n.why);
+        }
+    }
+    if let Some(out) = &args.svg {
+        let written = write_plots(out, "SVG", &plots, |p| Ok(p.svg.clone().into_bytes()))?;
+        eprintln!("{written}");
+    }
+    if let Some(out) = &args.png {
+        let fonts = report::png::Fonts::system()?;
+        let written = write_plots(out, "PNG", &plots, |p| {
+            fonts
+                .render(&p.svg)
+                .with_context(|| format!("cannot draw {}", p.file))
+        })?;
+        eprintln!("{written}");
+    }
+    if let Some(path) = &args.html {
+        let page = report::rfc2544::html(dir, &doc, &plots);
+        std::fs::write(path, page).with_context(|| format!("cannot write {}", path.display()))?;
+        eprintln!("dualperf report: wrote {}", path.display());
+    }
+    if args.json {
+        return crate::out::print_json(&crate::out::sorted_json(&doc)?);
+    }
+    crate::out::print(report::rfc2544::text(&doc, args.markdown))
 }
 
 /// Writes every drawn plot into `dir` as `FILE.EXT` (`kind` SVG or PNG), and returns

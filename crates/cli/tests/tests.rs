@@ -81,6 +81,8 @@ mod recv_threads;
 mod relay;
 #[path = "tests/report_html.rs"]
 mod report_html;
+#[path = "tests/report_rfc2544.rs"]
+mod report_rfc2544;
 #[path = "tests/report_stats.rs"]
 mod report_stats;
 #[path = "tests/reverse_nat.rs"]
