@@ -166,7 +166,7 @@ mod tests {
     use super::*;
 
     fn timing() -> Timing {
-        super::super::Timing::new(true, None, 0.005, 10_000_000)
+        Timing::new(true, None, 0.005, 10_000_000)
     }
 
     #[test]
