@@ -15,7 +15,7 @@ use results::bmwg::{self as doc, Ceiling, PathKind, Rfc2544Doc};
 use super::driver::{add_entry, key, template, Bench, End, Interrupted, Job};
 use super::port::PortWorker;
 use super::trial::Flow;
-use super::{tables, Config, Tests};
+use super::{tables, Config, Tests, Timing};
 
 /// The veth pair's two namespaces, deleted on drop.
 pub(crate) struct VethPair {
@@ -68,6 +68,13 @@ impl Drop for VethPair {
         }
     }
 }
+
+/// The self-test's first trials: 100 ms.
+const SELF_TEST_INITIAL_NS: u64 = 100_000_000;
+
+/// The self-test's final trials: at most 5 s (a full run's 60 s would make the ceiling
+/// of fourteen sizes and families take an hour).
+const SELF_TEST_FINAL_NS: u64 = 5_000_000_000;
 
 /// A frame size and family whose ceiling is wanted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -192,16 +199,8 @@ pub(crate) fn measure(
         PortWorker::spawn(&pair.ns[0], IFNAMES[0])?,
         PortWorker::spawn(&pair.ns[1], IFNAMES[1])?,
     ];
-    let mut d = empty_doc(
-        cfg,
-        doc::Device {
-            name: "none".into(),
-            kind: doc::DeviceKind::None,
-            lab: None,
-        },
-    );
-    let jobs = jobs(cfg, &ports, needs, &mut d)?;
-    // The ceiling is the NDR: only the search runs.
+    // The ceiling is the NDR: only the search runs, its final trials at most
+    // SELF_TEST_FINAL_NS long (the tester is measured, not a device).
     let only = Config {
         tests: Tests {
             throughput: true,
@@ -209,8 +208,22 @@ pub(crate) fn measure(
             flr: false,
             b2b: false,
         },
+        timing: Timing {
+            initial_ns: cfg.timing.initial_ns.min(SELF_TEST_INITIAL_NS),
+            final_ns: cfg.timing.final_ns.min(SELF_TEST_FINAL_NS),
+            ..cfg.timing
+        },
         ..cfg.clone()
     };
+    let mut d = empty_doc(
+        &only,
+        doc::Device {
+            name: "none".into(),
+            kind: doc::DeviceKind::None,
+            lab: None,
+        },
+    );
+    let jobs = jobs(&only, &ports, needs, &mut d)?;
     let with_ceiling = |d: &Rfc2544Doc| -> Result<()> { save(&with_ceilings(d.clone(), &jobs)) };
     let mut bench = Bench {
         cfg: &only,
