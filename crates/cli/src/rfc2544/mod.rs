@@ -51,10 +51,11 @@ use crate::usage;
   dualperf rfc2544 --lab dut-tayga --quick --paths ipv6,nat64 --unidirectional
   dualperf rfc2544 --self-test --sizes 64,1518 --json   # the tester's own ceiling, no device
 
-A run of `--lab dut-kernel --quick` prints, per path and frame size, lines such as
-  path  size  dir   NDR fps      PDR fps      NDR Mbit/s  latency p50/p99.9  ...
-  ipv4    64  both  ≥ 1,204,000  ≥ 1,204,000  616.4       41.2/180.5 µs
-where ≥ marks a figure the tester's ceiling capped.")]
+Its throughput table has a line per path and frame size, such as
+  path  size  dir        NDR fps      PDR fps  NDR Mbit/s  trials  converged
+  ipv4    64  both   ≥ 1,313,759  ≥ 1,313,759       672.6      14        yes
+where ≥ marks a figure the tester's ceiling capped (the device did at least that);
+latency (median, p99.9, PDV, IPDV), loss-curve and back-to-back tables follow.")]
 #[command(group(clap::ArgGroup::new("target").required(true).args(["lab", "self_test"])))]
 pub(crate) struct Rfc2544Args {
     /// The running lab whose node between `sender` and `receiver` is the device.
