@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use results::bmwg::{Direction, Rfc2544Doc};
+use results::bmwg::{Direction, PathResult, Rfc2544Doc};
 use results::text_table::Table;
 
 use super::{path_name, Config};
@@ -77,6 +77,14 @@ fn dir_name(d: Direction) -> &'static str {
     }
 }
 
+/// The entries of `d` that `has`, by path and then frame size (the document keeps the
+/// order they ran in).
+fn sorted(d: &Rfc2544Doc, has: impl Fn(&PathResult) -> bool) -> Vec<&PathResult> {
+    let mut v: Vec<&PathResult> = d.paths.iter().filter(|p| has(p)).collect();
+    v.sort_by_key(|p| (p.path as u8, p.frame_size));
+    v
+}
+
 /// The tables of `d`: ceiling, throughput, latency, loss curve, back-to-back.
 pub(crate) fn text(d: &Rfc2544Doc) -> String {
     let kind = serde_json::to_value(d.device.kind)
@@ -122,7 +130,7 @@ pub(crate) fn text(d: &Rfc2544Doc) -> String {
         out += "\nThe tester's ceiling (back to back, one core per direction):\n";
         out += &t.render();
     }
-    let tp: Vec<_> = d.paths.iter().filter(|p| p.throughput.is_some()).collect();
+    let tp = sorted(d, |p| p.throughput.is_some());
     if !tp.is_empty() {
         let mut t = Table::new(&[
             "path",
@@ -150,7 +158,7 @@ pub(crate) fn text(d: &Rfc2544Doc) -> String {
         out += "\nThroughput (RFC 2544 §26.1; ≥: the tester's ceiling, the device did at least that):\n";
         out += &t.render();
     }
-    let lat: Vec<_> = d.paths.iter().filter(|p| p.latency.is_some()).collect();
+    let lat = sorted(d, |p| p.latency.is_some());
     if !lat.is_empty() {
         let mut t = Table::new(&[
             "path",
@@ -182,7 +190,7 @@ pub(crate) fn text(d: &Rfc2544Doc) -> String {
         out += "\nLatency at the NDR (RFC 8219 §7.2, PDV and IPDV §7.3):\n";
         out += &t.render();
     }
-    let flr: Vec<_> = d.paths.iter().filter(|p| !p.flr.is_empty()).collect();
+    let flr = sorted(d, |p| !p.flr.is_empty());
     if !flr.is_empty() {
         let mut t = Table::new(&["path", "size", "load %", "rate fps", "loss %"]);
         for p in flr {
@@ -203,11 +211,7 @@ pub(crate) fn text(d: &Rfc2544Doc) -> String {
         out += "\nFrame loss rate from the tester's ceiling down (RFC 2544 §26.3):\n";
         out += &t.render();
     }
-    let b2b: Vec<_> = d
-        .paths
-        .iter()
-        .filter(|p| p.back_to_back.is_some())
-        .collect();
+    let b2b = sorted(d, |p| p.back_to_back.is_some());
     if !b2b.is_empty() {
         let mut t = Table::new(&[
             "path",
@@ -246,6 +250,37 @@ pub(crate) fn text(d: &Rfc2544Doc) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tables_list_paths_by_family_and_size_and_say_at_least_at_the_ceiling() {
+        let tp = |ndr: u64, lb: bool| {
+            serde_json::json!({"ndr_fps": ndr, "pdr_fps": ndr, "ndr_bps": 0, "pdr_bps": 0,
+                "ndr_upper_fps": null, "pdr_upper_fps": null, "lower_bound": lb,
+                "converged": true, "trials": []})
+        };
+        let d: Rfc2544Doc = serde_json::from_value(serde_json::json!({
+            "schema": "dualperf.rfc2544/1",
+            "device": {"name": "dut", "kind": "kernel", "lab": "dut-kernel"},
+            "tester": {"method": "xdp-live-frames", "cpu": "x",
+                       "ceiling": [{"frame_size": 64, "v6": false, "fps": 1_313_759, "cores": 1}]},
+            "settings": {"quick": true, "initial_duration_ns": 1, "final_duration_ns": 2_000_000_000,
+                         "pdr_ratio": 0.005, "precision": 0.02, "timeout_ns": 10_000_000,
+                         "bidirectional": true, "rfc4814_ports": true, "ramp_ns": 1, "b2b_repeats": 5},
+            "paths": [
+                {"path": "ipv6", "frame_size": 1280, "direction": "both", "throughput": tp(812_345, false)},
+                {"path": "ipv4", "frame_size": 64, "direction": "both", "throughput": tp(1_313_759, true)}
+            ]
+        }))
+        .unwrap();
+        let t = text(&d);
+        let v4 = t.find("ipv4    64  both  ≥ 1,313,759").expect(&t);
+        let v6 = t.find("ipv6  1280  both      812,345").expect(&t);
+        assert!(v4 < v6, "{t}");
+        assert!(
+            t.starts_with("dualperf rfc2544: device dut (kernel, lab dut-kernel)"),
+            "{t}"
+        );
+    }
 
     #[test]
     fn rates_group_thousands_and_lower_bounds_say_at_least() {
