@@ -270,6 +270,28 @@ pub fn ceiling_line(doc: &Rfc2544Doc) -> String {
     )
 }
 
+/// The tester's ceiling short enough to sit left of a plot's legend:
+/// `ceiling Mframes/s: 64 B 4.70, 84 B v6 4.20`.
+fn ceiling_short(doc: &Rfc2544Doc) -> String {
+    let parts: Vec<String> = doc
+        .tester
+        .ceiling
+        .iter()
+        .map(|c| {
+            format!(
+                "{} B{} {:.2}",
+                c.frame_size,
+                if c.v6 { " v6" } else { "" },
+                c.fps as f64 / 1e6
+            )
+        })
+        .collect();
+    if parts.is_empty() {
+        return "tester ceiling not measured".to_owned();
+    }
+    format!("ceiling Mframes/s: {}", parts.join(", "))
+}
+
 /// The page's tables, in order: throughput, latency, frame loss rate, back-to-back
 /// (a table no path has figures for is left out).
 pub fn tables(doc: &Rfc2544Doc) -> Vec<Tab> {
@@ -431,7 +453,7 @@ pub fn text(doc: &Rfc2544Doc, markdown: bool) -> String {
 /// and the frame loss rate curve per frame size.
 pub fn plots(doc: &Rfc2544Doc) -> Plots {
     let mut plots = Plots::default();
-    let subtitle = ceiling_line(doc);
+    let subtitle = ceiling_short(doc);
     let mut lines: Vec<plot::Line> = Vec::new();
     let add = |lines: &mut Vec<plot::Line>, name: String, x: f64, y: f64| {
         let e = plot::Estimate {
@@ -493,6 +515,7 @@ pub fn plots(doc: &Rfc2544Doc) -> Plots {
         .filter(|p| !p.flr.is_empty())
         .map(|p| p.frame_size)
         .collect();
+    sizes.sort_unstable();
     sizes.dedup();
     for size in sizes {
         let lines: Vec<plot::Line> = doc
@@ -806,7 +829,8 @@ Notes:
         assert_eq!(p.drawn[1].file, "02-rfc2544-flr-84");
         for plot in &p.drawn {
             assert!(
-                plot.svg.contains("Tester ceiling (back to back"),
+                plot.svg
+                    .contains("ceiling Mframes/s: 64 B 4.70, 84 B v6 4.20"),
                 "{}",
                 plot.title
             );
@@ -820,6 +844,29 @@ Notes:
         let p = plots(&d);
         assert!(p.drawn.is_empty());
         assert_eq!(p.not_drawn[0].why, "no throughput was measured");
+    }
+
+    #[test]
+    fn one_loss_curve_per_size_whatever_the_order_the_paths_ran_in() {
+        let mut d = doc();
+        let nat64 = d.paths[1].clone();
+        d.paths[0].flr = nat64.flr.clone();
+        d.paths.push(PathResult {
+            path: PathKind::Ipv6,
+            ..nat64
+        });
+        // Sizes 64, 84, 84 then 84, 64, 84: two curves either way.
+        for _ in 0..2 {
+            let titles: Vec<String> = plots(&d).drawn.into_iter().map(|p| p.title).collect();
+            assert_eq!(
+                titles[1..],
+                [
+                    "Frame loss rate, 64-byte frames",
+                    "Frame loss rate, 84-byte frames"
+                ]
+            );
+            d.paths.swap(0, 1);
+        }
     }
 
     #[test]
