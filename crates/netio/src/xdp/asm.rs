@@ -208,6 +208,19 @@ impl Asm {
         self.push(Insn::new(0, R0, R0, 0, 0))
     }
 
+    /// `dst = imm` (a full 64-bit immediate: the two-slot `BPF_LD | BPF_IMM |
+    /// BPF_DW`, low half first).
+    pub(crate) fn ld_imm64(&mut self, dst: Reg, imm: u64) -> &mut Self {
+        self.push(Insn::new(
+            LD | IMM | Size::DW.code(),
+            dst,
+            R0,
+            0,
+            imm as u32 as i32,
+        ));
+        self.push(Insn::new(0, R0, R0, 0, (imm >> 32) as u32 as i32))
+    }
+
     /// Places `name` at the next instruction.
     pub(crate) fn label(&mut self, name: &'static str) -> &mut Self {
         let prev = self.labels.insert(name, self.insns.len());
@@ -281,7 +294,8 @@ mod tests {
             .stx(Size::H, R2, -2, R3) // 6b 32 fe ff ...
             .alu(Alu::Add, R1, R9) // 0f 91 ...
             .alu_imm(Alu::And, R8, 15) // 57 08 00 00 0f 00 00 00
-            .ld_map_fd(R1, 7); // 18 11 00 00 07 00 00 00, 00 * 8
+            .ld_map_fd(R1, 7) // 18 11 00 00 07 00 00 00, 00 * 8
+            .ld_imm64(R3, 0x8877_6655_4433_2211); // 18 03 .. 11 22 33 44, 00 .. 55 66 77 88
         assert_eq!(
             bytes(&a),
             vec![
@@ -296,6 +310,8 @@ mod tests {
                 [0x57, 0x08, 0, 0, 15, 0, 0, 0],
                 [0x18, 0x11, 0, 0, 7, 0, 0, 0],
                 [0, 0, 0, 0, 0, 0, 0, 0],
+                [0x18, 0x03, 0, 0, 0x11, 0x22, 0x33, 0x44],
+                [0, 0, 0, 0, 0x55, 0x66, 0x77, 0x88],
             ]
         );
     }

@@ -117,6 +117,7 @@ fn program(state: i32, cfg: &TxConfig) -> Asm {
     a.mov(R4, R2)
         .alu_imm(Alu::Add, R4, i32::from(tag) + TAG_LEN);
     a.jmp(Cond::Gt, R4, R3, "drop");
+    restore_headers(&mut a, &cfg.frame[..cfg.tag_offset + 4]);
     // r5 = Σ of the new 16-bit words; write seq and tx_ns big-endian.
     a.mov(R5, R8).alu_imm(Alu::Rsh, R5, 16);
     a.mov(R4, R8)
@@ -151,6 +152,33 @@ fn program(state: i32, cfg: &TxConfig) -> Asm {
     a
 }
 
+/// Writes `head` (the template's bytes before the tag, and the tag's magic, stream
+/// and flags) over the frame at `r2`, as immediates: the kernel hands a live-frames
+/// page back to the pool with whatever the frame's last holder wrote into it, and a
+/// device that forwards in place (a kernel router: a new Ethernet header, TTL − 1 and
+/// the IPv4 checksum; a NAT: addresses, ports, checksums) would otherwise have its
+/// own egress header sent back to it. Seen: a kernel device dropped every frame after
+/// the pool's first 128 pages as addressed to another host. Clobbers `r1`.
+fn restore_headers(a: &mut Asm, head: &[u8]) {
+    let mut chunks = head.chunks_exact(8);
+    let mut off = 0i16;
+    for c in &mut chunks {
+        let word = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+        a.ld_imm64(R1, word).stx(Size::DW, R2, off, R1);
+        off += 8;
+    }
+    let mut rest = chunks.remainder();
+    for (size, len) in [(Size::W, 4), (Size::H, 2), (Size::B, 1)] {
+        if rest.len() >= len {
+            let mut b = [0u8; 4];
+            b[..len].copy_from_slice(&rest[..len]);
+            a.st_imm(size, R2, off, i32::from_le_bytes(b));
+            off += len as i16;
+            rest = &rest[len..];
+        }
+    }
+}
+
 /// Two end-around-carry folds of r5 to 16 bits (enough below 2^32).
 fn fold_r5(a: &mut Asm) {
     for _ in 0..2 {
@@ -172,6 +200,7 @@ pub struct Generator {
     prog: Prog,
     state: ArrayMap,
     frame: Vec<u8>,
+    tag_offset: usize,
     ifindex: u32,
 }
 
@@ -206,6 +235,7 @@ impl Generator {
             prog,
             state,
             frame: cfg.frame.clone(),
+            tag_offset: t,
             ifindex,
         })
     }
@@ -319,9 +349,17 @@ impl Generator {
     /// frames, one run per call, the state armed from `sched`) until it has
     /// produced `n` frames or the schedule is done; returns those frames as
     /// they would have left. For checking the tag, ports and checksum
-    /// without a network; use a `start_ns` in the past.
+    /// without a network; use a `start_ns` in the past. Each run starts from
+    /// a page whose bytes before the tag's `adjust` are scrambled, as a
+    /// recycled live-frames page may hold a device's rewrite of them: what
+    /// comes out must be the template again.
     pub fn preview(&mut self, sched: &Schedule, n: usize) -> io::Result<Vec<Vec<u8>>> {
         let total = self.arm(sched)?;
+        let mut page = self.frame.clone();
+        let head = self.tag_offset + 4;
+        for b in &mut page[..head] {
+            *b ^= 0x5a;
+        }
         let mut frames = Vec::new();
         let mut out = vec![0u8; self.frame.len() + 256];
         for _ in 0..n * 2 + MAX_SEGMENTS + 2 {
@@ -329,7 +367,7 @@ impl Generator {
                 break;
             }
             let run = TestRun {
-                data: &self.frame,
+                data: &page,
                 data_out: Some(&mut out),
                 ingress_ifindex: 0,
                 repeat: 1,
