@@ -346,7 +346,10 @@ pub fn tables(doc: &Rfc2544Doc) -> Vec<Tab> {
             "corrected µs",
         ],
     );
-    for p in &doc.paths {
+    // Rows by path, then frame size (the run interleaves paths, so its order is not).
+    let mut paths: Vec<&PathResult> = doc.paths.iter().collect();
+    paths.sort_by_key(|p| (path_name(p.path), p.frame_size));
+    for p in paths {
         if let Some(t) = &p.throughput {
             let at_least = if t.lower_bound { "≥ " } else { "" };
             let mut r = key(p);

@@ -52,8 +52,9 @@ use crate::usage;
   dualperf rfc2544 --self-test --sizes 64,1518 --json   # the tester's own ceiling, no device
 
 Its throughput table has a line per path and frame size, such as
-  path  size  dir        NDR fps      PDR fps  NDR Mbit/s  trials  converged
-  ipv4    64  both   ≥ 1,313,759  ≥ 1,313,759       672.6      14        yes
+  size B  path   dir  NDR frames/s  NDR Mbit/s  PDR frames/s  PDR Mbit/s     search
+  64      IPv4  both   ≥ 1,051,453     ≥ 538.3   ≥ 1,051,453     ≥ 538.3  14 trials
+  1280   NAT64  both        30,833       315.7        33,429       342.3  26 trials
 where ≥ marks a figure the tester's ceiling capped (the device did at least that);
 latency (median, p99.9, PDV, IPDV), loss-curve and back-to-back tables follow.")]
 #[command(group(clap::ArgGroup::new("target").required(true).args(["lab", "self_test"])))]

@@ -90,7 +90,10 @@ fn rfc2544_self_test_counts_every_frame_it_sends() {
         serde_json::from_str(&std::fs::read_to_string(dir.join("rfc2544.json")).unwrap()).unwrap();
     assert_eq!(saved, doc);
     let report = std::fs::read_to_string(dir.join("report.txt")).unwrap();
-    assert!(report.contains("The tester's ceiling"), "{report}");
+    assert!(
+        report.contains("Tester ceiling (back to back, frames/s)"),
+        "{report}"
+    );
     // Its namespaces are gone.
     let ns = std::process::Command::new("ip")
         .args(["netns", "list"])
@@ -160,6 +163,17 @@ fn rfc2544_against_a_kernel_device_writes_a_document_that_validates() {
         for t in trials(p) {
             assert!(t["received"].as_u64() <= t["offered"].as_u64(), "{t}");
         }
+        // The device forwards: at some load of the search every frame it was offered
+        // arrived (at 100k frames/s at most, a kernel forwards every one; a generator
+        // that sent frames the device drops, as when recycled pages carried its own
+        // egress header, fails here), and so the NDR is a load above nothing.
+        assert!(
+            trials(p)
+                .iter()
+                .any(|t| { t["offered"].as_u64().unwrap() > 0 && t["received"] == t["offered"] }),
+            "{p:#}"
+        );
+        assert!(p["throughput"]["ndr_fps"].as_u64().unwrap() > 0, "{p:#}");
         assert!(!p["flr"].as_array().unwrap().is_empty(), "{p}");
     }
     let saved: Value =
