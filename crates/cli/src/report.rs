@@ -85,25 +85,7 @@ pub(crate) fn run(args: ReportArgs) -> Result<()> {
     } else {
         report::Plots::default()
     };
-    // Every file written is named; every plot not drawn is said, with why.
-    if args.svg.is_some() || args.png.is_some() {
-        for n in &plots.not_drawn {
-            eprintln!("dualperf report: not drawn: {}: {}", n.title, n.why);
-        }
-    }
-    if let Some(dir) = &args.svg {
-        let written = write_plots(dir, "SVG", &plots, |p| Ok(p.svg.clone().into_bytes()))?;
-        eprintln!("{written}");
-    }
-    if let Some(dir) = &args.png {
-        let fonts = report::png::Fonts::system()?;
-        let written = write_plots(dir, "PNG", &plots, |p| {
-            fonts
-                .render(&p.svg)
-                .with_context(|| format!("cannot draw {}", p.file))
-        })?;
-        eprintln!("{written}");
-    }
+    write_images(&args, &plots)?;
     if let Some(path) = &args.html {
         let page = report.html(&args.dirs, &plots);
         std::fs::write(path, page).with_context(|| format!("cannot write {}", path.display()))?;
@@ -127,6 +109,30 @@ pub(crate) fn run(args: ReportArgs) -> Result<()> {
     crate::out::print(report.text(args.markdown))
 }
 
+/// `--svg DIR` and `--png DIR`: every file written is named; every plot not drawn is
+/// said, with why.
+fn write_images(args: &ReportArgs, plots: &report::Plots) -> Result<()> {
+    if args.svg.is_some() || args.png.is_some() {
+        for n in &plots.not_drawn {
+            eprintln!("dualperf report: not drawn: {}: {}", n.title, n.why);
+        }
+    }
+    if let Some(dir) = &args.svg {
+        let written = write_plots(dir, "SVG", plots, |p| Ok(p.svg.clone().into_bytes()))?;
+        eprintln!("{written}");
+    }
+    if let Some(dir) = &args.png {
+        let fonts = report::png::Fonts::system()?;
+        let written = write_plots(dir, "PNG", plots, |p| {
+            fonts
+                .render(&p.svg)
+                .with_context(|| format!("cannot draw {}", p.file))
+        })?;
+        eprintln!("{written}");
+    }
+    Ok(())
+}
+
 /// The report of a `dualperf rfc2544` run directory (it holds rfc2544.json): the
 /// throughput, latency, loss-curve and back-to-back tables under the tester's ceiling,
 /// their plots, and `--json` the document itself.
@@ -143,24 +149,7 @@ fn rfc2544(args: &ReportArgs) -> Result<()> {
     } else {
         report::Plots::default()
     };
-    if args.svg.is_some() || args.png.is_some() {
-        for n in &plots.not_drawn {
-            eprintln!("dualperf report: not drawn: {}: {}", n.title, n.why);
-        }
-    }
-    if let Some(out) = &args.svg {
-        let written = write_plots(out, "SVG", &plots, |p| Ok(p.svg.clone().into_bytes()))?;
-        eprintln!("{written}");
-    }
-    if let Some(out) = &args.png {
-        let fonts = report::png::Fonts::system()?;
-        let written = write_plots(out, "PNG", &plots, |p| {
-            fonts
-                .render(&p.svg)
-                .with_context(|| format!("cannot draw {}", p.file))
-        })?;
-        eprintln!("{written}");
-    }
+    write_images(args, &plots)?;
     if let Some(path) = &args.html {
         let page = report::rfc2544::html(dir, &doc, &plots);
         std::fs::write(path, page).with_context(|| format!("cannot write {}", path.display()))?;
