@@ -694,8 +694,7 @@ impl Topology {
                 }
                 // The tayga node's prefix and pool, through the first hop toward it.
                 let tayga = self.nodes.iter().position(|n| n.kind == Kind::Tayga);
-                if let Some((ifname, via)) = tayga.filter(|&t| t != i).and_then(|t| first.get(&t))
-                {
+                if let Some((ifname, via)) = tayga.filter(|&t| t != i).and_then(|t| first.get(&t)) {
                     if let Some(h) = self.links.iter().find(|x| x.number == *via) {
                         let peer = &h.ends[usize::from(h.ends[0].node == i)];
                         out.extend(crate::tayga::routes_via(peer, ifname));

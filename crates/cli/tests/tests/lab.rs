@@ -645,7 +645,10 @@ fn compare_runs_its_battery_through_the_lab_and_removes_it() {
     for row in rows {
         assert!(row.get("not_compared").is_none(), "{row:#}");
         assert_eq!(row["comparison"]["n_pairs"], 2, "{row:#}");
-        assert!(row["comparison"]["rel_diff_pct"].as_f64().is_some(), "{row:#}");
+        assert!(
+            row["comparison"]["rel_diff_pct"].as_f64().is_some(),
+            "{row:#}"
+        );
     }
     // Verdicts through the lab as on loopback: both runs of each family paired.
     let rtt = &doc["tables"][1];
