@@ -166,14 +166,15 @@ fn rfc2544_against_a_kernel_device_writes_a_document_that_validates() {
         // The device forwards: at some load of the search every frame it was offered
         // arrived (at 100k frames/s at most, a kernel forwards every one; a generator
         // that sent frames the device drops, as when recycled pages carried its own
-        // egress header, fails here), and so the NDR is a load above nothing.
+        // egress header, fails here). Not that the NDR is above 0: on a host busy enough
+        // the generator falls behind in every trial, even at the search's floor, and
+        // such trials classify nothing (seen with four busy loops on two CPUs).
         assert!(
             trials(p)
                 .iter()
                 .any(|t| { t["offered"].as_u64().unwrap() > 0 && t["received"] == t["offered"] }),
             "{p:#}"
         );
-        assert!(p["throughput"]["ndr_fps"].as_u64().unwrap() > 0, "{p:#}");
         assert!(!p["flr"].as_array().unwrap().is_empty(), "{p}");
     }
     let saved: Value =
