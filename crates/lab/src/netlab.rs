@@ -422,7 +422,7 @@ fn start_taygas(t: &Topology, tayga: &Path, state: &mut LabState) -> Result<(), 
         let p = crate::tayga::spawn(t, i, &dir, tayga)?;
         state.tayga.push(p.clone());
         write_state(state)?;
-        crate::tayga::wait_ready(&t.namespace(i), &p)?;
+        crate::tayga::wait_ready(&t.namespace(i), &p, alive)?;
     }
     Ok(())
 }

@@ -38,12 +38,9 @@ use serde::{Deserialize, Serialize};
 use crate::laberror::{run, LabError};
 use crate::topology::{End, Kind, Topology};
 
-/// The NAT64 prefix: a network-specific /96 (RFC 6052 §2.2) inside 2001:2::/48.
-pub const PREFIX: Ipv6Addr = Ipv6Addr::new(0x2001, 2, 0, 0x6464, 0, 0, 0, 0);
-/// [`PREFIX`]'s length.
-pub const PREFIX_LEN: u8 = 96;
-/// The IPv4 pool the hosts' IPv6 addresses are mapped into: 198.19.0.0/16.
-pub const POOL: (Ipv4Addr, u8) = (Ipv4Addr::new(198, 19, 0, 0), 16);
+// The address plan (a topology's, since every forwarding node routes it): the NAT64
+// prefix, its length and the IPv4 pool, with the routes toward a tayga node.
+pub use crate::topology::{routes_via, POOL, PREFIX, PREFIX_LEN};
 /// TAYGA's own IPv4 address.
 pub const TAYGA_V4: Ipv4Addr = Ipv4Addr::new(198, 19, 0, 1);
 /// TAYGA's TUN device.
@@ -86,23 +83,6 @@ pub fn maps(t: &Topology) -> Vec<(Ipv4Addr, Ipv6Addr)> {
         .filter(|e| t.nodes[e.node].kind == Kind::Host)
         .map(|e| (mapped_v4(e), e.ipv6))
         .collect()
-}
-
-/// The routes of a forwarding node whose first hop toward the tayga node is `peer`, out
-/// of `ifname`: [`PREFIX`] and [`POOL`] through it.
-pub fn routes_via(peer: &End, ifname: &str) -> [crate::topology::Route; 2] {
-    [
-        crate::topology::Route {
-            prefix: Some((POOL.0.into(), POOL.1)),
-            gateway: peer.ipv4.into(),
-            ifname: ifname.to_owned(),
-        },
-        crate::topology::Route {
-            prefix: Some((PREFIX.into(), PREFIX_LEN)),
-            gateway: peer.ipv6.into(),
-            ifname: ifname.to_owned(),
-        },
-    ]
 }
 
 /// The configuration file (tayga.conf(5)) of tayga node `i`, its data directory `data`.
@@ -224,14 +204,14 @@ pub(crate) fn spawn(
 
 /// Waits (up to 10 s) until TAYGA `p`, in namespace `ns`, holds its TUN open: the TUN
 /// has its carrier (`LOWER_UP`). Its exit or the deadline is [`LabError::Daemon`].
-pub(crate) fn wait_ready(ns: &str, p: &TaygaProc) -> Result<(), LabError> {
+pub(crate) fn wait_ready(ns: &str, p: &TaygaProc, alive: fn(u32) -> bool) -> Result<(), LabError> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let link = run(&["ip", "-n", ns, "-o", "link", "show", TUN]).unwrap_or_default();
         if link.contains("LOWER_UP") && !link.contains("NO-CARRIER") {
             return Ok(());
         }
-        if !crate::netlab::alive(p.pid) || Instant::now() > deadline {
+        if !alive(p.pid) || Instant::now() > deadline {
             let said = std::fs::read_to_string(&p.log).unwrap_or_default();
             return Err(LabError::Daemon {
                 what: format!("tayga on node {}", p.node),

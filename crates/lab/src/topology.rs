@@ -697,7 +697,7 @@ impl Topology {
                 if let Some((ifname, via)) = tayga.filter(|&t| t != i).and_then(|t| first.get(&t)) {
                     if let Some(h) = self.links.iter().find(|x| x.number == *via) {
                         let peer = &h.ends[usize::from(h.ends[0].node == i)];
-                        out.extend(crate::tayga::routes_via(peer, ifname));
+                        out.extend(routes_via(peer, ifname));
                     }
                 }
             }
@@ -780,6 +780,30 @@ pub fn builtin(file: &str) -> Option<&'static str> {
         "dut-tayga.toml" => Some(include_str!("../../../plans/topologies/dut-tayga.toml")),
         _ => None,
     }
+}
+
+/// The NAT64 prefix: a network-specific /96 (RFC 6052 §2.2) inside 2001:2::/48.
+pub const PREFIX: Ipv6Addr = Ipv6Addr::new(0x2001, 2, 0, 0x6464, 0, 0, 0, 0);
+/// [`PREFIX`]'s length.
+pub const PREFIX_LEN: u8 = 96;
+/// The IPv4 pool the hosts' IPv6 addresses are mapped into: 198.19.0.0/16.
+pub const POOL: (Ipv4Addr, u8) = (Ipv4Addr::new(198, 19, 0, 0), 16);
+
+/// The routes of a forwarding node whose first hop toward the tayga node is `peer`, out
+/// of `ifname`: [`PREFIX`] and [`POOL`] through it.
+pub fn routes_via(peer: &End, ifname: &str) -> [Route; 2] {
+    [
+        Route {
+            prefix: Some((POOL.0.into(), POOL.1)),
+            gateway: peer.ipv4.into(),
+            ifname: ifname.to_owned(),
+        },
+        Route {
+            prefix: Some((PREFIX.into(), PREFIX_LEN)),
+            gateway: peer.ipv6.into(),
+            ifname: ifname.to_owned(),
+        },
+    ]
 }
 
 #[cfg(test)]
