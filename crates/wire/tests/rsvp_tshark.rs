@@ -8,30 +8,12 @@
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
+mod support;
+
+use support::{pcap, run_tshark, tshark_available, TempDir, LINKTYPE_RAW};
 use wire::rsvp::{FilterSpec, FlowSpec, Message, MsgType, Service, Style};
-
-/// A directory under the system temp dir, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> Self {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let dir = std::env::temp_dir().join(format!("{tag}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// The committed samples, by file name.
 fn samples() -> Vec<(String, Vec<u8>)> {
@@ -108,55 +90,6 @@ fn ip_packet(m: &Message, rsvp: &[u8]) -> Vec<u8> {
         }
         ends => panic!("mixed families {ends:?}"),
     }
-}
-
-/// A classic pcap file (microsecond stamps) of raw IP packets (linktype 101).
-fn pcap(packets: &[Vec<u8>]) -> Vec<u8> {
-    let mut f = Vec::new();
-    f.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
-    f.extend_from_slice(&2u16.to_le_bytes());
-    f.extend_from_slice(&4u16.to_le_bytes());
-    f.extend_from_slice(&[0; 8]);
-    f.extend_from_slice(&65_535u32.to_le_bytes());
-    f.extend_from_slice(&101u32.to_le_bytes());
-    for (i, p) in packets.iter().enumerate() {
-        f.extend_from_slice(&(1_700_000_000 + i as u32).to_le_bytes());
-        f.extend_from_slice(&0u32.to_le_bytes());
-        f.extend_from_slice(&(p.len() as u32).to_le_bytes());
-        f.extend_from_slice(&(p.len() as u32).to_le_bytes());
-        f.extend_from_slice(p);
-    }
-    f
-}
-
-fn tshark_available() -> bool {
-    let found = Command::new("tshark")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "tshark is missing under CI=true"
-        );
-        eprintln!("skipped: tshark is not installed");
-    }
-    found
-}
-
-fn run_tshark(file: &Path, args: &[&str]) -> String {
-    let out = Command::new("tshark")
-        .arg("-r")
-        .arg(file)
-        .args(args)
-        .output()
-        .expect("tshark runs");
-    assert!(
-        out.status.success(),
-        "tshark: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 /// The tshark fields compared, in `-e` order.
@@ -387,7 +320,7 @@ fn tshark_decodes_every_message_as_we_mean_it() {
         .collect();
     let packets: Vec<Vec<u8>> = all.iter().map(|(_, b, m)| ip_packet(m, b)).collect();
     let file = dir.0.join("rsvp.pcap");
-    std::fs::write(&file, pcap(&packets)).unwrap();
+    std::fs::write(&file, pcap(LINKTYPE_RAW, &packets)).unwrap();
 
     let bad = run_tshark(
         &file,

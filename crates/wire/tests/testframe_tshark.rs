@@ -8,84 +8,23 @@
 //! Without tshark the test is skipped with a message, except under CI=true.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
+mod support;
+
+use support::{pcap, run_tshark, tshark_available, TempDir, LINKTYPE_ETHERNET};
 use wire::testframe::{self, FrameSpec, Tag, TestFrame};
 
-/// A directory under the system temp dir, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> Self {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let dir = std::env::temp_dir().join(format!("{tag}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A classic pcap file (microsecond stamps) of Ethernet frames (linktype 1).
-fn pcap(frames: &[Vec<u8>]) -> Vec<u8> {
-    let mut f = Vec::new();
-    f.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
-    f.extend_from_slice(&2u16.to_le_bytes());
-    f.extend_from_slice(&4u16.to_le_bytes());
-    f.extend_from_slice(&[0; 8]);
-    f.extend_from_slice(&65_535u32.to_le_bytes());
-    f.extend_from_slice(&1u32.to_le_bytes());
-    for (i, p) in frames.iter().enumerate() {
-        f.extend_from_slice(&(1_700_000_000 + i as u32).to_le_bytes());
-        f.extend_from_slice(&0u32.to_le_bytes());
-        f.extend_from_slice(&(p.len() as u32).to_le_bytes());
-        f.extend_from_slice(&(p.len() as u32).to_le_bytes());
-        f.extend_from_slice(p);
-    }
-    f
-}
-
-fn tshark_available() -> bool {
-    let found = Command::new("tshark")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "tshark is missing under CI=true"
-        );
-        eprintln!("skipped: tshark is not installed");
-    }
-    found
-}
-
-fn run_tshark(file: &Path, args: &[&str]) -> String {
-    let out = Command::new("tshark")
-        .arg("-r")
-        .arg(file)
-        .args([
-            "-o",
-            "ip.check_checksum:TRUE",
-            "-o",
-            "udp.check_checksum:TRUE",
-        ])
-        .args(args)
-        .output()
-        .expect("tshark runs");
-    assert!(
-        out.status.success(),
-        "tshark: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+/// tshark with its own IPv4 header and UDP checksum checks on.
+fn run_checking(file: &Path, args: &[&str]) -> String {
+    let mut all = vec![
+        "-o",
+        "ip.check_checksum:TRUE",
+        "-o",
+        "udp.check_checksum:TRUE",
+    ];
+    all.extend_from_slice(args);
+    run_tshark(file, &all)
 }
 
 fn spec(src: IpAddr, dst: IpAddr, frame_size: usize) -> FrameSpec {
@@ -152,9 +91,9 @@ fn tshark_reads_test_frames_with_good_checksums() {
     ];
     let dir = TempDir::new("wire-testframe-tshark");
     let file = dir.0.join("testframe.pcap");
-    std::fs::write(&file, pcap(&frames)).unwrap();
+    std::fs::write(&file, pcap(LINKTYPE_ETHERNET, &frames)).unwrap();
 
-    let bad = run_tshark(
+    let bad = run_checking(
         &file,
         &["-Y", "_ws.malformed || _ws.expert.severity >= warning"],
     );
@@ -174,7 +113,7 @@ fn tshark_reads_test_frames_with_good_checksums() {
     for f in fields {
         args.extend(["-e", f]);
     }
-    let out = run_tshark(&file, &args);
+    let out = run_checking(&file, &args);
     // Checksum status 1 is "Good" (0 bad, 2 unverified).
     let expected = [
         "60,198.18.0.2,,1,1024,1025,26,1",
