@@ -8,14 +8,17 @@
 
 #![cfg(target_os = "linux")]
 
+mod support;
+
+use support::{privileged, run, Netns};
+
 use std::io;
 use std::panic::{self, AssertUnwindSafe};
-use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use netio::packet::{PacketSocket, RingConfig, RxInfo};
-use netio::{netns, poll};
+use netio::poll;
 
 /// IEEE 802 local experimental ethertype 1.
 const ETHERTYPE: u16 = 0x88b5;
@@ -25,53 +28,17 @@ const PACKET_OTHERHOST: u8 = 3;
 /// Safety net against hangs only; nothing asserts on time.
 const GIVE_UP: Duration = Duration::from_secs(20);
 
-/// Whether the test may run; see the module docs.
-fn privileged() -> bool {
-    // SAFETY: geteuid(2) has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
-        return true;
-    }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!(
-            "this test needs root (CAP_NET_ADMIN) and CI=true: a missing capability is a failure"
-        );
-    }
-    eprintln!("skipped: needs root");
-    false
+/// The test's namespace, `dpt-pkt-<pid>[-tag]`, with what these tests add.
+trait PacketNs: Sized {
+    fn with_veth(self) -> Self;
+    fn mac(&self, dev: &str) -> [u8; 6];
 }
 
-fn run(args: &[&str]) -> String {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("ip {args:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "ip {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+fn test_ns(tag: &str) -> Netns {
+    Netns::create(format!("dpt-pkt-{}{tag}", std::process::id()))
 }
 
-/// A network namespace of our own, deleted on drop (also while unwinding).
-struct Netns {
-    name: String,
-}
-
-impl Netns {
-    fn create(tag: &str) -> Self {
-        let name = format!("dpt-pkt-{}{tag}", std::process::id());
-        run(&["netns", "add", &name]);
-        Self { name }
-    }
-
-    /// `ip -n NAME args...`.
-    fn ip(&self, args: &[&str]) -> String {
-        let mut all = vec!["-n", &self.name];
-        all.extend_from_slice(args);
-        run(&all)
-    }
-
+impl PacketNs for Netns {
     /// The veth pair `dpta` / `dptb`, both up.
     fn with_veth(self) -> Self {
         self.ip(&[
@@ -95,31 +62,6 @@ impl Netns {
             .map(|b| u8::from_str_radix(b, 16).unwrap())
             .collect();
         bytes.try_into().unwrap()
-    }
-
-    /// Runs `f` in a new thread moved into this namespace; its panic is ours.
-    fn run_inside<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> T {
-        let name = self.name.clone();
-        let handle = thread::spawn(move || {
-            netns::enter(&name).expect("enter the test namespace");
-            f()
-        });
-        match handle.join() {
-            Ok(v) => v,
-            Err(payload) => panic::resume_unwind(payload),
-        }
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        match Command::new("ip")
-            .args(["netns", "del", &self.name])
-            .status()
-        {
-            Ok(s) if s.success() => {}
-            other => eprintln!("could not delete namespace {}: {other:?}", self.name),
-        }
     }
 }
 
@@ -191,10 +133,10 @@ fn drain_ours(sock: &mut PacketSocket) -> usize {
 
 #[test]
 fn veth_frames_arrive_once_in_order_and_intact() {
-    if !privileged() {
+    if !privileged("CAP_NET_ADMIN, CAP_SYS_ADMIN, CAP_NET_RAW") {
         return;
     }
-    let ns = Netns::create("").with_veth();
+    let ns = test_ns("").with_veth();
     let (mac_a, mac_b) = (ns.mac("dpta"), ns.mac("dptb"));
     ns.run_inside(move || {
         let cfg = RingConfig::default();
@@ -277,10 +219,10 @@ fn veth_frames_arrive_once_in_order_and_intact() {
 
 #[test]
 fn send_checks_size_and_reports_a_full_ring() {
-    if !privileged() {
+    if !privileged("CAP_NET_ADMIN, CAP_SYS_ADMIN, CAP_NET_RAW") {
         return;
     }
-    let ns = Netns::create("-full").with_veth();
+    let ns = test_ns("-full").with_veth();
     let (mac_a, mac_b) = (ns.mac("dpta"), ns.mac("dptb"));
     ns.run_inside(move || {
         let cfg = RingConfig {
@@ -313,10 +255,10 @@ fn send_checks_size_and_reports_a_full_ring() {
 
 #[test]
 fn frame_over_mtu_is_dropped_and_the_rest_still_goes() {
-    if !privileged() {
+    if !privileged("CAP_NET_ADMIN, CAP_SYS_ADMIN, CAP_NET_RAW") {
         return;
     }
-    let ns = Netns::create("-wrong").with_veth();
+    let ns = test_ns("-wrong").with_veth();
     let (mac_a, mac_b) = (ns.mac("dpta"), ns.mac("dptb"));
     ns.run_inside(move || {
         let cfg = RingConfig {
@@ -348,10 +290,10 @@ fn frame_over_mtu_is_dropped_and_the_rest_still_goes() {
 
 #[test]
 fn frames_for_other_macs_arrive_as_otherhost() {
-    if !privileged() {
+    if !privileged("CAP_NET_ADMIN, CAP_SYS_ADMIN, CAP_NET_RAW") {
         return;
     }
-    let ns = Netns::create("-other").with_veth();
+    let ns = test_ns("-other").with_veth();
     let mac_a = ns.mac("dpta");
     ns.run_inside(move || {
         let elsewhere = [0x02, 0, 0, 0, 0, 0x99];
@@ -373,12 +315,12 @@ fn frames_for_other_macs_arrive_as_otherhost() {
 
 #[test]
 fn guard_removes_the_namespace_even_on_panic() {
-    if !privileged() {
+    if !privileged("CAP_NET_ADMIN, CAP_SYS_ADMIN, CAP_NET_RAW") {
         return;
     }
     let name = format!("dpt-pkt-{}-panic", std::process::id());
     let result = panic::catch_unwind(AssertUnwindSafe(|| {
-        let ns = Netns::create("-panic").with_veth();
+        let ns = test_ns("-panic").with_veth();
         assert_eq!(ns.name, name);
         assert!(netns_listed(&ns.name));
         panic!("deliberate failure inside the test body");
@@ -389,10 +331,10 @@ fn guard_removes_the_namespace_even_on_panic() {
 
 #[test]
 fn a_frame_rewritten_in_its_rx_slot_goes_out_as_rewritten() {
-    if !privileged() {
+    if !privileged("CAP_NET_ADMIN, CAP_SYS_ADMIN, CAP_NET_RAW") {
         return;
     }
-    let ns = Netns::create("inplace").with_veth();
+    let ns = test_ns("inplace").with_veth();
     let (mac_a, mac_b) = (ns.mac("dpta"), ns.mac("dptb"));
     ns.run_inside(move || {
         let cfg = RingConfig::default();

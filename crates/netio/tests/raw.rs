@@ -12,6 +12,10 @@
 
 #![cfg(target_os = "linux")]
 
+mod support;
+
+use support::privileged;
+
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::{Duration, Instant};
@@ -25,19 +29,6 @@ const LO4: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 const LO6: IpAddr = IpAddr::V6(Ipv6Addr::LOCALHOST);
 /// `lo`'s interface index in every namespace.
 const LO_IFINDEX: u32 = 1;
-
-/// Whether the test may run; see the module docs.
-fn privileged() -> bool {
-    // SAFETY: geteuid(2) has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
-        return true;
-    }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("this test needs root (CAP_NET_RAW) and CI=true: a missing capability is a failure");
-    }
-    eprintln!("skipped: needs root");
-    false
-}
 
 /// A payload no other test or test run sends.
 fn payload(tag: &str) -> Vec<u8> {
@@ -85,7 +76,7 @@ fn round_trip(
 
 #[test]
 fn ipv4_without_router_alert_has_a_plain_header() {
-    if !privileged() {
+    if !privileged("CAP_NET_RAW") {
         return;
     }
     let (got, buf) = round_trip("v4 plain", LO4, None, 7, false);
@@ -99,7 +90,7 @@ fn ipv4_without_router_alert_has_a_plain_header() {
 
 #[test]
 fn ipv4_router_alert_is_an_ip_option_and_the_source_is_ours() {
-    if !privileged() {
+    if !privileged("CAP_NET_RAW") {
         return;
     }
     let src = Some(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2)));
@@ -118,7 +109,7 @@ fn ipv4_router_alert_is_an_ip_option_and_the_source_is_ours() {
 
 #[test]
 fn ipv4_alert_on_one_send_does_not_stick_to_the_next() {
-    if !privileged() {
+    if !privileged("CAP_NET_RAW") {
         return;
     }
     let rx = RawRsvpSocket::open(false).unwrap();
@@ -133,7 +124,7 @@ fn ipv4_alert_on_one_send_does_not_stick_to_the_next() {
 
 #[test]
 fn ipv6_without_router_alert_has_no_hop_by_hop_header() {
-    if !privileged() {
+    if !privileged("CAP_NET_RAW") {
         return;
     }
     let (got, _) = round_trip("v6 plain", LO6, None, 9, false);
@@ -144,7 +135,7 @@ fn ipv6_without_router_alert_has_no_hop_by_hop_header() {
 
 #[test]
 fn ipv6_router_alert_arrives_in_a_hop_by_hop_header() {
-    if !privileged() {
+    if !privileged("CAP_NET_RAW") {
         return;
     }
     let (got, _) = round_trip("v6 alert", LO6, Some(LO6), 255, true);
@@ -154,7 +145,7 @@ fn ipv6_router_alert_arrives_in_a_hop_by_hop_header() {
 
 #[test]
 fn wrong_family_and_zero_ttl_are_refused_before_the_kernel() {
-    if !privileged() {
+    if !privileged("CAP_NET_RAW") {
         return;
     }
     let v4 = RawRsvpSocket::open(false).unwrap();
@@ -186,7 +177,7 @@ fn wrong_family_and_zero_ttl_are_refused_before_the_kernel() {
 
 #[test]
 fn a_short_buffer_reports_truncation() {
-    if !privileged() {
+    if !privileged("CAP_NET_RAW") {
         return;
     }
     let rx = RawRsvpSocket::open(true).unwrap();
@@ -242,7 +233,7 @@ fn drop_cap_net_raw_in_this_thread() {
 
 #[test]
 fn without_cap_net_raw_open_says_what_it_needs() {
-    if !privileged() {
+    if !privileged("CAP_NET_RAW") {
         return;
     }
     std::thread::spawn(|| {

@@ -8,8 +8,10 @@
 
 #![cfg(target_os = "linux")]
 
-use std::panic;
-use std::process::Command;
+mod support;
+
+use support::{privileged, Netns};
+
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -17,83 +19,13 @@ use netio::clock::mono_ns;
 use netio::xdp::{
     self, PortConfig, RxConfig, RxStats, Schedule, Segment, TesterPort, TxConfig, TxStats,
 };
-use netio::{netns, RecvMeta, UdpSocket};
-
-fn privileged() -> bool {
-    // SAFETY: geteuid(2) has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
-        return true;
-    }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("this test needs root (CAP_BPF, CAP_NET_ADMIN) and CI=true: a missing capability is a failure");
-    }
-    eprintln!("skipped: needs root");
-    false
-}
-
-fn run(args: &[&str]) -> String {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("ip {args:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "ip {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// A namespace of our own, deleted on drop (also while unwinding).
-struct Netns {
-    name: String,
-}
-
-impl Netns {
-    fn create(tag: &str) -> Self {
-        let name = format!("dpt-xdp-{}-{tag}", std::process::id());
-        let _ = Command::new("ip").args(["netns", "del", &name]).output();
-        run(&["netns", "add", &name]);
-        Self { name }
-    }
-
-    fn ip(&self, args: &[&str]) -> String {
-        let mut all = vec!["-n", &self.name];
-        all.extend_from_slice(args);
-        run(&all)
-    }
-
-    /// Runs `f` on a new thread moved into this namespace; its panic is ours.
-    fn run_inside<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> T {
-        let name = self.name.clone();
-        let handle = thread::spawn(move || {
-            netns::enter(&name).expect("enter the test namespace");
-            f()
-        });
-        match handle.join() {
-            Ok(v) => v,
-            Err(payload) => panic::resume_unwind(payload),
-        }
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        match Command::new("ip")
-            .args(["netns", "del", &self.name])
-            .status()
-        {
-            Ok(s) if s.success() => {}
-            other => eprintln!("could not delete namespace {}: {other:?}", self.name),
-        }
-    }
-}
+use netio::{RecvMeta, UdpSocket};
 
 /// Two namespaces `…-TESTx`, `…-TESTy` joined by veth `xa` (in `x`) — `xb` (in `y`), up, with
 /// 198.18.0.1/24 and 198.18.0.2/24.
 fn pair(test: &str) -> (Netns, Netns) {
-    let x = Netns::create(&format!("{test}x"));
-    let y = Netns::create(&format!("{test}y"));
+    let x = Netns::create(format!("dpt-xdp-{}-{test}x", std::process::id()));
+    let y = Netns::create(format!("dpt-xdp-{}-{test}y", std::process::id()));
     x.ip(&[
         "link", "add", "xa", "type", "veth", "peer", "name", "xb", "netns", &y.name,
     ]);
@@ -205,7 +137,7 @@ fn be64(b: &[u8]) -> u64 {
 
 #[test]
 fn generated_frames_carry_seq_and_time_with_valid_checksums() {
-    if !privileged() {
+    if !privileged("CAP_BPF, CAP_NET_ADMIN") {
         return;
     }
     let (x, _y) = pair("p");
@@ -312,7 +244,7 @@ fn settled(port: &TesterPort, stream: u8, n: u64) -> RxStats {
 
 #[test]
 fn every_frame_is_counted_once_by_its_stream_only() {
-    if !privileged() {
+    if !privileged("CAP_BPF, CAP_NET_ADMIN") {
         return;
     }
     assert!(
@@ -462,7 +394,7 @@ fn every_frame_is_counted_once_by_its_stream_only() {
 #[test]
 #[ignore = "a measurement, prints the ceiling"]
 fn ceiling_of_64_byte_frames_on_one_cpu() {
-    if !privileged() {
+    if !privileged("CAP_BPF, CAP_NET_ADMIN") {
         return;
     }
     let (x, y) = pair("m");
