@@ -56,7 +56,8 @@ Its throughput table has a line per path and frame size, such as
   64      IPv4  both   ≥ 1,051,453     ≥ 538.3   ≥ 1,051,453     ≥ 538.3  14 trials
   1280   NAT64  both        30,833       315.7        33,429       342.3  26 trials
 where ≥ marks a figure the tester's ceiling capped (the device did at least that);
-latency (median, p99.9, PDV, IPDV), loss-curve and back-to-back tables follow.")]
+latency (median, p99.9, PDV, IPDV), loss-curve and back-to-back tables follow.
+What each figure means, worked examples, limits: docs/rfc2544.md.")]
 #[command(group(clap::ArgGroup::new("target").required(true).args(["lab", "self_test"])))]
 pub(crate) struct Rfc2544Args {
     /// The running lab whose node between `sender` and `receiver` is the device.
@@ -67,7 +68,8 @@ pub(crate) struct Rfc2544Args {
     #[arg(long)]
     self_test: bool,
     /// Short trials: final trials of 2 s, 5 back-to-back searches, and the sizes 64,
-    /// 512, 1518 (IPv4) / 1280, 1518 (IPv6); about 4 minutes for three paths.
+    /// 512, 1518 (IPv4) / 1280, 1518 (IPv6); 7 to 9 minutes a device measured on a busy
+    /// 2-CPU host, the tester's self-test included.
     #[arg(long)]
     quick: bool,
     /// Frame sizes in bytes with FCS, comma-separated (default RFC 2544 §9.1's 64, 128,
