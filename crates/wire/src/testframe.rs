@@ -376,8 +376,8 @@ pub struct TestFrame {
     pub tag_offset: usize,
 }
 
-/// Build a test frame template: Ethernet II; IPv4 (IHL 5, DF clear, identification 0,
-/// TTL `hop_limit`, the DSCP, ECN 0) or IPv6 (traffic class `dscp << 2`, flow label 0,
+/// Build a test frame template: Ethernet II; IPv4 (IHL 5, Don't Fragment set,
+/// identification 0, TTL `hop_limit`, the DSCP, ECN 0) or IPv6 (traffic class `dscp << 2`, flow label 0,
 /// hop limit); UDP with a valid checksum; the tag with `stream`, everything else zero.
 pub fn build(spec: &FrameSpec) -> Result<TestFrame, FrameError> {
     let v6 = match (spec.src, spec.dst) {
@@ -419,7 +419,11 @@ pub fn build(spec: &FrameSpec) -> Result<TestFrame, FrameError> {
                 dscp: spec.dscp,
                 ecn: 0,
                 ident: 0,
-                dont_frag: false,
+                // A translator fragments a DF-clear packet whose IPv6 form exceeds 1280
+                // bytes (RFC 7915 §5.1.1): the tester's frame would arrive as two, and a
+                // translation benchmark would measure fragmentation. With DF set it is
+                // translated whole (§5.1), as a router forwards it.
+                dont_frag: true,
             };
             ip.emit(&mut ipv4::Packet::new_unchecked(&mut bytes[l3..]));
             checksum::pseudo_header_v4(&src, &dst, ipv4::PROTO_UDP, ip.payload_len as u16)
@@ -632,8 +636,8 @@ mod tests {
     #[rustfmt::skip]
     const V4_64: [u8; 60] = [
         0x02, 0, 0, 0, 0, 0x02,  0x02, 0, 0, 0, 0, 0x01,  0x08, 0x00,
-        // IPv4: IHL 5, DS 0, total 46, ident 0, flags/offset 0, TTL 64, UDP, checksum
-        0x45, 0x00, 0x00, 0x2e,  0x00, 0x00, 0x00, 0x00,  0x40, 0x11, 0xee, 0x95,
+        // IPv4: IHL 5, DS 0, total 46, ident 0, DF, offset 0, TTL 64, UDP, checksum
+        0x45, 0x00, 0x00, 0x2e,  0x00, 0x00, 0x40, 0x00,  0x40, 0x11, 0xae, 0x95,
         198, 18, 0, 2,  198, 19, 0, 2,
         // UDP 1024 → 1025, length 26, checksum
         0x04, 0x00, 0x04, 0x01,  0x00, 0x1a, 0x3f, 0x4b,
@@ -708,7 +712,7 @@ mod tests {
         })
         .unwrap();
         let ip = ipv4::Packet::new_checked(&t.bytes[14..]).unwrap();
-        assert_eq!((ip.dscp(), ip.ttl(), ip.dont_frag()), (46, 3, false));
+        assert_eq!((ip.dscp(), ip.ttl(), ip.dont_frag()), (46, 3, true));
         assert!(ip.verify_checksum());
         let t = build(&FrameSpec {
             dscp: 46,
