@@ -151,8 +151,8 @@ mod tests {
         let late_at_top = |s: &TrialSpec| TrialOutcome {
             offered: s.frames(),
             received: s.frames(),
-            late: 0,
             tester_late: s.rate_fps == 1000,
+            ..TrialOutcome::default()
         };
         let points = run(&mut Flr::new(1000, NS_PER_S), late_at_top);
         let got: Vec<(u32, bool)> = points.iter().map(|p| (p.percent, p.tester_late)).collect();

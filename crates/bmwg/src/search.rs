@@ -370,22 +370,32 @@ impl Search {
             self.done = true;
             return;
         }
-        let late = self
-            .late_fps
-            .map_or(spec.rate_fps, |l| l.min(spec.rate_fps));
-        self.late_fps = Some(late);
         let offered = self
             .trials
             .iter()
-            .filter(|(s, o)| !o.tester_late && s.rate_fps < late)
+            .filter(|(s, o)| !o.tester_late && s.rate_fps < spec.rate_fps)
             .map(|(s, _)| s.rate_fps)
             .max();
-        let below = match offered {
-            Some(l) if (late - l) as f64 <= w * late as f64 => l,
-            Some(l) => l + (late - l) / 2,
-            None => {
+        // A generator that fell behind ran flat out: what it sustained is its ceiling,
+        // give or take the width goal (a busy host's hiccup lowers it a little).
+        let reached = o
+            .achieved_fps
+            .map(|a| ((a as f64 * (1.0 + w)).ceil() as u64).max(offered.map_or(0, |l| l + 1)));
+        let late = [self.late_fps, Some(spec.rate_fps), reached]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(spec.rate_fps);
+        self.late_fps = Some(late);
+        let offered = offered.filter(|&l| l < late);
+        let below = match (offered, o.achieved_fps) {
+            (Some(l), _) if (late - l) as f64 <= w * late as f64 => l,
+            (Some(l), _) => l + (late - l) / 2,
+            (None, achieved) => {
                 let step = w * 2f64.powi(self.late_run as i32);
-                (spec.rate_fps as f64 * (1.0 - step.min(0.5))).floor() as u64
+                let stepped = spec.rate_fps as f64 * (1.0 - step.min(0.5));
+                let near = achieved.map_or(f64::MAX, |a| a as f64 * (1.0 - w));
+                stepped.min(near).floor() as u64
             }
         };
         self.late_run += 1;
@@ -588,6 +598,39 @@ mod tests {
                 (814_990, 10_000),
             ]
         );
+    }
+
+    #[test]
+    fn a_late_generators_sustained_rate_takes_the_search_to_its_ceiling_at_once() {
+        // The generator sustains 900,000 fps; asked more it falls behind at that rate.
+        let mut dut = device(u64::MAX / NS_PER_S);
+        let cfg = SearchConfig {
+            max_fps: 20_000_000,
+            ..quick()
+        };
+        let r = run(cfg, |s: &TrialSpec| TrialOutcome {
+            tester_late: s.rate_fps > 900_000,
+            achieved_fps: (s.rate_fps > 900_000).then_some(900_000),
+            ..dut(s)
+        });
+        assert!(r.converged && r.capped && r.tester_limited);
+        // 20,000,000 late at 900,000 → 900,000 · (1 − 2 %) = 882,000 on time → halfway
+        // up to 900,000 · 1.02 = 900,000 on time; each longer phase, with half the width
+        // goal, looks halfway up once more (909,000 and 904,500, late). Seven trials, two
+        // of them late, where halving down from 20,000,000 takes five late ones first.
+        assert_eq!(
+            loads(&r),
+            [
+                (20_000_000, 1000),
+                (882_000, 1000),
+                (900_000, 1000),
+                (900_000, 3162),
+                (909_000, 3162),
+                (900_000, 10_000),
+                (904_500, 10_000),
+            ]
+        );
+        assert_eq!((r.ndr_fps, r.ceiling_fps), (900_000, 900_000));
     }
 
     #[test]

@@ -67,7 +67,7 @@ pub(crate) struct Rfc2544Args {
     /// (namespaces dp-rfc2544-PID.a/.b, removed afterwards).
     #[arg(long)]
     self_test: bool,
-    /// Short trials: final trials of 2 s, 5 back-to-back searches, and the sizes 64,
+    /// Short trials: final trials of 2 s, 3 back-to-back searches, and the sizes 64,
     /// 512, 1518 (IPv4) / 1280, 1518 (IPv6); 7 to 9 minutes a device measured on a busy
     /// 2-CPU host, the tester's self-test included.
     #[arg(long)]
@@ -269,7 +269,7 @@ impl Timing {
                 ramp_steps: 5,
                 latency_ns: 2 * NS,
                 flr_ns: 500 * MS,
-                b2b_repeats: 5,
+                b2b_repeats: 3,
                 b2b_max_burst_ns: 50 * MS,
                 b2b_drain_ns: 50 * MS,
                 b2b_precision: 0.05,
@@ -475,7 +475,7 @@ mod tests {
         assert_eq!(c.sizes_v4, [64, 512, 1518]);
         assert_eq!(c.sizes_v6, [1280, 1518]);
         assert_eq!(c.timing.final_ns, 2 * NS);
-        assert_eq!(c.timing.b2b_repeats, 5);
+        assert_eq!(c.timing.b2b_repeats, 3);
     }
 
     #[test]

@@ -26,6 +26,11 @@ pub(crate) fn late_limit(span_ns: u64) -> u64 {
     LATE_NS.max(span_ns / 50)
 }
 
+/// How far past the late limit a generator may run before it is stopped: one that is
+/// further behind has fallen behind for good (the trial is tester-late either way), and
+/// running it on only costs time.
+const OVERRUN_NS: u64 = 20_000_000;
+
 /// How long after calling the generators their first frame is due: a live-frames run
 /// costs about 25 ms before its first frame (netio::xdp's page pool set-up).
 const START_DELAY_NS: u64 = 60_000_000;
@@ -52,6 +57,9 @@ pub(crate) struct Counted {
     pub reordered: u64,
     /// The worst lateness of a frame against its slot, over the flows.
     pub max_lateness_ns: u64,
+    /// Some generator was stopped at the deadline, its schedule unfinished: it fell
+    /// behind for good, not for a moment.
+    pub cut_short: bool,
 }
 
 /// Loads every flow's generator (a BPF program each) before the first trial, so no
@@ -123,7 +131,7 @@ pub(crate) fn run(
     }
     let start_ns = mono_ns() + START_DELAY_NS;
     let sched = Schedule { start_ns, segments };
-    let deadline = start_ns + span_ns + (span_ns / 2).max(1_000_000_000);
+    let deadline = start_ns + span_ns + late_limit(span_ns) + OVERRUN_NS;
     let pending: Vec<_> = flows
         .iter()
         .map(|f| {
@@ -142,6 +150,7 @@ pub(crate) fn run(
         tagged: Vec::new(),
         reordered: 0,
         max_lateness_ns: 0,
+        cut_short: false,
     };
     for (f, tx) in flows.iter().zip(&sent) {
         let stream = f.frame.stream;
@@ -149,7 +158,13 @@ pub(crate) fn run(
         c.outcome.offered += tx.sent.saturating_sub(u64::from(first_seq));
         c.outcome.received += rx.received;
         c.outcome.late += rx.late;
-        c.outcome.tester_late |= tx.sent < total || tx.max_lateness_ns > late_limit(span_ns);
+        let late = tx.sent < total || tx.max_lateness_ns > late_limit(span_ns);
+        c.outcome.tester_late |= late;
+        c.cut_short |= tx.sent < total;
+        if late {
+            let a = sustained_fps(tx.sent, tx.max_lateness_ns, &sched.segments);
+            c.outcome.achieved_fps = Some(c.outcome.achieved_fps.map_or(a, |b| b.min(a)));
+        }
         c.max_lateness_ns = c.max_lateness_ns.max(tx.max_lateness_ns);
         c.reordered += rx.reordered;
         if tag_every.is_some() {
@@ -159,6 +174,37 @@ pub(crate) fn run(
         }
     }
     Ok(c)
+}
+
+/// The rate a generator that fell behind sustained: the frames it sent of the trial's
+/// own segment (the last) over the time from that segment's first slot to its last
+/// frame, which left `lateness_ns` after its slot (a generator that falls behind
+/// steadily is latest at its last frame). The ramp is left out, as slower than the
+/// trial it would lower the figure; the generator is taken to have kept up with it,
+/// unless it had not finished the ramp: then the whole schedule is counted.
+fn sustained_fps(sent: u64, lateness_ns: u64, segments: &[Segment]) -> u64 {
+    let Some((last, before)) = segments.split_last() else {
+        return 0;
+    };
+    let ramp: u64 = before.iter().map(|s| u64::from(s.frames)).sum();
+    let (frames, slot_ps) = if sent > ramp {
+        let n = (sent - ramp).min(u64::from(last.frames));
+        (n, u128::from(n) * u128::from(last.interval_ps))
+    } else {
+        let mut left = sent;
+        let mut ps: u128 = 0;
+        for s in before {
+            let n = left.min(u64::from(s.frames));
+            ps += u128::from(n) * u128::from(s.interval_ps);
+            left -= n;
+        }
+        (sent, ps)
+    };
+    let ns = slot_ps / 1000 + u128::from(lateness_ns);
+    if ns == 0 {
+        return 0;
+    }
+    (u128::from(frames) * 1_000_000_000 / ns) as u64
 }
 
 #[cfg(test)]
@@ -207,5 +253,26 @@ mod tests {
                 0
             )
         );
+    }
+
+    #[test]
+    fn a_late_generators_sustained_rate_counts_the_trials_frames_over_their_time() {
+        let segs = [
+            Segment {
+                frames: 1000,
+                interval_ps: 2_000_000,
+            },
+            Segment {
+                frames: 100_000,
+                interval_ps: 1_000_000,
+            },
+        ];
+        // Ramp done, 50,000 of the trial's frames sent, the last 50 ms late: 50,000
+        // frames in 100 ms.
+        assert_eq!(sustained_fps(51_000, 50_000_000, &segs), 500_000);
+        // Stuck in the ramp: 500 frames in 1 ms of slots + 4 ms late.
+        assert_eq!(sustained_fps(500, 4_000_000, &segs), 100_000);
+        assert_eq!(sustained_fps(0, 0, &segs), 0);
+        assert_eq!(sustained_fps(10, 0, &[]), 0);
     }
 }
