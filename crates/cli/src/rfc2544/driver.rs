@@ -189,10 +189,17 @@ impl Bench<'_> {
     /// time.
     fn trial(&self, j: &Job, spec: &TrialSpec, tags: Option<u32>) -> Result<trial::Counted> {
         let mut tries = 0;
+        // The best rate the generator sustained over the tries: one descheduled for a
+        // while sustains less than it can.
+        let mut sustained: Option<u64> = None;
         loop {
-            let c = trial::run(&self.ports, &j.flows, spec, self.timing(), tags)?;
+            let mut c = trial::run(&self.ports, &j.flows, spec, self.timing(), tags)?;
+            sustained = sustained.max(c.outcome.achieved_fps);
             let for_good = c.cut_short && (self.self_test || spec.rate_fps >= j.max_fps);
             if !c.outcome.tester_late || for_good || tries == LATE_RETRIES {
+                if c.outcome.tester_late {
+                    c.outcome.achieved_fps = sustained;
+                }
                 return Ok(c);
             }
             tries += 1;

@@ -76,6 +76,11 @@ const SELF_TEST_INITIAL_NS: u64 = 100_000_000;
 /// of fourteen sizes and families take an hour).
 const SELF_TEST_FINAL_NS: u64 = 5_000_000_000;
 
+/// With `--quick`, at most 1 s: a generator that cannot keep a rate falls behind by
+/// 2 % of a trial (the late limit) well within it, and the device's own 2 s trials find
+/// a ceiling set a little high (the search lowers it where the tester falls behind).
+const SELF_TEST_QUICK_FINAL_NS: u64 = 1_000_000_000;
+
 /// A frame size and family whose ceiling is wanted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Need {
@@ -210,7 +215,11 @@ pub(crate) fn measure(
         },
         timing: Timing {
             initial_ns: cfg.timing.initial_ns.min(SELF_TEST_INITIAL_NS),
-            final_ns: cfg.timing.final_ns.min(SELF_TEST_FINAL_NS),
+            final_ns: cfg.timing.final_ns.min(if cfg.quick {
+                SELF_TEST_QUICK_FINAL_NS
+            } else {
+                SELF_TEST_FINAL_NS
+            }),
             ..cfg.timing
         },
         ..cfg.clone()
