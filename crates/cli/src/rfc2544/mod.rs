@@ -68,8 +68,8 @@ pub(crate) struct Rfc2544Args {
     #[arg(long)]
     self_test: bool,
     /// Short trials: final trials of 2 s, 3 back-to-back searches, and the sizes 64,
-    /// 512, 1518 (IPv4) / 1280, 1518 (IPv6); 7 to 9 minutes a device measured on a busy
-    /// 2-CPU host, the tester's self-test included.
+    /// 512, 1518 (IPv4) / 1280, 1518 (IPv6); 3 to 5 minutes a device measured on an
+    /// otherwise idle 2-CPU host, the tester's self-test included (longer beside builds).
     #[arg(long)]
     quick: bool,
     /// Frame sizes in bytes with FCS, comma-separated (default RFC 2544 §9.1's 64, 128,

@@ -21,6 +21,28 @@ fn trials(p: &Value) -> &Vec<Value> {
         .expect("the search's trials")
 }
 
+/// `rfc2544 --lab LAB --quick --duration 100ms --json --dir DIR/run` with `args`: the
+/// document it printed, valid against the schema, and the directory that holds the run.
+fn device_run(lab: &Lab, args: &[&str]) -> (Value, TempDir) {
+    let tmp = TempDir::new(&format!("rfc2544-{}", lab.name));
+    let dir = tmp.path("run");
+    let mut all = vec![
+        "rfc2544",
+        "--lab",
+        &lab.name,
+        "--quick",
+        "--duration",
+        "100ms",
+    ];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--json", "--dir", path_str(&dir)]);
+    let out = Proc::spawn(&all).finish();
+    out.assert_success();
+    let doc = out.json();
+    assert_valid("rfc2544", &doc);
+    (doc, tmp)
+}
+
 #[test]
 fn rfc2544_self_test_counts_every_frame_it_sends() {
     if !privileged() {
@@ -109,29 +131,18 @@ fn rfc2544_against_a_kernel_device_writes_a_document_that_validates() {
         return;
     }
     let lab = Lab::up_shipped("r2544", "dut-kernel.toml");
-    let tmp = TempDir::new("rfc2544-lab");
+    let (doc, tmp) = device_run(
+        &lab,
+        &[
+            "--sizes",
+            "64",
+            "--max-rate",
+            "100k",
+            "--tests",
+            "throughput,latency,flr",
+        ],
+    );
     let dir = tmp.path("run");
-    let out = Proc::spawn(&[
-        "rfc2544",
-        "--lab",
-        &lab.name,
-        "--sizes",
-        "64",
-        "--quick",
-        "--duration",
-        "100ms",
-        "--max-rate",
-        "100k",
-        "--tests",
-        "throughput,latency,flr",
-        "--json",
-        "--dir",
-        path_str(&dir),
-    ])
-    .finish();
-    out.assert_success();
-    let doc = out.json();
-    assert_valid("rfc2544", &doc);
     assert_eq!(doc["device"]["kind"], "kernel");
     assert_eq!(doc["device"]["lab"], lab.name.as_str());
     let paths: Vec<(&str, u64)> = doc["paths"]
@@ -188,31 +199,19 @@ fn rfc2544_through_tayga_carries_1518_byte_frames_whole_both_ways() {
         return;
     }
     let lab = Lab::up_shipped("r2544t", "dut-tayga.toml");
-    let tmp = TempDir::new("rfc2544-tayga");
-    let dir = tmp.path("run");
-    let out = Proc::spawn(&[
-        "rfc2544",
-        "--lab",
-        &lab.name,
-        "--paths",
-        "nat64",
-        "--sizes",
-        "1518",
-        "--quick",
-        "--duration",
-        "100ms",
-        "--max-rate",
-        "2k",
-        "--tests",
-        "throughput",
-        "--json",
-        "--dir",
-        path_str(&dir),
-    ])
-    .finish();
-    out.assert_success();
-    let doc = out.json();
-    assert_valid("rfc2544", &doc);
+    let (doc, _dir) = device_run(
+        &lab,
+        &[
+            "--paths",
+            "nat64",
+            "--sizes",
+            "1518",
+            "--max-rate",
+            "2k",
+            "--tests",
+            "throughput",
+        ],
+    );
     assert_eq!(doc["device"]["kind"], "tayga");
     let p = &doc["paths"][0];
     assert_eq!(
