@@ -127,9 +127,10 @@ pub struct TrialOutcome {
     /// The generator fell behind its schedule: the trial's rate was not offered, so the
     /// trial says nothing about the device (the rate is above the tester's ceiling).
     pub tester_late: bool,
-    /// When the generator fell behind: the rate it did sustain, frames it sent over the
-    /// time from the trial's start to its last frame (`None` on time, or unknown). A
-    /// generator running flat out tells the search where its ceiling is in one trial.
+    /// When the generator fell behind: the rate it did sustain, the trial's frames it
+    /// sent (the ramp's left out) over the time from the trial's first slot to its last
+    /// frame (`None` on time, or unknown). A generator running flat out tells the search
+    /// where its ceiling is in one trial.
     pub achieved_fps: Option<u64>,
 }
 
