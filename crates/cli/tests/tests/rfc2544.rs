@@ -97,8 +97,14 @@ fn rfc2544_self_test_counts_every_frame_it_sends() {
                 t["duration_ns"].as_u64().unwrap(),
             );
             assert!(rate <= 200_000, "{t}");
-            // Both ports sent every frame of the trial, ramp excluded...
-            assert_eq!(t["offered"].as_u64(), Some(2 * frames_at(rate, ns)), "{t}");
+            // Both ports sent every frame of the trial, ramp excluded, unless a generator
+            // fell behind: that one is stopped past its late limit, with fewer sent...
+            let (offered, all) = (t["offered"].as_u64().unwrap(), 2 * frames_at(rate, ns));
+            if t["tester_late"] == true {
+                assert!(offered <= all, "{t}");
+            } else {
+                assert_eq!(offered, all, "{t}");
+            }
             // ...and the receivers counted each one, on time or late.
             assert_eq!(
                 t["received"].as_u64().unwrap() + t["late"].as_u64().unwrap(),
