@@ -59,6 +59,8 @@ mod loopback;
 mod many_flows;
 #[path = "tests/marking.rs"]
 mod marking;
+#[path = "tests/metrics.rs"]
+mod metrics;
 #[path = "tests/nat_reverse.rs"]
 mod nat_reverse;
 #[path = "tests/overhead.rs"]

@@ -214,6 +214,38 @@ impl Histogram {
         Some(self.max)
     }
 
+    /// For each of `bounds` (ascending), how many values are at most that bound: the
+    /// cumulative counts of a Prometheus histogram's `le` buckets. A bucket of the layout
+    /// counts below a bound when its midpoint does (the midpoint is what
+    /// [`Self::percentile`] reports), so only values within [`RELATIVE_ERROR`] of a bound
+    /// can be counted on the wrong side of it; below 64 the counts are exact.
+    pub fn cumulative_counts(&self, bounds: &[i64]) -> Vec<u64> {
+        let negative = self
+            .negative
+            .buckets()
+            .rev()
+            .map(|(lo, hi, n)| (-(hi as i128), -(lo as i128), n));
+        let positive = self
+            .positive
+            .buckets()
+            .map(|(lo, hi, n)| (lo as i128, hi as i128, n));
+        let mut buckets = negative.chain(positive).peekable();
+        let mut seen = 0u64;
+        bounds
+            .iter()
+            .map(|&bound| {
+                while let Some(&(lo, hi, n)) = buckets.peek() {
+                    if lo + (hi - lo) / 2 > i128::from(bound) {
+                        break;
+                    }
+                    seen += n;
+                    buckets.next();
+                }
+                seen
+            })
+            .collect()
+    }
+
     /// Heap bytes held (for memory bounds in tests and docs).
     pub fn heap_bytes(&self) -> usize {
         self.positive.heap_bytes() + self.negative.heap_bytes()
@@ -368,5 +400,20 @@ mod tests {
         );
         assert_eq!(h.percentile(0.0), Some(i64::MIN));
         assert_eq!(h.percentile(100.0), Some(i64::MAX));
+    }
+
+    #[test]
+    fn cumulative_counts_are_exact_below_64_and_put_each_bucket_by_its_midpoint() {
+        let mut h = Histogram::new();
+        for v in [-3, 0, 5, 5, 63] {
+            h.record(v);
+        }
+        // 1,000 lies in [1,000, 1,007] (width 8 in the octave from 512), midpoint 1,003.
+        h.record_n(1_000, 4);
+        assert_eq!(
+            h.cumulative_counts(&[-4, -3, 4, 5, 63, 1_002, 1_003, i64::MAX]),
+            [0, 1, 2, 4, 5, 5, 9, 9]
+        );
+        assert_eq!(Histogram::new().cumulative_counts(&[0, 1]), [0, 0]);
     }
 }

@@ -364,6 +364,26 @@ impl FlowMeter {
         self.core.seq.unique()
     }
 
+    /// Payload bytes of every record taken (duplicates included).
+    pub fn bytes(&self) -> u64 {
+        self.core.arrivals.bytes
+    }
+
+    /// Every record's delay (one-way, or the round trip for echoed probes), in ns.
+    pub fn delay_histogram(&self) -> &Histogram {
+        &self.core.arrivals.delay
+    }
+
+    /// The sum of every record's delay, in ns (exact).
+    pub fn delay_sum_ns(&self) -> i128 {
+        self.core.arrivals.delay_sum_ns
+    }
+
+    /// |IPDV| of consecutive packets (RFC 3393, RFC 5481 §4.1), in ns.
+    pub fn ipdv_abs_histogram(&self) -> &Histogram {
+        &self.core.ipdv_abs
+    }
+
     /// Everything measured so far; `sent` is the sender's count when known.
     pub fn summary(&self, sent: Option<u64>) -> FlowSummary {
         self.core.summary(sent)

@@ -21,6 +21,7 @@ pub mod human;
 pub mod log;
 pub mod metric;
 pub mod path;
+pub mod prom;
 pub mod recv;
 pub mod send;
 pub mod stamp;

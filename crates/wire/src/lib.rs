@@ -20,6 +20,7 @@
 //! - [`stamp`]: STAMP test packets (RFC 8762) with their optional extensions (RFC 8972).
 //! - [`span`]: byte offsets → line numbers, for the TOML parsers' errors.
 //! - [`prefix`]: IPv4 and IPv6 address prefixes, parsed and matched.
+//! - [`scrape`]: the HTTP/1 request line a metrics scraper sends.
 //! - [`testframe`]: the RFC 2544 tester's Ethernet/IP/UDP test frame and its 18-byte tag
 //!   (stream, sequence, transmit time), built, parsed and kept checksum-valid.
 //!
@@ -60,6 +61,7 @@ pub mod probe;
 pub mod punch;
 pub mod rsvp;
 pub mod rtp;
+pub mod scrape;
 pub mod span;
 pub mod stamp;
 pub mod testframe;

@@ -14,6 +14,7 @@
 //! connections that stall during the handshake.
 
 mod conn;
+mod metrics;
 mod punch;
 mod reserve;
 mod shard;
@@ -117,6 +118,19 @@ pub(crate) struct RecvArgs {
     /// --udp --bulk --no-gso --size 1400` from the sender.
     #[arg(long)]
     skip_rx_copy: bool,
+    /// Serve Prometheus metrics at http://ADDR:PORT/metrics, for example `[::]:9464`:
+    /// per flow and per family (`family="ipv4|ipv6"`) the packets, bytes, loss,
+    /// duplicates and reordering, one-way delay and |IPDV| as histograms in seconds and
+    /// the RFC 3550 jitter; the receiver's sessions, refusals and authentication
+    /// failures. A scrape reads the counters the receive path keeps; a finished flow's
+    /// final figures stay for later scrapes. Names, buckets and limits: docs/prometheus.md.
+    #[arg(long, value_name = "ADDR:PORT")]
+    metrics: Option<SocketAddr>,
+    /// Flows with series of their own at --metrics: open flows first, then the newest
+    /// finished. Every other flow is counted in its family's totals only, so a receiver
+    /// of 10,000 flows serves as many series as one of 16.
+    #[arg(long, value_name = "N", default_value_t = results::prom::DEFAULT_MAX_FLOWS, requires = "metrics", value_parser = clap::value_parser!(u16).range(1..))]
+    metrics_flows: u16,
     /// Stop when standard input closes: a receiver started by `dualperf run` ends with
     /// its parent, even one killed with SIGKILL.
     #[arg(long, hide = true)]
@@ -276,6 +290,11 @@ pub(crate) fn serve(
             ""
         }
     );
+    if let Some(addr) = args.metrics {
+        receiver.shared.kept.enable(usize::from(args.metrics_flows));
+        let (local, _thread) = metrics::serve(addr, receiver.shared.clone(), stop.clone())?;
+        crate::out::note!("dualperf {name}: Prometheus metrics at http://{local}/metrics");
+    }
     let json = args.json;
     while !stop.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(50));
@@ -440,6 +459,8 @@ pub(crate) struct Shared {
     pub(crate) punches: punch::Punches,
     /// RSVP for the flows whose senders asked (`send --reserve`).
     pub(crate) rsvp: reserve::Reservations,
+    /// Finished flows' figures for `--metrics`.
+    pub(crate) kept: metrics::Kept,
 }
 
 impl Shared {
@@ -516,6 +537,7 @@ impl Shared {
                 announce: &flow.announce,
             };
             let report = state.report(&origin, sent, self.log.is_some(), &mut windows);
+            self.kept.handle_finished(&flow, &state, &report.summary);
             out.push(report);
         }
         self.reports
@@ -602,6 +624,7 @@ impl Receiver {
             service: config.service,
             punches: punch::Punches::default(),
             rsvp: reserve::Reservations::default(),
+            kept: metrics::Kept::default(),
         });
         let sockets: Vec<Arc<netio::UdpSocket>> = sockets.into_iter().map(Arc::new).collect();
         if let Some(first) = sockets.first() {

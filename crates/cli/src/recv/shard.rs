@@ -525,6 +525,26 @@ impl Flows {
         true
     }
 
+    /// Run `f` on every open flow with its state (`None` while nothing has arrived), in
+    /// order of their homes: each shard is locked once, as a control session looking at
+    /// its flows locks it, never by a UDP thread's wait for anything else.
+    pub(crate) fn visit_open(&self, mut f: impl FnMut(&Flow, Option<&FlowState>)) {
+        let flows: Vec<Arc<Flow>> = self.registry().flows.values().cloned().collect();
+        let mut by_home: Vec<Vec<&Arc<Flow>>> = vec![Vec::new(); self.shards.len()];
+        for flow in &flows {
+            match flow.home() {
+                Some(h) => by_home[h].push(flow),
+                None => f(flow, None),
+            }
+        }
+        for (i, flows) in by_home.iter().enumerate().filter(|(_, f)| !f.is_empty()) {
+            let mut shard = self.shard(i);
+            for flow in flows {
+                f(flow, shard.state_of(flow).map(|s| &*s));
+            }
+        }
+    }
+
     /// Take `ids` out of every shard and out of the registry, returning each open one
     /// with its measured state, in the order of `ids`. `before` runs on each shard under
     /// its lock before its flows leave it (to hand its log records over: a flow's

@@ -168,6 +168,20 @@ impl Lab {
         Proc::spawn(&all)
     }
 
+    /// Program `args[0]` (not dualperf) with its arguments inside `node`, to completion.
+    pub(crate) fn exec_any(&self, node: &str, args: &[&str]) -> crate::support::Finished {
+        let mut all = vec!["lab", "exec", &self.name, node, "--"];
+        all.extend(args);
+        run(&all)
+    }
+
+    /// Program `args[0]` (not dualperf) with its arguments inside `node`, running on.
+    pub(crate) fn spawn_any(&self, node: &str, args: &[&str]) -> Proc {
+        let mut all = vec!["lab", "exec", &self.name, node, "--"];
+        all.extend(args);
+        Proc::spawn(&all)
+    }
+
     /// The lab's namespaces that exist (`ip netns list`).
     pub(crate) fn namespaces(&self) -> Vec<String> {
         let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
