@@ -143,6 +143,15 @@ pub(crate) struct CompareArgs {
     /// run directory's parent).
     #[arg(long, value_name = "FILE")]
     index: Option<PathBuf>,
+    /// Also store the runs and their records in PostgreSQL (as `run --store`):
+    /// postgresql://USER@HOST:PORT/DB.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "DUALPERF_STORE",
+        hide_env_values = true
+    )]
+    store: Option<String>,
     /// Print JSON with every test's verdicts and every run's full sender- and
     /// receiver-side results.
     #[arg(long)]
@@ -255,6 +264,7 @@ pub(crate) fn run(args: CompareArgs) -> Result<()> {
         resume: false,
         resumed: None,
         index: args.index.as_deref(),
+        store: args.store.as_deref(),
     };
     let stop = crate::interrupt::flag();
     let mut executor = crate::inproc::InProcess::new("dualperf compare", stop);

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use lab::index::{default_path, Index};
+use lab::pgstore::PgStore;
 use lab::store::Store;
 
 use crate::usage;
@@ -40,11 +41,83 @@ pub(crate) struct ExportArgs {
     #[arg(long, value_name = "QUERY")]
     sql: Option<String>,
     /// First forget the indexed run directories that no longer exist.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "store")]
     prune: bool,
+    /// Read (and store the named run directories into) a PostgreSQL store instead of
+    /// the SQLite index: postgresql://USER@HOST:PORT/DB, no TLS. The same rows as from
+    /// the index; --sql runs in a read-only transaction over its tables dirs, runs
+    /// (with dst_addr and record, the whole run file) and factors (docs/output.md).
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "DUALPERF_STORE",
+        hide_env_values = true,
+        conflicts_with = "index"
+    )]
+    store: Option<String>,
+}
+
+/// This host's name, the key a store gives the directories it writes.
+pub(crate) fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// Store run directory `store` in the PostgreSQL store at `url`; its runs.
+pub(crate) fn store_dir(url: &str, store: &Store) -> Result<usize> {
+    let mut pg = PgStore::connect(url).context("cannot open the PostgreSQL store")?;
+    Ok(pg.put_store(&host_name(), store)?.1)
+}
+
+/// `export --store`: from PostgreSQL, as [`run`] from the index.
+fn run_store(args: &ExportArgs, url: &str) -> Result<()> {
+    let mut pg = PgStore::connect(url).context("cannot open the PostgreSQL store")?;
+    let mut dirs = Vec::new();
+    for d in &args.dirs {
+        let store = match Store::open(d) {
+            Ok(s) => s,
+            Err(e) => usage!("{e}"),
+        };
+        let (abs, n) = pg.put_store(&host_name(), &store)?;
+        crate::out::note!("dualperf export: stored {n} runs of {}", d.display());
+        dirs.push(abs.to_string_lossy().into_owned());
+    }
+    let (columns, rows) = match &args.sql {
+        Some(sql) => pg.query(sql)?,
+        None => (
+            lab::pgstore::EXPORT_COLUMNS.map(String::from).to_vec(),
+            pg.export_runs(&dirs, args.plan.as_deref())?,
+        ),
+    };
+    print_rows(args, &columns, rows)
+}
+
+/// The rows as `--json` or CSV.
+fn print_rows(
+    args: &ExportArgs,
+    columns: &[String],
+    rows: Vec<Vec<serde_json::Value>>,
+) -> Result<()> {
+    if args.json {
+        if args.sql.is_some() {
+            // A query's own columns: no type to hold them to.
+            return crate::out::print_json(&lab::index::objects(columns, rows));
+        }
+        let runs = lab::index::export_rows(columns, rows)
+            .context("an indexed run does not read as export's row")?;
+        // Keys in name order, as the document has always had them.
+        return crate::out::print_json(&crate::out::sorted_json(&runs)?);
+    }
+    crate::out::print(lab::index::csv(columns, &rows))
 }
 
 pub(crate) fn run(args: ExportArgs) -> Result<()> {
+    if let Some(url) = &args.store {
+        return run_store(&args, url);
+    }
     let path = args
         .index
         .clone()
@@ -92,15 +165,5 @@ pub(crate) fn run(args: ExportArgs) -> Result<()> {
         Some(sql) => index.query(sql, &[])?,
         None => index.export_runs(&dirs, args.plan.as_deref())?,
     };
-    if args.json {
-        if args.sql.is_some() {
-            // A query's own columns: no type to hold them to.
-            return crate::out::print_json(&lab::index::objects(&columns, rows));
-        }
-        let runs = lab::index::export_rows(&columns, rows)
-            .context("an indexed run does not read as export's row")?;
-        // Keys in name order, as the document has always had them.
-        return crate::out::print_json(&crate::out::sorted_json(&runs)?);
-    }
-    crate::out::print(lab::index::csv(&columns, &rows))
+    print_rows(&args, &columns, rows)
 }

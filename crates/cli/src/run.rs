@@ -69,6 +69,16 @@ pub(crate) struct RunArgs {
     /// (default: index.sqlite in the run directory's parent).
     #[arg(long, value_name = "FILE")]
     index: Option<PathBuf>,
+    /// Also store the run directory's runs and records in PostgreSQL, for a fleet's
+    /// queries across hosts (`dualperf export --store`): postgresql://USER@HOST:PORT/DB
+    /// (no TLS). The run directory stays the record; storing again replaces.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "DUALPERF_STORE",
+        hide_env_values = true
+    )]
+    store: Option<String>,
 }
 
 pub(crate) fn run(args: RunArgs) -> Result<()> {
@@ -124,6 +134,7 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         resume: args.resume,
         resumed,
         index: args.index.as_deref(),
+        store: args.store.as_deref(),
     };
     let exe = std::env::current_exe().context("cannot find the dualperf binary")?;
     let Measured {
@@ -172,6 +183,8 @@ pub(crate) struct Job<'a> {
     pub(crate) resumed: Option<Option<lab::store::Unfinished>>,
     /// `--index`.
     pub(crate) index: Option<&'a Path>,
+    /// `--store`: a PostgreSQL store's URL.
+    pub(crate) store: Option<&'a str>,
 }
 
 /// What [`measure`] did.
@@ -278,6 +291,15 @@ pub(crate) fn measure(
             None
         }
     };
+    if let Some(url) = job.store {
+        match crate::export::store_dir(url, &store) {
+            Ok(n) => crate::out::note!("{who}: {n} runs stored in PostgreSQL"),
+            Err(e) => eprintln!(
+                "{who}: warning: not stored in PostgreSQL ({e:#}); `dualperf export --store URL {}` stores it later",
+                dir.display()
+            ),
+        }
+    }
     Ok(Measured {
         outcome,
         index_path,

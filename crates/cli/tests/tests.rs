@@ -67,6 +67,10 @@ mod nat_reverse;
 mod overhead;
 #[path = "tests/path_facts.rs"]
 mod path_facts;
+#[path = "tests/pg.rs"]
+mod pg;
+#[path = "tests/pg_store.rs"]
+mod pg_store;
 #[path = "tests/plan_resume.rs"]
 mod plan_resume;
 #[path = "tests/plan_run.rs"]

@@ -24,8 +24,8 @@ pub use rusqlite::ToSql;
 use rusqlite::{params, Connection, OpenFlags};
 use serde_json::Value;
 
-use crate::store::{HostInfo, Resolved, Store, StoreError};
-use results::metric::{self, Metric};
+use crate::rows::{rows_of, StoreRows};
+use crate::store::{Store, StoreError};
 
 /// The schema this build writes (`PRAGMA user_version`).
 pub const SCHEMA_VERSION: i64 = 1;
@@ -80,14 +80,6 @@ pub struct ExportRow {
     pub packets_received: Option<i64>,
     /// Its point's factors, name to value; null when they did not read.
     pub factors: Option<std::collections::BTreeMap<String, String>>,
-}
-
-/// A protocol as run records spell it (`spec.protocol`).
-fn protocol_name(p: wire::control::Protocol) -> &'static str {
-    match p {
-        wire::control::Protocol::Udp => "udp",
-        wire::control::Protocol::Tcp => "tcp",
-    }
 }
 
 /// The index file `dualperf run` uses beside a run directory: in its parent.
@@ -251,20 +243,11 @@ impl Index {
     /// is keyed by its canonical path, so one directory is one key however it was named.
     /// Returns that path and the number of runs.
     pub fn put_store(&mut self, store: &Store) -> Result<(PathBuf, usize), IndexError> {
-        let records = store.runs()?;
-        let dir = std::fs::canonicalize(store.dir()).unwrap_or_else(|_| store.dir().to_owned());
-        // What cannot be read leaves its columns empty: the runs are the record.
-        let resolved = std::fs::read(dir.join("resolved.json"))
-            .ok()
-            .and_then(|b| Resolved::parse(&b).ok())
-            .map(|(r, _)| r);
-        let host: Option<HostInfo> = std::fs::read(dir.join("host.json"))
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok());
+        let StoreRows { dir, factors, runs } = rows_of(store)?;
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
-        let key = dir.to_string_lossy().into_owned();
+        let key = dir.dir.clone();
         let path = self.path.clone();
         let err = |source| IndexError::Sqlite {
             path: path.clone(),
@@ -278,59 +261,52 @@ impl Index {
             "INSERT INTO dirs VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             params![
                 key,
-                resolved.as_ref().map_or("", |r| r.plan.name.as_str()),
-                resolved
-                    .as_ref()
-                    .map_or("", |r| r.plan.description.as_str()),
-                resolved.as_ref().is_some_and(|r| r.quick),
-                host.as_ref().and_then(|h| h.hostname.as_deref()),
-                host.as_ref().and_then(|h| h.kernel.as_deref()),
-                host.as_ref().map(|h| h.dualperf.as_str()),
+                dir.plan,
+                dir.description,
+                dir.quick,
+                dir.hostname,
+                dir.kernel,
+                dir.dualperf_version,
                 now
             ],
         )
         .map_err(&err)?;
-        for p in resolved.iter().flat_map(|r| &r.plan.points) {
-            for (k, v) in &p.factors {
-                tx.execute(
-                    "INSERT OR REPLACE INTO factors VALUES (?1, ?2, ?3, ?4)",
-                    params![key, p.id, k, v],
-                )
-                .map_err(&err)?;
-            }
+        for f in &factors {
+            tx.execute(
+                "INSERT OR REPLACE INTO factors VALUES (?1, ?2, ?3, ?4)",
+                params![key, f.point, f.key, f.value],
+            )
+            .map_err(&err)?;
         }
-        for record in &records {
-            let flow = record.report.as_ref().and_then(|r| r.flows.first());
-            let value = |m: Metric| m.of(record.report.as_ref()?);
-            let int = |v: Option<u64>| v.and_then(|v| i64::try_from(v).ok());
+        for (r, _) in &runs {
             tx.execute(
                 "INSERT OR REPLACE INTO runs VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,
                  ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
                 params![
                     key,
-                    record.run.id,
-                    record.point,
-                    record.run.family,
-                    record.run.repetition,
-                    i64::try_from(record.started_unix_ns).unwrap_or(i64::MAX),
-                    record.exit_code,
-                    flow.map(|f| protocol_name(f.spec.protocol)),
-                    int(flow.map(|f| u64::from(f.spec.size_bytes))),
-                    value(metric::THROUGHPUT),
-                    value(metric::RTT),
-                    value(metric::OWD),
-                    value(metric::DELAY),
-                    value(metric::JITTER),
-                    value(metric::LOSS),
-                    int(flow.map(|f| f.sent.packets)),
-                    int(flow.and_then(|f| f.received.as_ref()).map(|r| r.packets)),
-                    serde_json::to_string(&record.argv).unwrap_or_default(),
+                    r.run_id,
+                    r.point,
+                    r.family,
+                    r.repetition,
+                    r.started_unix_ns,
+                    r.exit_code,
+                    r.protocol,
+                    r.size_bytes,
+                    r.throughput_bps,
+                    r.rtt_ns,
+                    r.owd_ns,
+                    r.delay_ns,
+                    r.jitter_ns,
+                    r.loss_pct,
+                    r.packets_sent,
+                    r.packets_received,
+                    r.argv,
                 ],
             )
             .map_err(&err)?;
         }
         tx.commit().map_err(&err)?;
-        Ok((dir, records.len()))
+        Ok((PathBuf::from(key), runs.len()))
     }
 
     /// Indexed directories that no longer exist (moved or deleted).
@@ -484,7 +460,7 @@ fn csv_cell(v: &Value) -> String {
 mod tests {
     use super::*;
     use crate::plan::Run;
-    use crate::store::RunRecord;
+    use crate::store::{HostInfo, Resolved, RunRecord};
 
     #[test]
     fn the_schema_in_the_docs_is_the_one_the_index_creates() {

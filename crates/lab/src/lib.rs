@@ -13,6 +13,8 @@
 //!   the `dualperf send --from` and `clock --peer` commands that drive them;
 //! - [`hostsfile`]: the hosts file `lab up` writes for its namespaces (`/etc/netns`);
 //! - [`index`]: the SQLite index of run directories, for queries across runs;
+//! - [`pgstore`]: the PostgreSQL store of run directories and their records, for a fleet's
+//!   many writers (`--store postgresql://…`);
 //! - [`nat44`]: a lab's kernel NAT44 node: its routes and nftables rules;
 //! - [`nodesetup`]: the sysctls the hidden `lab node-setup` may write (keys under `net`);
 //! - [`pathinfo`]: the path a lab's flows take, from its topology (`path.json`);
@@ -51,9 +53,12 @@ pub mod nat44;
 pub mod netlab;
 pub mod nodesetup;
 pub mod pathinfo;
+#[cfg(feature = "postgres")]
+pub mod pgstore;
 pub mod plan;
 pub mod progress;
 pub mod resume;
+pub mod rows;
 pub mod rundoc;
 pub mod runner;
 pub mod status;
