@@ -8,6 +8,7 @@
 
 mod agent;
 mod args;
+mod campaign;
 mod clock;
 mod compare;
 mod compare_host;
@@ -81,6 +82,7 @@ enum Command {
     Run(run::RunArgs),
     Report(report::ReportArgs),
     Export(export::ExportArgs),
+    Campaign(campaign::CampaignArgs),
     Route(route::RouteArgs),
     Rfc2544(rfc2544::Rfc2544Args),
     Lab(labcmd::LabArgs),
@@ -111,6 +113,7 @@ fn main() {
         Command::Run(args) => run::run(args),
         Command::Report(args) => report::run(args),
         Command::Export(args) => export::run(args),
+        Command::Campaign(args) => campaign::run(args),
         Command::Route(args) => route::run(args),
         Command::Rfc2544(args) => rfc2544::run(args),
         Command::Lab(args) => labcmd::run(args),
@@ -150,6 +153,11 @@ fn parse() -> Cli {
         }
         err.exit()
     })
+}
+
+/// `argv` as the command line would be read (to check options before they are used).
+fn parse_from(argv: impl IntoIterator<Item = String>) -> Result<Cli, clap::Error> {
+    Cli::try_parse_from(argv)
 }
 
 /// An error in what the user asked for (exit code 2), as opposed to a runtime failure.

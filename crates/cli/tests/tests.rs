@@ -21,6 +21,8 @@ mod decode;
 mod docs;
 #[path = "tests/doctor.rs"]
 mod doctor;
+#[path = "tests/fleet.rs"]
+mod fleet;
 #[path = "tests/flow_file.rs"]
 mod flow_file;
 #[path = "tests/garbage.rs"]

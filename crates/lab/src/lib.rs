@@ -13,8 +13,11 @@
 //!   the `dualperf send --from` and `clock --peer` commands that drive them;
 //! - [`hostsfile`]: the hosts file `lab up` writes for its namespaces (`/etc/netns`);
 //! - [`index`]: the SQLite index of run directories, for queries across runs;
+//! - [`pgqueue`]: a campaign's work queue in PostgreSQL: claims with `SKIP LOCKED`, leases,
+//!   per-host exclusivity;
 //! - [`pgstore`]: the PostgreSQL store of run directories and their records, for a fleet's
 //!   many writers (`--store postgresql://…`);
+//! - [`mesh`]: a mesh campaign's plan: agents, every ordered pair, both families, tests, rounds;
 //! - [`nat44`]: a lab's kernel NAT44 node: its routes and nftables rules;
 //! - [`nodesetup`]: the sysctls the hidden `lab node-setup` may write (keys under `net`);
 //! - [`pathinfo`]: the path a lab's flows take, from its topology (`path.json`);
@@ -49,10 +52,13 @@ pub mod hostsfile;
 pub mod index;
 pub mod laberror;
 pub(crate) mod linkfamily;
+pub mod mesh;
 pub mod nat44;
 pub mod netlab;
 pub mod nodesetup;
 pub mod pathinfo;
+#[cfg(feature = "postgres")]
+pub mod pgqueue;
 #[cfg(feature = "postgres")]
 pub mod pgstore;
 pub mod plan;

@@ -38,10 +38,11 @@ use crate::store::{Store, StoreError};
 pub const STORE_ENV: &str = "DUALPERF_STORE";
 
 /// The schema's migrations, in order: (version, what it does, SQL).
-pub const MIGRATIONS: &[(i32, &str, &str)] = &[(
-    1,
-    "run directories, their factors and runs partitioned by month",
-    "CREATE TABLE dirs (
+pub const MIGRATIONS: &[(i32, &str, &str)] = &[
+    (
+        1,
+        "run directories, their factors and runs partitioned by month",
+        "CREATE TABLE dirs (
         host TEXT NOT NULL,
         dir TEXT NOT NULL,
         plan TEXT NOT NULL,
@@ -89,7 +90,9 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[(
         FOREIGN KEY (host, dir) REFERENCES dirs ON DELETE CASCADE
     ) PARTITION BY RANGE (started_at);
     CREATE INDEX runs_point ON runs (point, family);",
-)];
+    ),
+    (2, "mesh campaigns' work queue", crate::pgqueue::MIGRATION),
+];
 
 /// The advisory lock key under which migrations run ("dualperf" in ASCII, 8 bytes).
 const MIGRATION_LOCK: i64 = 0x6475_616c_7065_7266;
@@ -162,6 +165,11 @@ impl PgStore {
         Ok(Self {
             client: Client::connect(url, NoTls)?,
         })
+    }
+
+    /// The connection, for the work queue (`pgqueue`).
+    pub(crate) fn into_client(self) -> Client {
+        self.client
     }
 
     /// The schema version the store holds (0: none).

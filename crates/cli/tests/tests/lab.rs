@@ -135,6 +135,11 @@ impl Lab {
         lab
     }
 
+    /// The lab's name (`dp-NAME.NODE` are its namespaces).
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
     /// The lab's state file (`/run/dualperf/labs/NAME/state.json`).
     pub(crate) fn state_json(&self) -> serde_json::Value {
         self.state()

@@ -40,8 +40,16 @@ impl PgCluster {
         Self::start_on(tag, "127.0.0.1")
     }
 
-    /// As [`Self::start`], listening on `addr` (in the caller's network namespace).
-    pub(crate) fn start_on(tag: &str, addr: &str) -> Option<Self> {
+    /// As [`Self::start`], inside network namespace `netns` on `addr`, port 5432.
+    pub(crate) fn start_in(tag: &str, netns: &str, addr: &str) -> Option<Self> {
+        Self::start_with(tag, Some(netns), addr)
+    }
+
+    fn start_on(tag: &str, addr: &str) -> Option<Self> {
+        Self::start_with(tag, None, addr)
+    }
+
+    fn start_with(tag: &str, netns: Option<&str>, addr: &str) -> Option<Self> {
         let (Some(initdb), Some(pg_ctl)) = (pg_bin("initdb"), pg_bin("pg_ctl")) else {
             assert!(
                 std::env::var("CI").as_deref() != Ok("true"),
@@ -53,26 +61,29 @@ impl PgCluster {
         let root = std::env::temp_dir().join(format!("dualperf-pg-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(&root).unwrap();
+        let mut as_user: Vec<String> = match netns {
+            Some(ns) => ["ip", "netns", "exec", ns].map(String::from).to_vec(),
+            None => Vec::new(),
+        };
         // SAFETY: geteuid has no preconditions.
-        let as_user: Vec<String> = if unsafe { libc::geteuid() } == 0 {
+        if unsafe { libc::geteuid() } == 0 {
             let ok = Command::new("chown")
                 .args(["-R", "nobody:nogroup", path_str(&root)])
                 .status()
                 .unwrap()
                 .success();
             assert!(ok, "chown nobody {}", root.display());
-            [
-                "setpriv",
-                "--reuid=nobody",
-                "--regid=nogroup",
-                "--clear-groups",
-                "--",
-            ]
-            .map(String::from)
-            .to_vec()
-        } else {
-            Vec::new()
-        };
+            as_user.extend(
+                [
+                    "setpriv",
+                    "--reuid=nobody",
+                    "--regid=nogroup",
+                    "--clear-groups",
+                    "--",
+                ]
+                .map(String::from),
+            );
+        }
         let data = root.join("data");
         let mut cluster = Self {
             dir: root.clone(),
@@ -94,11 +105,15 @@ impl PgCluster {
                 "--locale=C",
             ],
         );
-        let port = std::net::TcpListener::bind((addr, 0))
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        // A namespace of the test's own has every port free.
+        let port = match netns {
+            Some(_) => 5432,
+            None => std::net::TcpListener::bind((addr, 0))
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port(),
+        };
         let opts = format!(
             "-p {port} -k {} -c listen_addresses={addr} -c fsync=off -c max_connections=200",
             path_str(&root)
