@@ -59,6 +59,9 @@ pub(crate) struct CampaignArgs {
     /// measured (--no-measure)".
     #[arg(long)]
     no_measure: bool,
+    /// Queue the campaign's runs and exit (a benchmark times the claims alone).
+    #[arg(long, hide = true)]
+    queue_only: bool,
     /// Print the controller's summary as JSON.
     #[arg(long)]
     json: bool,
@@ -109,6 +112,9 @@ pub(crate) fn run(args: CampaignArgs) -> Result<()> {
         mesh.name,
         args.workers
     );
+    if args.queue_only {
+        return Ok(());
+    }
     let stop = crate::interrupt::flag();
     let start = Instant::now();
     let counts = Arc::new(Counts::default());

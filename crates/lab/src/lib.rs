@@ -15,6 +15,7 @@
 //! - [`index`]: the SQLite index of run directories, for queries across runs;
 //! - [`pgqueue`]: a campaign's work queue in PostgreSQL: claims with `SKIP LOCKED`, leases,
 //!   per-host exclusivity;
+//! - [`pgschema`]: the PostgreSQL store's numbered migrations;
 //! - [`pgstore`]: the PostgreSQL store of run directories and their records, for a fleet's
 //!   many writers (`--store postgresql://…`);
 //! - [`mesh`]: a mesh campaign's plan: agents, every ordered pair, both families, tests, rounds;
@@ -59,6 +60,8 @@ pub mod nodesetup;
 pub mod pathinfo;
 #[cfg(feature = "postgres")]
 pub mod pgqueue;
+#[cfg(feature = "postgres")]
+pub mod pgschema;
 #[cfg(feature = "postgres")]
 pub mod pgstore;
 pub mod plan;

@@ -13,7 +13,7 @@
 //! - **A family a host lacks** is a run recorded `failed` with the reason when it is
 //!   queued, never a pass.
 //!
-//! The table (migration 2 of `pgstore::MIGRATIONS`):
+//! The table (migration 2 of `pgschema::MIGRATIONS`):
 //!
 //! ```sql
 //! campaigns(name PRIMARY KEY, started_at)
@@ -32,39 +32,6 @@ use crate::pgstore::{PgError, PgStore};
 
 /// The advisory lock a claimer of exclusive runs holds ("dpexclus" in ASCII).
 const EXCLUSIVE_LOCK: i64 = 0x6470_6578_636c_7573;
-
-/// The queue's schema, migration 2.
-pub(crate) const MIGRATION: &str = "CREATE TABLE campaigns (
-        name TEXT PRIMARY KEY,
-        started_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp()
-    );
-    CREATE TABLE campaign_runs (
-        id BIGSERIAL PRIMARY KEY,
-        campaign TEXT NOT NULL REFERENCES campaigns ON DELETE CASCADE,
-        round INTEGER NOT NULL,
-        src TEXT NOT NULL,
-        dst TEXT NOT NULL,
-        family SMALLINT NOT NULL CHECK (family IN (4, 6)),
-        test TEXT NOT NULL,
-        exclusive BOOLEAN NOT NULL,
-        src_addr INET,
-        dst_addr INET,
-        args JSONB NOT NULL,
-        not_before TIMESTAMPTZ NOT NULL,
-        state TEXT NOT NULL CHECK (state IN ('queued', 'claimed', 'done', 'failed')),
-        claimed_by TEXT,
-        claimed_at TIMESTAMPTZ,
-        lease_until TIMESTAMPTZ,
-        attempts INTEGER NOT NULL DEFAULT 0,
-        finished_at TIMESTAMPTZ,
-        reason TEXT,
-        result JSONB,
-        UNIQUE (campaign, round, src, dst, family, test)
-    );
-    CREATE INDEX campaign_runs_open ON campaign_runs (campaign, not_before, id)
-        WHERE state IN ('queued', 'claimed');
-    CREATE INDEX campaign_runs_busy ON campaign_runs (src, dst)
-        WHERE state = 'claimed' AND exclusive;";
 
 /// A run a controller claimed.
 #[derive(Clone, Debug, PartialEq)]

@@ -31,68 +31,12 @@ use postgres::types::{ToSql, Type};
 use postgres::{Client, NoTls, Row};
 use serde_json::Value;
 
+pub use crate::pgschema::MIGRATIONS;
 use crate::rows::{rows_of, StoreRows};
 use crate::store::{Store, StoreError};
 
 /// The environment variable that names the store when `--store` does not.
 pub const STORE_ENV: &str = "DUALPERF_STORE";
-
-/// The schema's migrations, in order: (version, what it does, SQL).
-pub const MIGRATIONS: &[(i32, &str, &str)] = &[
-    (
-        1,
-        "run directories, their factors and runs partitioned by month",
-        "CREATE TABLE dirs (
-        host TEXT NOT NULL,
-        dir TEXT NOT NULL,
-        plan TEXT NOT NULL,
-        description TEXT NOT NULL,
-        quick BOOLEAN NOT NULL,
-        hostname TEXT,
-        kernel TEXT,
-        dualperf_version TEXT,
-        stored_unix_ns BIGINT NOT NULL,
-        PRIMARY KEY (host, dir)
-    );
-    CREATE TABLE factors (
-        host TEXT NOT NULL,
-        dir TEXT NOT NULL,
-        point TEXT NOT NULL,
-        key TEXT NOT NULL,
-        value TEXT NOT NULL,
-        PRIMARY KEY (host, dir, point, key),
-        FOREIGN KEY (host, dir) REFERENCES dirs ON DELETE CASCADE
-    );
-    CREATE TABLE runs (
-        host TEXT NOT NULL,
-        dir TEXT NOT NULL,
-        run_id TEXT NOT NULL,
-        point TEXT NOT NULL,
-        family SMALLINT NOT NULL CHECK (family IN (4, 6)),
-        repetition INTEGER NOT NULL,
-        started_unix_ns BIGINT NOT NULL,
-        started_at TIMESTAMPTZ NOT NULL,
-        exit_code INTEGER NOT NULL,
-        dst_addr INET,
-        protocol TEXT,
-        size_bytes BIGINT,
-        throughput_bps DOUBLE PRECISION,
-        rtt_ns DOUBLE PRECISION,
-        owd_ns DOUBLE PRECISION,
-        delay_ns DOUBLE PRECISION,
-        jitter_ns DOUBLE PRECISION,
-        loss_pct DOUBLE PRECISION,
-        packets_sent BIGINT,
-        packets_received BIGINT,
-        argv JSONB NOT NULL,
-        record JSONB NOT NULL,
-        PRIMARY KEY (host, dir, run_id, started_at),
-        FOREIGN KEY (host, dir) REFERENCES dirs ON DELETE CASCADE
-    ) PARTITION BY RANGE (started_at);
-    CREATE INDEX runs_point ON runs (point, family);",
-    ),
-    (2, "mesh campaigns' work queue", crate::pgqueue::MIGRATION),
-];
 
 /// The advisory lock key under which migrations run ("dualperf" in ASCII, 8 bytes).
 const MIGRATION_LOCK: i64 = 0x6475_616c_7065_7266;

@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use crate::support::{path_str, run, u, Proc, TempDir};
 
-const PLAN: &str = r#"version = 1
+/// Two sizes × two families × two repetitions of 300 ms: 8 runs (`pg_store.rs` too).
+pub(crate) const PLAN: &str = r#"version = 1
 name = "tiny"
 repetitions = 2
 duration = "300ms"
